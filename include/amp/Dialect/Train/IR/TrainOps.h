@@ -1,0 +1,36 @@
+//===- TrainOps.h - Train dialect ops ---------------------------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_IR_TRAINOPS_H
+#define AMP_DIALECT_TRAIN_IR_TRAINOPS_H
+
+#include "amp/Dialect/Train/IR/OnnxSchema.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace amp::train {
+/// Verifies an ONNX node op against its schema: input/output counts, the
+/// kinds of its ONNX attributes, and required attributes.
+mlir::LogicalResult verifyOnnxNode(mlir::Operation *op);
+} // namespace amp::train
+
+#include "amp/Dialect/Train/IR/TrainOpsInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "amp/Dialect/Train/IR/TrainOps.h.inc"
+
+namespace amp::train {
+/// The schema of an ONNX node op under the module's opset imports (typed
+/// ops: the schema they were generated from), or nullptr if unknown.
+const OnnxOpSchema *getSchemaFor(OnnxNodeOpInterface op);
+} // namespace amp::train
+
+#endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_H

@@ -1,0 +1,46 @@
+//===- ImportONNX.h - ONNX protobuf to train dialect ------------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_TARGET_ONNX_IMPORTONNX_H
+#define AMP_TARGET_ONNX_IMPORTONNX_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/MemoryBufferRef.h"
+#include <cstdint>
+#include <string>
+
+namespace amp {
+
+struct ImportOnnxOptions {
+  /// Folder that external-data paths are resolved against (and must stay
+  /// inside). Empty: the folder of the model file.
+  std::string externalDataDir;
+  /// Tensors with at least this many bytes are held as dense resources (out
+  /// of the IR text body, no copy of the data); smaller ones inline.
+  uint64_t resourceThresholdBytes = 1024;
+};
+
+/// Imports the ONNX model in `buffer` (named by its identifier, used in
+/// diagnostics) into a new module. Diagnostics go to the context's handler;
+/// returns null on error.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxModel(llvm::MemoryBufferRef buffer, mlir::MLIRContext *context,
+                const ImportOnnxOptions &options = {});
+
+/// Imports the ONNX model file at `path`, streaming it from disk (no copy of
+/// the whole file in memory).
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxFile(llvm::StringRef path, mlir::MLIRContext *context,
+               const ImportOnnxOptions &options = {});
+
+/// Registers the `--import-onnx` translation.
+void registerFromOnnxTranslation();
+
+} // namespace amp
+
+#endif // AMP_TARGET_ONNX_IMPORTONNX_H

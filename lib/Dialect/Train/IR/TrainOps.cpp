@@ -1,0 +1,314 @@
+//===- TrainOps.cpp - Train dialect ops -----------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Verifiers and custom syntax of the structural ops, and the schema-driven
+// verifier shared by every ONNX node op. The generated op definitions are
+// compiled in the TrainOpsShard*.cpp files.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/IR/OnnxTypes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace amp::train;
+
+#include "amp/Dialect/Train/IR/TrainOpsInterfaces.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// GraphOp / FunctionOp
+//===----------------------------------------------------------------------===//
+
+ParseResult GraphOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildFuncType =
+      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
+         function_interface_impl::VariadicFlag,
+         std::string &) { return builder.getFunctionType(argTypes, results); };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false,
+      getFunctionTypeAttrName(result.name), buildFuncType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void GraphOp::print(OpAsmPrinter &p) {
+  function_interface_impl::printFunctionOp(
+      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+LogicalResult GraphOp::verify() {
+  if (getBody().empty())
+    return emitOpError("must have a body");
+  Block &entry = getBody().front();
+  if (entry.getNumArguments() != getArgumentTypes().size())
+    return emitOpError("body has ")
+           << entry.getNumArguments() << " arguments but the type has "
+           << getArgumentTypes().size();
+  return success();
+}
+
+ParseResult FunctionOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildFuncType =
+      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
+         function_interface_impl::VariadicFlag,
+         std::string &) { return builder.getFunctionType(argTypes, results); };
+  return function_interface_impl::parseFunctionOp(
+      parser, result, /*allowVariadic=*/false,
+      getFunctionTypeAttrName(result.name), buildFuncType,
+      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+}
+
+void FunctionOp::print(OpAsmPrinter &p) {
+  function_interface_impl::printFunctionOp(
+      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+//===----------------------------------------------------------------------===//
+// InitializerOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult InitializerOp::verify() {
+  Attribute value = getValue();
+  if (getSparse()) {
+    if (!isa<SparseTensorAttr>(value))
+      return emitOpError("sparse initializer needs a #train.sparse value");
+    return success();
+  }
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements)
+    return emitOpError("value must be an elements attribute");
+  if (elements.getType() != getResult().getType())
+    return emitOpError("value type ")
+           << elements.getType() << " does not match the result type "
+           << getResult().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// NodeOp
+//===----------------------------------------------------------------------===//
+
+StringRef NodeOp::getOnnxDomain() { return getDomain(); }
+StringRef NodeOp::getOnnxOpType() { return getOpType(); }
+int64_t NodeOp::getOnnxSinceVersion() { return -1; }
+SmallVector<StringRef> NodeOp::getGraphAttrNames() {
+  SmallVector<StringRef> names;
+  for (Attribute a : getGraphAttrs())
+    names.push_back(cast<StringAttr>(a).getValue());
+  return names;
+}
+
+LogicalResult NodeOp::verify() {
+  if (getGraphAttrs().size() != getGraphs().size())
+    return emitOpError("has ")
+           << getGraphs().size() << " regions but names "
+           << getGraphAttrs().size() << " graph attributes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Schema-driven verification of ONNX node ops
+//===----------------------------------------------------------------------===//
+
+/// Opset version of `domain` imported by the module enclosing `op`, or -1.
+static int64_t getImportedOpsetVersion(Operation *op, StringRef domain) {
+  for (Operation *p = op; p; p = p->getParentOp()) {
+    auto list = p->getAttrOfType<ArrayAttr>(attrs::kOpsetImport);
+    if (!list)
+      continue;
+    for (Attribute entry : list) {
+      auto pair = dyn_cast<ArrayAttr>(entry);
+      if (!pair || pair.size() != 2)
+        continue;
+      auto d = dyn_cast<StringAttr>(pair[0]);
+      auto v = dyn_cast<IntegerAttr>(pair[1]);
+      if (d && v && normalizeOnnxDomain(d.getValue()) == domain)
+        return v.getInt();
+    }
+    return -1;
+  }
+  return -1;
+}
+
+const OnnxOpSchema *amp::train::getSchemaFor(OnnxNodeOpInterface op) {
+  StringRef domain = normalizeOnnxDomain(op.getOnnxDomain());
+  int64_t version = op.getOnnxSinceVersion();
+  if (version < 0)
+    version = getImportedOpsetVersion(op, domain);
+  if (version < 0)
+    return nullptr;
+  return lookupOnnxSchema(domain, op.getOnnxOpType(), version);
+}
+
+/// Kind check of one ONNX attribute value.
+static bool attrMatchesKind(Attribute value, OnnxAttrKind kind) {
+  if (isa<RefAttr>(value))
+    return true;
+  switch (kind) {
+  case OnnxAttrKind::Float:
+    return isa<FloatAttr>(value);
+  case OnnxAttrKind::Int:
+    return isa<IntegerAttr>(value);
+  case OnnxAttrKind::String:
+    return isa<StringAttr>(value);
+  case OnnxAttrKind::Tensor:
+    return isa<ElementsAttr, TensorAttr>(value);
+  case OnnxAttrKind::Floats:
+    return isa<DenseF32ArrayAttr>(value);
+  case OnnxAttrKind::Ints:
+    return isa<DenseI64ArrayAttr>(value);
+  case OnnxAttrKind::Strings:
+  case OnnxAttrKind::Tensors:
+  case OnnxAttrKind::Graphs:
+  case OnnxAttrKind::SparseTensors:
+  case OnnxAttrKind::TypeProtos:
+    return isa<ArrayAttr>(value);
+  case OnnxAttrKind::SparseTensor:
+    return isa<SparseTensorAttr>(value);
+  case OnnxAttrKind::TypeProto:
+    return isa<TypeAttr>(value);
+  case OnnxAttrKind::Graph:
+  case OnnxAttrKind::Undefined:
+    return false;
+  }
+  return false;
+}
+
+static const char *attrKindName(OnnxAttrKind kind) {
+  static const char *names[] = {
+      "UNDEFINED", "FLOAT",  "INT",     "STRING",        "TENSOR",
+      "GRAPH",     "FLOATS", "INTS",    "STRINGS",       "TENSORS",
+      "GRAPHS",    "SPARSE_TENSOR",     "SPARSE_TENSORS", "TYPE_PROTO",
+      "TYPE_PROTOS"};
+  return names[static_cast<unsigned>(kind)];
+}
+
+/// Checks that the values bound to each type constraint agree and are
+/// allowed by it.
+static LogicalResult verifyTypeConstraints(Operation *op,
+                                           const OnnxOpSchema &schema) {
+  llvm::StringMap<std::pair<std::string, std::string>> bound;
+  auto check = [&](Type type, const OnnxParamSchema &param,
+                   StringRef what, unsigned index) -> LogicalResult {
+    if (isa<NoneType, UnknownType>(type))
+      return success();
+    std::string typeStr = getOnnxTypeString(type);
+    if (typeStr.empty())
+      return success();
+    StringRef constraintName = param.typeStr;
+    const OnnxTypeConstraintSchema *constraint =
+        schema.findConstraint(constraintName);
+    if (!constraint) {
+      // A literal type such as "tensor(int64)".
+      if (constraintName != typeStr)
+        return op->emitOpError()
+               << what << " #" << index << " ('" << param.name
+               << "') must be " << constraintName << ", got " << typeStr;
+      return success();
+    }
+    if (!llvm::is_contained(constraint->getAllowedTypes(), typeStr))
+      return op->emitOpError()
+             << what << " #" << index << " ('" << param.name << "') has type "
+             << typeStr << ", which type constraint " << constraintName
+             << " does not allow";
+    if (param.option == OnnxParamOption::Variadic && !param.homogeneous)
+      return success();
+    auto [it, inserted] = bound.try_emplace(
+        constraintName,
+        std::make_pair(typeStr, (what + " #" + Twine(index)).str()));
+    if (!inserted && it->second.first != typeStr)
+      return op->emitOpError()
+             << what << " #" << index << " has type " << typeStr << " but "
+             << it->second.second << " has " << it->second.first
+             << " and both are bound to type constraint " << constraintName;
+    return success();
+  };
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (const OnnxParamSchema *p = schema.getInputParam(i))
+      if (failed(check(v.getType(), *p, "input", i)))
+        return failure();
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (const OnnxParamSchema *p = schema.getOutputParam(i))
+      if (failed(check(v.getType(), *p, "output", i)))
+        return failure();
+  return success();
+}
+
+LogicalResult amp::train::verifyOnnxNode(Operation *op) {
+  auto node = cast<OnnxNodeOpInterface>(op);
+  auto outputNames = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+  if (outputNames && outputNames.size() < op->getNumResults() &&
+      !isa<NodeOp>(op))
+    return op->emitOpError("'")
+           << attrs::kOutputNames << "' names " << outputNames.size()
+           << " outputs but the op has " << op->getNumResults();
+  const OnnxOpSchema *schema = getSchemaFor(node);
+  if (!schema)
+    return success();
+  // A generic node whose attributes refer to function attributes cannot be
+  // checked until the function is instantiated.
+  auto nodeOp = dyn_cast<NodeOp>(op);
+  bool typed = !nodeOp;
+  unsigned numInputs = op->getNumOperands();
+  int maxIn = schema->getMaxInputs();
+  if ((int)numInputs < schema->getMinInputs() ||
+      (maxIn >= 0 && (int)numInputs > maxIn))
+    return op->emitOpError("has ")
+           << numInputs << " inputs but " << schema->opType << "-"
+           << schema->sinceVersion << " takes " << schema->getMinInputs()
+           << (maxIn < 0 ? " or more"
+                         : (" to " + Twine(maxIn)).str());
+  int maxOut = schema->getMaxOutputs();
+  unsigned numOutputs = outputNames ? outputNames.size() : op->getNumResults();
+  if ((int)numOutputs < schema->getMinOutputs() && !typed)
+    return op->emitOpError("has ") << numOutputs << " outputs but "
+                                   << schema->opType << " needs at least "
+                                   << schema->getMinOutputs();
+  if (maxOut >= 0 && (int)numOutputs > maxOut)
+    return op->emitOpError("has ") << numOutputs << " outputs but "
+                                   << schema->opType << " has at most "
+                                   << maxOut;
+  // Attributes: kinds and required ones.
+  auto checkAttr = [&](StringRef name, Attribute value) -> LogicalResult {
+    const OnnxAttrSchema *a = schema->findAttr(name);
+    if (!a)
+      return op->emitOpError("has attribute '")
+             << name << "' that " << schema->opType << "-"
+             << schema->sinceVersion << " does not define";
+    if (!attrMatchesKind(value, a->kind))
+      return op->emitOpError("attribute '")
+             << name << "' must be of ONNX type " << attrKindName(a->kind);
+    return success();
+  };
+  llvm::SmallVector<StringRef> graphNames = node.getGraphAttrNames();
+  if (nodeOp) {
+    for (NamedAttribute na : nodeOp.getAttrs())
+      if (failed(checkAttr(na.getName(), na.getValue())))
+        return failure();
+  } else {
+    for (NamedAttribute na : op->getAttrs())
+      if (!isBookkeepingAttr(na.getName()) &&
+          failed(checkAttr(na.getName(), na.getValue())))
+        return failure();
+  }
+  for (const OnnxAttrSchema &a : schema->getAttrs()) {
+    if (!a.required)
+      continue;
+    bool present = a.kind == OnnxAttrKind::Graph
+                       ? llvm::is_contained(graphNames, a.name)
+                       : (nodeOp ? (bool)nodeOp.getAttrs().get(a.name)
+                                 : (bool)op->getAttr(a.name));
+    if (!present)
+      return op->emitOpError("is missing required attribute '")
+             << a.name << "'";
+  }
+  return verifyTypeConstraints(op, *schema);
+}

@@ -1,0 +1,852 @@
+//===- ExportONNX.cpp - train dialect to ONNX protobuf --------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Writes a train-dialect module back to an ONNX ModelProto: the inverse of
+// ImportONNX.cpp. Tensor data held in resource blobs is not copied into the
+// protobuf: the model is serialized without it and each large initializer is
+// appended as a separate `graph { initializer { ... raw_data } }` chunk
+// (protobuf merges repeated occurrences of a message field), so exporting a
+// 1 GB model needs no second gigabyte.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Target/ONNX/ExportONNX.h"
+#include "ONNXInternals.h"
+#include "amp/Dialect/Train/IR/OnnxTypes.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::train;
+using namespace amp::onnx_detail;
+
+namespace {
+
+/// An initializer whose bytes are written after the model, straight from its
+/// resource blob.
+struct DeferredTensor {
+  onnx::TensorProto header; // everything but raw_data
+  ArrayRef<char> data;
+};
+
+class Exporter {
+public:
+  explicit Exporter(ModuleOp module) : module(module), ctx(module.getContext()) {}
+  LogicalResult exportModel(onnx::ModelProto &model,
+                            std::vector<DeferredTensor> &deferred);
+
+private:
+  InFlightDiagnostic error(Operation *op) { return op->emitError(); }
+  LogicalResult exportGraph(Block &block, onnx::GraphProto &graph,
+                            DictionaryAttr info, Operation *owner,
+                            std::vector<DeferredTensor> *deferred);
+  LogicalResult exportNode(Operation *op, onnx::NodeProto &node);
+  LogicalResult exportAttribute(StringRef name, Attribute value,
+                                onnx::AttributeProto &attr, Operation *op,
+                                int64_t kindHint);
+  LogicalResult exportTensor(Attribute value, onnx::TensorProto &tensor,
+                             Operation *op, bool raw,
+                             std::vector<DeferredTensor> *deferred);
+  LogicalResult exportType(Type type, ArrayAttr dims, onnx::TypeProto &proto,
+                           Operation *op);
+  LogicalResult exportValueInfo(DictionaryAttr entry, Type current,
+                                onnx::ValueInfoProto &vi, Operation *op);
+  std::string nameOf(Value v);
+  void mergeUnknown(Operation *op, google::protobuf::Message &msg) {
+    if (auto u = op->getAttrOfType<StringAttr>("train.unknown_fields"))
+      msg.MergeFromString(u.getValue().str());
+  }
+
+  ModuleOp module;
+  MLIRContext *ctx;
+  /// ONNX names of values.
+  DenseMap<Value, std::string> names;
+  llvm::StringSet<> usedNames;
+  unsigned generated = 0;
+};
+
+} // namespace
+
+std::string Exporter::nameOf(Value v) {
+  auto it = names.find(v);
+  if (it != names.end())
+    return it->second;
+  if (isa<NoneType>(v.getType()))
+    return "";
+  // A value a pass created: give it a fresh unique name.
+  std::string name;
+  do {
+    name = "amp_value_" + std::to_string(generated++);
+  } while (usedNames.contains(name));
+  usedNames.insert(name);
+  names[v] = name;
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+LogicalResult Exporter::exportType(Type type, ArrayAttr dims,
+                                   onnx::TypeProto &proto, Operation *op) {
+  auto setTensor = [&](TensorType t, onnx::TypeProto_Tensor *tp)
+      -> LogicalResult {
+    std::optional<int32_t> dt = getOnnxDataType(t.getElementType());
+    if (!dt)
+      return error(op) << "element type " << t.getElementType()
+                       << " has no ONNX equivalent";
+    tp->set_elem_type(*dt);
+    if (auto ranked = dyn_cast<RankedTensorType>(t)) {
+      onnx::TensorShapeProto *shape = tp->mutable_shape();
+      for (auto [i, d] : llvm::enumerate(ranked.getShape())) {
+        auto *dim = shape->add_dim();
+        StringRef param;
+        if (dims && i < dims.size())
+          param = cast<StringAttr>(dims[i]).getValue();
+        if (!ShapedType::isDynamic(d))
+          dim->set_dim_value(d);
+        else if (!param.empty())
+          dim->set_dim_param(param.str());
+      }
+    }
+    return success();
+  };
+  if (auto t = dyn_cast<TensorType>(type))
+    return setTensor(t, proto.mutable_tensor_type());
+  if (auto s = dyn_cast<SparseTensorType>(type)) {
+    auto *tp = proto.mutable_sparse_tensor_type();
+    onnx::TypeProto_Tensor tmp;
+    if (failed(setTensor(cast<TensorType>(s.getTensorType()), &tmp)))
+      return failure();
+    tp->set_elem_type(tmp.elem_type());
+    if (tmp.has_shape())
+      *tp->mutable_shape() = tmp.shape();
+    return success();
+  }
+  if (auto s = dyn_cast<SeqType>(type)) {
+    auto *seq = proto.mutable_sequence_type();
+    if (isa<UnknownType>(s.getElementType()))
+      return success();
+    return exportType(s.getElementType(), {}, *seq->mutable_elem_type(), op);
+  }
+  if (auto o = dyn_cast<OptType>(type)) {
+    auto *opt = proto.mutable_optional_type();
+    if (isa<UnknownType>(o.getElementType()))
+      return success();
+    return exportType(o.getElementType(), {}, *opt->mutable_elem_type(), op);
+  }
+  if (auto m = dyn_cast<MapType>(type)) {
+    auto *map = proto.mutable_map_type();
+    std::optional<int32_t> key = getOnnxDataType(m.getKeyType());
+    if (!key)
+      return error(op) << "map key type " << m.getKeyType()
+                       << " has no ONNX equivalent";
+    map->set_key_type(*key);
+    return exportType(m.getValueType(), {}, *map->mutable_value_type(), op);
+  }
+  if (isa<UnknownType>(type))
+    return success();
+  return error(op) << "type " << type << " has no ONNX equivalent";
+}
+
+/// The declared type with its element type refreshed from the value's
+/// current type (a pass may have changed the precision).
+static Type refreshType(Type declared, Type current) {
+  auto d = dyn_cast<TensorType>(declared);
+  auto c = dyn_cast_or_null<TensorType>(current);
+  if (!d || !c || d.getElementType() == c.getElementType())
+    return declared;
+  return d.clone(c.getElementType());
+}
+
+LogicalResult Exporter::exportValueInfo(DictionaryAttr entry, Type current,
+                                        onnx::ValueInfoProto &vi,
+                                        Operation *op) {
+  vi.set_name(cast<StringAttr>(entry.get("name")).getValue().str());
+  if (auto doc = entry.getAs<StringAttr>(attrs::kDocString))
+    vi.set_doc_string(doc.getValue().str());
+  if (auto typeAttr = entry.getAs<TypeAttr>("type")) {
+    Type t = refreshType(typeAttr.getValue(), current);
+    if (failed(exportType(t, entry.getAs<ArrayAttr>(attrs::kDims),
+                          *vi.mutable_type(), op)))
+      return failure();
+  }
+  if (auto u = entry.getAs<StringAttr>("train.unknown_fields"))
+    vi.MergeFromString(u.getValue().str());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
+                                     Operation *op, bool raw,
+                                     std::vector<DeferredTensor> *deferred) {
+  if (auto wrapped = dyn_cast<TensorAttr>(value)) {
+    tensor.set_name(wrapped.getName().getValue().str());
+    if (!wrapped.getDocString().getValue().empty())
+      tensor.set_doc_string(wrapped.getDocString().getValue().str());
+    return exportTensor(wrapped.getValue(), tensor, op,
+                        wrapped.getRawStorage(), deferred);
+  }
+  auto typed = dyn_cast<TypedAttr>(value);
+  auto type = typed ? dyn_cast<RankedTensorType>(typed.getType())
+                    : RankedTensorType();
+  if (!type)
+    return error(op) << "tensor value " << value << " has no ONNX equivalent";
+  std::optional<int32_t> dt = getOnnxDataType(type.getElementType());
+  if (!dt)
+    return error(op) << "element type " << type.getElementType()
+                     << " has no ONNX equivalent";
+  tensor.set_data_type(*dt);
+  for (int64_t d : type.getShape())
+    tensor.add_dims(d);
+  int64_t count = type.getNumElements();
+
+  if (auto strs = dyn_cast<DenseStringElementsAttr>(value)) {
+    ArrayRef<StringRef> values = strs.getRawStringData();
+    for (int64_t i = 0; i < count; ++i)
+      tensor.add_string_data(
+          (strs.isSplat() ? values[0] : values[i]).str());
+    return success();
+  }
+
+  // The raw little-endian bytes of the tensor.
+  std::string bytes;
+  ArrayRef<char> blobData;
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob)
+      return error(op) << "resource '" << res.getRawHandle().getKey()
+                       << "' has no data";
+    blobData = blob->getData();
+  } else if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    unsigned bits = getOnnxDataTypeBits(*dt);
+    if (bits < 8 || *dt == onnx::TensorProto::BOOL) {
+      // Re-pack sub-byte types as ONNX does (low bits first).
+      int64_t size = getRawDataSize(*dt, count);
+      bytes.assign(size, '\0');
+      int64_t i = 0;
+      auto put = [&](uint64_t v) {
+        if (*dt == onnx::TensorProto::BOOL) {
+          bytes[i] = v ? 1 : 0;
+        } else {
+          unsigned perByte = 8 / bits;
+          bytes[i / perByte] |=
+              static_cast<char>((v & ((1u << bits) - 1)) << ((i % perByte) * bits));
+        }
+        ++i;
+      };
+      if (isa<FloatType>(type.getElementType()))
+        for (APFloat f : dense.getValues<APFloat>())
+          put(f.bitcastToAPInt().getZExtValue());
+      else
+        for (APInt v : dense.getValues<APInt>())
+          put(v.getZExtValue());
+    } else {
+      ArrayRef<char> rawData = dense.getRawData();
+      if (dense.isSplat() && count != 1) {
+        // Expand the splat.
+        bytes.reserve(rawData.size() * count);
+        for (int64_t i = 0; i < count; ++i)
+          bytes.append(rawData.data(), rawData.size());
+      } else {
+        bytes.assign(rawData.data(), rawData.size());
+      }
+    }
+  } else {
+    return error(op) << "tensor value " << value << " has no ONNX equivalent";
+  }
+
+  ArrayRef<char> data =
+      blobData.data() ? blobData : ArrayRef<char>(bytes.data(), bytes.size());
+  int64_t expected = getRawDataSize(*dt, count);
+  if ((int64_t)data.size() != expected)
+    return error(op) << "tensor data has " << data.size()
+                     << " bytes but its type needs " << expected;
+
+  if (!raw) {
+    // Typed storage, the inverse of the importer's conversion.
+    auto le = [&](int64_t i, unsigned w) {
+      uint64_t v = 0;
+      for (unsigned b = 0; b < w; ++b)
+        v |= uint64_t(uint8_t(data[i * w + b])) << (8 * b);
+      return v;
+    };
+    unsigned bits = getOnnxDataTypeBits(*dt);
+    switch (*dt) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::COMPLEX64:
+      for (size_t i = 0; i < data.size() / 4; ++i)
+        tensor.add_float_data(llvm::bit_cast<float>(uint32_t(le(i, 4))));
+      return success();
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::COMPLEX128:
+      for (size_t i = 0; i < data.size() / 8; ++i)
+        tensor.add_double_data(llvm::bit_cast<double>(le(i, 8)));
+      return success();
+    case onnx::TensorProto::INT64:
+      for (size_t i = 0; i < data.size() / 8; ++i)
+        tensor.add_int64_data(int64_t(le(i, 8)));
+      return success();
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64: {
+      unsigned w = bits / 8;
+      for (size_t i = 0; i < data.size() / w; ++i)
+        tensor.add_uint64_data(le(i, w));
+      return success();
+    }
+    default: {
+      unsigned w = bits < 8 ? 1 : bits / 8;
+      bool isSigned = *dt == onnx::TensorProto::INT8 ||
+                      *dt == onnx::TensorProto::INT16 ||
+                      *dt == onnx::TensorProto::INT32;
+      for (size_t i = 0; i < data.size() / w; ++i) {
+        uint64_t v = le(i, w);
+        int64_t sv = (int64_t)v;
+        if (isSigned && w < 8 && (v >> (8 * w - 1)))
+          sv = (int64_t)(v | (~uint64_t(0) << (8 * w)));
+        tensor.add_int32_data((int32_t)sv);
+      }
+      return success();
+    }
+    }
+  }
+  if (deferred && blobData.data()) {
+    deferred->push_back({tensor, blobData});
+    return success();
+  }
+  tensor.set_raw_data(data.data(), data.size());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
+                                        onnx::AttributeProto &attr,
+                                        Operation *op, int64_t kindHint) {
+  attr.set_name(name.str());
+  if (auto ref = dyn_cast<RefAttr>(value)) {
+    attr.set_ref_attr_name(ref.getRefName().getValue().str());
+    attr.set_type((onnx::AttributeProto::AttributeType)ref.getKind());
+    return success();
+  }
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::FLOAT);
+    attr.set_f(f.getValueAsDouble());
+  } else if (auto i = dyn_cast<IntegerAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::INT);
+    attr.set_i(i.getValue().getSExtValue());
+  } else if (auto s = dyn_cast<StringAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::STRING);
+    attr.set_s(s.getValue().str());
+  } else if (auto fs = dyn_cast<DenseF32ArrayAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::FLOATS);
+    for (float f : fs.asArrayRef())
+      attr.add_floats(f);
+  } else if (auto is = dyn_cast<DenseI64ArrayAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : is.asArrayRef())
+      attr.add_ints(v);
+  } else if (auto sp = dyn_cast<SparseTensorAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::SPARSE_TENSOR);
+    auto *st = attr.mutable_sparse_tensor();
+    if (failed(exportTensor(sp.getValues(), *st->mutable_values(), op, true,
+                            nullptr)) ||
+        failed(exportTensor(sp.getIndices(), *st->mutable_indices(), op, true,
+                            nullptr)))
+      return failure();
+    for (int64_t d : sp.getDims().asArrayRef())
+      st->add_dims(d);
+  } else if (isa<ElementsAttr, TensorAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::TENSOR);
+    return exportTensor(value, *attr.mutable_t(), op, true, nullptr);
+  } else if (auto t = dyn_cast<TypeAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::TYPE_PROTO);
+    return exportType(t.getValue(), {}, *attr.mutable_tp(), op);
+  } else if (auto list = dyn_cast<ArrayAttr>(value)) {
+    int64_t kind = kindHint;
+    if (kind < 0 && !list.empty()) {
+      Attribute first = list[0];
+      kind = isa<StringAttr>(first)        ? onnx::AttributeProto::STRINGS
+             : isa<SparseTensorAttr>(first) ? onnx::AttributeProto::SPARSE_TENSORS
+             : isa<TypeAttr>(first)         ? onnx::AttributeProto::TYPE_PROTOS
+                                            : onnx::AttributeProto::TENSORS;
+    }
+    if (kind < 0)
+      kind = onnx::AttributeProto::STRINGS;
+    attr.set_type((onnx::AttributeProto::AttributeType)kind);
+    for (Attribute e : list) {
+      switch (kind) {
+      case onnx::AttributeProto::STRINGS:
+        attr.add_strings(cast<StringAttr>(e).getValue().str());
+        break;
+      case onnx::AttributeProto::TENSORS:
+        if (failed(exportTensor(e, *attr.add_tensors(), op, true, nullptr)))
+          return failure();
+        break;
+      case onnx::AttributeProto::SPARSE_TENSORS: {
+        auto sp = cast<SparseTensorAttr>(e);
+        auto *st = attr.add_sparse_tensors();
+        if (failed(exportTensor(sp.getValues(), *st->mutable_values(), op,
+                                true, nullptr)) ||
+            failed(exportTensor(sp.getIndices(), *st->mutable_indices(), op,
+                                true, nullptr)))
+          return failure();
+        for (int64_t d : sp.getDims().asArrayRef())
+          st->add_dims(d);
+        break;
+      }
+      case onnx::AttributeProto::TYPE_PROTOS:
+        if (failed(exportType(cast<TypeAttr>(e).getValue(), {},
+                              *attr.add_type_protos(), op)))
+          return failure();
+        break;
+      default:
+        return error(op) << "attribute '" << name << "' has a list kind "
+                         << kind << " that cannot be exported";
+      }
+    }
+  } else {
+    return error(op) << "attribute '" << name << "' (" << value
+                     << ") has no ONNX equivalent";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes and graphs
+//===----------------------------------------------------------------------===//
+
+LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
+  auto iface = cast<OnnxNodeOpInterface>(op);
+  auto generic = dyn_cast<NodeOp>(op);
+  if (generic)
+    node.set_domain(generic.getDomain().str());
+  else if (!iface.getOnnxDomain().empty())
+    node.set_domain(iface.getOnnxDomain().str());
+  node.set_op_type(iface.getOnnxOpType().str());
+  if (auto name = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+    node.set_name(name.getValue().str());
+  if (auto doc = op->getAttrOfType<StringAttr>(attrs::kDocString))
+    node.set_doc_string(doc.getValue().str());
+
+  // Inputs: trailing absent ones are dropped unless ONNX had them.
+  SmallVector<std::string> inputs;
+  for (Value v : op->getOperands())
+    inputs.push_back(nameOf(v));
+  int64_t numInputs = inputs.size();
+  if (auto n = op->getAttrOfType<IntegerAttr>(attrs::kNumInputs))
+    numInputs = n.getInt();
+  else if (!generic)
+    while (numInputs > 0 && inputs[numInputs - 1].empty())
+      --numInputs;
+  for (int64_t i = 0; i < numInputs; ++i)
+    node.add_input(i < (int64_t)inputs.size() ? inputs[i] : "");
+
+  // Outputs: the recorded ONNX count (absent trailing ones omitted).
+  auto outNames = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+  unsigned numOutputs = op->getNumResults();
+  if (outNames && !generic)
+    numOutputs = std::min<unsigned>(numOutputs, outNames.size());
+  if (!outNames)
+    while (numOutputs > 0 &&
+           isa<NoneType>(op->getResult(numOutputs - 1).getType()))
+      --numOutputs;
+  for (unsigned i = 0; i < numOutputs; ++i)
+    node.add_output(nameOf(op->getResult(i)));
+
+  // Attributes.
+  auto kinds = op->getAttrOfType<DictionaryAttr>("train.attr_kinds");
+  auto docs = op->getAttrOfType<DictionaryAttr>(attrs::kAttrDocs);
+  auto exportOne = [&](StringRef name, Attribute value) -> LogicalResult {
+    int64_t hint = -1;
+    if (kinds)
+      if (auto k = kinds.getAs<IntegerAttr>(name))
+        hint = k.getInt();
+    onnx::AttributeProto *attr = node.add_attribute();
+    if (docs)
+      if (auto d = docs.getAs<StringAttr>(name))
+        attr->set_doc_string(d.getValue().str());
+    return exportAttribute(name, value, *attr, op, hint);
+  };
+  if (generic) {
+    for (NamedAttribute na : generic.getAttrs())
+      if (failed(exportOne(na.getName(), na.getValue())))
+        return failure();
+  } else {
+    for (NamedAttribute na : op->getAttrs())
+      if (!isBookkeepingAttr(na.getName()) &&
+          failed(exportOne(na.getName(), na.getValue())))
+        return failure();
+  }
+  // Graph attributes.
+  auto infos = op->getAttrOfType<DictionaryAttr>(attrs::kSubgraphs);
+  SmallVector<StringRef> graphNames = iface.getGraphAttrNames();
+  for (auto [name, region] : llvm::zip(graphNames, op->getRegions())) {
+    if (region.empty())
+      continue;
+    onnx::AttributeProto *attr = node.add_attribute();
+    attr->set_name(name.str());
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    if (docs)
+      if (auto d = docs.getAs<StringAttr>(name))
+        attr->set_doc_string(d.getValue().str());
+    DictionaryAttr info = infos ? infos.getAs<DictionaryAttr>(name)
+                                : DictionaryAttr();
+    if (failed(exportGraph(region.front(), *attr->mutable_g(), info, op,
+                           nullptr)))
+      return failure();
+  }
+  mergeUnknown(op, node);
+  return success();
+}
+
+LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
+                                    DictionaryAttr info, Operation *owner,
+                                    std::vector<DeferredTensor> *deferred) {
+  // Names first, so references to later values resolve.
+  ArrayAttr inputInfos = info ? info.getAs<ArrayAttr>("inputs") : ArrayAttr();
+  ArrayAttr outputInfos =
+      info ? info.getAs<ArrayAttr>("outputs") : ArrayAttr();
+  for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
+    std::string name;
+    if (inputInfos && i < inputInfos.size())
+      name = cast<StringAttr>(cast<DictionaryAttr>(inputInfos[i]).get("name"))
+                 .getValue()
+                 .str();
+    names[arg] = name;
+    usedNames.insert(name);
+  }
+  for (Operation &op : block) {
+    if (auto init = dyn_cast<InitializerOp>(op)) {
+      if (!names.count(init.getResult())) {
+        names[init.getResult()] = init.getName().str();
+        usedNames.insert(init.getName());
+      }
+      continue;
+    }
+    auto outNames = op.getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+    if (!outNames)
+      continue;
+    for (auto [i, n] : llvm::enumerate(outNames))
+      if (i < op.getNumResults()) {
+        StringRef s = cast<StringAttr>(n).getValue();
+        if (s.empty())
+          continue;
+        names[op.getResult(i)] = s.str();
+        usedNames.insert(s);
+      }
+  }
+
+  if (info) {
+    if (auto n = info.getAs<StringAttr>(attrs::kGraphName))
+      graph.set_name(n.getValue().str());
+    if (auto d = info.getAs<StringAttr>(attrs::kDocString))
+      graph.set_doc_string(d.getValue().str());
+  }
+  for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
+    onnx::ValueInfoProto *vi = graph.add_input();
+    if (inputInfos && i < inputInfos.size()) {
+      if (failed(exportValueInfo(cast<DictionaryAttr>(inputInfos[i]),
+                                 arg.getType(), *vi, owner)))
+        return failure();
+    } else {
+      vi->set_name(nameOf(arg));
+    }
+  }
+
+  Operation *terminator = block.getTerminator();
+  for (Operation &op : block) {
+    if (&op == terminator || isa<NoneOp>(op))
+      continue;
+    if (auto init = dyn_cast<InitializerOp>(op)) {
+      if (init.getSparse()) {
+        auto sp = cast<SparseTensorAttr>(init.getValue());
+        onnx::SparseTensorProto *st = graph.add_sparse_initializer();
+        if (failed(exportTensor(sp.getValues(), *st->mutable_values(), &op,
+                                true, nullptr)) ||
+            failed(exportTensor(sp.getIndices(), *st->mutable_indices(), &op,
+                                true, nullptr)))
+          return failure();
+        for (int64_t d : sp.getDims().asArrayRef())
+          st->add_dims(d);
+        continue;
+      }
+      onnx::TensorProto tensor;
+      tensor.set_name(init.getName().str());
+      if (auto doc = init.getDocString())
+        tensor.set_doc_string(doc->str());
+      size_t before = deferred ? deferred->size() : 0;
+      if (failed(exportTensor(init.getValue(), tensor, &op, init.getRaw(),
+                              deferred)))
+        return failure();
+      mergeUnknown(&op, tensor);
+      if (deferred && deferred->size() > before) {
+        deferred->back().header = std::move(tensor);
+        // Keep the initializer's position: a placeholder marks it.
+        graph.add_initializer()->set_name("\x01amp-deferred");
+      } else {
+        *graph.add_initializer() = std::move(tensor);
+      }
+      continue;
+    }
+    if (!isa<OnnxNodeOpInterface>(op))
+      return op.emitError("cannot be exported to ONNX: not an ONNX node");
+    if (failed(exportNode(&op, *graph.add_node())))
+      return failure();
+  }
+
+  // Outputs.
+  for (auto [i, v] : llvm::enumerate(terminator->getOperands())) {
+    onnx::ValueInfoProto *vi = graph.add_output();
+    if (outputInfos && i < outputInfos.size()) {
+      if (failed(exportValueInfo(cast<DictionaryAttr>(outputInfos[i]),
+                                 v.getType(), *vi, owner)))
+        return failure();
+      // The value feeding an output is named after it.
+      std::string want = vi->name(), have = nameOf(v);
+      if (want != have)
+        return terminator->emitError("graph output '")
+               << want << "' is fed by value '" << have
+               << "' of another name; ONNX needs an Identity node here";
+    } else {
+      vi->set_name(nameOf(v));
+    }
+  }
+  if (info)
+    if (auto vis = info.getAs<ArrayAttr>(attrs::kValueInfo)) {
+      // Refresh element types from the values they describe.
+      llvm::StringMap<Type> current;
+      for (auto &[v, n] : names)
+        if (!n.empty() && v.getParentBlock() == &block)
+          current[n] = v.getType();
+      for (Attribute a : vis) {
+        auto entry = cast<DictionaryAttr>(a);
+        Type t = current.lookup(
+            cast<StringAttr>(entry.get("name")).getValue());
+        if (failed(exportValueInfo(entry, t, *graph.add_value_info(), owner)))
+          return failure();
+      }
+    }
+  if (info)
+    if (auto u = info.getAs<StringAttr>("train.unknown_fields"))
+      graph.MergeFromString(u.getValue().str());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+static void exportOpsets(
+    ArrayAttr list,
+    google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto> &out) {
+  if (!list)
+    return;
+  for (Attribute e : list) {
+    auto pair = cast<ArrayAttr>(e);
+    auto *o = out.Add();
+    o->set_domain(cast<StringAttr>(pair[0]).getValue().str());
+    o->set_version(cast<IntegerAttr>(pair[1]).getInt());
+  }
+}
+
+LogicalResult Exporter::exportModel(onnx::ModelProto &model,
+                                    std::vector<DeferredTensor> &deferred) {
+  Operation *m = module;
+  if (auto v = m->getAttrOfType<IntegerAttr>(attrs::kIrVersion))
+    model.set_ir_version(v.getInt());
+  else
+    model.set_ir_version(8);
+  exportOpsets(m->getAttrOfType<ArrayAttr>(attrs::kOpsetImport),
+               *model.mutable_opset_import());
+  if (auto s = m->getAttrOfType<StringAttr>(attrs::kProducerName))
+    model.set_producer_name(s.getValue().str());
+  if (auto s = m->getAttrOfType<StringAttr>(attrs::kProducerVersion))
+    model.set_producer_version(s.getValue().str());
+  if (auto s = m->getAttrOfType<StringAttr>(attrs::kModelDomain))
+    model.set_domain(s.getValue().str());
+  if (auto v = m->getAttrOfType<IntegerAttr>(attrs::kModelVersion))
+    model.set_model_version(v.getInt());
+  if (auto s = m->getAttrOfType<StringAttr>(attrs::kDocString))
+    model.set_doc_string(s.getValue().str());
+  if (auto props = m->getAttrOfType<ArrayAttr>(attrs::kMetadataProps))
+    for (Attribute p : props) {
+      auto kv = cast<ArrayAttr>(p);
+      auto *e = model.add_metadata_props();
+      e->set_key(cast<StringAttr>(kv[0]).getValue().str());
+      e->set_value(cast<StringAttr>(kv[1]).getValue().str());
+    }
+
+  GraphOp graphOp;
+  for (Operation &op : module.getBody()->getOperations()) {
+    if (auto g = dyn_cast<GraphOp>(op)) {
+      if (graphOp)
+        return op.emitError("a module exported to ONNX has one train.graph");
+      graphOp = g;
+      continue;
+    }
+    auto fn = dyn_cast<FunctionOp>(op);
+    if (!fn)
+      return op.emitError("cannot be exported to ONNX (expected "
+                          "train.graph or train.function)");
+    onnx::FunctionProto *proto = model.add_functions();
+    proto->set_name(fn.getOnnxName().str());
+    proto->set_domain(fn.getDomain().str());
+    if (auto doc = fn->getAttrOfType<StringAttr>(attrs::kDocString))
+      proto->set_doc_string(doc.getValue().str());
+    exportOpsets(fn->getAttrOfType<ArrayAttr>(attrs::kOpsetImport),
+                 *proto->mutable_opset_import());
+    if (auto a = fn->getAttrOfType<ArrayAttr>(attrs::kFunctionAttrs))
+      for (Attribute n : a)
+        proto->add_attribute(cast<StringAttr>(n).getValue().str());
+    Block &body = fn.getBody().front();
+    for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+      auto n = fn.getArgAttrOfType<StringAttr>(i, attrs::kValueName);
+      std::string name = n ? n.getValue().str() : nameOf(arg);
+      names[arg] = name;
+      proto->add_input(name);
+    }
+    onnx::GraphProto tmp;
+    if (failed(exportGraph(body, tmp, DictionaryAttr(), fn, nullptr)))
+      return failure();
+    for (int i = 0; i < tmp.output_size(); ++i) {
+      auto n = fn.getResultAttrOfType<StringAttr>(i, attrs::kValueName);
+      proto->add_output(n ? n.getValue().str() : tmp.output(i).name());
+    }
+    proto->mutable_node()->Swap(tmp.mutable_node());
+    mergeUnknown(fn, *proto);
+  }
+  if (!graphOp)
+    return module.emitError("no train.graph to export");
+
+  // The main graph: arg/res attributes hold the input/output value infos.
+  NamedAttrList info(graphOp->getAttrDictionary());
+  auto toInfos = [&](ArrayAttr attrsList, ArrayRef<Type> types) {
+    SmallVector<Attribute> out;
+    for (auto [i, t] : llvm::enumerate(types)) {
+      NamedAttrList entry;
+      if (attrsList && i < attrsList.size())
+        entry.append(cast<DictionaryAttr>(attrsList[i]).getValue());
+      if (Attribute name = entry.get(attrs::kValueName)) {
+        entry.erase(attrs::kValueName);
+        entry.set("name", name);
+      } else {
+        entry.set("name", StringAttr::get(ctx, ""));
+      }
+      if (!entry.get("train.no_type"))
+        entry.set("type", TypeAttr::get(t));
+      out.push_back(entry.getDictionary(ctx));
+    }
+    return ArrayAttr::get(ctx, out);
+  };
+  info.set("inputs", toInfos(graphOp.getArgAttrsAttr(),
+                             graphOp.getArgumentTypes()));
+  info.set("outputs", toInfos(graphOp.getResAttrsAttr(),
+                              graphOp.getResultTypes()));
+  return exportGraph(graphOp.getBody().front(), *model.mutable_graph(),
+                     info.getDictionary(ctx), graphOp, &deferred);
+}
+
+LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os) {
+  onnx::ModelProto model;
+  std::vector<DeferredTensor> deferred;
+  Exporter exporter(module);
+  if (failed(exporter.exportModel(model, deferred)))
+    return failure();
+
+  // Serialize. Initializers whose data is deferred leave a placeholder in
+  // the graph; to keep their order, the graph's initializers are all moved
+  // into the appended chunks when any is deferred.
+  std::vector<onnx::TensorProto> inlineInits;
+  onnx::GraphProto *graph = model.mutable_graph();
+  bool anyDeferred = !deferred.empty();
+  std::vector<std::pair<bool, size_t>> order; // (deferred?, index)
+  if (anyDeferred) {
+    size_t d = 0;
+    for (onnx::TensorProto &t : *graph->mutable_initializer()) {
+      if (t.name() == "\x01amp-deferred") {
+        order.push_back({true, d++});
+      } else {
+        order.push_back({false, inlineInits.size()});
+        inlineInits.push_back(std::move(t));
+      }
+    }
+    graph->clear_initializer();
+  }
+
+  std::string head;
+  if (!model.SerializeToString(&head)) {
+    emitError(module.getLoc()) << "the model cannot be serialized";
+    return failure();
+  }
+  os.write(head.data(), head.size());
+  if (!anyDeferred)
+    return success();
+
+  // Appended chunks: ModelProto.graph (field 7) { initializer (field 5) }.
+  auto varint = [](uint64_t v, std::string &out) {
+    while (v >= 0x80) {
+      out.push_back(char(v | 0x80));
+      v >>= 7;
+    }
+    out.push_back(char(v));
+  };
+  constexpr uint32_t kGraphTag = (7 << 3) | 2, kInitTag = (5 << 3) | 2,
+                     kRawTag = (9 << 3) | 2;
+  for (auto [isDeferred, index] : order) {
+    std::string tensorHead;
+    ArrayRef<char> data;
+    if (isDeferred) {
+      deferred[index].header.SerializeToString(&tensorHead);
+      data = deferred[index].data;
+    } else {
+      inlineInits[index].SerializeToString(&tensorHead);
+    }
+    std::string rawPrefix;
+    if (isDeferred) {
+      varint(kRawTag, rawPrefix);
+      varint(data.size(), rawPrefix);
+    }
+    uint64_t tensorSize = tensorHead.size() + rawPrefix.size() + data.size();
+    std::string initPrefix;
+    varint(kInitTag, initPrefix);
+    varint(tensorSize, initPrefix);
+    std::string graphPrefix;
+    varint(kGraphTag, graphPrefix);
+    varint(initPrefix.size() + tensorSize, graphPrefix);
+    os << graphPrefix << initPrefix << tensorHead << rawPrefix;
+    os.write(data.data(), data.size());
+  }
+  return success();
+}
+
+void amp::registerToOnnxTranslation() {
+  TranslateFromMLIRRegistration registration(
+      "export-onnx", "export a train-dialect module to ONNX (.onnx)",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        if (!module)
+          return op->emitError("expected a builtin.module");
+        return exportOnnxModel(module, os);
+      },
+      [](DialectRegistry &registry) { registry.insert<TrainDialect>(); });
+}

@@ -1,0 +1,124 @@
+//===- AmpOptMain.cpp - amp-opt driver ------------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// mlir-opt with ONNX at both ends. When neither the input nor the output is
+// an .onnx file this is exactly MlirOptMain. Otherwise the input is imported
+// (streamed from disk) or parsed, the pass pipeline from the command line
+// runs, and the result is exported to ONNX or printed as MLIR. The output
+// file is created only once everything succeeded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Tools/AmpOptMain.h"
+#include "amp/Target/ONNX/ExportONNX.h"
+#include "amp/Target/ONNX/ImportONNX.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+const char *amp::getVersionString() { return "amp-mlir 0.1.0"; }
+
+void amp::registerVersionPrinter() {
+  llvm::cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) {
+    os << getVersionString() << " (built against MLIR " << LLVM_VERSION_STRING
+       << ")\n";
+  });
+}
+
+static bool isOnnxPath(llvm::StringRef path) {
+  return path.ends_with_insensitive(".onnx");
+}
+
+int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
+  registerVersionPrinter();
+  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
+      argc, argv,
+      "amp-opt: the amp-mlir optimizer driver\n\n"
+      "Reads an ONNX model (.onnx) or train-dialect MLIR, runs the given "
+      "passes, and writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
+      registry);
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+
+  if (!isOnnxPath(inputFilename) && !isOnnxPath(outputFilename)) {
+    std::string errorMessage;
+    auto file = openInputFile(inputFilename, &errorMessage);
+    if (!file) {
+      llvm::errs() << errorMessage << "\n";
+      return 1;
+    }
+    auto output = openOutputFile(outputFilename, &errorMessage);
+    if (!output) {
+      llvm::errs() << errorMessage << "\n";
+      return 1;
+    }
+    if (failed(MlirOptMain(output->os(), std::move(file), registry, config)))
+      return 1;
+    output->keep();
+    return 0;
+  }
+
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module;
+  if (isOnnxPath(inputFilename)) {
+    module = importOnnxFile(inputFilename, &context);
+  } else {
+    std::string errorMessage;
+    auto file = openInputFile(inputFilename, &errorMessage);
+    if (!file) {
+      llvm::errs() << errorMessage << "\n";
+      return 1;
+    }
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  if (!module)
+    return 1;
+
+  PassManager pm(&context, ModuleOp::getOperationName(),
+                 OpPassManager::Nesting::Implicit);
+  if (failed(applyPassManagerCLOptions(pm)) ||
+      failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
+    return 1;
+
+  // Serialize in memory first: a failed export leaves no file behind.
+  std::string buffer;
+  llvm::raw_string_ostream os(buffer);
+  if (isOnnxPath(outputFilename)) {
+    std::string errorMessage;
+    auto output = openOutputFile(outputFilename, &errorMessage);
+    if (!output) {
+      llvm::errs() << errorMessage << "\n";
+      return 1;
+    }
+    if (failed(exportOnnxModel(*module, output->os())))
+      return 1;
+    output->keep();
+    return 0;
+  }
+  module->print(os, OpPrintingFlags());
+  std::string errorMessage;
+  auto output = openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << errorMessage << "\n";
+    return 1;
+  }
+  output->os() << buffer;
+  output->keep();
+  return 0;
+}

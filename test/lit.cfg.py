@@ -1,0 +1,34 @@
+# -*- Python -*-
+# lit configuration of the amp-mlir regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "AMP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "python", "lit.cfg.py", "lit.site.cfg.py",
+                   "CMakeLists.txt"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.amp_obj_root, "test")
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=False)
+llvm_config.with_system_environment(["HOME", "TMPDIR", "PYTHONPATH"])
+
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%amp_bin", config.amp_tools_dir))
+config.substitutions.append(("%testdata", config.amp_testdata_dir))
+config.substitutions.append(
+    ("%inputs", os.path.join(config.amp_src_root, "test", "Inputs")))
+config.substitutions.append(
+    ("%pyutils", os.path.join(config.amp_src_root, "test", "python")))
+llvm_config.add_tool_substitutions(["amp-opt", "amp-translate"],
+                                   [config.amp_tools_dir])
+
+if os.path.isdir(config.amp_testdata_dir):
+    config.available_features.add("testdata")

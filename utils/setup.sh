@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Sets up amp-mlir on Debian 12: installs every Debian and PyPI package the
+# build and the tests need (idempotent, non-interactive), configures and
+# builds with CMake + Ninja, then runs the main job on a shipped example.
+#
+#   utils/setup.sh            # install, build, run the example
+#   AMP_SKIP_EXAMPLE=1 utils/setup.sh
+#   AMP_BUILD_DIR=build-asan AMP_CMAKE_ARGS=-DAMP_ENABLE_SANITIZERS=ON utils/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${AMP_BUILD_DIR:-build}
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+
+APT_PACKAGES=(
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools  # MLIR 22 + lit/FileCheck
+  libprotobuf-dev protobuf-compiler libonnx-dev           # ONNX protobuf in C++
+  ninja-build cmake g++ lld ccache                        # build
+  clang-22                                                # libFuzzer target
+)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# Test tooling (Python is never needed by the C++ build).
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -m pip install -q --disable-pip-version-check \
+  -r utils/requirements-test.txt 2>&1 | grep -v "Running pip as the 'root' user" || true
+
+LAUNCHER=()
+if command -v ccache >/dev/null; then
+  LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -G Ninja -S . -B "$BUILD_DIR" \
+  -DCMAKE_BUILD_TYPE=Release \
+  -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+  -DLLVM_USE_LINKER=lld \
+  -DAMP_PYTHON="$(command -v "$PYTHON")" \
+  "${LAUNCHER[@]}" ${AMP_CMAKE_ARGS:-} >/dev/null
+cmake --build "$BUILD_DIR"
+
+if [ -z "${AMP_SKIP_EXAMPLE:-}" ]; then
+  examples/run-example.sh "$BUILD_DIR"
+fi
