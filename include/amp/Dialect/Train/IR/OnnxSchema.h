@@ -128,6 +128,11 @@ const OnnxOpSchema *lookupOnnxSchema(llvm::StringRef domain,
 const OnnxOpSchema *lookupLatestOnnxSchema(llvm::StringRef domain,
                                            llvm::StringRef opType);
 
+/// True for schemas generated from the ONNX operator definitions (enforced
+/// on import), false for the hand-written ONNX Runtime ones (advisory: a
+/// node that does not fit one imports as a generic node).
+bool isStandardOnnxSchema(const OnnxOpSchema &schema);
+
 /// All schemas known to the build (all versions, all domains).
 llvm::ArrayRef<OnnxOpSchema> getAllOnnxSchemas();
 
