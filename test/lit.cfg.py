@@ -17,10 +17,13 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
 llvm_config.with_system_environment(["HOME", "TMPDIR", "PYTHONPATH"])
 
-config.substitutions.append(("%python", config.python_executable))
+# use_default_substitutions() defined %python as lit's own interpreter; the
+# tests need the one with onnx and numpy.
+config.substitutions = [s for s in config.substitutions if s[0] != "%python"]
+config.substitutions.insert(0, ("%python", config.python_executable))
 config.substitutions.append(("%amp_bin", config.amp_tools_dir))
 config.substitutions.append(("%testdata", config.amp_testdata_dir))
 config.substitutions.append(
