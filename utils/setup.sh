@@ -45,7 +45,7 @@ cmake -G Ninja -S . -B "$BUILD_DIR" \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DLLVM_USE_LINKER=lld \
-  -DAMP_PYTHON="$(command -v "$PYTHON")" \
+  -DAMP_PYTHON="$("$PYTHON" -c "import sys; print(sys.executable)")" \
   "${LAUNCHER[@]}" ${AMP_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR"
 

@@ -115,10 +115,17 @@ LogicalResult Exporter::exportType(Type type, ArrayAttr dims,
       for (auto [i, d] : llvm::enumerate(ranked.getShape())) {
         auto *dim = shape->add_dim();
         StringRef param;
-        if (dims && i < dims.size())
-          param = cast<StringAttr>(dims[i]).getValue();
+        IntegerAttr literal;
+        if (dims && i < dims.size()) {
+          if (auto s = dyn_cast<StringAttr>(dims[i]))
+            param = s.getValue();
+          else
+            literal = dyn_cast<IntegerAttr>(dims[i]);
+        }
         if (!ShapedType::isDynamic(d))
           dim->set_dim_value(d);
+        else if (literal)
+          dim->set_dim_value(literal.getInt());
         else if (!param.empty())
           dim->set_dim_param(param.str());
       }
@@ -180,10 +187,17 @@ LogicalResult Exporter::exportValueInfo(DictionaryAttr entry, Type current,
   if (auto doc = entry.getAs<StringAttr>(attrs::kDocString))
     vi.set_doc_string(doc.getValue().str());
   if (auto typeAttr = entry.getAs<TypeAttr>("type")) {
-    Type t = refreshType(typeAttr.getValue(), current);
-    if (failed(exportType(t, entry.getAs<ArrayAttr>(attrs::kDims),
-                          *vi.mutable_type(), op)))
+    Type t = entry.get(attrs::kKeepType)
+                 ? typeAttr.getValue()
+                 : refreshType(typeAttr.getValue(), current);
+    auto original = entry.getAs<StringAttr>(attrs::kTypeProto);
+    if (original && t == typeAttr.getValue()) {
+      // Unchanged: the original TypeProto, denotations included.
+      vi.mutable_type()->ParseFromString(original.getValue().str());
+    } else if (failed(exportType(t, entry.getAs<ArrayAttr>(attrs::kDims),
+                                 *vi.mutable_type(), op))) {
       return failure();
+    }
   }
   if (auto u = entry.getAs<StringAttr>("train.unknown_fields"))
     vi.MergeFromString(u.getValue().str());
@@ -246,9 +260,9 @@ LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
         if (*dt == onnx::TensorProto::BOOL) {
           bytes[i] = v ? 1 : 0;
         } else {
-          unsigned perByte = 8 / bits;
-          bytes[i / perByte] |=
-              static_cast<char>((v & ((1u << bits) - 1)) << ((i % perByte) * bits));
+          for (unsigned b = 0; b < bits; ++b)
+            if (v >> b & 1)
+              bytes[(i * bits + b) / 8] |= char(1 << ((i * bits + b) % 8));
         }
         ++i;
       };
@@ -312,6 +326,18 @@ LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
       return success();
     }
     default: {
+      if (bits < 8 && 8 % bits != 0) {
+        // 6-bit floats: one element per int32.
+        for (int64_t i = 0; i < count; ++i) {
+          uint32_t v = 0;
+          for (unsigned b = 0; b < bits; ++b) {
+            int64_t bit = i * bits + b;
+            v |= uint32_t((uint8_t(data[bit / 8]) >> (bit % 8)) & 1) << b;
+          }
+          tensor.add_int32_data(int32_t(v));
+        }
+        return success();
+      }
       unsigned w = bits < 8 ? 1 : bits / 8;
       bool isSigned = *dt == onnx::TensorProto::INT8 ||
                       *dt == onnx::TensorProto::INT16 ||
@@ -381,13 +407,17 @@ LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
   } else if (auto t = dyn_cast<TypeAttr>(value)) {
     attr.set_type(onnx::AttributeProto::TYPE_PROTO);
     return exportType(t.getValue(), {}, *attr.mutable_tp(), op);
+  } else if (auto tp = dyn_cast<TypeProtoAttr>(value)) {
+    attr.set_type(onnx::AttributeProto::TYPE_PROTO);
+    attr.mutable_tp()->ParseFromString(tp.getProto().getValue().str());
   } else if (auto list = dyn_cast<ArrayAttr>(value)) {
     int64_t kind = kindHint;
     if (kind < 0 && !list.empty()) {
       Attribute first = list[0];
       kind = isa<StringAttr>(first)        ? onnx::AttributeProto::STRINGS
              : isa<SparseTensorAttr>(first) ? onnx::AttributeProto::SPARSE_TENSORS
-             : isa<TypeAttr>(first)         ? onnx::AttributeProto::TYPE_PROTOS
+             : isa<TypeAttr, TypeProtoAttr>(first)
+                 ? onnx::AttributeProto::TYPE_PROTOS
                                             : onnx::AttributeProto::TENSORS;
     }
     if (kind < 0)
@@ -414,9 +444,15 @@ LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
           st->add_dims(d);
         break;
       }
+      case onnx::AttributeProto::GRAPHS:
+        return error(op) << "attribute '" << name
+                         << "': a GRAPHS list is held as regions";
       case onnx::AttributeProto::TYPE_PROTOS:
-        if (failed(exportType(cast<TypeAttr>(e).getValue(), {},
-                              *attr.add_type_protos(), op)))
+        if (auto tp = dyn_cast<TypeProtoAttr>(e))
+          attr.add_type_protos()->ParseFromString(
+              tp.getProto().getValue().str());
+        else if (failed(exportType(cast<TypeAttr>(e).getValue(), {},
+                                   *attr.add_type_protos(), op)))
           return failure();
         break;
       default:
@@ -500,19 +536,33 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
   // Graph attributes.
   auto infos = op->getAttrOfType<DictionaryAttr>(attrs::kSubgraphs);
   SmallVector<StringRef> graphNames = iface.getGraphAttrNames();
+  llvm::StringMap<onnx::AttributeProto *> lists; // GRAPHS attributes
   for (auto [name, region] : llvm::zip(graphNames, op->getRegions())) {
     if (region.empty())
       continue;
-    onnx::AttributeProto *attr = node.add_attribute();
-    attr->set_name(name.str());
-    attr->set_type(onnx::AttributeProto::GRAPH);
-    if (docs)
-      if (auto d = docs.getAs<StringAttr>(name))
-        attr->set_doc_string(d.getValue().str());
-    DictionaryAttr info = infos ? infos.getAs<DictionaryAttr>(name)
+    bool isList = false;
+    if (kinds)
+      if (auto k = kinds.getAs<IntegerAttr>(name))
+        isList = k.getInt() == onnx::AttributeProto::GRAPHS;
+    onnx::AttributeProto *attr = isList ? lists.lookup(name) : nullptr;
+    std::string infoKey = name.str();
+    if (!attr) {
+      attr = node.add_attribute();
+      attr->set_name(name.str());
+      attr->set_type(isList ? onnx::AttributeProto::GRAPHS
+                            : onnx::AttributeProto::GRAPH);
+      if (docs)
+        if (auto d = docs.getAs<StringAttr>(name))
+          attr->set_doc_string(d.getValue().str());
+      if (isList)
+        lists[name] = attr;
+    }
+    if (isList)
+      infoKey += "#" + std::to_string(attr->graphs_size());
+    DictionaryAttr info = infos ? infos.getAs<DictionaryAttr>(infoKey)
                                 : DictionaryAttr();
-    if (failed(exportGraph(region.front(), *attr->mutable_g(), info, op,
-                           nullptr)))
+    onnx::GraphProto *g = isList ? attr->add_graphs() : attr->mutable_g();
+    if (failed(exportGraph(region.front(), *g, info, op, nullptr)))
       return failure();
   }
   mergeUnknown(op, node);
@@ -527,11 +577,12 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
   ArrayAttr outputInfos =
       info ? info.getAs<ArrayAttr>("outputs") : ArrayAttr();
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
-    std::string name;
-    if (inputInfos && i < inputInfos.size())
-      name = cast<StringAttr>(cast<DictionaryAttr>(inputInfos[i]).get("name"))
-                 .getValue()
-                 .str();
+    if (!inputInfos || i >= inputInfos.size())
+      continue; // function arguments are named by the caller
+    std::string name =
+        cast<StringAttr>(cast<DictionaryAttr>(inputInfos[i]).get("name"))
+            .getValue()
+            .str();
     names[arg] = name;
     usedNames.insert(name);
   }
@@ -574,7 +625,25 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
   }
 
   Operation *terminator = block.getTerminator();
+  // Nodes go out in block order, or in their recorded file order when the
+  // graph was stored unsorted. A node a pass added (no order) follows the
+  // node before it.
+  SmallVector<std::pair<int64_t, Operation *>> order;
+  int64_t key = -1;
+  bool reorder = false;
   for (Operation &op : block) {
+    if (auto o = op.getAttrOfType<IntegerAttr>(attrs::kOrder)) {
+      key = o.getInt();
+      reorder = true;
+    }
+    order.push_back({key, &op});
+  }
+  if (reorder)
+    llvm::stable_sort(order, [](const auto &a, const auto &b) {
+      return a.first < b.first;
+    });
+  for (auto &entry : order) {
+    Operation &op = *entry.second;
     if (&op == terminator || isa<NoneOp>(op))
       continue;
     if (auto init = dyn_cast<InitializerOp>(op)) {

@@ -108,6 +108,8 @@ private:
                            const llvm::StringMap<Type> &declaredTypes);
   FailureOr<Attribute> importAttribute(onnx::AttributeProto &attr,
                                        StringRef nodeDesc);
+  FailureOr<Attribute> importTypeAttr(const onnx::TypeProto &tp,
+                                      const Twine &what);
   Type inferResultType(const OnnxOpSchema *schema, unsigned resultIndex,
                        ArrayRef<Value> operands,
                        const NamedAttrList &onnxAttrs);
@@ -131,6 +133,7 @@ private:
   /// Node names seen so far (to make generated names unique).
   llvm::StringSet<> nodeNames;
   llvm::DenseMap<Block *, Value> noneValues;
+  llvm::StringSet<> warnedUnknownOps;
   unsigned resourceCounter = 0;
   llvm::StringSet<> resourceNames;
 };
@@ -192,16 +195,17 @@ static int64_t getOpset(const OpsetMap &opsets, StringRef domain) {
 FailureOr<Type> Importer::importType(const onnx::TypeProto &type,
                                      const Twine &what,
                                      SmallVectorImpl<Attribute> *dims) {
-  if (!type.denotation().empty())
-    return error() << what << ": type denotation '" << type.denotation()
-                   << "' is not supported";
+  // Denotations have no place in MLIR types; importValueInfo keeps the
+  // whole TypeProto when it has any.
   switch (type.value_case()) {
   case onnx::TypeProto::kTensorType:
   case onnx::TypeProto::kSparseTensorType: {
     bool sparse = type.value_case() == onnx::TypeProto::kSparseTensorType;
     int32_t elemType = sparse ? type.sparse_tensor_type().elem_type()
                               : type.tensor_type().elem_type();
-    Type elt = getElementTypeForOnnxDataType(ctx, elemType);
+    // elem_type 0 (UNDEFINED) appears in real files: keep it unknown.
+    Type elt = elemType == 0 ? Type(UnknownType::get(ctx))
+                             : getElementTypeForOnnxDataType(ctx, elemType);
     if (!elt)
       return error() << what << ": unknown element type " << elemType;
     bool hasShape = sparse ? type.sparse_tensor_type().has_shape()
@@ -217,17 +221,13 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type,
       bool anyParam = false;
       SmallVector<Attribute> dimNames;
       for (const auto &d : shape.dim()) {
-        if (!d.denotation().empty())
-          return error() << what << ": dimension denotation '"
-                         << d.denotation() << "' is not supported";
-        if (d.has_dim_value()) {
-          if (d.dim_value() < 0)
-            return error() << what << ": dimension " << sizes.size()
-                           << " is negative (" << d.dim_value() << ")";
-          if (d.dim_value() >= ShapedType::kDynamic - 1 ||
-              d.dim_value() > (int64_t(1) << 62))
-            return error() << what << ": dimension " << sizes.size()
-                           << " is absurdly large (" << d.dim_value() << ")";
+        if (d.has_dim_value() && d.dim_value() < 0) {
+          // Some exporters write -1 for "unknown"; MLIR has only `?`, so
+          // the value travels in train.dims.
+          sizes.push_back(ShapedType::kDynamic);
+          dimNames.push_back(builder.getI64IntegerAttr(d.dim_value()));
+          anyParam = true;
+        } else if (d.has_dim_value()) {
           sizes.push_back(d.dim_value());
           dimNames.push_back(builder.getStringAttr(""));
         } else {
@@ -286,6 +286,33 @@ FailureOr<Type> Importer::importType(const onnx::TypeProto &type,
   }
 }
 
+/// Whether a TypeProto says more than its MLIR type plus the top-level
+/// `train.dims` can hold: denotations anywhere, symbolic dims below the top
+/// level (or at the top when `topLevelDims` is false).
+static bool typeLosesInfo(const onnx::TypeProto &type, bool topLevelDims) {
+  if (!type.denotation().empty())
+    return true;
+  auto shapeLoses = [&](const onnx::TensorShapeProto &shape) {
+    return llvm::any_of(shape.dim(), [&](const auto &d) {
+      return !d.denotation().empty() || (!topLevelDims && d.has_dim_param());
+    });
+  };
+  switch (type.value_case()) {
+  case onnx::TypeProto::kTensorType:
+    return shapeLoses(type.tensor_type().shape());
+  case onnx::TypeProto::kSparseTensorType:
+    return shapeLoses(type.sparse_tensor_type().shape());
+  case onnx::TypeProto::kSequenceType:
+    return typeLosesInfo(type.sequence_type().elem_type(), false);
+  case onnx::TypeProto::kOptionalType:
+    return typeLosesInfo(type.optional_type().elem_type(), false);
+  case onnx::TypeProto::kMapType:
+    return typeLosesInfo(type.map_type().value_type(), false);
+  default:
+    return false;
+  }
+}
+
 FailureOr<DictionaryAttr>
 Importer::importValueInfo(const onnx::ValueInfoProto &vi, const Twine &what,
                           Type *typeOut) {
@@ -299,6 +326,9 @@ Importer::importValueInfo(const onnx::ValueInfoProto &vi, const Twine &what,
       return failure();
     type = *t;
     entry.set("type", TypeAttr::get(type));
+    if (typeLosesInfo(vi.type(), /*topLevelDims=*/true))
+      entry.set(attrs::kTypeProto,
+                builder.getStringAttr(vi.type().SerializeAsString()));
   }
   if (!dims.empty())
     entry.set(attrs::kDims, builder.getArrayAttr(dims));
@@ -491,8 +521,23 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
         appendLE(converted, v, width);
       break;
     default:
+      if (bits < 8 && 8 % bits != 0) {
+        // 6-bit floats: one element per int32; pack them as raw_data does.
+        if (tensor.int32_data_size() != count)
+          return error() << what << ": has " << tensor.int32_data_size()
+                         << " values in its typed data field but its dims "
+                         << "need " << count;
+        converted.assign(rawBytes, '\0');
+        for (int64_t i = 0; i < count; ++i) {
+          uint64_t v = uint32_t(tensor.int32_data(i)) & ((1u << bits) - 1);
+          for (unsigned b = 0; b < bits; ++b)
+            if (v >> b & 1)
+              converted[(i * bits + b) / 8] |= char(1 << ((i * bits + b) % 8));
+        }
+        break;
+      }
       // int32, int16, int8, uint16, uint8, bool, float16, bfloat16, float8,
-      // and packed sub-byte types: one value (or packed byte) per int32.
+      // and 2/4-bit types: one value (or packed byte) per int32.
       if (failed(checkCount(tensor.int32_data_size(), 1)))
         return failure();
       for (int32_t v : tensor.int32_data())
@@ -513,9 +558,12 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
       if (dataType == onnx::TensorProto::BOOL) {
         v = bytes[i] != 0;
       } else {
-        unsigned perByte = 8 / bits;
-        uint8_t byte = bytes[i / perByte];
-        v = (byte >> ((i % perByte) * bits)) & ((1u << bits) - 1);
+        // Elements are packed low bits first.
+        v = 0;
+        for (unsigned b = 0; b < bits; ++b) {
+          int64_t bit = i * bits + b;
+          v |= uint64_t((uint8_t(bytes[bit / 8]) >> (bit % 8)) & 1) << b;
+        }
       }
       values.push_back(APInt(width, v));
     }
@@ -610,6 +658,18 @@ Importer::importSparseTensor(onnx::SparseTensorProto &sparse,
 // Attributes
 //===----------------------------------------------------------------------===//
 
+FailureOr<Attribute> Importer::importTypeAttr(const onnx::TypeProto &tp,
+                                              const Twine &what) {
+  FailureOr<Type> t = importType(tp, what, nullptr);
+  if (failed(t))
+    return failure();
+  if (!typeLosesInfo(tp, /*topLevelDims=*/false))
+    return Attribute(TypeAttr::get(*t));
+  // Symbolic dims or denotations: the type plus the original TypeProto.
+  return Attribute(TypeProtoAttr::get(
+      ctx, TypeAttr::get(*t), builder.getStringAttr(tp.SerializeAsString())));
+}
+
 FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,
                                                StringRef nodeDesc) {
   std::string what =
@@ -663,24 +723,18 @@ FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,
     }
     return Attribute(builder.getArrayAttr(v));
   }
-  case onnx::AttributeProto::TYPE_PROTO: {
-    FailureOr<Type> t = importType(attr.tp(), what, nullptr);
-    if (failed(t))
-      return failure();
-    return Attribute(TypeAttr::get(*t));
-  }
+  case onnx::AttributeProto::TYPE_PROTO:
+    return importTypeAttr(attr.tp(), what);
   case onnx::AttributeProto::TYPE_PROTOS: {
     SmallVector<Attribute> v;
     for (const auto &tp : attr.type_protos()) {
-      FailureOr<Type> t = importType(tp, what, nullptr);
+      FailureOr<Attribute> t = importTypeAttr(tp, what);
       if (failed(t))
         return failure();
-      v.push_back(TypeAttr::get(*t));
+      v.push_back(*t);
     }
     return Attribute(builder.getArrayAttr(v));
   }
-  case onnx::AttributeProto::GRAPHS:
-    return error() << what << ": GRAPHS attributes are not supported";
   default:
     return error() << what << ": has unknown attribute type " << kind;
   }
@@ -793,9 +847,21 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
                      << "' is given twice";
     if (!attr.doc_string().empty())
       attrDocs.set(attr.name(), builder.getStringAttr(attr.doc_string()));
-    if (attr.type() == onnx::AttributeProto::GRAPH &&
+    if ((attr.type() == onnx::AttributeProto::GRAPH ||
+         (attr.type() == onnx::AttributeProto::GRAPHS &&
+          attr.graphs_size() > 0)) &&
         attr.ref_attr_name().empty()) {
       graphAttrs.push_back(&attr);
+      if (attr.type() == onnx::AttributeProto::GRAPHS)
+        ambiguousKinds.set(attr.name(), builder.getI64IntegerAttr(
+                                            onnx::AttributeProto::GRAPHS));
+      continue;
+    }
+    if (attr.type() == onnx::AttributeProto::GRAPHS) {
+      // An empty GRAPHS list.
+      ambiguousKinds.set(attr.name(), builder.getI64IntegerAttr(
+                                          onnx::AttributeProto::GRAPHS));
+      onnxAttrs.set(attr.name(), builder.getArrayAttr({}));
       continue;
     }
     FailureOr<Attribute> a = importAttribute(attr, desc);
@@ -820,25 +886,57 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
     if (version < 0)
       return error() << desc << ": the model imports no opset for the "
                      << "default ONNX domain";
-    return error() << desc << ": unknown operator '" << node.op_type()
-                   << "' in the default ONNX domain at opset " << version;
+    // Real training graphs put custom ops in the default domain (SGD,
+    // MSELoss, ...): keep them as generic nodes, and say so once per op.
+    if (warnedUnknownOps.insert(node.op_type()).second)
+      emitWarning(loc) << desc << ": operator '" << node.op_type()
+                       << "' is not in the default ONNX domain at opset "
+                       << version << "; kept as a generic train.node";
   }
-  if (schema) {
-    int maxIn = schema->getMaxInputs();
+  // Hand-written (ONNX Runtime) schemas are not enforced: a node that does
+  // not fit one stays generic. The standard ONNX schemas are enforced.
+  bool standard = schema && isStandardOnnxSchema(*schema);
+  bool fits = true;
+  if (schema && !standard) {
+    int maxIn = schema->getMaxInputs(), maxOut = schema->getMaxOutputs();
+    fits = node.input_size() >= schema->getMinInputs() &&
+           (maxIn < 0 || node.input_size() <= maxIn) &&
+           (maxOut < 0 || node.output_size() <= maxOut);
+    for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
+      const OnnxAttrSchema *as = schema->findAttr(attr.name());
+      fits &= as && (uint32_t)as->kind == (uint32_t)attr.type();
+    }
+  }
+  if (schema && standard) {
+    // A node whose arity or attributes do not fit the standard schema (older
+    // exporters write such graphs: Unsqueeze-13 with an `axes` attribute)
+    // stays a generic node, with a warning. An attribute the schema defines
+    // with another type is an error: no reading of it is right.
+    std::string misfit;
+    int maxIn = schema->getMaxInputs(), maxOut = schema->getMaxOutputs();
+    std::string version =
+        (node.op_type() + "-" + Twine(schema->sinceVersion)).str();
     if (maxIn >= 0 && node.input_size() > maxIn)
-      return error() << desc << ": has " << node.input_size()
-                     << " inputs but " << node.op_type() << "-"
-                     << schema->sinceVersion << " takes at most " << maxIn;
-    if (node.input_size() < schema->getMinInputs())
-      return error() << desc << ": has " << node.input_size()
-                     << " inputs but " << node.op_type() << "-"
-                     << schema->sinceVersion << " needs at least "
-                     << schema->getMinInputs();
-    int maxOut = schema->getMaxOutputs();
-    if (maxOut >= 0 && node.output_size() > maxOut)
-      return error() << desc << ": has " << node.output_size()
-                     << " outputs but " << node.op_type() << "-"
-                     << schema->sinceVersion << " has at most " << maxOut;
+      misfit = ("has " + Twine(node.input_size()) + " inputs but " + version +
+                " takes at most " + Twine(maxIn))
+                   .str();
+    else if (node.input_size() < schema->getMinInputs())
+      misfit = ("has " + Twine(node.input_size()) + " inputs but " + version +
+                " needs at least " + Twine(schema->getMinInputs()))
+                   .str();
+    else if (maxOut >= 0 && node.output_size() > maxOut)
+      misfit = ("has " + Twine(node.output_size()) + " outputs but " +
+                version + " has at most " + Twine(maxOut))
+                   .str();
+    for (const onnx::AttributeProto &attr : node.attribute())
+      if (misfit.empty() && !schema->findAttr(attr.name()))
+        misfit = "has attribute '" + attr.name() + "' that " + version +
+                 " does not define";
+    if (!misfit.empty()) {
+      fits = false;
+      emitWarning(loc) << desc << ": " << misfit
+                       << "; kept as a generic train.node";
+    }
     // Attribute kinds.
     for (onnx::AttributeProto &attr : *node.mutable_attribute()) {
       const OnnxAttrSchema *as = schema->findAttr(attr.name());
@@ -855,7 +953,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   }
   std::string typedName = getTypedOpName(domain, node.op_type());
   std::optional<RegisteredOperationName> typedOp =
-      (schema && schema->matchesTypedOp && !hasRef && !typedName.empty())
+      (schema && fits && schema->matchesTypedOp && !hasRef &&
+       !typedName.empty())
           ? RegisteredOperationName::lookup(typedName, ctx)
           : std::nullopt;
   if (typedOp) {
@@ -864,7 +963,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
       if (!schema->findAttr(na.getName()))
         typedOp = std::nullopt;
     for (onnx::AttributeProto *g : graphAttrs)
-      if (!schema->findAttr(g->name()))
+      if (!schema->findAttr(g->name()) ||
+          g->type() == onnx::AttributeProto::GRAPHS)
         typedOp = std::nullopt;
   }
 
@@ -932,6 +1032,13 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   } else {
     SmallVector<Attribute> graphNames;
     for (onnx::AttributeProto *g : graphAttrs) {
+      if (g->type() == onnx::AttributeProto::GRAPHS) {
+        for (int i = 0; i < g->graphs_size(); ++i) {
+          graphNames.push_back(builder.getStringAttr(g->name()));
+          regionAttrs.push_back(g);
+        }
+        continue;
+      }
       graphNames.push_back(builder.getStringAttr(g->name()));
       regionAttrs.push_back(g);
     }
@@ -955,12 +1062,17 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
 
   // Subgraphs.
   NamedAttrList subgraphInfos;
-  Scope inner;
-  inner.parent = &scope;
+  llvm::StringMap<int> graphsSeen; // index into a GRAPHS list
   for (onnx::AttributeProto *g : regionAttrs) {
     Region *region = state.addRegion();
     if (!g)
       continue;
+    bool isList = g->type() == onnx::AttributeProto::GRAPHS;
+    int listIndex = isList ? graphsSeen[g->name()]++ : 0;
+    onnx::GraphProto *graphProto =
+        isList ? g->mutable_graphs(listIndex) : g->mutable_g();
+    std::string infoKey =
+        isList ? g->name() + "#" + std::to_string(listIndex) : g->name();
     Block *body = new Block();
     region->push_back(body);
     OpBuilder::InsertionGuard guard(builder);
@@ -969,15 +1081,55 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
     subScope.parent = &scope;
     NamedAttrList info;
     SmallVector<Type> subResults;
-    if (failed(importGraph(*g->mutable_g(), body, subScope, opsets, info,
+    if (failed(importGraph(*graphProto, body, subScope, opsets, info,
                            /*isMain=*/false, subResults)))
       return failure();
-    subgraphInfos.set(g->name(), info.getDictionary(ctx));
+    subgraphInfos.set(infoKey, info.getDictionary(ctx));
   }
   if (!subgraphInfos.empty())
     state.addAttribute(attrs::kSubgraphs, subgraphInfos.getDictionary(ctx));
 
   Operation *op = builder.create(state);
+  if (typedOp && !standard) {
+    bool ok;
+    {
+      ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+      ok = succeeded(verifyOnnxNode(op));
+    }
+    if (!ok) {
+      // Rebuild as a generic node: same operands (as ONNX had them),
+      // regions moved over.
+      OperationState generic(loc, NodeOp::getOperationName());
+      generic.addOperands(inputs);
+      for (unsigned i = 0; i < outputNames.size(); ++i)
+        generic.addTypes(op->getResult(i).getType());
+      SmallVector<Attribute> graphNames;
+      for (onnx::AttributeProto *g : graphAttrs)
+        graphNames.push_back(builder.getStringAttr(g->name()));
+      for (NamedAttribute na : op->getAttrs())
+        if (isBookkeepingAttr(na.getName()) &&
+            na.getName() != attrs::kNumInputs)
+          generic.addAttribute(na.getName(), na.getValue());
+      generic.addAttribute("domain", builder.getStringAttr(node.domain()));
+      generic.addAttribute("op_type", builder.getStringAttr(node.op_type()));
+      generic.addAttribute("attrs", onnxAttrs.getDictionary(ctx));
+      generic.addAttribute("graph_attrs", builder.getArrayAttr(graphNames));
+      // Regions of the typed op are in schema order; the generic op keeps
+      // the node's order.
+      for (onnx::AttributeProto *g : graphAttrs) {
+        Region *dst = generic.addRegion();
+        for (auto [i, as] : llvm::enumerate(llvm::make_filter_range(
+                 schema->getAttrs(), [](const OnnxAttrSchema &a) {
+                   return a.kind == OnnxAttrKind::Graph;
+                 })))
+          if (g->name() == as.name)
+            dst->takeBody(op->getRegion(i));
+      }
+      Operation *replacement = builder.create(generic);
+      op->erase();
+      op = replacement;
+    }
+  }
   // Bind outputs; a name defined twice is an error.
   for (auto [i, nameAttr] : llvm::enumerate(outputNames)) {
     StringRef out = cast<StringAttr>(nameAttr).getValue();
@@ -1001,10 +1153,15 @@ static void collectFreeInputs(const onnx::NodeProto &node,
   for (const std::string &in : node.input())
     if (!in.empty())
       out.insert(in);
+  std::vector<const onnx::GraphProto *> graphs;
   for (const auto &attr : node.attribute()) {
-    if (!attr.has_g())
-      continue;
-    const onnx::GraphProto &g = attr.g();
+    if (attr.has_g())
+      graphs.push_back(&attr.g());
+    for (const auto &g : attr.graphs())
+      graphs.push_back(&g);
+  }
+  for (const onnx::GraphProto *gp : graphs) {
+    const onnx::GraphProto &g = *gp;
     llvm::StringSet<> defined;
     for (const auto &vi : g.input())
       defined.insert(vi.name());
@@ -1185,12 +1342,18 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
     if (pending[i] == 0)
       ready.push(i);
   int done = 0;
+  // A graph stored out of topological order keeps its file order in
+  // `train.order` on each node, so export can restore it.
+  bool sorted = true;
+  std::vector<Operation *> nodeOps(n, nullptr);
   while (!ready.empty()) {
     int i = ready.top();
     ready.pop();
+    sorted &= i == done;
     ++done;
     if (failed(importNode(*graph.mutable_node(i), scope, opsets, declared)))
       return failure();
+    nodeOps[i] = &builder.getInsertionBlock()->back();
     for (int u : users[i])
       if (--pending[u] == 0)
         ready.push(u);
@@ -1201,6 +1364,32 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
         return error() << graphDesc << ": node '" << graph.node(i).name()
                        << "' (" << graph.node(i).op_type()
                        << ") is part of a cycle";
+  }
+  if (!sorted)
+    for (auto [i, op] : llvm::enumerate(nodeOps))
+      op->setAttr(attrs::kOrder, builder.getI64IntegerAttr(i));
+
+  // value_info entries that already disagree with the value's element type
+  // (contradictory files) are written back as they were, never refreshed.
+  if (!valueInfos.empty()) {
+    bool changed = false;
+    for (Attribute &a : valueInfos) {
+      auto entry = cast<DictionaryAttr>(a);
+      auto t = entry.getAs<TypeAttr>("type");
+      Value v = scope.values.lookup(
+          cast<StringAttr>(entry.get("name")).getValue());
+      auto declared = t ? dyn_cast<TensorType>(t.getValue()) : TensorType();
+      auto actual = v ? dyn_cast<TensorType>(v.getType()) : TensorType();
+      if (declared && actual &&
+          declared.getElementType() != actual.getElementType()) {
+        NamedAttrList e(entry);
+        e.set(attrs::kKeepType, builder.getUnitAttr());
+        a = e.getDictionary(ctx);
+        changed = true;
+      }
+    }
+    if (changed)
+      info.set(attrs::kValueInfo, builder.getArrayAttr(valueInfos));
   }
 
   // Outputs.

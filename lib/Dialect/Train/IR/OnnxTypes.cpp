@@ -34,6 +34,7 @@ constexpr DataTypeInfo kDataTypes[] = {
     {21, "uint4", 4},          {22, "int4", 4},
     {23, "float4e2m1", 4},     {24, "float8e8m0", 8},
     {25, "uint2", 2},          {26, "int2", 2},
+    {27, "float6e2m3", 6},     {28, "float6e3m2", 6},
 };
 
 const DataTypeInfo *findInfo(int32_t number) {
@@ -103,6 +104,10 @@ Type amp::train::getElementTypeForOnnxDataType(MLIRContext *ctx,
     return uint(2);
   case 26:
     return b.getIntegerType(2);
+  case 27:
+    return b.getType<Float6E2M3FNType>();
+  case 28:
+    return b.getType<Float6E3M2FNType>();
   default:
     return {};
   }
@@ -131,8 +136,14 @@ std::optional<int32_t> amp::train::getOnnxDataType(Type t) {
     return 23;
   if (isa<Float8E8M0FNUType>(t))
     return 24;
+  if (isa<Float6E2M3FNType>(t))
+    return 27;
+  if (isa<Float6E3M2FNType>(t))
+    return 28;
   if (isa<StringType>(t))
     return 8;
+  if (isa<UnknownType>(t))
+    return 0; // UNDEFINED, as some files have in value_info
   if (auto c = dyn_cast<ComplexType>(t)) {
     if (c.getElementType().isF32())
       return 14;
@@ -168,9 +179,8 @@ std::optional<int32_t> amp::train::getOnnxDataType(Type t) {
 
 llvm::StringRef amp::train::getOnnxElementTypeName(Type elementType) {
   std::optional<int32_t> dt = getOnnxDataType(elementType);
-  if (!dt)
-    return "";
-  return findInfo(*dt)->name;
+  const DataTypeInfo *info = dt ? findInfo(*dt) : nullptr;
+  return info ? info->name : "";
 }
 
 unsigned amp::train::getOnnxDataTypeBits(int32_t dataType) {

@@ -124,6 +124,8 @@ static int64_t getImportedOpsetVersion(Operation *op, StringRef domain) {
     auto list = p->getAttrOfType<ArrayAttr>(attrs::kOpsetImport);
     if (!list)
       continue;
+    // A domain imported twice: the last entry wins, as in the importer.
+    int64_t version = -1;
     for (Attribute entry : list) {
       auto pair = dyn_cast<ArrayAttr>(entry);
       if (!pair || pair.size() != 2)
@@ -131,18 +133,20 @@ static int64_t getImportedOpsetVersion(Operation *op, StringRef domain) {
       auto d = dyn_cast<StringAttr>(pair[0]);
       auto v = dyn_cast<IntegerAttr>(pair[1]);
       if (d && v && normalizeOnnxDomain(d.getValue()) == domain)
-        return v.getInt();
+        version = v.getInt();
     }
-    return -1;
+    return version;
   }
   return -1;
 }
 
 const OnnxOpSchema *amp::train::getSchemaFor(OnnxNodeOpInterface op) {
+  // The version the model imports decides (an older schema with the same
+  // signature may map to the typed op); without an import, the typed op's.
   StringRef domain = normalizeOnnxDomain(op.getOnnxDomain());
-  int64_t version = op.getOnnxSinceVersion();
+  int64_t version = getImportedOpsetVersion(op, domain);
   if (version < 0)
-    version = getImportedOpsetVersion(op, domain);
+    version = op.getOnnxSinceVersion();
   if (version < 0)
     return nullptr;
   return lookupOnnxSchema(domain, op.getOnnxOpType(), version);
@@ -174,7 +178,7 @@ static bool attrMatchesKind(Attribute value, OnnxAttrKind kind) {
   case OnnxAttrKind::SparseTensor:
     return isa<SparseTensorAttr>(value);
   case OnnxAttrKind::TypeProto:
-    return isa<TypeAttr>(value);
+    return isa<TypeAttr, TypeProtoAttr>(value);
   case OnnxAttrKind::Graph:
   case OnnxAttrKind::Undefined:
     return false;
@@ -201,7 +205,9 @@ static LogicalResult verifyTypeConstraints(Operation *op,
     if (isa<NoneType, UnknownType>(type))
       return success();
     std::string typeStr = getOnnxTypeString(type);
-    if (typeStr.empty())
+    // Map types are spelled inconsistently in the ai.onnx.ml schemas
+    // ("map(int64, float)" for a map of tensors); not checked.
+    if (typeStr.empty() || StringRef(typeStr).contains("map("))
       return success();
     StringRef constraintName = param.typeStr;
     const OnnxTypeConstraintSchema *constraint =
@@ -245,16 +251,19 @@ static LogicalResult verifyTypeConstraints(Operation *op,
 LogicalResult amp::train::verifyOnnxNode(Operation *op) {
   auto node = cast<OnnxNodeOpInterface>(op);
   auto outputNames = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
-  if (outputNames && outputNames.size() < op->getNumResults() &&
-      !isa<NodeOp>(op))
+  // Typed ops have a result for every formal output (absent optional ones
+  // are none); ONNX may list fewer.
+  if (outputNames && outputNames.size() > op->getNumResults())
     return op->emitOpError("'")
            << attrs::kOutputNames << "' names " << outputNames.size()
            << " outputs but the op has " << op->getNumResults();
+  // The generic op is what carries nodes that do not fit a schema: it is
+  // checked by its own verifier only.
+  if (isa<NodeOp>(op))
+    return success();
   const OnnxOpSchema *schema = getSchemaFor(node);
   if (!schema)
     return success();
-  // A generic node whose attributes refer to function attributes cannot be
-  // checked until the function is instantiated.
   auto nodeOp = dyn_cast<NodeOp>(op);
   bool typed = !nodeOp;
   unsigned numInputs = op->getNumOperands();
@@ -302,10 +311,14 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
   for (const OnnxAttrSchema &a : schema->getAttrs()) {
     if (!a.required)
       continue;
-    bool present = a.kind == OnnxAttrKind::Graph
-                       ? llvm::is_contained(graphNames, a.name)
-                       : (nodeOp ? (bool)nodeOp.getAttrs().get(a.name)
-                                 : (bool)op->getAttr(a.name));
+    bool present = false;
+    if (a.kind == OnnxAttrKind::Graph) {
+      for (auto [name, region] : llvm::zip(graphNames, op->getRegions()))
+        present |= name == a.name && !region.empty();
+    } else {
+      present = nodeOp ? (bool)nodeOp.getAttrs().get(a.name)
+                       : (bool)op->getAttr(a.name);
+    }
     if (!present)
       return op->emitOpError("is missing required attribute '")
              << a.name << "'";

@@ -61,6 +61,15 @@ inline constexpr llvm::StringLiteral kFunctionAttrDefaults =
 /// Number of inputs a node had in ONNX when it differs from what the typed
 /// op's operands imply (trailing "" inputs written explicitly).
 inline constexpr llvm::StringLiteral kNumInputs = "train.num_inputs";
+/// Position of a node in its graph in the file, set only on the nodes of a
+/// graph that was not stored in topological order (export restores it).
+inline constexpr llvm::StringLiteral kOrder = "train.order";
+/// On a value_info entry: the file's type disagrees with the value's, so
+/// export writes it unchanged rather than refreshing its element type.
+inline constexpr llvm::StringLiteral kKeepType = "train.keep_type";
+/// On a value_info entry: the original serialized TypeProto, kept when it
+/// says more than the MLIR type (denotations, nested symbolic dims).
+inline constexpr llvm::StringLiteral kTypeProto = "train.type_proto";
 /// Dictionary of ONNX attribute name -> doc_string for node attributes that
 /// carried one.
 inline constexpr llvm::StringLiteral kAttrDocs = "train.attr_docs";

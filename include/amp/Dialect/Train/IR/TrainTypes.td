@@ -74,6 +74,17 @@ def Train_SparseTensorAttr : Train_Attr<"SparseTensor", "sparse"> {
   let assemblyFormat = "`<` $values `,` $indices `,` $dims `>`";
 }
 
+def Train_TypeProtoAttr : Train_Attr<"TypeProto", "type_proto"> {
+  let summary = "a TYPE_PROTO attribute value with the original TypeProto";
+  let description = [{
+    The MLIR type of an ONNX TypeProto, plus its serialized bytes for what
+    the type cannot say (symbolic dims, denotations); export writes the
+    bytes.
+  }];
+  let parameters = (ins "::mlir::TypeAttr":$type, "::mlir::StringAttr":$proto);
+  let assemblyFormat = "`<` $type `,` $proto `>`";
+}
+
 def Train_TensorAttr : Train_Attr<"Tensor", "tensor"> {
   let summary = "an ONNX TensorProto with its name and doc string";
   let description = [{

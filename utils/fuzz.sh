@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the ONNX importer fuzzer with clang-22 (libFuzzer + ASan + UBSan) in
+# build-fuzz/ and runs it on a corpus seeded with the test models.
+#   utils/fuzz.sh [SECONDS]      (default 60)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN=${1:-60}
+BUILD=${AMP_FUZZ_BUILD_DIR:-build-fuzz}
+if [ ! -f "$BUILD/build.ninja" ]; then
+  LAUNCHER=()
+  command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DLLVM_USE_LINKER=lld \
+    -DAMP_ENABLE_FUZZER=ON -DAMP_ENABLE_CUDA=OFF "${LAUNCHER[@]}" >/dev/null
+fi
+cmake --build "$BUILD" --target amp-fuzz-import
+CORPUS="$BUILD/fuzz-corpus"
+mkdir -p "$CORPUS"
+# Seeds: small real models (copies; the originals are never touched).
+find test/Inputs ../shared/testdata/onnx-external -name '*.onnx' -size -64k 2>/dev/null \
+  | head -200 | while read -r f; do cp "$f" "$CORPUS/$(echo "$f" | md5sum | cut -c1-16).onnx"; done
+mkdir -p "$BUILD/fuzz-artifacts"
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
+"$BUILD/bin/amp-fuzz-import" "$CORPUS" -max_total_time="$SECONDS_TO_RUN" \
+  -rss_limit_mb=4096 -max_len=262144 -timeout=20 \
+  -artifact_prefix="$BUILD/fuzz-artifacts/" -print_final_stats=1
