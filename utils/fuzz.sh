@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # Builds the ONNX importer fuzzer with clang-22 (libFuzzer + ASan + UBSan) in
 # build-fuzz/ and runs it on a corpus seeded with the test models.
-#   utils/fuzz.sh [SECONDS]      (default 60)
+#   utils/fuzz.sh [SECONDS]      run for SECONDS (default 60)
+#   utils/fuzz.sh --build-only   only build (utils/setup.sh does this)
+#   utils/fuzz.sh --smoke        30 s on the existing build; exit 77 (skip)
+#                                when it was not built (ctest runs this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_TO_RUN=${1:-60}
 BUILD=${AMP_FUZZ_BUILD_DIR:-build-fuzz}
-if [ ! -f "$BUILD/build.ninja" ]; then
+MODE=run
+SECONDS_TO_RUN=${1:-60}
+case "${1:-}" in
+  --build-only) MODE=build ;;
+  --smoke) MODE=smoke; SECONDS_TO_RUN=30 ;;
+esac
+if [ "$MODE" = smoke ]; then
+  if [ ! -x "$BUILD/bin/amp-fuzz-import" ]; then
+    echo "SKIPPED: $BUILD/bin/amp-fuzz-import is not built (utils/setup.sh builds it when clang-22 is installed)"
+    exit 77
+  fi
+elif [ ! -f "$BUILD/build.ninja" ]; then
   LAUNCHER=()
   command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   cmake -G Ninja -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
@@ -14,7 +27,8 @@ if [ ! -f "$BUILD/build.ninja" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir -DLLVM_USE_LINKER=lld \
     -DAMP_ENABLE_FUZZER=ON -DAMP_ENABLE_CUDA=OFF "${LAUNCHER[@]}" >/dev/null
 fi
-cmake --build "$BUILD" --target amp-fuzz-import
+[ "$MODE" = smoke ] || cmake --build "$BUILD" --target amp-fuzz-import
+[ "$MODE" = build ] && exit 0
 CORPUS="$BUILD/fuzz-corpus"
 mkdir -p "$CORPUS"
 # Seeds: small real models (copies; the originals are never touched).

@@ -140,6 +140,32 @@ def signature(schema):
             tuple(sorted((a.name, a.type) for a in schema.attributes.values())))
 
 
+def fits_typed_op(old, newest):
+    """Whether nodes of schema version `old` can be held by the typed op made
+    from `newest`: its parameters are a prefix of the newest's (same names; a
+    Single may have become Optional) whose extra ones are optional or
+    variadic, and its attributes (all optional in ODS) a subset with the same
+    kinds. The verifier checks nodes against their own version."""
+    SINGLE, OPTIONAL, VARIADIC = (defs.OpSchema.FormalParameterOption.Single,
+                                  defs.OpSchema.FormalParameterOption.Optional,
+                                  defs.OpSchema.FormalParameterOption.Variadic)
+
+    def params_fit(a, b):
+        if len(a) > len(b):
+            return False
+        for p, q in zip(a, b):
+            if p.name != q.name:
+                return False
+            if p.option != q.option and not (p.option == SINGLE and q.option == OPTIONAL):
+                return False
+        return all(q.option in (OPTIONAL, VARIADIC) for q in b[len(a):])
+
+    new_attrs = {a.name: a.type for a in newest.attributes.values()}
+    return (params_fit(list(old.inputs), list(newest.inputs)) and
+            params_fit(list(old.outputs), list(newest.outputs)) and
+            all(new_attrs.get(a.name) == a.type for a in old.attributes.values()))
+
+
 # --------------------------------------------------------------------------
 # Typed op planning
 # --------------------------------------------------------------------------
@@ -401,7 +427,7 @@ def emit_inc(groups, typed, version):
                 tcs.append("{%s, %s, %d}" % (c_str(tc.type_param_str),
                                              tname or "nullptr", len(allowed)))
             tcn = cons.get(tcs)
-            match = op is not None and signature(s) == newest_sig
+            match = op is not None and fits_typed_op(s, versions[-1])
             entries.append("    {%s, %s, %d, %s,\n     %s, %d, %s, %d, %s, %d, %s, %d}," % (
                 c_str(domain), c_str(name), s.since_version, "true" if match else "false",
                 ins or "nullptr", len(s.inputs), outs or "nullptr", len(s.outputs),
@@ -419,8 +445,9 @@ def emit_inc(groups, typed, version):
     w("// Every version of every operator of the domains \"\", ai.onnx.ml,")
     w("// ai.onnx.preview and ai.onnx.preview.training, sorted by (domain, op_type,")
     w("// since_version). Identical arrays are shared. matchesTypedOp is true when")
-    w("// the version has the inputs, outputs and attributes of the newest version")
-    w("// and a typed op was generated from that newest version.")
+    w("// a typed op was generated from the newest version and this version fits it:")
+    w("// its inputs/outputs are a prefix of the newest's (extras optional), its")
+    w("// attributes a subset with the same kinds (see fits_typed_op).")
     w("//")
     w("// Included once, by lib/Dialect/Train/IR/OnnxSchema.cpp, inside an")
     w("// anonymous namespace in namespace amp::train; it only defines static")
@@ -591,7 +618,7 @@ def emit_md(groups, typed, skipped, ms_ops, version):
                                                         tc.allowed_type_strs))
                for tc in s.type_constraints]
         vers = ", ".join("%d%s" % (v.since_version,
-                                   "" if op is not None and signature(v) == signature(s) else "*")
+                                   "" if op is not None and fits_typed_op(v, s) else "*")
                          for v in versions)
         if s.deprecated:
             vers += " (deprecated)"

@@ -49,6 +49,12 @@ cmake -G Ninja -S . -B "$BUILD_DIR" \
   "${LAUNCHER[@]}" ${AMP_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR"
 
+# The importer fuzzer: a separate clang-22 build with libFuzzer, ASan and
+# UBSan (the test suite runs a 30 s smoke of it).
+if [ -z "${AMP_SKIP_FUZZ:-}" ] && command -v clang++-22 >/dev/null; then
+  utils/fuzz.sh --build-only
+fi
+
 if [ -z "${AMP_SKIP_EXAMPLE:-}" ]; then
   examples/run-example.sh "$BUILD_DIR"
 fi

@@ -61,6 +61,18 @@ private:
   LogicalResult exportTensor(Attribute value, onnx::TensorProto &tensor,
                              Operation *op, bool raw,
                              std::vector<DeferredTensor> *deferred);
+  LogicalResult exportSparseTensor(SparseTensorAttr sparse,
+                                   onnx::SparseTensorProto &proto,
+                                   Operation *op) {
+    if (failed(exportTensor(sparse.getValues(), *proto.mutable_values(), op,
+                            /*raw=*/true, nullptr)) ||
+        failed(exportTensor(sparse.getIndices(), *proto.mutable_indices(), op,
+                            /*raw=*/true, nullptr)))
+      return failure();
+    for (int64_t d : sparse.getDims().asArrayRef())
+      proto.add_dims(d);
+    return success();
+  }
   LogicalResult exportType(Type type, ArrayAttr dims, onnx::TypeProto &proto,
                            Operation *op);
   LogicalResult exportValueInfo(DictionaryAttr entry, Type current,
@@ -393,14 +405,7 @@ LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
       attr.add_ints(v);
   } else if (auto sp = dyn_cast<SparseTensorAttr>(value)) {
     attr.set_type(onnx::AttributeProto::SPARSE_TENSOR);
-    auto *st = attr.mutable_sparse_tensor();
-    if (failed(exportTensor(sp.getValues(), *st->mutable_values(), op, true,
-                            nullptr)) ||
-        failed(exportTensor(sp.getIndices(), *st->mutable_indices(), op, true,
-                            nullptr)))
-      return failure();
-    for (int64_t d : sp.getDims().asArrayRef())
-      st->add_dims(d);
+    return exportSparseTensor(sp, *attr.mutable_sparse_tensor(), op);
   } else if (isa<ElementsAttr, TensorAttr>(value)) {
     attr.set_type(onnx::AttributeProto::TENSOR);
     return exportTensor(value, *attr.mutable_t(), op, true, nullptr);
@@ -432,18 +437,11 @@ LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
         if (failed(exportTensor(e, *attr.add_tensors(), op, true, nullptr)))
           return failure();
         break;
-      case onnx::AttributeProto::SPARSE_TENSORS: {
-        auto sp = cast<SparseTensorAttr>(e);
-        auto *st = attr.add_sparse_tensors();
-        if (failed(exportTensor(sp.getValues(), *st->mutable_values(), op,
-                                true, nullptr)) ||
-            failed(exportTensor(sp.getIndices(), *st->mutable_indices(), op,
-                                true, nullptr)))
+      case onnx::AttributeProto::SPARSE_TENSORS:
+        if (failed(exportSparseTensor(cast<SparseTensorAttr>(e),
+                                      *attr.add_sparse_tensors(), op)))
           return failure();
-        for (int64_t d : sp.getDims().asArrayRef())
-          st->add_dims(d);
         break;
-      }
       case onnx::AttributeProto::GRAPHS:
         return error(op) << "attribute '" << name
                          << "': a GRAPHS list is held as regions";
@@ -648,15 +646,9 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
       continue;
     if (auto init = dyn_cast<InitializerOp>(op)) {
       if (init.getSparse()) {
-        auto sp = cast<SparseTensorAttr>(init.getValue());
-        onnx::SparseTensorProto *st = graph.add_sparse_initializer();
-        if (failed(exportTensor(sp.getValues(), *st->mutable_values(), &op,
-                                true, nullptr)) ||
-            failed(exportTensor(sp.getIndices(), *st->mutable_indices(), &op,
-                                true, nullptr)))
+        if (failed(exportSparseTensor(cast<SparseTensorAttr>(init.getValue()),
+                                      *graph.add_sparse_initializer(), &op)))
           return failure();
-        for (int64_t d : sp.getDims().asArrayRef())
-          st->add_dims(d);
         continue;
       }
       onnx::TensorProto tensor;

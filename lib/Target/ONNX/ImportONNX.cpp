@@ -972,8 +972,11 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   // absent optional ones being none.
   SmallVector<Value> operands = inputs;
   NamedAttrList extra;
+  // The typed op has the operands/results/regions of the newest version.
+  const OnnxOpSchema *newest =
+      typedOp ? lookupLatestOnnxSchema(domain, node.op_type()) : nullptr;
   if (typedOp) {
-    ArrayRef<OnnxParamSchema> formals = schema->getInputs();
+    ArrayRef<OnnxParamSchema> formals = newest->getInputs();
     bool variadicLast =
         !formals.empty() && formals.back().option == OnnxParamOption::Variadic;
     unsigned fixed = formals.size() - (variadicLast ? 1 : 0);
@@ -990,7 +993,7 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   SmallVector<Attribute> outputNames;
   unsigned numResults = node.output_size();
   if (typedOp) {
-    ArrayRef<OnnxParamSchema> formals = schema->getOutputs();
+    ArrayRef<OnnxParamSchema> formals = newest->getOutputs();
     bool variadicLast =
         !formals.empty() && formals.back().option == OnnxParamOption::Variadic;
     unsigned fixed = formals.size() - (variadicLast ? 1 : 0);
@@ -1019,8 +1022,9 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   SmallVector<onnx::AttributeProto *> regionAttrs;
   if (typedOp) {
     state.addAttributes(onnxAttrs);
-    // Regions in the order of the schema's graph attributes.
-    for (const OnnxAttrSchema &as : schema->getAttrs()) {
+    // Regions in the order of the typed op's (the newest schema's) graph
+    // attributes; an older version may lack some (empty regions).
+    for (const OnnxAttrSchema &as : newest->getAttrs()) {
       if (as.kind != OnnxAttrKind::Graph)
         continue;
       onnx::AttributeProto *found = nullptr;
@@ -1119,7 +1123,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
       for (onnx::AttributeProto *g : graphAttrs) {
         Region *dst = generic.addRegion();
         for (auto [i, as] : llvm::enumerate(llvm::make_filter_range(
-                 schema->getAttrs(), [](const OnnxAttrSchema &a) {
+                 newest->getAttrs(),
+                 [](const OnnxAttrSchema &a) {
                    return a.kind == OnnxAttrKind::Graph;
                  })))
           if (g->name() == as.name)

@@ -19,11 +19,8 @@ std::string onnx_detail::getTypedOpName(llvm::StringRef domain,
     return ("train.ms." + opType).str();
   if (domain == "ai.onnx.preview.training")
     return ("train.preview." + opType).str();
-  if (domain == "ai.onnx.ml")
-    return ("train.ml." + opType).str();
-  if (domain == "ai.onnx.preview")
-    return ("train.preview_." + opType).str();
-  return "";
+  // Every other domain: the rule of Train_OnnxOp in TrainBase.td.
+  return ("train." + domain + "." + opType).str();
 }
 
 int64_t onnx_detail::getRawDataSize(int32_t dataType, int64_t count) {

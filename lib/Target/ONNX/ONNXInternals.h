@@ -18,7 +18,8 @@ namespace amp::onnx_detail {
 inline constexpr int64_t kMaxElements = int64_t(1) << 40;
 
 /// The MLIR op name of the typed op for (domain, opType), e.g. "train.Gemm",
-/// "train.ms.ReluGrad"; empty if the domain has no typed ops.
+/// "train.ms.ReluGrad", "train.ai.onnx.ml.LabelEncoder" (it may not exist:
+/// look it up).
 std::string getTypedOpName(llvm::StringRef domain, llvm::StringRef opType);
 
 /// Number of bytes that `count` elements of ONNX data type `dataType` take

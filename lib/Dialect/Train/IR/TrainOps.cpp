@@ -26,22 +26,32 @@ using namespace amp::train;
 // GraphOp / FunctionOp
 //===----------------------------------------------------------------------===//
 
-ParseResult GraphOp::parse(OpAsmParser &parser, OperationState &result) {
+/// Function-like syntax shared by train.graph and train.function.
+template <typename OpTy>
+static ParseResult parseFunctionLike(OpAsmParser &parser,
+                                     OperationState &result) {
   auto buildFuncType =
       [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
          function_interface_impl::VariadicFlag,
          std::string &) { return builder.getFunctionType(argTypes, results); };
   return function_interface_impl::parseFunctionOp(
       parser, result, /*allowVariadic=*/false,
-      getFunctionTypeAttrName(result.name), buildFuncType,
-      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+      OpTy::getFunctionTypeAttrName(result.name), buildFuncType,
+      OpTy::getArgAttrsAttrName(result.name),
+      OpTy::getResAttrsAttrName(result.name));
 }
 
-void GraphOp::print(OpAsmPrinter &p) {
+template <typename OpTy>
+static void printFunctionLike(OpTy op, OpAsmPrinter &p) {
   function_interface_impl::printFunctionOp(
-      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
-      getArgAttrsAttrName(), getResAttrsAttrName());
+      p, op, /*isVariadic=*/false, op.getFunctionTypeAttrName(),
+      op.getArgAttrsAttrName(), op.getResAttrsAttrName());
 }
+
+ParseResult GraphOp::parse(OpAsmParser &parser, OperationState &result) {
+  return parseFunctionLike<GraphOp>(parser, result);
+}
+void GraphOp::print(OpAsmPrinter &p) { printFunctionLike(*this, p); }
 
 LogicalResult GraphOp::verify() {
   if (getBody().empty())
@@ -55,21 +65,9 @@ LogicalResult GraphOp::verify() {
 }
 
 ParseResult FunctionOp::parse(OpAsmParser &parser, OperationState &result) {
-  auto buildFuncType =
-      [](Builder &builder, ArrayRef<Type> argTypes, ArrayRef<Type> results,
-         function_interface_impl::VariadicFlag,
-         std::string &) { return builder.getFunctionType(argTypes, results); };
-  return function_interface_impl::parseFunctionOp(
-      parser, result, /*allowVariadic=*/false,
-      getFunctionTypeAttrName(result.name), buildFuncType,
-      getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name));
+  return parseFunctionLike<FunctionOp>(parser, result);
 }
-
-void FunctionOp::print(OpAsmPrinter &p) {
-  function_interface_impl::printFunctionOp(
-      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
-      getArgAttrsAttrName(), getResAttrsAttrName());
-}
+void FunctionOp::print(OpAsmPrinter &p) { printFunctionLike(*this, p); }
 
 //===----------------------------------------------------------------------===//
 // InitializerOp
@@ -266,7 +264,15 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
     return success();
   auto nodeOp = dyn_cast<NodeOp>(op);
   bool typed = !nodeOp;
+  // The ONNX input count: typed ops pad absent trailing optional inputs
+  // with none (up to the newest version's count); ONNX lists them only when
+  // written explicitly (train.num_inputs).
   unsigned numInputs = op->getNumOperands();
+  while (numInputs > 0 &&
+         isa<NoneType>(op->getOperand(numInputs - 1).getType()))
+    --numInputs;
+  if (auto n = op->getAttrOfType<IntegerAttr>(attrs::kNumInputs))
+    numInputs = n.getInt();
   int maxIn = schema->getMaxInputs();
   if ((int)numInputs < schema->getMinInputs() ||
       (maxIn >= 0 && (int)numInputs > maxIn))
@@ -276,7 +282,13 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
            << (maxIn < 0 ? " or more"
                          : (" to " + Twine(maxIn)).str());
   int maxOut = schema->getMaxOutputs();
-  unsigned numOutputs = outputNames ? outputNames.size() : op->getNumResults();
+  unsigned numOutputs = op->getNumResults();
+  if (outputNames)
+    numOutputs = outputNames.size();
+  else
+    while (numOutputs > 0 &&
+           isa<NoneType>(op->getResult(numOutputs - 1).getType()))
+      --numOutputs;
   if ((int)numOutputs < schema->getMinOutputs() && !typed)
     return op->emitOpError("has ") << numOutputs << " outputs but "
                                    << schema->opType << " needs at least "
