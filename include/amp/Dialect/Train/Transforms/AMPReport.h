@@ -1,0 +1,58 @@
+//===- AMPReport.h - Summary and JSON report of the AMP pass ----*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_AMPREPORT_H
+#define AMP_DIALECT_TRAIN_TRANSFORMS_AMPREPORT_H
+
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+#include <vector>
+
+namespace amp::train {
+
+/// The counters of the summary (docs/AutoMixedPrecision.md defines each).
+struct AMPSummary {
+  unsigned totalProcessable = 0;
+  unsigned recognized = 0;
+  unsigned converted = 0;
+  unsigned lowPrecisionCasts = 0;
+  unsigned allowlistedConverted = 0;
+  unsigned denylistedBlocking = 0;
+  unsigned blockedByDenylisted = 0;
+};
+
+/// The decision about one node.
+struct AMPNodeRecord {
+  std::string name, domain, opType;
+  AMPList list = AMPList::None;
+  bool lowPrecision = false;
+  std::string reason;
+};
+
+/// One inserted cast.
+struct AMPCastRecord {
+  std::string name;  ///< node name of the Cast
+  std::string input; ///< ONNX name of the value cast
+  std::string to;    ///< "fp16", "bf16" or "fp32"
+};
+
+struct AMPReport {
+  AMPMode mode = AMPMode::FP16;
+  AMPSummary summary;
+  std::vector<AMPNodeRecord> nodes;
+  std::vector<AMPCastRecord> casts;
+
+  /// The stable seven-line summary text.
+  void printSummary(llvm::raw_ostream &os) const;
+  /// Writes the JSON report to `path`.
+  llvm::Error writeJSON(llvm::StringRef path) const;
+};
+
+} // namespace amp::train
+
+#endif // AMP_DIALECT_TRAIN_TRANSFORMS_AMPREPORT_H

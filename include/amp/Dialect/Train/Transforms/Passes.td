@@ -1,0 +1,90 @@
+//===- Passes.td - Train dialect transformation passes ----*- tablegen -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+#define AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Convert the compute-heavy parts of ONNX training graphs to "
+                "fp16/bf16, with casts at the edges";
+  let description = [{
+    Automatic mixed precision in the style of TensorFlow Grappler's
+    `auto_mixed_precision` rewrite, ported to the `train` dialect.
+
+    Every ONNX node is split into one vertex per ONNX type constraint
+    (`T`, `T1`, ...): all inputs and outputs bound to one constraint change
+    precision together, fixed-type ports (`tensor(int64)`, ...) never change.
+    Nodes are classified by four op lists keyed `domain:op_type`
+    (allow / deny / infer / clear); the vertices are then painted by the
+    Grappler passes (allow ops; deny forward through clear/infer toward
+    deny/infer; clear/infer between allow ops; in bf16 mode infer ops after
+    allow ops; allow through clear ops; drop what cannot take the low type).
+    ALLOW vertices whose type is `f32` change their element type to `f16`
+    (or `bf16`) and `train.Cast` nodes are inserted on the edges whose two
+    ends disagree, at most one per (value, target type). Graph inputs,
+    outputs and initializers keep their types; existing casts feeding only
+    low-precision consumers are retargeted.
+
+    Example (fp16):
+
+    ```mlir
+    %y = train.Gemm(%x, %w, %b) {train.name = "fc", train.outputs = ["y"]}
+        : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    train.return %y : tensor<2x3xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %x16 = train.Cast(%x) {to = 10 : i64, train.name = "x_CastToFp16", ...}
+    %w16 = train.Cast(%w) {to = 10 : i64, ...}
+    %b16 = train.Cast(%b) {to = 10 : i64, ...}
+    %y = train.Gemm(%x16, %w16, %b16) {train.name = "fc", train.outputs = ["y"]}
+        : (tensor<2x4xf16>, tensor<3x4xf16>, tensor<3xf16>) -> tensor<2x3xf16>
+    %y32 = train.Cast(%y) {to = 1 : i64, train.name = "fc_CastToFp32", ...}
+    train.return %y32 : tensor<2x3xf32>
+    ```
+
+    The lists can be changed with `lists=` (a JSON file that replaces the
+    defaults), the `*-add` / `*-remove` options and Grappler's
+    `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_*` environment variables (applied
+    before the options). See docs/AutoMixedPrecision.md.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"fp16\"",
+           "Target precision: fp16 or bf16">,
+    Option<"lists", "lists", "std::string", /*default=*/"\"\"",
+           "JSON file with the allow/deny/infer/clear lists; replaces the "
+           "defaults">,
+    ListOption<"allowAdd", "allow-add", "std::string",
+               "Ops (op_type or domain:op_type) added to the allow list">,
+    ListOption<"allowRemove", "allow-remove", "std::string",
+               "Ops removed from the allow list">,
+    ListOption<"denyAdd", "deny-add", "std::string",
+               "Ops added to the deny list">,
+    ListOption<"denyRemove", "deny-remove", "std::string",
+               "Ops removed from the deny list">,
+    ListOption<"inferAdd", "infer-add", "std::string",
+               "Ops added to the infer list">,
+    ListOption<"inferRemove", "infer-remove", "std::string",
+               "Ops removed from the infer list">,
+    ListOption<"clearAdd", "clear-add", "std::string",
+               "Ops added to the clear list">,
+    ListOption<"clearRemove", "clear-remove", "std::string",
+               "Ops removed from the clear list">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Node names or regular expressions (full match) of nodes that "
+               "stay fp32">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write a JSON report of the decisions to this file">,
+    Option<"summary", "summary", "bool", /*default=*/"true",
+           "Print the pass summary to stderr">,
+  ];
+}
+
+#endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,17 @@
+//===- InitAllPasses.h - amp-mlir pass registration -------------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_INITALLPASSES_H
+#define AMP_INITALLPASSES_H
+
+#include "amp/Dialect/Train/Transforms/Passes.h"
+
+namespace amp {
+/// Registers every pass of amp-mlir with the global pass registry.
+inline void registerAllPasses() { train::registerTrainPasses(); }
+} // namespace amp
+
+#endif // AMP_INITALLPASSES_H

@@ -1,0 +1,830 @@
+//===- AutoMixedPrecision.cpp - Automatic mixed precision pass ------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Paints (node, ONNX type constraint) vertices allow/deny following the
+// Grappler auto_mixed_precision algorithm, changes the element type of the
+// ALLOW vertices' ports to f16/bf16 and inserts train.Cast nodes on the edges
+// whose two ends disagree. See docs/AutoMixedPrecision.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/IR/OnnxTypes.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Dialect/Train/Transforms/AMPReport.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Regex.h"
+
+namespace amp::train {
+#define GEN_PASS_DEF_AUTOMIXEDPRECISION
+#include "amp/Dialect/Train/Transforms/Passes.h.inc"
+} // namespace amp::train
+
+using namespace mlir;
+using namespace amp::train;
+
+namespace {
+
+/// One (node, type constraint) pair.
+struct Vertex {
+  unsigned node;
+  StringRef constraint;
+  SmallVector<unsigned, 4> inPorts, outPorts;
+  SmallVector<unsigned, 4> fanin, fanout;
+  bool isF32 = false;    ///< its ports are f32 tensors now
+  bool supports = false; ///< the constraint allows the low type
+};
+
+struct NodeInfo {
+  Operation *op;
+  const OnnxOpSchema *schema = nullptr;
+  std::string name, domain, opType;
+  AMPList list = AMPList::None;
+  bool processable = false;
+  bool keep = false;       ///< keep-fp32
+  bool structural = false; ///< nested in, or holding, a subgraph
+  SmallVector<unsigned, 2> vertices;
+  DenseMap<unsigned, unsigned> inVertex, outVertex;
+  bool converted = false;
+  bool retargetedCast = false;
+};
+
+enum class PaintWhy : uint8_t {
+  None,
+  AllowOp,
+  Between,
+  FollowAllow,
+  Clear,
+  Cast
+};
+
+static Type getElementTypeOrNull(Type type) {
+  if (auto t = dyn_cast<TensorType>(type))
+    return t.getElementType();
+  return {};
+}
+
+class AMPGraphRewriter {
+public:
+  AMPGraphRewriter(GraphOp graph, const AMPLists &lists, AMPMode mode,
+                   ArrayRef<llvm::Regex> keepRegexes,
+                   const llvm::StringSet<> &keepNames, AMPReport &report)
+      : graph(graph), lists(lists), mode(mode), keepRegexes(keepRegexes),
+        keepNames(keepNames), report(report), dom(graph) {
+    MLIRContext *ctx = graph.getContext();
+    lowType = mode == AMPMode::BF16 ? Type(BFloat16Type::get(ctx))
+                                    : Type(Float16Type::get(ctx));
+    f32Type = Float32Type::get(ctx);
+  }
+
+  void run() {
+    collect();
+    paint();
+    rewrite();
+    record();
+  }
+
+private:
+  bool isKept(StringRef name) const {
+    if (name.empty())
+      return false;
+    if (keepNames.contains(name))
+      return true;
+    for (const llvm::Regex &re : keepRegexes)
+      if (re.match(name))
+        return true;
+    return false;
+  }
+
+  void collect();
+  void paint();
+  void rewrite();
+  void record();
+
+  template <typename Enter, typename Visit>
+  void dfs(ArrayRef<unsigned> roots, bool inputs, bool outputs, Enter enter,
+           Visit visit);
+
+  Value getCast(Value value, Type elementType, Operation *consumer);
+  std::string valueName(Value value);
+  std::string producerName(Value value);
+  std::string uniqueName(llvm::StringSet<> &used, StringRef base);
+  bool isLowOnlySource(Value value);
+
+  GraphOp graph;
+  const AMPLists &lists;
+  AMPMode mode;
+  ArrayRef<llvm::Regex> keepRegexes;
+  const llvm::StringSet<> &keepNames;
+  AMPReport &report;
+  Type lowType, f32Type;
+
+  std::vector<NodeInfo> nodes;
+  DenseMap<Operation *, unsigned> nodeIndex;
+  std::vector<Vertex> vertices;
+  std::vector<char> allow, deny;
+  std::vector<PaintWhy> why;
+  std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
+  std::vector<int> denyRoot;  ///< deny-list vertex a deny paint came from
+
+  DenseMap<Value, Type> originalTypes;
+  DenseMap<std::pair<Value, Type>, Value> castCache;
+  llvm::StringSet<> usedNodeNames, usedValueNames;
+  DenseSet<Operation *> createdCasts;
+  DenseMap<Block *, Operation *> argCastTail;
+  DominanceInfo dom;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Graph construction
+//===----------------------------------------------------------------------===//
+
+void AMPGraphRewriter::collect() {
+  // Names in use, so new casts get fresh ones.
+  for (BlockArgument arg : graph.getBody().getArguments())
+    if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
+      if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
+        usedValueNames.insert(n.getValue());
+  graph.getBody().walk([&](Operation *op) {
+    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+      usedNodeNames.insert(n.getValue());
+    if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames))
+      for (Attribute a : outs)
+        if (auto s = dyn_cast<StringAttr>(a))
+          usedValueNames.insert(s.getValue());
+    if (auto init = dyn_cast<InitializerOp>(op))
+      usedValueNames.insert(init.getName());
+  });
+
+  graph.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto iface = dyn_cast<OnnxNodeOpInterface>(op);
+    if (!iface)
+      return;
+    NodeInfo info;
+    info.op = op;
+    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+      info.name = n.getValue().str();
+    info.domain = normalizeOnnxDomain(iface.getOnnxDomain()).str();
+    info.opType = iface.getOnnxOpType().str();
+    info.structural =
+        op->getParentOp() != graph.getOperation() || op->getNumRegions() != 0;
+    info.keep = isKept(info.name);
+    info.processable = !info.structural && !info.keep;
+    info.list = lists.classify(info.domain, info.opType);
+    info.schema = getSchemaFor(iface);
+    unsigned index = nodes.size();
+    nodeIndex[op] = index;
+    nodes.push_back(std::move(info));
+  });
+
+  // Vertices: ports grouped by type constraint.
+  for (unsigned n = 0; n < nodes.size(); ++n) {
+    NodeInfo &info = nodes[n];
+    if (!info.processable || !info.schema)
+      continue;
+    const OnnxOpSchema &schema = *info.schema;
+    llvm::StringMap<unsigned> byConstraint;
+    auto vertexFor = [&](const OnnxParamSchema *param) -> int {
+      if (!param)
+        return -1;
+      const OnnxTypeConstraintSchema *tc =
+          schema.findConstraint(param->typeStr);
+      if (!tc) // fixed-type port
+        return -1;
+      if (param->option == OnnxParamOption::Variadic && !param->homogeneous)
+        return -1;
+      auto [it, inserted] =
+          byConstraint.try_emplace(param->typeStr, vertices.size());
+      if (inserted) {
+        Vertex v;
+        v.node = n;
+        v.constraint = tc->name;
+        StringRef low =
+            mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+        v.supports = llvm::is_contained(tc->getAllowedTypes(), low);
+        vertices.push_back(std::move(v));
+        info.vertices.push_back(it->second);
+      }
+      return it->second;
+    };
+    for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
+      if (isa<NoneType>(operand.getType()))
+        continue;
+      int v = vertexFor(schema.getInputParam(i));
+      if (v < 0)
+        continue;
+      vertices[v].inPorts.push_back(i);
+      info.inVertex[i] = v;
+    }
+    for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
+      if (isa<NoneType>(result.getType()))
+        continue;
+      int v = vertexFor(schema.getOutputParam(i));
+      if (v < 0)
+        continue;
+      vertices[v].outPorts.push_back(i);
+      info.outVertex[i] = v;
+    }
+  }
+
+  // Which vertices are f32 now.
+  for (Vertex &v : vertices) {
+    Operation *op = nodes[v.node].op;
+    bool anyF32 = false, other = false;
+    auto look = [&](Type t) {
+      Type e = getElementTypeOrNull(t);
+      if (!e)
+        return;
+      (e == f32Type ? anyF32 : other) = true;
+    };
+    for (unsigned p : v.inPorts)
+      look(op->getOperand(p).getType());
+    for (unsigned p : v.outPorts)
+      look(op->getResult(p).getType());
+    v.isF32 = anyF32 && !other;
+  }
+
+  // Edges follow SSA use-def: producer output port -> consumer input port.
+  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
+    Vertex &v = vertices[vi];
+    Operation *op = nodes[v.node].op;
+    for (unsigned p : v.outPorts)
+      for (OpOperand &use : op->getResult(p).getUses()) {
+        auto it = nodeIndex.find(use.getOwner());
+        if (it == nodeIndex.end())
+          continue;
+        NodeInfo &consumer = nodes[it->second];
+        auto vit = consumer.inVertex.find(use.getOperandNumber());
+        if (vit == consumer.inVertex.end())
+          continue;
+        unsigned ci = vit->second;
+        if (!llvm::is_contained(v.fanout, ci)) {
+          v.fanout.push_back(ci);
+          vertices[ci].fanin.push_back(vi);
+        }
+      }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Painting
+//===----------------------------------------------------------------------===//
+
+template <typename Enter, typename Visit>
+void AMPGraphRewriter::dfs(ArrayRef<unsigned> roots, bool inputs, bool outputs,
+                           Enter enter, Visit visit) {
+  std::vector<char> seen(vertices.size(), 0);
+  SmallVector<std::pair<unsigned, int>> stack;
+  for (unsigned r : roots) {
+    if (seen[r])
+      continue;
+    seen[r] = 1;
+    stack.push_back({r, -1});
+    while (!stack.empty()) {
+      auto [v, parent] = stack.pop_back_val();
+      visit(v, parent);
+      auto step = [&](ArrayRef<unsigned> next) {
+        for (unsigned w : next)
+          if (!seen[w] && enter(w)) {
+            seen[w] = 1;
+            stack.push_back({w, (int)v});
+          }
+      };
+      if (inputs)
+        step(vertices[v].fanin);
+      if (outputs)
+        step(vertices[v].fanout);
+    }
+  }
+}
+
+void AMPGraphRewriter::paint() {
+  unsigned numV = vertices.size();
+  allow.assign(numV, 0);
+  deny.assign(numV, 0);
+  why.assign(numV, PaintWhy::None);
+  paintFrom.assign(numV, -1);
+  denyRoot.assign(numV, -1);
+  auto listOf = [&](unsigned v) { return nodes[vertices[v].node].list; };
+
+  // Pass 1: allow-list ops.
+  SmallVector<unsigned> allowOps, denyOps, denyOrInferOps;
+  for (unsigned v = 0; v < numV; ++v) {
+    AMPList l = listOf(v);
+    if (l == AMPList::Allow) {
+      allow[v] = 1;
+      why[v] = PaintWhy::AllowOp;
+      allowOps.push_back(v);
+    }
+    if (l == AMPList::Deny)
+      denyOps.push_back(v);
+    if (l == AMPList::Deny || l == AMPList::Infer)
+      denyOrInferOps.push_back(v);
+  }
+
+  // Pass 2: deny forward through clear/infer, only along paths that end at
+  // a deny or infer op.
+  std::vector<char> upstream(numV, 0);
+  dfs(
+      denyOrInferOps, /*inputs=*/true, /*outputs=*/false,
+      [&](unsigned w) { return listOf(w) == AMPList::Clear && !upstream[w]; },
+      [&](unsigned v, int) { upstream[v] = 1; });
+  dfs(
+      denyOps, /*inputs=*/false, /*outputs=*/true,
+      [&](unsigned w) { return !deny[w] && upstream[w]; },
+      [&](unsigned v, int parent) {
+        deny[v] = 1;
+        allow[v] = 0;
+        bool isRoot = parent < 0 || listOf(v) == AMPList::Deny;
+        denyRoot[v] = isRoot ? (int)v : denyRoot[parent];
+        paintFrom[v] = isRoot ? -1 : parent;
+      });
+
+  // Pass 3: clear/infer between allow ops.
+  auto canTake = [&](unsigned w) {
+    return !deny[w] && vertices[w].isF32 && vertices[w].supports;
+  };
+  std::vector<char> downstream(numV, 0);
+  dfs(
+      allowOps, false, true,
+      [&](unsigned w) {
+        AMPList l = listOf(w);
+        return (l == AMPList::Clear || l == AMPList::Infer) && canTake(w) &&
+               !downstream[w];
+      },
+      [&](unsigned v, int) { downstream[v] = 1; });
+  dfs(
+      allowOps, true, false,
+      [&](unsigned w) { return downstream[w] && listOf(w) != AMPList::Allow; },
+      [&](unsigned v, int parent) {
+        if (allow[v])
+          return;
+        allow[v] = 1;
+        why[v] = PaintWhy::Between;
+        paintFrom[v] = parent;
+      });
+
+  // Pass 4 (bf16): infer ops fed by allow and by no deny.
+  if (mode == AMPMode::BF16) {
+    for (unsigned v = 0; v < numV; ++v) {
+      if (listOf(v) != AMPList::Infer || allow[v] || !canTake(v))
+        continue;
+      int from = -1;
+      bool anyDeny = false;
+      for (unsigned w : vertices[v].fanin) {
+        if (deny[w])
+          anyDeny = true;
+        if (allow[w] && from < 0)
+          from = w;
+      }
+      if (from >= 0 && !anyDeny) {
+        allow[v] = 1;
+        why[v] = PaintWhy::FollowAllow;
+        paintFrom[v] = from;
+      }
+    }
+  }
+
+  // Pass 5: allow through clear ops, both directions.
+  SmallVector<unsigned> allowNow;
+  for (unsigned v = 0; v < numV; ++v)
+    if (allow[v])
+      allowNow.push_back(v);
+  dfs(
+      allowNow, true, true,
+      [&](unsigned w) {
+        return listOf(w) == AMPList::Clear && !allow[w] && canTake(w);
+      },
+      [&](unsigned v, int parent) {
+        if (allow[v])
+          return;
+        allow[v] = 1;
+        why[v] = PaintWhy::Clear;
+        paintFrom[v] = parent;
+      });
+
+  // Pass 6: drop what cannot take the low type.
+  for (unsigned v = 0; v < numV; ++v)
+    if (allow[v] && (!vertices[v].isF32 || !vertices[v].supports))
+      allow[v] = 0;
+
+  // Existing casts whose consumers are all low precision are retargeted.
+  for (unsigned n = 0; n < nodes.size(); ++n) {
+    NodeInfo &info = nodes[n];
+    if (!info.processable || !isa<CastOp>(info.op))
+      continue;
+    auto it = info.outVertex.find(0);
+    if (it == info.outVertex.end())
+      continue;
+    unsigned v = it->second;
+    if (deny[v] || !canTake(v))
+      continue;
+    Value result = info.op->getResult(0);
+    bool allLow = !result.use_empty();
+    for (OpOperand &use : result.getUses()) {
+      auto ni = nodeIndex.find(use.getOwner());
+      if (ni == nodeIndex.end()) {
+        allLow = false;
+        break;
+      }
+      auto vi = nodes[ni->second].inVertex.find(use.getOperandNumber());
+      if (vi == nodes[ni->second].inVertex.end() || !allow[vi->second]) {
+        allLow = false;
+        break;
+      }
+    }
+    if (allLow) {
+      allow[v] = 1;
+      why[v] = PaintWhy::Cast;
+      info.retargetedCast = true;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Rewrite
+//===----------------------------------------------------------------------===//
+
+std::string AMPGraphRewriter::valueName(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (arg.getOwner()->getParentOp() == graph.getOperation())
+      if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
+        if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
+          return n.getValue().str();
+    return "arg" + std::to_string(arg.getArgNumber());
+  }
+  Operation *op = value.getDefiningOp();
+  if (auto init = dyn_cast<InitializerOp>(op))
+    return init.getName().str();
+  unsigned i = cast<OpResult>(value).getResultNumber();
+  if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames))
+    if (i < outs.size())
+      if (auto s = dyn_cast<StringAttr>(outs[i]); s && !s.getValue().empty())
+        return s.getValue().str();
+  if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+    return (n.getValue() + "_out" + Twine(i)).str();
+  return "value";
+}
+
+std::string AMPGraphRewriter::producerName(Value value) {
+  if (Operation *op = value.getDefiningOp())
+    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+      if (!n.getValue().empty()) {
+        if (op->getNumResults() > 1)
+          return (n.getValue() + "_" +
+                  Twine(cast<OpResult>(value).getResultNumber()))
+              .str();
+        return n.getValue().str();
+      }
+  return valueName(value);
+}
+
+std::string AMPGraphRewriter::uniqueName(llvm::StringSet<> &used,
+                                         StringRef base) {
+  std::string name = base.str();
+  for (unsigned k = 1; used.contains(name); ++k)
+    name = (base + "_" + Twine(k)).str();
+  used.insert(name);
+  return name;
+}
+
+bool AMPGraphRewriter::isLowOnlySource(Value value) {
+  // Graph inputs, initializers and Constant nodes: their casts are "Const
+  // and Variable casts" and do not count in the summary.
+  if (isa<BlockArgument>(value))
+    return true;
+  Operation *op = value.getDefiningOp();
+  return isa<InitializerOp, ConstantOp>(op);
+}
+
+Value AMPGraphRewriter::getCast(Value value, Type elementType,
+                                Operation *consumer) {
+  auto key = std::make_pair(value, elementType);
+  if (auto it = castCache.find(key); it != castCache.end())
+    return it->second;
+
+  // Exact round trip: value = Cast(x_low -> f32) and we want x_low back.
+  if (auto cast = value.getDefiningOp<CastOp>())
+    if (elementType == lowType &&
+        getElementTypeOrNull(value.getType()) == f32Type &&
+        getElementTypeOrNull(cast.getInput().getType()) == elementType) {
+      castCache[key] = cast.getInput();
+      return cast.getInput();
+    }
+
+  // Reuse an existing cast of this value to this type that dominates the
+  // consumer.
+  for (Operation *user : value.getUsers())
+    if (auto cast = dyn_cast<CastOp>(user))
+      if (getElementTypeOrNull(cast.getType()) == elementType &&
+          dom.properlyDominates(cast.getOperation(), consumer)) {
+        castCache[key] = cast.getResult();
+        return cast.getResult();
+      }
+
+  OpBuilder b(graph.getContext());
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    // Casts of block arguments go to the top of the block, in creation order.
+    auto tail = argCastTail.find(arg.getOwner());
+    if (tail != argCastTail.end())
+      b.setInsertionPointAfter(tail->second);
+    else
+      b.setInsertionPointToStart(arg.getOwner());
+  } else
+    b.setInsertionPointAfter(value.getDefiningOp());
+  Type type = cast<TensorType>(value.getType()).clone(elementType);
+  StringRef suffix = elementType == f32Type           ? "Fp32"
+                     : isa<BFloat16Type>(elementType) ? "Bf16"
+                                                      : "Fp16";
+  int64_t to = elementType == f32Type           ? 1
+               : isa<BFloat16Type>(elementType) ? 16
+                                                : 10;
+  std::string producer = producerName(value);
+  std::string nodeName =
+      uniqueName(usedNodeNames, producer + "_CastTo" + suffix.str());
+  std::string outName =
+      uniqueName(usedValueNames, valueName(value) + "_" + suffix.lower());
+  auto castOp =
+      CastOp::create(b, value.getLoc(), type, value, /*round_mode=*/nullptr,
+                     /*saturate=*/nullptr, b.getI64IntegerAttr(to));
+  castOp->setAttr(attrs::kNodeName, b.getStringAttr(nodeName));
+  castOp->setAttr(attrs::kOutputNames,
+                  b.getArrayAttr({b.getStringAttr(outName)}));
+  createdCasts.insert(castOp);
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    argCastTail[arg.getOwner()] = castOp;
+  report.casts.push_back(
+      {nodeName, valueName(value),
+       elementType == f32Type ? "fp32" : getAMPModeName(mode).str()});
+  if (elementType != f32Type && !isLowOnlySource(value))
+    ++report.summary.lowPrecisionCasts;
+  castCache[key] = castOp.getResult();
+  return castOp.getResult();
+}
+
+void AMPGraphRewriter::rewrite() {
+  // Change the types of ALLOW vertices.
+  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
+    if (!allow[vi])
+      continue;
+    Vertex &v = vertices[vi];
+    NodeInfo &info = nodes[v.node];
+    info.converted = true;
+    for (unsigned p : v.outPorts) {
+      Value r = info.op->getResult(p);
+      auto t = dyn_cast<TensorType>(r.getType());
+      if (!t || t.getElementType() != f32Type)
+        continue;
+      originalTypes[r] = t;
+      r.setType(t.clone(lowType));
+    }
+    if (auto cast = dyn_cast<CastOp>(info.op))
+      cast.setToAttr(
+          OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
+  }
+
+  // Fix every edge whose ends disagree.
+  SmallVector<Operation *> ops;
+  graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops) {
+    if (createdCasts.contains(op))
+      continue;
+    auto ni = nodeIndex.find(op);
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value value = operand.get();
+      Type cur = getElementTypeOrNull(value.getType());
+      if (!cur)
+        continue;
+      Type want;
+      bool lowConsumer = false;
+      if (ni != nodeIndex.end()) {
+        NodeInfo &info = nodes[ni->second];
+        auto vi = info.inVertex.find(operand.getOperandNumber());
+        if (vi != info.inVertex.end() && allow[vi->second])
+          lowConsumer = true;
+      }
+      if (lowConsumer)
+        want = lowType;
+      else if (auto it = originalTypes.find(value); it != originalTypes.end())
+        want = cast<TensorType>(it->second).getElementType();
+      else
+        continue;
+      if (want == cur)
+        continue;
+      operand.set(getCast(value, want, op));
+    }
+  }
+
+  // Retargeted casts that now cast low to low fold away.
+  for (NodeInfo &info : nodes) {
+    if (!info.retargetedCast || !info.converted)
+      continue;
+    auto cast = cast_if_present<CastOp>(info.op);
+    if (!cast || cast.getInput().getType() != cast.getType())
+      continue;
+    cast.getResult().replaceAllUsesWith(cast.getInput());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Report
+//===----------------------------------------------------------------------===//
+
+void AMPGraphRewriter::record() {
+  AMPSummary &s = report.summary;
+  auto nodeNameOf = [&](int v) -> std::string {
+    if (v < 0)
+      return "?";
+    const NodeInfo &n = nodes[vertices[v].node];
+    return n.name.empty() ? n.opType : n.name;
+  };
+  for (NodeInfo &info : nodes) {
+    AMPNodeRecord rec;
+    rec.name = info.name;
+    rec.domain = info.domain;
+    rec.opType = info.opType;
+    rec.list = info.list;
+    rec.lowPrecision = info.converted;
+    std::string listed =
+        (getAMPListName(info.list) + ": " +
+         (info.domain.empty() ? info.opType : info.domain + ":" + info.opType))
+            .str();
+    bool isDenied = false;
+    int deniedVertex = -1;
+    for (unsigned v : info.vertices)
+      if (deny[v]) {
+        isDenied = true;
+        deniedVertex = v;
+      }
+
+    if (info.processable) {
+      ++s.totalProcessable;
+      if (info.list != AMPList::None)
+        ++s.recognized;
+      if (info.converted)
+        ++s.converted;
+      if (info.converted && info.list == AMPList::Allow)
+        ++s.allowlistedConverted;
+      if (info.list == AMPList::Deny)
+        ++s.denylistedBlocking;
+      if (isDenied &&
+          (info.list == AMPList::Clear || info.list == AMPList::Infer))
+        ++s.blockedByDenylisted;
+    }
+
+    if (info.structural)
+      rec.reason = info.op->getNumRegions()
+                       ? "has subgraphs: treated as fp32"
+                       : "inside a subgraph: treated as fp32";
+    else if (info.keep)
+      rec.reason = "keep-fp32";
+    else if (info.retargetedCast && info.converted)
+      rec.reason = "existing Cast retargeted: all consumers are " +
+                   getAMPModeName(mode).str();
+    else if (info.list == AMPList::None)
+      rec.reason =
+          info.schema ? "not on any list" : "not on any list (no ONNX schema)";
+    else if (!info.schema)
+      rec.reason = listed + ", but no ONNX schema: fp32";
+    else if (info.list == AMPList::Deny)
+      rec.reason = listed;
+    else if (isDenied) {
+      int root = denyRoot[deniedVertex], via = paintFrom[deniedVertex];
+      rec.reason = "blocked by deny node " + nodeNameOf(root);
+      if (via >= 0 && via != root)
+        rec.reason += " via " + nodeNameOf(via);
+    } else if (info.converted) {
+      rec.reason = listed;
+      for (unsigned v : info.vertices) {
+        if (!allow[v])
+          continue;
+        switch (why[v]) {
+        case PaintWhy::Between:
+          rec.reason +=
+              ", between allow nodes (via " + nodeNameOf(paintFrom[v]) + ")";
+          break;
+        case PaintWhy::FollowAllow:
+          rec.reason += ", follows allow node " + nodeNameOf(paintFrom[v]);
+          break;
+        case PaintWhy::Clear:
+          rec.reason += ", next to " + getAMPModeName(mode).str() + " node " +
+                        nodeNameOf(paintFrom[v]);
+          break;
+        default:
+          break;
+        }
+        break;
+      }
+    } else if (info.list == AMPList::Allow)
+      rec.reason =
+          listed + ", but no f32 port can take " + getAMPModeName(mode).str();
+    else if (info.list == AMPList::Infer)
+      rec.reason = "stays fp32: not between allow nodes";
+    else
+      rec.reason = "stays fp32: no allow neighbour";
+    report.nodes.push_back(std::move(rec));
+  }
+
+  // Erase folded casts last (records above still read their ops).
+  for (NodeInfo &info : nodes)
+    if (info.retargetedCast && info.converted && info.op->use_empty() &&
+        isa<CastOp>(info.op))
+      info.op->erase();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct AutoMixedPrecisionPass
+    : public amp::train::impl::AutoMixedPrecisionBase<AutoMixedPrecisionPass> {
+  using AutoMixedPrecisionBase::AutoMixedPrecisionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<AMPMode> parsedMode = parseAMPMode(mode);
+    if (!parsedMode) {
+      module.emitError() << "auto-mixed-precision: unknown mode '" << mode
+                         << "' (expected fp16 or bf16)";
+      return signalPassFailure();
+    }
+
+    AMPLists amLists = AMPLists::getDefaults(*parsedMode);
+    if (!lists.empty()) {
+      auto loaded = AMPLists::loadJSON(lists);
+      if (!loaded) {
+        module.emitError() << "auto-mixed-precision: "
+                           << llvm::toString(loaded.takeError());
+        return signalPassFailure();
+      }
+      amLists = std::move(*loaded);
+    }
+    amLists.applyEnvironment();
+    for (const std::string &e : allowAdd)
+      amLists.add(AMPList::Allow, e);
+    for (const std::string &e : allowRemove)
+      amLists.remove(AMPList::Allow, e);
+    for (const std::string &e : denyAdd)
+      amLists.add(AMPList::Deny, e);
+    for (const std::string &e : denyRemove)
+      amLists.remove(AMPList::Deny, e);
+    for (const std::string &e : inferAdd)
+      amLists.add(AMPList::Infer, e);
+    for (const std::string &e : inferRemove)
+      amLists.remove(AMPList::Infer, e);
+    for (const std::string &e : clearAdd)
+      amLists.add(AMPList::Clear, e);
+    for (const std::string &e : clearRemove)
+      amLists.remove(AMPList::Clear, e);
+    SmallVector<std::string> conflicts = amLists.findConflicts();
+    if (!conflicts.empty()) {
+      for (const std::string &msg : conflicts)
+        module.emitError() << "auto-mixed-precision: op lists have "
+                              "conflicting entries: "
+                           << msg;
+      return signalPassFailure();
+    }
+
+    llvm::StringSet<> keepNames;
+    SmallVector<llvm::Regex> keepRegexes;
+    for (const std::string &k : keepFp32) {
+      keepNames.insert(k);
+      llvm::Regex re("^(" + k + ")$");
+      std::string err;
+      if (!re.isValid(err)) {
+        module.emitError() << "auto-mixed-precision: keep-fp32 entry '" << k
+                           << "' is not a valid regular expression: " << err;
+        return signalPassFailure();
+      }
+      keepRegexes.push_back(std::move(re));
+    }
+
+    AMPReport rep;
+    rep.mode = *parsedMode;
+    for (GraphOp graph : module.getOps<GraphOp>()) {
+      AMPGraphRewriter rewriter(graph, amLists, *parsedMode, keepRegexes,
+                                keepNames, rep);
+      rewriter.run();
+    }
+
+    if (summary)
+      rep.printSummary(llvm::errs());
+    if (!report.empty())
+      if (llvm::Error err = rep.writeJSON(report)) {
+        module.emitError() << "auto-mixed-precision: "
+                           << llvm::toString(std::move(err));
+        return signalPassFailure();
+      }
+  }
+};
+} // namespace
