@@ -563,6 +563,22 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
     if (failed(exportGraph(region.front(), *g, info, op, nullptr)))
       return failure();
   }
+  // Attribute order: as recorded, else sorted by name.
+  auto *attrList = node.mutable_attribute();
+  SmallVector<StringRef> order;
+  if (auto recorded = op->getAttrOfType<ArrayAttr>(attrs::kAttrOrder))
+    for (Attribute a : recorded)
+      order.push_back(cast<StringAttr>(a).getValue());
+  auto rank = [&](const onnx::AttributeProto *a) {
+    auto it = llvm::find(order, a->name());
+    return std::make_pair(it == order.end() ? order.size() : it - order.begin(),
+                          StringRef(a->name()));
+  };
+  std::stable_sort(attrList->pointer_begin(), attrList->pointer_end(),
+                   [&](const onnx::AttributeProto *a,
+                       const onnx::AttributeProto *b) {
+                     return rank(a) < rank(b);
+                   });
   mergeUnknown(op, node);
   return success();
 }

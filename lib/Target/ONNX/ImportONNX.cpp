@@ -1060,6 +1060,15 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
     state.addAttribute(attrs::kAttrDocs, attrDocs.getDictionary(ctx));
   if (!ambiguousKinds.empty())
     state.addAttribute("train.attr_kinds", ambiguousKinds.getDictionary(ctx));
+  // Export writes attributes sorted by name unless the file had another
+  // order, which is then recorded.
+  {
+    SmallVector<StringRef> order;
+    for (const onnx::AttributeProto &attr : node.attribute())
+      order.push_back(attr.name());
+    if (!llvm::is_sorted(order))
+      state.addAttribute(attrs::kAttrOrder, builder.getStrArrayAttr(order));
+  }
   if (StringAttr u = unknownFields(node))
     state.addAttribute("train.unknown_fields", u);
   state.addAttributes(extra);

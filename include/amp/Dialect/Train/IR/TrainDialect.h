@@ -70,6 +70,9 @@ inline constexpr llvm::StringLiteral kKeepType = "train.keep_type";
 /// On a value_info entry: the original serialized TypeProto, kept when it
 /// says more than the MLIR type (denotations, nested symbolic dims).
 inline constexpr llvm::StringLiteral kTypeProto = "train.type_proto";
+/// The order of a node's attributes in the file, when it is not sorted by
+/// name (export writes them sorted otherwise).
+inline constexpr llvm::StringLiteral kAttrOrder = "train.attr_order";
 /// Dictionary of ONNX attribute name -> doc_string for node attributes that
 /// carried one.
 inline constexpr llvm::StringLiteral kAttrDocs = "train.attr_docs";
