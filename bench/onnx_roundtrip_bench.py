@@ -90,11 +90,23 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--markdown", default=None)
+    ap.add_argument("--generate", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+
+    if args.generate:
+        n_nodes, n_inits = make_model(args.generate, args.nodes, args.weight_mb, args.dim)
+        print(n_nodes, n_inits)
+        return 0
 
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         src = os.path.join(tmp, "model.onnx")
-        n_nodes, n_inits = make_model(src, args.nodes, args.weight_mb, args.dim)
+        # Generate in a child process: a child forked from a parent that held
+        # the model would report the parent's RSS as its own peak.
+        out = subprocess.run([sys.executable, __file__, "--generate", src,
+                              "--nodes", str(args.nodes), "--weight-mb", str(args.weight_mb),
+                              "--dim", str(args.dim)], check=True, capture_output=True,
+                             text=True).stdout.split()
+        n_nodes, n_inits = int(out[0]), int(out[1])
         size = os.path.getsize(src)
         ours_out = os.path.join(tmp, "ours.onnx")
         peer_out = os.path.join(tmp, "peer.onnx")
