@@ -459,27 +459,20 @@ def emit_inc(groups, typed, version):
     for name, items in types.defs:
         w("static const char *const %s[] = {%s};" % (name, ", ".join(items)))
     w("")
-    w("// Formal inputs/outputs: name, type, option, homogeneous, min arity.")
-    for name, items in params.defs:
-        w("static const ::amp::train::OnnxParamSchema %s[] = {" % name)
-        for it in items:
-            w("    %s," % it)
-        w("};")
-    w("")
-    w("// Attributes: name, kind, required.")
-    for name, items in attrs.defs:
-        w("static const ::amp::train::OnnxAttrSchema %s[] = {" % name)
-        for it in items:
-            w("    %s," % it)
-        w("};")
-    w("")
-    w("// Type constraints: name, allowed types, number of allowed types.")
-    for name, items in cons.defs:
-        w("static const ::amp::train::OnnxTypeConstraintSchema %s[] = {" % name)
-        for it in items:
-            w("    %s," % it)
-        w("};")
-    w("")
+    def emit_arrays(comment, pool, ctype):
+        w(comment)
+        for name, items in pool.defs:
+            w("static const %s %s[] = {" % (ctype, name))
+            for it in items:
+                w("    %s," % it)
+            w("};")
+        w("")
+
+    emit_arrays("// Formal inputs/outputs: name, type, option, homogeneous, min arity.",
+                params, "::amp::train::OnnxParamSchema")
+    emit_arrays("// Attributes: name, kind, required.", attrs, "::amp::train::OnnxAttrSchema")
+    emit_arrays("// Type constraints: name, allowed types, number of allowed types.",
+                cons, "::amp::train::OnnxTypeConstraintSchema")
     w("// domain, op_type, since_version, matchesTypedOp, inputs, #inputs,")
     w("// outputs, #outputs, attributes, #attributes, constraints, #constraints.")
     w("static const ::amp::train::OnnxOpSchema kGeneratedOnnxSchemas[] = {")
