@@ -14,6 +14,7 @@
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
@@ -821,6 +822,12 @@ struct AutoMixedPrecisionPass
       rep.printSummary(llvm::errs());
     if (!report.empty())
       if (llvm::Error err = rep.writeJSON(report)) {
+        module.emitError() << "auto-mixed-precision: "
+                           << llvm::toString(std::move(err));
+        return signalPassFailure();
+      }
+    if (!dot.empty())
+      if (llvm::Error err = writeAMPDot(module, rep, dot)) {
         module.emitError() << "auto-mixed-precision: "
                            << llvm::toString(std::move(err));
         return signalPassFailure();

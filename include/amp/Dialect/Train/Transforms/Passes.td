@@ -82,6 +82,9 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
                "stay fp32">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write a JSON report of the decisions to this file">,
+    Option<"dot", "dot", "std::string", /*default=*/"\"\"",
+           "Write the graph, coloured by precision with casts marked, as "
+           "Graphviz dot to this file">,
     Option<"summary", "summary", "bool", /*default=*/"true",
            "Print the pass summary to stderr">,
   ];
