@@ -771,22 +771,18 @@ struct AutoMixedPrecisionPass
       amLists = std::move(*loaded);
     }
     amLists.applyEnvironment();
-    for (const std::string &e : allowAdd)
-      amLists.add(AMPList::Allow, e);
-    for (const std::string &e : allowRemove)
-      amLists.remove(AMPList::Allow, e);
-    for (const std::string &e : denyAdd)
-      amLists.add(AMPList::Deny, e);
-    for (const std::string &e : denyRemove)
-      amLists.remove(AMPList::Deny, e);
-    for (const std::string &e : inferAdd)
-      amLists.add(AMPList::Infer, e);
-    for (const std::string &e : inferRemove)
-      amLists.remove(AMPList::Infer, e);
-    for (const std::string &e : clearAdd)
-      amLists.add(AMPList::Clear, e);
-    for (const std::string &e : clearRemove)
-      amLists.remove(AMPList::Clear, e);
+    // Pass options come after the environment: adds, then removes, per list.
+    auto edit = [&](AMPList list, ArrayRef<std::string> adds,
+                    ArrayRef<std::string> removes) {
+      for (const std::string &e : adds)
+        amLists.add(list, e);
+      for (const std::string &e : removes)
+        amLists.remove(list, e);
+    };
+    edit(AMPList::Allow, allowAdd, allowRemove);
+    edit(AMPList::Deny, denyAdd, denyRemove);
+    edit(AMPList::Infer, inferAdd, inferRemove);
+    edit(AMPList::Clear, clearAdd, clearRemove);
     SmallVector<std::string> conflicts = amLists.findConflicts();
     if (!conflicts.empty()) {
       for (const std::string &msg : conflicts)
