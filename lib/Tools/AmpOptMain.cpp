@@ -22,6 +22,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
@@ -74,7 +75,13 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   context.loadAllAvailableDialects();
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  // --mlir-timing: import, each pass and export, as in MlirOptMain.
+  DefaultTimingManager tm;
+  applyDefaultTimingManagerCLOptions(tm);
+  TimingScope timing = tm.getRootScope();
   OwningOpRef<ModuleOp> module;
+  TimingScope inputTiming =
+      timing.nest(isOnnxPath(inputFilename) ? "Import ONNX" : "Parser");
   if (isOnnxPath(inputFilename)) {
     module = importOnnxFile(inputFilename, &context);
   } else {
@@ -87,15 +94,20 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   }
+  inputTiming.stop();
   if (!module)
     return 1;
 
   PassManager pm(&context, ModuleOp::getOperationName(),
                  OpPassManager::Nesting::Implicit);
+  pm.enableVerifier(config.shouldVerifyPasses());
+  pm.enableTiming(timing);
   if (failed(applyPassManagerCLOptions(pm)) ||
       failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return 1;
 
+  TimingScope outputTiming =
+      timing.nest(isOnnxPath(outputFilename) ? "Export ONNX" : "Output");
   // Serialize in memory first: a failed export leaves no file behind.
   std::string buffer;
   llvm::raw_string_ostream os(buffer);
