@@ -33,5 +33,10 @@ config.substitutions.append(
 llvm_config.add_tool_substitutions(["amp-opt", "amp-translate"],
                                    [config.amp_tools_dir])
 
+# ONNX Runtime's training build, in its own virtualenv (utils/setup.sh).
+if os.access(config.ort_training_python, os.X_OK):
+    config.available_features.add("ort-training")
+config.substitutions.append(("%ort_training_python", config.ort_training_python))
+
 if os.path.isdir(config.amp_testdata_dir):
     config.available_features.add("testdata")

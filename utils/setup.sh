@@ -36,6 +36,21 @@ PYTHON=${PYTHON:-python3}
 "$PYTHON" -m pip install -q --disable-pip-version-check \
   -r utils/requirements-test.txt 2>&1 | grep -v "Running pip as the 'root' user" || true
 
+# ONNX Runtime's training build (the com.microsoft gradient, accumulator and
+# optimizer kernels) runs the rewritten training graphs in the loss-scaling
+# tests. It cannot share an environment with the plain onnxruntime above, so
+# it gets its own virtualenv (gitignored); the tests that need it are
+# reported UNSUPPORTED when it is missing.
+ORT_TRAINING_VENV=${AMP_ORT_TRAINING_VENV:-.venv-ort-training}
+if [ -z "${AMP_SKIP_ORT_TRAINING:-}" ]; then
+  if [ ! -x "$ORT_TRAINING_VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$ORT_TRAINING_VENV"
+  fi
+  "$ORT_TRAINING_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    -r utils/requirements-ort-training.txt 2>&1 \
+    | grep -v "Running pip as the 'root' user" || true
+fi
+
 LAUNCHER=()
 if command -v ccache >/dev/null; then
   LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -46,6 +61,7 @@ cmake -G Ninja -S . -B "$BUILD_DIR" \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DLLVM_USE_LINKER=lld \
   -DAMP_PYTHON="$("$PYTHON" -c "import sys; print(sys.executable)")" \
+  -DAMP_ORT_TRAINING_PYTHON="$PWD/$ORT_TRAINING_VENV/bin/python" \
   "${LAUNCHER[@]}" ${AMP_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR"
 

@@ -116,8 +116,7 @@ LogicalResult NodeOp::verify() {
 // Schema-driven verification of ONNX node ops
 //===----------------------------------------------------------------------===//
 
-/// Opset version of `domain` imported by the module enclosing `op`, or -1.
-static int64_t getImportedOpsetVersion(Operation *op, StringRef domain) {
+int64_t amp::train::getImportedOpsetVersion(Operation *op, StringRef domain) {
   for (Operation *p = op; p; p = p->getParentOp()) {
     auto list = p->getAttrOfType<ArrayAttr>(attrs::kOpsetImport);
     if (!list)

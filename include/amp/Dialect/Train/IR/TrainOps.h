@@ -31,6 +31,9 @@ namespace amp::train {
 /// The schema of an ONNX node op under the module's opset imports (typed
 /// ops: the schema they were generated from), or nullptr if unknown.
 const OnnxOpSchema *getSchemaFor(OnnxNodeOpInterface op);
+/// The opset version of `domain` ("" = ONNX) imported by the nearest
+/// enclosing op with opset imports (the last entry wins), or -1.
+int64_t getImportedOpsetVersion(mlir::Operation *op, llvm::StringRef domain);
 } // namespace amp::train
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_H

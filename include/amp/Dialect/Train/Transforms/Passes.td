@@ -90,4 +90,59 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def LossScaling : Pass<"loss-scaling", "::mlir::ModuleOp"> {
+  let summary = "Loss scaling for mixed-precision ONNX training graphs: "
+                "scale the loss gradient, unscale and check the gradients, "
+                "skip the update on overflow";
+  let description = [{
+    Rewrites ONNX Runtime style training graphs so that fp16 gradients do
+    not underflow, with PyTorch GradScaler semantics, in standard ONNX ops:
+
+    * the loss-gradient seed (`<loss>_grad`, the value ONNX Runtime's
+      gradient builder names after the first graph output, or the `dY` of a
+      loss-gradient op, or `seed=`) is multiplied by the loss scale;
+    * every gradient (what `InPlaceAccumulator`/`InPlaceAccumulatorV2` or an
+      optimizer consumes, or a `*_grad` graph output, or `gradients=`) is
+      multiplied by `1/scale` in fp32, and one flag says whether all of them
+      are finite (graph output `amp.all_finite`);
+    * the update is skipped when they are not: accumulators add zeros,
+      `AdamWOptimizer`/`SGDOptimizerV2`/`AdamOptimizer` get the flag as
+      `update_signal`, `ai.onnx.preview.training` optimizers keep their old
+      values (`Where`);
+    * dynamic mode: the scale (graph input `amp.loss_scale`, f32 scalar) and
+      its growth counter (`amp.growth_tracker`, int64 scalar) are graph state:
+      the updated values are the outputs `amp.loss_scale.out` and
+      `amp.growth_tracker.out` (backoff on overflow, growth after
+      `growth-interval` clean steps, clamped to [min-scale, max-scale]).
+      Static mode: the scale is an initializer and never changes.
+
+    An optimizer-only graph (ONNX Runtime's `optimizer_model.onnx`) gets a
+    graph input `amp.all_finite` wired to the optimizers' update signal.
+    See docs/LossScaling.md.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"dynamic\"",
+           "dynamic (GradScaler) or static">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "Initial loss scale (static: the scale)">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale multiplier after growth-interval finite steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale multiplier after a non-finite step (in (0, 1))">,
+    Option<"growthInterval", "growth-interval", "int64_t",
+           /*default=*/"2000",
+           "Finite steps before the scale grows">,
+    Option<"minScale", "min-scale", "double", /*default=*/"1.0",
+           "Lower bound of the scale">,
+    Option<"maxScale", "max-scale", "double", /*default=*/"16777216.0",
+           "Upper bound of the scale (finite)">,
+    Option<"seed", "seed", "std::string", /*default=*/"\"\"",
+           "ONNX name of the loss-gradient seed (default: detected)">,
+    ListOption<"gradients", "gradients", "std::string",
+               "ONNX names of the gradients (default: detected)">,
+    Option<"summary", "summary", "bool", /*default=*/"true",
+           "Print what was rewritten to stderr">,
+  ];
+}
+
 #endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD
