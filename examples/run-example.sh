@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on a shipped example: the MLP training graph made by
 # onnxruntime-training's generate_artifacts goes into the train dialect and
-# comes back out as ONNX, identical to the original; then the AMP pass
-# rewrites it for fp16 and the result is checked with onnx.checker.
+# comes back out as ONNX, identical to the original; then the AMP and
+# loss-scaling passes rewrite it for fp16 and the result is checked with
+# onnx.checker and strict shape inference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -18,13 +19,16 @@ echo "== amp-opt $OUT_DIR/training_model.mlir -o $OUT_DIR/training_model.out.onn
 echo "== compare with the original (Python onnx)"
 "${PYTHON:-python3}" test/python/onnx_compare.py "$IN" "$OUT_DIR/training_model.out.onnx" \
   && echo "   round trip identical: $IN"
-echo "== amp-opt $IN --auto-mixed-precision -o $OUT_DIR/training_model.amp.onnx"
+echo "== amp-opt $IN --auto-mixed-precision --loss-scaling -o $OUT_DIR/training_model.amp.onnx"
 "$BIN/amp-opt" "$IN" --auto-mixed-precision="report=$OUT_DIR/amp-report.json" \
-  -o "$OUT_DIR/training_model.amp.onnx"
+  --loss-scaling -o "$OUT_DIR/training_model.amp.onnx"
 "${PYTHON:-python3}" - "$OUT_DIR/training_model.amp.onnx" <<'PY'
 import sys, onnx
 m = onnx.load(sys.argv[1])
 onnx.checker.check_model(m, full_check=True)
+onnx.shape_inference.infer_shapes(m, strict_mode=True)
+assert {"amp.loss_scale", "amp.growth_tracker"} <= {i.name for i in m.graph.input}
+assert "amp.all_finite" in {o.name for o in m.graph.output}
 print(f"   valid ONNX: {len(m.graph.node)} nodes, "
       f"{sum(n.op_type == 'Cast' for n in m.graph.node)} casts")
 PY

@@ -613,7 +613,7 @@ LogicalResult GraphLossScaler::run() {
 static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
                          ArrayRef<GraphRecord> records) {
   os << "Loss Scaling Pass Summary:\n";
-  auto num = [](double v) { return llvm::format("%g", v); };
+  auto num = [](double v) { return llvm::format("%.10g", v); };
   if (c.dynamic)
     os << "Mode: dynamic (init scale " << num(c.initScale) << ", x"
        << num(c.growthFactor) << " after " << c.growthInterval

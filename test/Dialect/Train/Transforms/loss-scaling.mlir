@@ -59,7 +59,7 @@ module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i
 // STATIC-NOT: Reciprocal
 
 // SUMMARY: Loss Scaling Pass Summary:
-// SUMMARY-NEXT: Mode: dynamic (init scale 65536, x2 after 2000 finite steps, x0.5 on overflow, bounds [1, 1.67772e+07])
+// SUMMARY-NEXT: Mode: dynamic (init scale 65536, x2 after 2000 finite steps, x0.5 on overflow, bounds [1, 16777216])
 // SUMMARY-NEXT: Graph @main: loss gradient loss_grad scaled; 1 gradient(s) unscaled and checked; output amp.all_finite gates 1 accumulator(s), 0 optimizer(s), 0 other update(s); 0 gradient output(s) unscaled
 
 // -----
