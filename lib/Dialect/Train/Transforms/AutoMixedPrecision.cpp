@@ -140,6 +140,9 @@ private:
   llvm::StringSet<> usedNodeNames, usedValueNames;
   DenseSet<Operation *> createdCasts;
   DenseMap<Block *, Operation *> argCastTail;
+  /// Graph outputs that became low precision: the cast back to f32 takes
+  /// the output's name (the producer's output was renamed).
+  DenseMap<Value, std::string> outputCastNames;
   DominanceInfo dom;
 };
 
@@ -242,9 +245,9 @@ void AMPGraphRewriter::collect() {
     Operation *op = nodes[v.node].op;
     bool anyF32 = false, other = false;
     auto look = [&](Type t) {
+      // A port of unknown type (!train.unknown, a sequence, ...) may be f32
+      // at run time and would get no cast: such a vertex is not a candidate.
       Type e = getElementTypeOrNull(t);
-      if (!e)
-        return;
       (e == f32Type ? anyF32 : other) = true;
     };
     for (unsigned p : v.inPorts)
@@ -429,6 +432,15 @@ void AMPGraphRewriter::paint() {
     unsigned v = it->second;
     if (deny[v] || !canTake(v))
       continue;
+    // Not when its input has another cast to the low type already: that
+    // would make two casts of the input to the low type.
+    Value input = info.op->getOperand(0);
+    if (llvm::any_of(input.getUsers(), [&](Operation *user) {
+          return user != info.op && isa<CastOp>(user) &&
+                 getElementTypeOrNull(user->getResult(0).getType()) ==
+                     lowType;
+        }))
+      continue;
     Value result = info.op->getResult(0);
     bool allLow = !result.use_empty();
     for (OpOperand &use : result.getUses()) {
@@ -522,15 +534,45 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
       return cast.getInput();
     }
 
+  // A graph output that became low precision gets a cast back to f32 of its
+  // own, named after the output; existing casts of it then read that cast.
+  bool namedOutput = elementType == f32Type && outputCastNames.count(value);
+
   // Reuse an existing cast of this value to this type that dominates the
   // consumer.
   for (Operation *user : value.getUsers())
-    if (auto cast = dyn_cast<CastOp>(user))
+    if (auto cast = dyn_cast<CastOp>(user); cast && !namedOutput)
       if (getElementTypeOrNull(cast.getType()) == elementType &&
           dom.properlyDominates(cast.getOperation(), consumer)) {
         castCache[key] = cast.getResult();
         return cast.getResult();
       }
+
+  // One that comes after the consumer in the value's block moves up to where
+  // a new cast would go, so the value keeps a single cast to this type.
+  Block *home = isa<BlockArgument>(value)
+                    ? cast<BlockArgument>(value).getOwner()
+                    : value.getDefiningOp()->getBlock();
+  for (Operation *user : value.getUsers()) {
+    auto existing = dyn_cast<CastOp>(user);
+    if (!existing || namedOutput || existing->getBlock() != home ||
+        getElementTypeOrNull(existing.getType()) != elementType)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      auto tail = argCastTail.find(home);
+      if (tail != argCastTail.end())
+        existing->moveAfter(tail->second);
+      else
+        existing->moveBefore(&home->front());
+      argCastTail[home] = existing;
+    } else {
+      existing->moveAfter(value.getDefiningOp());
+    }
+    // Exported right after the node before it, not at its old file position.
+    existing->removeAttr(attrs::kOrder);
+    castCache[key] = existing.getResult();
+    return existing.getResult();
+  }
 
   OpBuilder b(graph.getContext());
   if (auto arg = dyn_cast<BlockArgument>(value)) {
@@ -552,8 +594,13 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
   std::string producer = producerName(value);
   std::string nodeName =
       uniqueName(usedNodeNames, producer + "_CastTo" + suffix.str());
-  std::string outName =
-      uniqueName(usedValueNames, valueName(value) + "_" + suffix.lower());
+  std::string outName;
+  if (auto it = outputCastNames.find(value);
+      it != outputCastNames.end() && elementType == f32Type)
+    outName = it->second;
+  else
+    outName =
+        uniqueName(usedValueNames, valueName(value) + "_" + suffix.lower());
   auto castOp =
       CastOp::create(b, value.getLoc(), type, value, /*round_mode=*/nullptr,
                      /*saturate=*/nullptr, b.getI64IntegerAttr(to));
@@ -593,6 +640,30 @@ void AMPGraphRewriter::rewrite() {
           OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
   }
 
+  // A graph output must stay the f32 value of its name: the low-precision
+  // producer's output is renamed `<name>_fp16` and the cast back to f32
+  // takes `<name>`.
+  Operation *terminator = graph.getBody().front().getTerminator();
+  for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
+    Operation *def = value.getDefiningOp();
+    auto outName = graph.getResultAttrOfType<StringAttr>(i, attrs::kValueName);
+    if (!def || !outName || !originalTypes.count(value) ||
+        outputCastNames.count(value) || valueName(value) != outName.getValue())
+      continue;
+    auto outs = def->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+    unsigned r = cast<OpResult>(value).getResultNumber();
+    if (!outs || r >= outs.size())
+      continue;
+    SmallVector<Attribute> names(outs.begin(), outs.end());
+    StringRef suffix = mode == AMPMode::BF16 ? "_bf16" : "_fp16";
+    names[r] = StringAttr::get(
+        graph.getContext(),
+        uniqueName(usedValueNames, (outName.getValue() + suffix).str()));
+    def->setAttr(attrs::kOutputNames,
+                 ArrayAttr::get(graph.getContext(), names));
+    outputCastNames[value] = outName.getValue().str();
+  }
+
   // Fix every edge whose ends disagree.
   SmallVector<Operation *> ops;
   graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
@@ -621,7 +692,11 @@ void AMPGraphRewriter::rewrite() {
         continue;
       if (want == cur)
         continue;
-      operand.set(getCast(value, want, op));
+      // An existing Cast of the value to `want` is the cast other consumers
+      // reuse; its own input stays as it is (no self-recurring cast).
+      Value casted = getCast(value, want, op);
+      if (casted.getDefiningOp() != op)
+        operand.set(casted);
     }
   }
 
