@@ -20,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
@@ -46,13 +47,16 @@ struct Vertex {
 struct NodeInfo {
   Operation *op;
   const OnnxOpSchema *schema = nullptr;
-  std::string name, domain, opType;
+  /// Views of attribute and schema-table storage (live as long as the op).
+  StringRef name, domain, opType;
   AMPList list = AMPList::None;
   bool processable = false;
   bool keep = false;       ///< keep-fp32
   bool structural = false; ///< nested in, or holding, a subgraph
   SmallVector<unsigned, 2> vertices;
-  DenseMap<unsigned, unsigned> inVertex, outVertex;
+  /// The vertex of input port i is portVertex[ports + i], that of output
+  /// port i portVertex[ports + numInputs + i]; -1 for none.
+  unsigned ports = 0, numInputs = 0;
   bool converted = false;
   bool retargetedCast = false;
 };
@@ -76,13 +80,16 @@ class AMPGraphRewriter {
 public:
   AMPGraphRewriter(GraphOp graph, const AMPLists &lists, AMPMode mode,
                    ArrayRef<llvm::Regex> keepRegexes,
-                   const llvm::StringSet<> &keepNames, AMPReport &report)
+                   const llvm::StringSet<> &keepNames, AMPReport &report,
+                   bool records)
       : graph(graph), lists(lists), mode(mode), keepRegexes(keepRegexes),
-        keepNames(keepNames), report(report), dom(graph) {
+        keepNames(keepNames), report(report), records(records), dom(graph) {
     MLIRContext *ctx = graph.getContext();
     lowType = mode == AMPMode::BF16 ? Type(BFloat16Type::get(ctx))
                                     : Type(Float16Type::get(ctx));
     f32Type = Float32Type::get(ctx);
+    nodeNameId = StringAttr::get(ctx, attrs::kNodeName);
+    outputNamesId = StringAttr::get(ctx, attrs::kOutputNames);
   }
 
   void run() {
@@ -116,8 +123,20 @@ private:
   Value getCast(Value value, Type elementType, Operation *consumer);
   std::string valueName(Value value);
   std::string producerName(Value value);
-  std::string uniqueName(llvm::StringSet<> &used, StringRef base);
+  /// The first of `base`, `base_1`, `base_2`, ... not in `used` (names in
+  /// use before the pass plus those it gave), now taken.
+  StringAttr uniqueNameAttr(DenseSet<StringRef> &used, StringRef base);
+  std::string uniqueName(DenseSet<StringRef> &used, StringRef base) {
+    return uniqueNameAttr(used, base).getValue().str();
+  }
+  void collectUsedNames();
   bool isLowOnlySource(Value value);
+  int inVertex(const NodeInfo &n, unsigned i) const {
+    return portVertex[n.ports + i];
+  }
+  int outVertex(const NodeInfo &n, unsigned i) const {
+    return portVertex[n.ports + n.numInputs + i];
+  }
 
   GraphOp graph;
   const AMPLists &lists;
@@ -125,10 +144,13 @@ private:
   ArrayRef<llvm::Regex> keepRegexes;
   const llvm::StringSet<> &keepNames;
   AMPReport &report;
+  bool records; ///< fill report.nodes and report.casts (report= or dot=)
   Type lowType, f32Type;
+  StringAttr nodeNameId, outputNamesId;
 
   std::vector<NodeInfo> nodes;
   DenseMap<Operation *, unsigned> nodeIndex;
+  std::vector<int> portVertex;
   std::vector<Vertex> vertices;
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
@@ -137,7 +159,11 @@ private:
 
   DenseMap<Value, Type> originalTypes;
   DenseMap<std::pair<Value, Type>, Value> castCache;
-  llvm::StringSet<> usedNodeNames, usedValueNames;
+  bool namesCollected = false;
+  /// Views of StringAttr storage: candidates are checked without being
+  /// interned.
+  DenseSet<StringRef> usedNodeNames, usedValueNames;
+  DenseMap<Type, Type> lowered; ///< f32 tensor type -> low tensor type
   DenseSet<Operation *> createdCasts;
   DenseMap<Block *, Operation *> argCastTail;
   /// Graph outputs that became low precision: the cast back to f32 takes
@@ -152,51 +178,113 @@ private:
 // Graph construction
 //===----------------------------------------------------------------------===//
 
-void AMPGraphRewriter::collect() {
-  // Names in use, so new casts get fresh ones.
+/// Whether `name` has the form of a name the pass gives: `<base><suffix>`
+/// or `<base><suffix>_<k>` for one of `suffixes`. Other names can never
+/// equal one, so the sets of names in use skip them.
+static bool mayBeGivenName(StringRef name, ArrayRef<StringRef> suffixes) {
+  size_t us = name.rfind('_');
+  if (us != StringRef::npos && us + 1 < name.size() &&
+      llvm::all_of(name.substr(us + 1), [](char c) { return llvm::isDigit(c); }))
+    name = name.take_front(us);
+  return llvm::any_of(suffixes,
+                      [&](StringRef s) { return name.ends_with(s); });
+}
+
+void AMPGraphRewriter::collectUsedNames() {
+  // Names in use, so new casts get fresh ones. Only needed once the first
+  // cast is named; until then the pass renames nothing.
+  namesCollected = true;
+  const StringRef nodeSuffixes[] = {"_CastToFp16", "_CastToBf16",
+                                    "_CastToFp32"};
+  const StringRef valueSuffixes[] = {"_fp16", "_bf16", "_fp32"};
+  auto addNode = [&](StringRef n) {
+    if (mayBeGivenName(n, nodeSuffixes))
+      usedNodeNames.insert(n);
+  };
+  auto addValue = [&](StringRef n) {
+    if (mayBeGivenName(n, valueSuffixes))
+      usedValueNames.insert(n);
+  };
   for (BlockArgument arg : graph.getBody().getArguments())
     if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
       if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
-        usedValueNames.insert(n.getValue());
+        addValue(n.getValue());
   graph.getBody().walk([&](Operation *op) {
-    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
-      usedNodeNames.insert(n.getValue());
-    if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames))
+    if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
+      addNode(n.getValue());
+    if (auto outs = op->getAttrOfType<ArrayAttr>(outputNamesId))
       for (Attribute a : outs)
         if (auto s = dyn_cast<StringAttr>(a))
-          usedValueNames.insert(s.getValue());
+          addValue(s.getValue());
     if (auto init = dyn_cast<InitializerOp>(op))
-      usedValueNames.insert(init.getName());
+      addValue(init.getNameAttr().getValue());
   });
+}
 
+void AMPGraphRewriter::collect() {
+  // List and schema per (domain, op_type, opset version): the same for
+  // every node of that kind in the graph.
+  struct Kind {
+    AMPList list;
+    const OnnxOpSchema *schema;
+  };
+  DenseMap<std::tuple<StringRef, StringRef, int64_t>, Kind> kinds;
+  llvm::StringMap<int64_t> importedVersion; // of the graph, by domain
+  StringAttr opsetImportId =
+      StringAttr::get(graph.getContext(), attrs::kOpsetImport);
   graph.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto iface = dyn_cast<OnnxNodeOpInterface>(op);
     if (!iface)
       return;
     NodeInfo info;
     info.op = op;
-    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
-      info.name = n.getValue().str();
-    info.domain = normalizeOnnxDomain(iface.getOnnxDomain()).str();
-    info.opType = iface.getOnnxOpType().str();
+    if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
+      info.name = n.getValue();
+    info.domain = normalizeOnnxDomain(iface.getOnnxDomain());
+    info.opType = iface.getOnnxOpType();
     info.structural =
         op->getParentOp() != graph.getOperation() || op->getNumRegions() != 0;
     info.keep = isKept(info.name);
     info.processable = !info.structural && !info.keep;
-    info.list = lists.classify(info.domain, info.opType);
-    info.schema = getSchemaFor(iface);
+    if (op->getParentOp() == graph.getOperation() &&
+        !op->hasAttr(opsetImportId)) {
+      // getSchemaFor's version: the import of the node's parents (here the
+      // graph and the module), else the typed op's own.
+      auto [vit, fresh] = importedVersion.try_emplace(info.domain, 0);
+      if (fresh)
+        vit->second = getImportedOpsetVersion(graph, info.domain);
+      int64_t version =
+          vit->second < 0 ? iface.getOnnxSinceVersion() : vit->second;
+      auto [kit, inserted] =
+          kinds.try_emplace({info.domain, info.opType, version}, Kind{});
+      if (inserted)
+        kit->second = {lists.classify(info.domain, info.opType),
+                       getSchemaFor(iface)};
+      info.list = kit->second.list;
+      info.schema = kit->second.schema;
+    } else {
+      info.list = lists.classify(info.domain, info.opType);
+      info.schema = getSchemaFor(iface);
+    }
+    info.ports = portVertex.size();
+    info.numInputs = op->getNumOperands();
+    portVertex.resize(portVertex.size() + op->getNumOperands() +
+                          op->getNumResults(),
+                      -1);
     unsigned index = nodes.size();
     nodeIndex[op] = index;
     nodes.push_back(std::move(info));
   });
 
   // Vertices: ports grouped by type constraint.
+  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+  DenseMap<const OnnxTypeConstraintSchema *, bool> supports;
   for (unsigned n = 0; n < nodes.size(); ++n) {
     NodeInfo &info = nodes[n];
     if (!info.processable || !info.schema)
       continue;
     const OnnxOpSchema &schema = *info.schema;
-    llvm::StringMap<unsigned> byConstraint;
+    SmallVector<std::pair<StringRef, unsigned>, 4> byConstraint;
     auto vertexFor = [&](const OnnxParamSchema *param) -> int {
       if (!param)
         return -1;
@@ -206,19 +294,21 @@ void AMPGraphRewriter::collect() {
         return -1;
       if (param->option == OnnxParamOption::Variadic && !param->homogeneous)
         return -1;
-      auto [it, inserted] =
-          byConstraint.try_emplace(param->typeStr, vertices.size());
-      if (inserted) {
-        Vertex v;
-        v.node = n;
-        v.constraint = tc->name;
-        StringRef low =
-            mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
-        v.supports = llvm::is_contained(tc->getAllowedTypes(), low);
-        vertices.push_back(std::move(v));
-        info.vertices.push_back(it->second);
-      }
-      return it->second;
+      for (auto &[name, index] : byConstraint)
+        if (name == param->typeStr)
+          return index;
+      unsigned index = vertices.size();
+      byConstraint.push_back({param->typeStr, index});
+      Vertex v;
+      v.node = n;
+      v.constraint = tc->name;
+      auto [sit, fresh] = supports.try_emplace(tc, false);
+      if (fresh)
+        sit->second = llvm::is_contained(tc->getAllowedTypes(), low);
+      v.supports = sit->second;
+      vertices.push_back(std::move(v));
+      info.vertices.push_back(index);
+      return index;
     };
     for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
       if (isa<NoneType>(operand.getType()))
@@ -227,7 +317,7 @@ void AMPGraphRewriter::collect() {
       if (v < 0)
         continue;
       vertices[v].inPorts.push_back(i);
-      info.inVertex[i] = v;
+      portVertex[info.ports + i] = v;
     }
     for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
       if (isa<NoneType>(result.getType()))
@@ -236,7 +326,7 @@ void AMPGraphRewriter::collect() {
       if (v < 0)
         continue;
       vertices[v].outPorts.push_back(i);
-      info.outVertex[i] = v;
+      portVertex[info.ports + info.numInputs + i] = v;
     }
   }
 
@@ -266,12 +356,10 @@ void AMPGraphRewriter::collect() {
         auto it = nodeIndex.find(use.getOwner());
         if (it == nodeIndex.end())
           continue;
-        NodeInfo &consumer = nodes[it->second];
-        auto vit = consumer.inVertex.find(use.getOperandNumber());
-        if (vit == consumer.inVertex.end())
+        int ci = inVertex(nodes[it->second], use.getOperandNumber());
+        if (ci < 0)
           continue;
-        unsigned ci = vit->second;
-        if (!llvm::is_contained(v.fanout, ci)) {
+        if (!llvm::is_contained(v.fanout, (unsigned)ci)) {
           v.fanout.push_back(ci);
           vertices[ci].fanin.push_back(vi);
         }
@@ -426,10 +514,9 @@ void AMPGraphRewriter::paint() {
     NodeInfo &info = nodes[n];
     if (!info.processable || !isa<CastOp>(info.op))
       continue;
-    auto it = info.outVertex.find(0);
-    if (it == info.outVertex.end())
+    if (info.op->getNumResults() == 0 || outVertex(info, 0) < 0)
       continue;
-    unsigned v = it->second;
+    unsigned v = outVertex(info, 0);
     if (deny[v] || !canTake(v))
       continue;
     // Not when its input has another cast to the low type already: that
@@ -449,8 +536,8 @@ void AMPGraphRewriter::paint() {
         allLow = false;
         break;
       }
-      auto vi = nodes[ni->second].inVertex.find(use.getOperandNumber());
-      if (vi == nodes[ni->second].inVertex.end() || !allow[vi->second]) {
+      int vi = inVertex(nodes[ni->second], use.getOperandNumber());
+      if (vi < 0 || !allow[vi]) {
         allLow = false;
         break;
       }
@@ -501,13 +588,16 @@ std::string AMPGraphRewriter::producerName(Value value) {
   return valueName(value);
 }
 
-std::string AMPGraphRewriter::uniqueName(llvm::StringSet<> &used,
-                                         StringRef base) {
-  std::string name = base.str();
+StringAttr AMPGraphRewriter::uniqueNameAttr(DenseSet<StringRef> &used,
+                                            StringRef base) {
+  if (!namesCollected)
+    collectUsedNames();
+  SmallString<64> name(base);
   for (unsigned k = 1; used.contains(name); ++k)
-    name = (base + "_" + Twine(k)).str();
-  used.insert(name);
-  return name;
+    (base + "_" + Twine(k)).toVector((name.clear(), name));
+  StringAttr attr = StringAttr::get(graph.getContext(), name);
+  used.insert(attr.getValue());
+  return attr;
 }
 
 bool AMPGraphRewriter::isLowOnlySource(Value value) {
@@ -592,27 +682,28 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
                : isa<BFloat16Type>(elementType) ? 16
                                                 : 10;
   std::string producer = producerName(value);
-  std::string nodeName =
-      uniqueName(usedNodeNames, producer + "_CastTo" + suffix.str());
-  std::string outName;
+  StringAttr nodeName =
+      uniqueNameAttr(usedNodeNames, producer + "_CastTo" + suffix.str());
+  StringAttr outName;
   if (auto it = outputCastNames.find(value);
       it != outputCastNames.end() && elementType == f32Type)
-    outName = it->second;
+    outName = b.getStringAttr(it->second);
   else
-    outName =
-        uniqueName(usedValueNames, valueName(value) + "_" + suffix.lower());
+    outName = uniqueNameAttr(usedValueNames,
+                             valueName(value) + "_" + suffix.lower());
   auto castOp =
       CastOp::create(b, value.getLoc(), type, value, /*round_mode=*/nullptr,
                      /*saturate=*/nullptr, b.getI64IntegerAttr(to));
-  castOp->setAttr(attrs::kNodeName, b.getStringAttr(nodeName));
-  castOp->setAttr(attrs::kOutputNames,
-                  b.getArrayAttr({b.getStringAttr(outName)}));
+  castOp->setDiscardableAttrs(
+      {b.getNamedAttr(nodeNameId, nodeName),
+       b.getNamedAttr(outputNamesId, b.getArrayAttr({outName}))});
   createdCasts.insert(castOp);
   if (auto arg = dyn_cast<BlockArgument>(value))
     argCastTail[arg.getOwner()] = castOp;
-  report.casts.push_back(
-      {nodeName, valueName(value),
-       elementType == f32Type ? "fp32" : getAMPModeName(mode).str()});
+  if (records)
+    report.casts.push_back(
+        {nodeName.getValue().str(), valueName(value),
+         elementType == f32Type ? "fp32" : getAMPModeName(mode).str()});
   if (elementType != f32Type && !isLowOnlySource(value))
     ++report.summary.lowPrecisionCasts;
   castCache[key] = castOp.getResult();
@@ -633,7 +724,10 @@ void AMPGraphRewriter::rewrite() {
       if (!t || t.getElementType() != f32Type)
         continue;
       originalTypes[r] = t;
-      r.setType(t.clone(lowType));
+      Type &lowT = lowered[t];
+      if (!lowT)
+        lowT = t.clone(lowType);
+      r.setType(lowT);
     }
     if (auto cast = dyn_cast<CastOp>(info.op))
       cast.setToAttr(
@@ -679,13 +773,14 @@ void AMPGraphRewriter::rewrite() {
       Type want;
       bool lowConsumer = false;
       if (ni != nodeIndex.end()) {
-        NodeInfo &info = nodes[ni->second];
-        auto vi = info.inVertex.find(operand.getOperandNumber());
-        if (vi != info.inVertex.end() && allow[vi->second])
+        int vi = inVertex(nodes[ni->second], operand.getOperandNumber());
+        if (vi >= 0 && allow[vi])
           lowConsumer = true;
       }
       if (lowConsumer)
         want = lowType;
+      else if (cur != lowType) // values in originalTypes are all low now
+        continue;
       else if (auto it = originalTypes.find(value); it != originalTypes.end())
         want = cast<TensorType>(it->second).getElementType();
       else
@@ -721,19 +816,9 @@ void AMPGraphRewriter::record() {
     if (v < 0)
       return "?";
     const NodeInfo &n = nodes[vertices[v].node];
-    return n.name.empty() ? n.opType : n.name;
+    return (n.name.empty() ? n.opType : n.name).str();
   };
   for (NodeInfo &info : nodes) {
-    AMPNodeRecord rec;
-    rec.name = info.name;
-    rec.domain = info.domain;
-    rec.opType = info.opType;
-    rec.list = info.list;
-    rec.lowPrecision = info.converted;
-    std::string listed =
-        (getAMPListName(info.list) + ": " +
-         (info.domain.empty() ? info.opType : info.domain + ":" + info.opType))
-            .str();
     bool isDenied = false;
     int deniedVertex = -1;
     for (unsigned v : info.vertices)
@@ -756,6 +841,19 @@ void AMPGraphRewriter::record() {
           (info.list == AMPList::Clear || info.list == AMPList::Infer))
         ++s.blockedByDenylisted;
     }
+    if (!records) // the summary is all that was asked for
+      continue;
+
+    AMPNodeRecord rec;
+    rec.name = info.name.str();
+    rec.domain = info.domain.str();
+    rec.opType = info.opType.str();
+    rec.list = info.list;
+    rec.lowPrecision = info.converted;
+    std::string listed =
+        (getAMPListName(info.list) + ": " +
+         (info.domain.empty() ? info.opType : info.domain + ":" + info.opType))
+            .str();
 
     if (info.structural)
       rec.reason = info.op->getNumRegions()
@@ -885,7 +983,8 @@ struct AutoMixedPrecisionPass
     rep.mode = *parsedMode;
     for (GraphOp graph : module.getOps<GraphOp>()) {
       AMPGraphRewriter rewriter(graph, amLists, *parsedMode, keepRegexes,
-                                keepNames, rep);
+                                keepNames, rep,
+                                /*records=*/!report.empty() || !dot.empty());
       rewriter.run();
     }
 
