@@ -39,9 +39,12 @@ OPSET = 17  # LayerNormalization
 
 
 def make_model(path, nodes, seed=0):
-    """A chain of transformer-ish blocks with exactly `nodes` nodes.
+    """A training-like graph with exactly `nodes` nodes: forward blocks, a
+    loss, then a backward pass over the blocks in reverse order that reads
+    the forward activations (long-range fan-out) and sums the squared
+    weight gradients into a gradient norm.
 
-    Block (x: [BATCH, DIM] f32):
+    Forward block (x: [BATCH, DIM] f32):
       MatMul(x, W1) -> Add(b1) -> Relu -> Gemm(W2, b2, transB) ->
       LayerNormalization -> Reshape([B, H, D/H]) -> Transpose -> Softmax ->
       Transpose -> Reshape([B, D]) -> then either
@@ -51,6 +54,10 @@ def make_model(path, nodes, seed=0):
       -> Add(residual x)
       and with probability 1/4 one more Add with the output of a random block
       among the last 64 (fan-out across blocks).
+    Backward block (g: gradient of the block's output):
+      gm = Mul(g, merged) ; gx = MatMul(gm, Transpose(W1)) ;
+      gW = Gemm(x, gm, transA) ; norm += ReduceSum(Mul(gW, gW)) ;
+      g = Add(gx, g)
     Each block has its own f32 weights (W1, W2 16x16, b1, b2, LN scale and
     bias); the int64 shape/axes initializers are shared.
     """
@@ -63,6 +70,7 @@ def make_model(path, nodes, seed=0):
         numpy_helper.from_array(np.array([BATCH, HEADS, DIM // HEADS], np.int64), "shape_bhd"),
         numpy_helper.from_array(np.array([BATCH, DIM], np.int64), "shape_bd"),
         numpy_helper.from_array(np.array([-1], np.int64), "axes_last"),
+        numpy_helper.from_array(np.zeros([], np.float32), "norm0"),
     ]
     out = []
     mk = helper.make_node
@@ -74,9 +82,10 @@ def make_model(path, nodes, seed=0):
 
     x = "x"
     recent = []
+    saved = []  # (prefix, block input, merged activation, W1)
     b = 0
-    # Leave room for the loss tail (2 nodes) and for the longest block (17).
-    while len(out) + 17 + 2 <= nodes:
+    # A block has at most 17 forward and 8 backward nodes; 4 more close.
+    while len(out) + 17 + 8 * (b + 1) + 4 <= nodes:
         p = f"blk{b}/"
         w1 = weight(p + "W1", (DIM, DIM))
         b1 = weight(p + "b1", (DIM,))
@@ -84,6 +93,7 @@ def make_model(path, nodes, seed=0):
         b2 = weight(p + "b2", (DIM,))
         sc = weight(p + "ln_scale", (DIM,))
         bi = weight(p + "ln_bias", (DIM,))
+        saved.append((p, x, p + "merged", w1))
         out += [
             mk("MatMul", [x, w1], [p + "mm"], name=p + "MatMul"),
             mk("Add", [p + "mm", b1], [p + "mm_b"], name=p + "AddBias"),
@@ -120,9 +130,10 @@ def make_model(path, nodes, seed=0):
             x = p + "skip"
         recent = (recent + [x])[-64:]
         b += 1
-    # Pad with Relu to exactly `nodes - 2`, then the loss.
+    # Pad with Relu so that the total is exactly `nodes`.
+    n_backward = 8 * b
     k = 0
-    while len(out) < nodes - 2:
+    while len(out) + n_backward + 4 < nodes:
         out.append(mk("Relu", [x], [f"pad{k}"], name=f"pad{k}/Relu"))
         x = f"pad{k}"
         k += 1
@@ -130,11 +141,32 @@ def make_model(path, nodes, seed=0):
         mk("Exp", [x], ["loss_exp"], name="loss/Exp"),
         mk("ReduceSum", ["loss_exp"], ["loss"], name="loss/ReduceSum", keepdims=0),
     ]
+    g, norm = x, "norm0"
+    for p, xin, merged, w1 in reversed(saved):
+        q = p + "grad/"
+        out += [
+            mk("Mul", [g, merged], [q + "gm"], name=q + "Mul"),
+            mk("Transpose", [w1], [q + "W1_t"], name=q + "TransposeW1", perm=[1, 0]),
+            mk("MatMul", [q + "gm", q + "W1_t"], [q + "gx"], name=q + "MatMul"),
+            mk("Gemm", [xin, q + "gm"], [q + "gW1"], name=q + "GemmW1", transA=1),
+            mk("Mul", [q + "gW1", q + "gW1"], [q + "gW1_sq"], name=q + "Square"),
+            mk("ReduceSum", [q + "gW1_sq"], [q + "gW1_ss"], name=q + "ReduceSum", keepdims=0),
+            mk("Add", [norm, q + "gW1_ss"], [q + "norm"], name=q + "AddNorm"),
+            mk("Add", [q + "gx", g], [q + "g"], name=q + "AddGrad"),
+        ]
+        g, norm = q + "g", q + "norm"
+    out += [
+        mk("Identity", [g], ["x_grad"], name="x_grad/Identity"),
+        mk("Sqrt", [norm], ["grad_norm"], name="grad_norm/Sqrt"),
+    ]
+    assert len(out) == nodes, (len(out), nodes)
     graph = helper.make_graph(
         out, "amp_scaling",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [BATCH, DIM])],
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, [BATCH, DIM]),
-         helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+         helper.make_tensor_value_info("loss", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("x_grad", TensorProto.FLOAT, [BATCH, DIM]),
+         helper.make_tensor_value_info("grad_norm", TensorProto.FLOAT, [])],
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
