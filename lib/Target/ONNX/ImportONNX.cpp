@@ -132,6 +132,8 @@ private:
   llvm::StringSet<> localFunctions;
   /// Node names seen so far (to make generated names unique).
   llvm::StringSet<> nodeNames;
+  /// Per op_type, where the search for a free generated name resumes.
+  llvm::StringMap<unsigned> nextUnnamedIndex;
   llvm::DenseMap<Block *, Value> noneValues;
   llvm::StringSet<> warnedUnknownOps;
   unsigned resourceCounter = 0;
@@ -169,8 +171,12 @@ std::string Importer::uniqueNodeName(const onnx::NodeProto &node) {
     nodeNames.insert(node.name());
     return node.name();
   }
-  // Stable: derived from the op type and a counter in import order.
-  for (unsigned i = 0;; ++i) {
+  // Stable: derived from the op type and a counter in import order: the
+  // first free `<op_type>_<i>`. Names are never released, so the search
+  // for an op type resumes where its last one ended (linear, not
+  // quadratic, in the number of unnamed nodes).
+  unsigned &i = nextUnnamedIndex[node.op_type()];
+  for (;; ++i) {
     std::string name = (node.op_type() + "_" + Twine(i)).str();
     if (nodeNames.insert(name).second)
       return name;
