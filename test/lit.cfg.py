@@ -40,3 +40,10 @@ config.substitutions.append(("%ort_training_python", config.ort_training_python)
 
 if os.path.isdir(config.amp_testdata_dir):
     config.available_features.add("testdata")
+
+# The numerics tests run models in onnxruntime (utils/requirements-test.txt).
+import subprocess
+if subprocess.run([config.python_executable, "-c", "import onnxruntime"],
+                  stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("onnxruntime")
