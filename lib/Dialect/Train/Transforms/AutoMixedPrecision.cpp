@@ -232,6 +232,11 @@ void AMPGraphRewriter::collect() {
   llvm::StringMap<int64_t> importedVersion; // of the graph, by domain
   StringAttr opsetImportId =
       StringAttr::get(graph.getContext(), attrs::kOpsetImport);
+  // Room for the graph's top-level nodes at once: no regrowth at 1M nodes.
+  size_t numOps = graph.getBody().front().getOperations().size();
+  nodes.reserve(numOps);
+  nodeIndex.reserve(numOps);
+  portVertex.reserve(3 * numOps);
   graph.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto iface = dyn_cast<OnnxNodeOpInterface>(op);
     if (!iface)
@@ -277,6 +282,7 @@ void AMPGraphRewriter::collect() {
   });
 
   // Vertices: ports grouped by type constraint.
+  vertices.reserve(nodes.size() + nodes.size() / 2);
   StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   DenseMap<const OnnxTypeConstraintSchema *, bool> supports;
   for (unsigned n = 0; n < nodes.size(); ++n) {
@@ -712,6 +718,7 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
 
 void AMPGraphRewriter::rewrite() {
   // Change the types of ALLOW vertices.
+  originalTypes.reserve(llvm::count(allow, 1));
   for (unsigned vi = 0; vi < vertices.size(); ++vi) {
     if (!allow[vi])
       continue;
@@ -761,10 +768,15 @@ void AMPGraphRewriter::rewrite() {
   // Fix every edge whose ends disagree.
   SmallVector<Operation *> ops;
   graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
+  unsigned cursor = 0; // without subgraphs, ops come in node order
   for (Operation *op : ops) {
     if (createdCasts.contains(op))
       continue;
-    auto ni = nodeIndex.find(op);
+    const NodeInfo *info = nullptr;
+    if (cursor < nodes.size() && nodes[cursor].op == op)
+      info = &nodes[cursor++];
+    else if (auto ni = nodeIndex.find(op); ni != nodeIndex.end())
+      info = &nodes[ni->second];
     for (OpOperand &operand : op->getOpOperands()) {
       Value value = operand.get();
       Type cur = getElementTypeOrNull(value.getType());
@@ -772,8 +784,8 @@ void AMPGraphRewriter::rewrite() {
         continue;
       Type want;
       bool lowConsumer = false;
-      if (ni != nodeIndex.end()) {
-        int vi = inVertex(nodes[ni->second], operand.getOperandNumber());
+      if (info) {
+        int vi = inVertex(*info, operand.getOperandNumber());
         if (vi >= 0 && allow[vi])
           lowConsumer = true;
       }
