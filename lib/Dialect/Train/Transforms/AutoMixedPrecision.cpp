@@ -16,6 +16,7 @@
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
+#include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
@@ -561,24 +562,7 @@ void AMPGraphRewriter::paint() {
 //===----------------------------------------------------------------------===//
 
 std::string AMPGraphRewriter::valueName(Value value) {
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
-    if (arg.getOwner()->getParentOp() == graph.getOperation())
-      if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
-        if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
-          return n.getValue().str();
-    return "arg" + std::to_string(arg.getArgNumber());
-  }
-  Operation *op = value.getDefiningOp();
-  if (auto init = dyn_cast<InitializerOp>(op))
-    return init.getName().str();
-  unsigned i = cast<OpResult>(value).getResultNumber();
-  if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames))
-    if (i < outs.size())
-      if (auto s = dyn_cast<StringAttr>(outs[i]); s && !s.getValue().empty())
-        return s.getValue().str();
-  if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
-    return (n.getValue() + "_out" + Twine(i)).str();
-  return "value";
+  return getOnnxValueName(graph, value);
 }
 
 std::string AMPGraphRewriter::producerName(Value value) {
