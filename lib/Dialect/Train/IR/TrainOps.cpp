@@ -196,7 +196,14 @@ static const char *attrKindName(OnnxAttrKind kind) {
 /// allowed by it.
 static LogicalResult verifyTypeConstraints(Operation *op,
                                            const OnnxOpSchema &schema) {
-  llvm::StringMap<std::pair<std::string, std::string>> bound;
+  // The first port bound to each constraint (few per op: a small vector).
+  struct Bound {
+    StringRef constraint;
+    std::string typeStr;
+    StringRef what;
+    unsigned index;
+  };
+  SmallVector<Bound, 4> bound;
   auto check = [&](Type type, const OnnxParamSchema &param,
                    StringRef what, unsigned index) -> LogicalResult {
     if (isa<NoneType, UnknownType>(type))
@@ -224,13 +231,14 @@ static LogicalResult verifyTypeConstraints(Operation *op,
              << " does not allow";
     if (param.option == OnnxParamOption::Variadic && !param.homogeneous)
       return success();
-    auto [it, inserted] = bound.try_emplace(
-        constraintName,
-        std::make_pair(typeStr, (what + " #" + Twine(index)).str()));
-    if (!inserted && it->second.first != typeStr)
+    auto it = llvm::find_if(
+        bound, [&](const Bound &b) { return b.constraint == constraintName; });
+    if (it == bound.end())
+      bound.push_back({constraintName, std::move(typeStr), what, index});
+    else if (it->typeStr != typeStr)
       return op->emitOpError()
              << what << " #" << index << " has type " << typeStr << " but "
-             << it->second.second << " has " << it->second.first
+             << it->what << " #" << it->index << " has " << it->typeStr
              << " and both are bound to type constraint " << constraintName;
     return success();
   };
@@ -312,6 +320,18 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
   if (nodeOp) {
     for (NamedAttribute na : nodeOp.getAttrs())
       if (failed(checkAttr(na.getName(), na.getValue())))
+        return failure();
+  } else if (op->getPropertiesStorageSize()) {
+    // What getAttrs() lists (raw attributes and the inherent ones from the
+    // properties, sorted by name), without the uniqued DictionaryAttr that
+    // getAttrs() builds on every call for an op with properties.
+    NamedAttrList list(op->getRawDictionaryAttrs());
+    op->getName().populateInherentAttrs(op, list);
+    SmallVector<NamedAttribute, 8> sorted(list.begin(), list.end());
+    llvm::sort(sorted);
+    for (NamedAttribute na : sorted)
+      if (!isBookkeepingAttr(na.getName()) &&
+          failed(checkAttr(na.getName(), na.getValue())))
         return failure();
   } else {
     for (NamedAttribute na : op->getAttrs())
