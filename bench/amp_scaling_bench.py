@@ -13,7 +13,7 @@ Measured per size:
   (c) onnxconverter-common: onnx.load + convert_float_to_float16 + onnx.save,
       wall time of the process, capped at --peer-timeout seconds;
 and each process's peak RSS (ru_maxrss). Times are the best of --repeat runs
-(the peer runs --peer-repeat times; at 1M nodes once). A table with per-node
+(the peer runs --peer-repeat times below 100k nodes, once from 100k on). A table with per-node
 times and the ratios vs onnxconverter-common is printed; `--markdown FILE`
 appends its rows.
 
@@ -222,8 +222,10 @@ def main():
     ap.add_argument("--sizes", default="1000,10000,100000,1000000",
                     help="comma-separated node counts")
     ap.add_argument("--repeat", type=int, default=3, help="amp-opt runs per size")
+    ap.add_argument("--big-repeat", type=int, default=2,
+                    help="amp-opt runs per size from 1M nodes on")
     ap.add_argument("--peer-repeat", type=int, default=3,
-                    help="onnxconverter-common runs per size (1 at 1M nodes)")
+                    help="onnxconverter-common runs per size (1 from 100k nodes on)")
     ap.add_argument("--peer-timeout", type=float, default=600,
                     help="seconds after which an onnxconverter-common run is killed")
     ap.add_argument("--no-peer", action="store_true")
@@ -274,7 +276,7 @@ def main():
             log = os.path.join(tmp, "timing.txt")
             cmd = [amp_opt, src, "--auto-mixed-precision=summary=false", "--mlir-timing",
                    "-o", ours_out]
-            for _ in range(args.repeat):
+            for _ in range(args.big_repeat if n >= 1000000 else args.repeat):
                 with open(log, "w") as err:
                     wall, rss, _ = run(cmd, stderr=err)
                 with open(log) as f:
@@ -290,7 +292,7 @@ def main():
 
             peer = []
             if not args.no_peer:
-                reps = 1 if n >= 1000000 else args.peer_repeat
+                reps = 1 if n >= 100000 else args.peer_repeat
                 for _ in range(reps):
                     wall, rss, to = run([sys.executable, peer_py, src, peer_out],
                                         timeout=args.peer_timeout,
