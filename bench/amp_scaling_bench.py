@@ -243,7 +243,14 @@ def main():
         return 0
 
     import onnx
-    import onnxconverter_common
+    try:
+        import onnxconverter_common
+        peer_version = onnxconverter_common.__version__
+    except ImportError:
+        if not args.no_peer:
+            sys.exit("onnxconverter-common is not installed: "
+                     "pip install -r utils/requirements-test.txt, or pass --no-peer")
+        peer_version = "not installed"
 
     amp_opt = os.path.join(args.tools, "amp-opt")
     version = subprocess.run([amp_opt, "--version"], capture_output=True,
@@ -335,7 +342,7 @@ def main():
             f"| {peer_s} | {peer_us} | {peer_rss} | {speed} |")
     print()
     print(f"amp-opt: {' '.join(version)}; onnxconverter-common "
-          f"{onnxconverter_common.__version__}, onnx {onnx.__version__}, "
+          f"{peer_version}, onnx {onnx.__version__}, "
           f"Python {platform.python_version()}; {os.cpu_count()} cores")
     print("\n".join(lines))
 
