@@ -919,6 +919,11 @@ namespace {
 struct AutoMixedPrecisionPass
     : public amp::train::impl::AutoMixedPrecisionBase<AutoMixedPrecisionPass> {
   using AutoMixedPrecisionBase::AutoMixedPrecisionBase;
+  AutoMixedPrecisionPass(AutoMixedPrecisionOptions options, AMPReport *out)
+      : AutoMixedPrecisionBase(std::move(options)), out(out) {}
+
+  /// Where the API (createAutoMixedPrecision with a report) wants the report.
+  AMPReport *out = nullptr;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -980,7 +985,8 @@ struct AutoMixedPrecisionPass
     for (GraphOp graph : module.getOps<GraphOp>()) {
       AMPGraphRewriter rewriter(graph, amLists, *parsedMode, keepRegexes,
                                 keepNames, rep,
-                                /*records=*/!report.empty() || !dot.empty());
+                                /*records=*/out || !report.empty() ||
+                                    !dot.empty());
       rewriter.run();
     }
 
@@ -998,6 +1004,14 @@ struct AutoMixedPrecisionPass
                            << llvm::toString(std::move(err));
         return signalPassFailure();
       }
+    if (out)
+      *out = std::move(rep);
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+amp::train::createAutoMixedPrecision(AutoMixedPrecisionOptions options,
+                                     AMPReport *report) {
+  return std::make_unique<AutoMixedPrecisionPass>(std::move(options), report);
+}

@@ -16,6 +16,7 @@
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
+#include "amp/Dialect/Train/Transforms/LossScalingReport.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -60,14 +61,8 @@ struct OptimizerInfo {
   SmallVector<unsigned> keepOperand;
 };
 
-/// What the pass did to one graph, for the summary.
-struct GraphRecord {
-  std::string graph;
-  SmallVector<std::string> seeds;
-  unsigned unscaled = 0, accumulators = 0, optimizers = 0, zeroed = 0,
-           outputs = 0;
-  bool flagIsInput = false, nothing = false;
-};
+/// What the pass did to one graph, for the summary (public for the C++ API).
+using GraphRecord = LossScalingGraphRecord;
 
 static StringRef domainOf(Operation *op) {
   return normalizeOnnxDomain(cast<OnnxNodeOpInterface>(op).getOnnxDomain());
@@ -648,6 +643,11 @@ namespace {
 struct LossScalingPass
     : public amp::train::impl::LossScalingBase<LossScalingPass> {
   using LossScalingBase::LossScalingBase;
+  LossScalingPass(LossScalingOptions options, LossScalingReport *out)
+      : LossScalingBase(std::move(options)), out(out) {}
+
+  /// Where the API (createLossScaling with a report) wants the outcome.
+  LossScalingReport *out = nullptr;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -696,6 +696,26 @@ struct LossScalingPass
     }
     if (summary)
       printSummary(llvm::errs(), c, records);
+    if (out) {
+      LossScalingOptions &o = out->options;
+      o.mode = mode;
+      o.initScale = initScale;
+      o.growthFactor = growthFactor;
+      o.backoffFactor = backoffFactor;
+      o.growthInterval = growthInterval;
+      o.minScale = minScale;
+      o.maxScale = maxScale;
+      o.seed = seed;
+      o.gradients = c.gradients;
+      o.summary = summary;
+      out->graphs.assign(records.begin(), records.end());
+    }
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+amp::train::createLossScaling(LossScalingOptions options,
+                              LossScalingReport *report) {
+  return std::make_unique<LossScalingPass>(std::move(options), report);
+}
