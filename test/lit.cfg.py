@@ -47,3 +47,14 @@ if subprocess.run([config.python_executable, "-c", "import onnxruntime"],
                   stdout=subprocess.DEVNULL,
                   stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("onnxruntime")
+
+# Debian's mlir-opt-22 with our plugin (test/Plugin); UNSUPPORTED without it.
+import shutil
+mlir_opt = shutil.which("mlir-opt", path=config.llvm_tools_dir) or \
+    shutil.which("mlir-opt-22")
+if mlir_opt:
+    config.available_features.add("mlir-opt")
+    config.substitutions.append(("%mlir_opt", mlir_opt))
+config.substitutions.append(
+    ("%amp_plugin", os.path.join(config.amp_obj_root, "lib",
+                                 "AmpMLIRPlugin" + config.llvm_shlib_ext)))
