@@ -1,0 +1,143 @@
+/*===- Runtime.h - amp runtime C ABI: types, context, memory -----*- C -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The runtime ABI that lowered training modules call. Plain C, no MLIR.
+// Conventions (docs/RuntimeABI.md has the full text):
+//  * every function returns an amprt_status; AMPRT_OK is 0;
+//  * on failure the context keeps a message, read with amprt_last_error(ctx);
+//  * tensors are described by amprt_tensor (contiguous, row-major); the
+//    runtime never keeps a pointer to a descriptor or its shape after the call
+//    returns, and never owns the data of a tensor it is given;
+//  * kernels are declared from amp/Runtime/Ops.def (amp/Runtime/Kernels.h).
+//
+//===----------------------------------------------------------------------===*/
+
+#ifndef AMP_RUNTIME_RUNTIME_H
+#define AMP_RUNTIME_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define AMPRT_API __declspec(dllexport)
+#else
+#define AMPRT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// ABI version: bumped on any incompatible change of a signature or struct.
+#define AMPRT_ABI_VERSION 1
+
+/// Largest tensor rank the runtime accepts.
+#define AMPRT_MAX_RANK 8
+
+typedef enum amprt_status {
+  AMPRT_OK = 0,
+  AMPRT_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad attribute value */
+  AMPRT_ERR_DTYPE = 2,            /* dtype not accepted by this function */
+  AMPRT_ERR_SHAPE = 3,            /* shapes do not agree */
+  AMPRT_ERR_UNSUPPORTED = 4,      /* valid, but not implemented (yet) */
+  AMPRT_ERR_OUT_OF_MEMORY = 5,
+  AMPRT_ERR_BACKEND = 6,          /* unknown backend, device failure */
+  AMPRT_ERR_INTERNAL = 7
+} amprt_status;
+
+/// Element types. The values are part of the ABI.
+typedef enum amprt_dtype {
+  AMPRT_F32 = 0,
+  AMPRT_F16 = 1,  /* IEEE binary16 */
+  AMPRT_BF16 = 2, /* bfloat16: the top 16 bits of an IEEE binary32 */
+  AMPRT_F64 = 3,
+  AMPRT_I64 = 4,
+  AMPRT_I32 = 5,
+  AMPRT_I8 = 6,
+  AMPRT_U8 = 7,
+  AMPRT_BOOL = 8, /* one byte, 0 or 1 */
+  AMPRT_NUM_DTYPES = 9
+} amprt_dtype;
+
+/// A tensor: `data` points at numel * size(dtype) bytes, contiguous,
+/// row-major. `shape` has `rank` entries (may be NULL when rank is 0: a
+/// scalar). The caller owns both; descriptors are only read during the call.
+typedef struct amprt_tensor {
+  void *data;
+  int32_t dtype; /* amprt_dtype */
+  int32_t rank;
+  const int64_t *shape;
+} amprt_tensor;
+
+/// Window attributes of Conv, ConvGrad and the pools (ONNX attribute names).
+/// Only the first `spatial_rank` entries of each array are read; pads holds
+/// the begin pads then the end pads (ONNX order: x1_begin, x2_begin, ...,
+/// x1_end, x2_end, ...). auto_pad must have been resolved into pads.
+typedef struct amprt_window {
+  int32_t spatial_rank; /* 1 or 2 */
+  int32_t ceil_mode;    /* pools: 0 floor, 1 ceil (output shape check only) */
+  int32_t count_include_pad; /* AveragePool */
+  int32_t reserved;
+  int64_t group; /* Conv */
+  int64_t kernel[3];
+  int64_t strides[3];
+  int64_t pads[6];
+  int64_t dilations[3];
+} amprt_window;
+
+/// Opaque per-backend context: owns the last error message, the backend's
+/// allocator and (later) its streams and communicator. One context must not
+/// be used by two threads at once.
+typedef struct amprt_context amprt_context;
+
+typedef enum amprt_memcpy_kind {
+  AMPRT_HOST_TO_HOST = 0,
+  AMPRT_HOST_TO_DEVICE = 1,
+  AMPRT_DEVICE_TO_HOST = 2,
+  AMPRT_DEVICE_TO_DEVICE = 3
+} amprt_memcpy_kind;
+
+/// ABI version the library was built with (AMPRT_ABI_VERSION).
+AMPRT_API int32_t amprt_abi_version(void);
+
+/// Creates a context for `backend` ("cpu"; "cuda" once built). NULL or ""
+/// picks the best available one. On failure *out is NULL and the message is
+/// read with amprt_last_error(NULL).
+AMPRT_API amprt_status amprt_context_create(const char *backend,
+                                            amprt_context **out);
+AMPRT_API amprt_status amprt_context_destroy(amprt_context *ctx);
+
+/// Name of the context's backend ("cpu").
+AMPRT_API const char *amprt_backend_name(const amprt_context *ctx);
+
+/// Message of the last failed call on `ctx` ("" after a success). With
+/// ctx == NULL: the last failure of amprt_context_create on this thread.
+/// The string lives until the next call on the same context.
+AMPRT_API const char *amprt_last_error(const amprt_context *ctx);
+
+/// Device memory of the context's backend (host memory for "cpu"), aligned
+/// to 64 bytes. amprt_malloc of 0 bytes gives a valid, unique pointer.
+AMPRT_API amprt_status amprt_malloc(amprt_context *ctx, size_t bytes,
+                                    void **out);
+AMPRT_API amprt_status amprt_free(amprt_context *ctx, void *ptr);
+AMPRT_API amprt_status amprt_memcpy(amprt_context *ctx, void *dst,
+                                    const void *src, size_t bytes,
+                                    int32_t kind /* amprt_memcpy_kind */);
+AMPRT_API amprt_status amprt_memset(amprt_context *ctx, void *dst, int value,
+                                    size_t bytes);
+/// Waits for all work queued on the context (a no-op on the CPU).
+AMPRT_API amprt_status amprt_synchronize(amprt_context *ctx);
+
+/// Size in bytes of one element; 0 for an unknown dtype.
+AMPRT_API size_t amprt_dtype_size(int32_t dtype);
+/// "f32", "f16", ...; "invalid" for an unknown dtype.
+AMPRT_API const char *amprt_dtype_name(int32_t dtype);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AMP_RUNTIME_RUNTIME_H */

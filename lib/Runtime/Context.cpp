@@ -1,0 +1,161 @@
+//===- Context.cpp - contexts, backends, errors, memory -------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// A context binds a backend (its allocator, copies and kernel overrides) and
+// keeps the last error message. Backends are chosen by name at run time; the
+// CPU backend is always present, a CUDA backend would register here when the
+// library is built with it (docs/RuntimeABI.md, "CUDA backend").
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace amprt;
+
+amprt_status amprt_context::fail(amprt_status status, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  error = buf;
+  return status;
+}
+
+namespace {
+
+thread_local std::string createError;
+
+void *cpuAlloc(size_t bytes) {
+  // 64-byte alignment for vector loads; size rounded up as aligned_alloc
+  // requires, and never 0 so every allocation is unique.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0)
+    rounded = 64;
+  return std::aligned_alloc(64, rounded);
+}
+void cpuRelease(void *p) { std::free(p); }
+amprt_status cpuCopy(void *dst, const void *src, size_t bytes, int32_t) {
+  if (bytes)
+    std::memmove(dst, src, bytes);
+  return AMPRT_OK;
+}
+amprt_status cpuSet(void *dst, int value, size_t bytes) {
+  if (bytes)
+    std::memset(dst, value, bytes);
+  return AMPRT_OK;
+}
+amprt_status cpuSync() { return AMPRT_OK; }
+
+// The CPU backend overrides nothing: every entry is the reference kernel.
+const KernelTable cpuKernels = {};
+const Backend cpu = {"cpu", cpuAlloc, cpuRelease, cpuCopy, cpuSet, cpuSync,
+                     &cpuKernels};
+
+} // namespace
+
+const Backend *amprt::cpuBackend() { return &cpu; }
+
+extern "C" {
+
+int32_t amprt_abi_version(void) { return AMPRT_ABI_VERSION; }
+
+amprt_status amprt_context_create(const char *backend, amprt_context **out) {
+  createError.clear();
+  if (!out) {
+    createError = "amprt_context_create: out is NULL";
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  }
+  *out = nullptr;
+  const Backend *b = nullptr;
+  if (!backend || !*backend || std::strcmp(backend, "cpu") == 0)
+    b = cpuBackend();
+  if (!b) {
+    createError = std::string("amprt_context_create: unknown backend '") +
+                  backend + "' (this build has: cpu)";
+    return AMPRT_ERR_BACKEND;
+  }
+  auto *ctx = new (std::nothrow) amprt_context();
+  if (!ctx) {
+    createError = "amprt_context_create: out of memory";
+    return AMPRT_ERR_OUT_OF_MEMORY;
+  }
+  ctx->backend = b;
+  *out = ctx;
+  return AMPRT_OK;
+}
+
+amprt_status amprt_context_destroy(amprt_context *ctx) {
+  delete ctx;
+  return AMPRT_OK;
+}
+
+const char *amprt_backend_name(const amprt_context *ctx) {
+  return ctx && ctx->backend ? ctx->backend->name : "";
+}
+
+const char *amprt_last_error(const amprt_context *ctx) {
+  return ctx ? ctx->error.c_str() : createError.c_str();
+}
+
+amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  if (!out)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "amprt_malloc: out is NULL");
+  *out = ctx->backend->alloc(bytes);
+  if (!*out)
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
+                     "amprt_malloc: cannot allocate %zu bytes", bytes);
+  return AMPRT_OK;
+}
+
+amprt_status amprt_free(amprt_context *ctx, void *ptr) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  ctx->backend->release(ptr);
+  return AMPRT_OK;
+}
+
+amprt_status amprt_memcpy(amprt_context *ctx, void *dst, const void *src,
+                          size_t bytes, int32_t kind) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  if (kind < AMPRT_HOST_TO_HOST || kind > AMPRT_DEVICE_TO_DEVICE)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "amprt_memcpy: invalid kind %d", kind);
+  if (bytes && (!dst || !src))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "amprt_memcpy: NULL pointer with %zu bytes", bytes);
+  return ctx->backend->copy(dst, src, bytes, kind);
+}
+
+amprt_status amprt_memset(amprt_context *ctx, void *dst, int value,
+                          size_t bytes) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  if (bytes && !dst)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "amprt_memset: NULL pointer with %zu bytes", bytes);
+  return ctx->backend->set(dst, value, bytes);
+}
+
+amprt_status amprt_synchronize(amprt_context *ctx) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  return ctx->backend->sync();
+}
+
+} // extern "C"

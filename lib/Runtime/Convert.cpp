@@ -1,0 +1,244 @@
+//===- Convert.cpp - element types and the Cast kernel --------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Conversions between all element types. Float narrowing rounds to nearest
+// even once: f64 -> f16/bf16 goes through an f32 rounded to odd, which keeps
+// the final rounding correct (f32 has more than two extra bits). Float to
+// integer truncates toward zero and saturates; NaN gives 0. Anything to bool
+// is "!= 0" (NaN is true, as in C).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace amprt;
+
+extern "C" size_t amprt_dtype_size(int32_t dt) {
+  switch (dt) {
+  case AMPRT_F64:
+  case AMPRT_I64:
+    return 8;
+  case AMPRT_F32:
+  case AMPRT_I32:
+    return 4;
+  case AMPRT_F16:
+  case AMPRT_BF16:
+    return 2;
+  case AMPRT_I8:
+  case AMPRT_U8:
+  case AMPRT_BOOL:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+extern "C" const char *amprt_dtype_name(int32_t dt) {
+  static const char *names[] = {"f32", "f16", "bf16", "f64", "i64",
+                                "i32", "i8",  "u8",   "bool"};
+  return dt >= 0 && dt < AMPRT_NUM_DTYPES ? names[dt] : "invalid";
+}
+
+void amprt::toF32(const void *src, int32_t dt, float *dst, int64_t n) {
+  switch (dt) {
+  case AMPRT_F32:
+    std::memcpy(dst, src, size_t(n) * 4);
+    break;
+  case AMPRT_F16: {
+    auto *s = static_cast<const uint16_t *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = f16ToF32(s[i]);
+    break;
+  }
+  case AMPRT_BF16: {
+    auto *s = static_cast<const uint16_t *>(src);
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = bf16ToF32(s[i]);
+    break;
+  }
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = loadF(src, dt, i);
+  }
+}
+
+void amprt::fromF32(const float *src, void *dst, int32_t dt, int64_t n) {
+  switch (dt) {
+  case AMPRT_F32:
+    std::memmove(dst, src, size_t(n) * 4);
+    break;
+  case AMPRT_F16: {
+    auto *d = static_cast<uint16_t *>(dst);
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = f32ToF16(src[i]);
+    break;
+  }
+  case AMPRT_BF16: {
+    auto *d = static_cast<uint16_t *>(dst);
+    for (int64_t i = 0; i < n; ++i)
+      d[i] = f32ToBf16(src[i]);
+    break;
+  }
+  default:
+    for (int64_t i = 0; i < n; ++i)
+      storeF(dst, dt, i, src[i]);
+  }
+}
+
+namespace {
+
+/// f64 -> f32 rounded to odd (truncate, then set the last bit if inexact).
+float f64ToF32Odd(double d) {
+  float f = float(d);
+  if (std::isnan(d) || std::isinf(f) || double(f) == d)
+    return f;
+  if (std::fabs(double(f)) > std::fabs(d))
+    f = std::nextafter(f, 0.f);
+  uint32_t u = bitsOf(f) | 1u;
+  return floatOf(u);
+}
+
+template <typename I> I saturate(double v) {
+  if (std::isnan(v))
+    return 0;
+  double t = std::trunc(v);
+  if (t <= double(std::numeric_limits<I>::min()))
+    return std::numeric_limits<I>::min();
+  if (t >= double(std::numeric_limits<I>::max()))
+    return std::numeric_limits<I>::max();
+  return I(t);
+}
+
+bool isFloatType(int32_t dt) { return isLowOrF32(dt) || dt == AMPRT_F64; }
+
+double readD(const void *p, int32_t dt, int64_t i) {
+  switch (dt) {
+  case AMPRT_F64:
+    return static_cast<const double *>(p)[i];
+  case AMPRT_F32:
+  case AMPRT_F16:
+  case AMPRT_BF16:
+    return loadF(p, dt, i);
+  case AMPRT_I64:
+    return double(static_cast<const int64_t *>(p)[i]);
+  case AMPRT_I32:
+    return static_cast<const int32_t *>(p)[i];
+  case AMPRT_I8:
+    return static_cast<const int8_t *>(p)[i];
+  default:
+    return static_cast<const uint8_t *>(p)[i];
+  }
+}
+
+int64_t readI(const void *p, int32_t dt, int64_t i) {
+  switch (dt) {
+  case AMPRT_I64:
+    return static_cast<const int64_t *>(p)[i];
+  case AMPRT_I32:
+    return static_cast<const int32_t *>(p)[i];
+  case AMPRT_I8:
+    return static_cast<const int8_t *>(p)[i];
+  default:
+    return static_cast<const uint8_t *>(p)[i];
+  }
+}
+
+void writeI(void *p, int32_t dt, int64_t i, int64_t v) {
+  switch (dt) {
+  case AMPRT_I64:
+    static_cast<int64_t *>(p)[i] = v;
+    break;
+  case AMPRT_I32:
+    static_cast<int32_t *>(p)[i] = int32_t(v);
+    break;
+  case AMPRT_I8:
+    static_cast<int8_t *>(p)[i] = int8_t(v);
+    break;
+  case AMPRT_U8:
+    static_cast<uint8_t *>(p)[i] = uint8_t(v);
+    break;
+  case AMPRT_BOOL:
+    static_cast<uint8_t *>(p)[i] = v != 0;
+    break;
+  default:
+    break;
+  }
+}
+
+/// Writes a double into a float or integer slot with one correct rounding.
+void writeD(void *p, int32_t dt, int64_t i, double v) {
+  switch (dt) {
+  case AMPRT_F64:
+    static_cast<double *>(p)[i] = v;
+    break;
+  case AMPRT_F32:
+    static_cast<float *>(p)[i] = float(v);
+    break;
+  case AMPRT_F16:
+    static_cast<uint16_t *>(p)[i] = f32ToF16(f64ToF32Odd(v));
+    break;
+  case AMPRT_BF16:
+    static_cast<uint16_t *>(p)[i] = f32ToBf16(f64ToF32Odd(v));
+    break;
+  case AMPRT_I64:
+    static_cast<int64_t *>(p)[i] = saturate<int64_t>(v);
+    break;
+  case AMPRT_I32:
+    static_cast<int32_t *>(p)[i] = saturate<int32_t>(v);
+    break;
+  case AMPRT_I8:
+    static_cast<int8_t *>(p)[i] = saturate<int8_t>(v);
+    break;
+  case AMPRT_U8:
+    static_cast<uint8_t *>(p)[i] = saturate<uint8_t>(v);
+    break;
+  case AMPRT_BOOL:
+    static_cast<uint8_t *>(p)[i] = v != 0 || std::isnan(v);
+    break;
+  default:
+    break;
+  }
+}
+
+} // namespace
+
+extern "C" amprt_status amprt_cast(amprt_context *ctx, const amprt_tensor *x,
+                                   const amprt_tensor *y) {
+  AMPRT_DISPATCH(cast, ctx, x, y);
+  return guard(ctx, "cast", [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, "cast", "x", x));
+    AMPRT_TRY(checkTensor(ctx, "cast", "y", y));
+    AMPRT_TRY(checkShape(ctx, "cast", "y", y, shapeOf(x)));
+    int64_t n = numel(x);
+    int32_t s = x->dtype, d = y->dtype;
+    if (s == d) {
+      std::memmove(y->data, x->data, size_t(n) * amprt_dtype_size(s));
+    } else if (isLowOrF32(s) && isLowOrF32(d)) {
+      // f16/bf16 -> f32 is exact, so a pass through f32 rounds once.
+      if (s == AMPRT_F32) {
+        fromF32(static_cast<const float *>(x->data), y->data, d, n);
+      } else if (d == AMPRT_F32) {
+        toF32(x->data, s, static_cast<float *>(y->data), n);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          storeF(y->data, d, i, loadF(x->data, s, i));
+      }
+    } else if (isFloatType(s)) {
+      for (int64_t i = 0; i < n; ++i)
+        writeD(y->data, d, i, readD(x->data, s, i));
+    } else if (isFloatType(d)) {
+      for (int64_t i = 0; i < n; ++i)
+        writeD(y->data, d, i, double(readI(x->data, s, i)));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        writeI(y->data, d, i, readI(x->data, s, i));
+    }
+    return AMPRT_OK;
+  });
+}

@@ -1,0 +1,394 @@
+//===- Elementwise.cpp - unary, binary, gradient and select kernels -------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Float kernels read f32/f16/bf16, compute in f32 and round the result once
+// into the output's dtype (inputs and output may have different float
+// dtypes). Binary kernels broadcast as numpy does and also take i64 / i32
+// (all three tensors of the same integer dtype).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+template <typename F>
+amprt_status unaryFloat(amprt_context *ctx, const char *k, T x, T y, F fn) {
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  F32In in(x);
+  F32Out out(y);
+  int64_t n = numel(x);
+  for (int64_t i = 0; i < n; ++i)
+    out.p[i] = fn(in.p[i]);
+  out.commit();
+  return AMPRT_OK;
+}
+
+template <typename F>
+amprt_status gradFloat(amprt_context *ctx, const char *k, T dy, T x, T dx,
+                       F fn) {
+  AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+  AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+  AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(dy)));
+  F32In g(dy), v(x);
+  F32Out out(dx);
+  int64_t n = numel(dy);
+  for (int64_t i = 0; i < n; ++i)
+    out.p[i] = fn(g.p[i], v.p[i]);
+  out.commit();
+  return AMPRT_OK;
+}
+
+template <typename V, typename F>
+void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so,
+                const V *a, const V *b, V *y, F fn) {
+  if (sa == so && sb == so) {
+    int64_t n = numel(so);
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = fn(a[i], b[i]);
+    return;
+  }
+  if (sa == so && numel(sb) == 1) {
+    int64_t n = numel(so);
+    V s = b[0];
+    for (int64_t i = 0; i < n; ++i)
+      y[i] = fn(a[i], s);
+    return;
+  }
+  Shape st[2] = {broadcastStrides(sa, so), broadcastStrides(sb, so)};
+  forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
+    y[o] = fn(a[off[0]], b[off[1]]);
+  });
+}
+
+enum class Bin { Add, Sub, Mul, Div, Mod, Pow };
+
+template <typename I> I intOp(Bin op, I a, I b) {
+  switch (op) {
+  case Bin::Add:
+    return I(a + b);
+  case Bin::Sub:
+    return I(a - b);
+  case Bin::Mul:
+    return I(a * b);
+  case Bin::Div:
+    return I(a / b);
+  case Bin::Mod: {
+    I r = I(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? I(r + b) : r;
+  }
+  case Bin::Pow: {
+    I r = 1;
+    for (I e = 0; e < b; ++e)
+      r = I(r * a);
+    return r;
+  }
+  }
+  return 0;
+}
+
+float floatOp(Bin op, float a, float b) {
+  switch (op) {
+  case Bin::Add:
+    return a + b;
+  case Bin::Sub:
+    return a - b;
+  case Bin::Mul:
+    return a * b;
+  case Bin::Div:
+    return a / b;
+  case Bin::Mod: // ONNX fmod=0 on floats is not defined; C fmod semantics.
+    return std::fmod(a, b);
+  case Bin::Pow:
+    return std::pow(a, b);
+  }
+  return 0.f;
+}
+
+template <typename I>
+amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b,
+                       T y, const Shape &so) {
+  auto *pa = static_cast<const I *>(a->data);
+  auto *pb = static_cast<const I *>(b->data);
+  if (op == Bin::Div || op == Bin::Mod) {
+    int64_t nb = numel(b);
+    for (int64_t i = 0; i < nb; ++i)
+      if (pb[i] == 0)
+        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                         "%s: integer division by zero (b[%lld])", k,
+                         (long long)i);
+  }
+  binaryLoop<I>(shapeOf(a), shapeOf(b), so, pa, pb, static_cast<I *>(y->data),
+                [op](I u, I v) { return intOp<I>(op, u, v); });
+  return AMPRT_OK;
+}
+
+amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b,
+                    T y) {
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "a", a));
+    AMPRT_TRY(checkTensor(ctx, k, "b", b));
+    AMPRT_TRY(checkTensor(ctx, k, "y", y));
+    Shape so;
+    if (!broadcastShapes({shapeOf(a), shapeOf(b)}, so))
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: shapes %s and %s do not broadcast", k,
+                       shapeStr(a).c_str(), shapeStr(b).c_str());
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype)) {
+      F32In ia(a), ib(b);
+      F32Out out(y);
+      binaryLoop<float>(shapeOf(a), shapeOf(b), so, ia.p, ib.p, out.p,
+                        [op](float u, float v) { return floatOp(op, u, v); });
+      out.commit();
+      return AMPRT_OK;
+    }
+    if (a->dtype == b->dtype && a->dtype == y->dtype) {
+      if (a->dtype == AMPRT_I64)
+        return intBinary<int64_t>(ctx, k, op, a, b, y, so);
+      if (a->dtype == AMPRT_I32)
+        return intBinary<int32_t>(ctx, k, op, a, b, y, so);
+    }
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: dtypes %s, %s -> %s not supported (f32/f16/bf16 "
+                     "mixed, or all i64, or all i32)",
+                     k, amprt_dtype_name(a->dtype), amprt_dtype_name(b->dtype),
+                     amprt_dtype_name(y->dtype));
+  });
+}
+
+constexpr float kSqrt1_2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2_Pi = 0.79788456080286535588f;
+constexpr float kGeluC = 0.044715f;
+
+} // namespace
+
+extern "C" {
+
+#define AMPRT_BINARY(name, op)                                                 \
+  amprt_status amprt_##name(amprt_context *ctx, T a, T b, T y) {               \
+    AMPRT_DISPATCH(name, ctx, a, b, y);                                        \
+    return binary(ctx, #name, op, a, b, y);                                    \
+  }
+AMPRT_BINARY(add, Bin::Add)
+AMPRT_BINARY(sub, Bin::Sub)
+AMPRT_BINARY(mul, Bin::Mul)
+AMPRT_BINARY(div, Bin::Div)
+AMPRT_BINARY(mod, Bin::Mod)
+AMPRT_BINARY(pow, Bin::Pow)
+#undef AMPRT_BINARY
+
+#define AMPRT_UNARY(name, expr)                                                \
+  amprt_status amprt_##name(amprt_context *ctx, T x, T y) {                    \
+    AMPRT_DISPATCH(name, ctx, x, y);                                           \
+    return guard(ctx, #name, [&] {                                             \
+      return unaryFloat(ctx, #name, x, y, [](float v) -> float { expr; });     \
+    });                                                                        \
+  }
+AMPRT_UNARY(neg, return -v)
+AMPRT_UNARY(abs, return std::fabs(v))
+AMPRT_UNARY(relu, return v > 0.f ? v : 0.f)
+AMPRT_UNARY(sigmoid, return 1.f / (1.f + std::exp(-v)))
+AMPRT_UNARY(tanh, return std::tanh(v))
+AMPRT_UNARY(exp, return std::exp(v))
+AMPRT_UNARY(log, return std::log(v))
+AMPRT_UNARY(sqrt, return std::sqrt(v))
+AMPRT_UNARY(reciprocal, return 1.f / v)
+AMPRT_UNARY(gelu, return 0.5f * v * (1.f + std::erf(v * kSqrt1_2)))
+AMPRT_UNARY(fast_gelu, return 0.5f * v *
+                              (1.f + std::tanh(kSqrt2_Pi *
+                                               (v + kGeluC * v * v * v))))
+#undef AMPRT_UNARY
+
+#define AMPRT_GRAD(name, expr)                                                 \
+  amprt_status amprt_##name(amprt_context *ctx, T dy, T x, T dx) {             \
+    AMPRT_DISPATCH(name, ctx, dy, x, dx);                                      \
+    return guard(ctx, #name, [&] {                                             \
+      return gradFloat(ctx, #name, dy, x, dx,                                  \
+                       [](float g, float v) -> float { expr; });               \
+    });                                                                        \
+  }
+AMPRT_GRAD(relu_grad, return v > 0.f ? g : 0.f)
+AMPRT_GRAD(sigmoid_grad, return g * v * (1.f - v))
+AMPRT_GRAD(tanh_grad, return g * (1.f - v * v))
+AMPRT_GRAD(gelu_grad,
+           return g * (0.5f * (1.f + std::erf(v * kSqrt1_2)) +
+                       v * kInvSqrt2Pi * std::exp(-0.5f * v * v)))
+AMPRT_GRAD(fast_gelu_grad, {
+  float u = kSqrt2_Pi * (v + kGeluC * v * v * v);
+  float t = std::tanh(u);
+  return g * (0.5f * (1.f + t) +
+              0.5f * v * (1.f - t * t) * kSqrt2_Pi *
+                  (1.f + 3.f * kGeluC * v * v));
+})
+#undef AMPRT_GRAD
+
+amprt_status amprt_identity(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(identity, ctx, x, y);
+  return guard(ctx, "identity", [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, "identity", "x", x));
+    AMPRT_TRY(checkDtype(ctx, "identity", "y", y, x->dtype));
+    AMPRT_TRY(checkShape(ctx, "identity", "y", y, shapeOf(x)));
+    size_t bytes = size_t(numel(x)) * amprt_dtype_size(x->dtype);
+    if (bytes && x->data != y->data)
+      std::memmove(y->data, x->data, bytes);
+    return AMPRT_OK;
+  });
+}
+
+static amprt_status classify(amprt_context *ctx, const char *k, T x, T y,
+                             bool nan) {
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_BOOL));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  int64_t n = numel(x);
+  auto *out = static_cast<uint8_t *>(y->data);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = loadF(x->data, x->dtype, i);
+    out[i] = nan ? std::isnan(v) : std::isinf(v);
+  }
+  return AMPRT_OK;
+}
+
+amprt_status amprt_isnan(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(isnan, ctx, x, y);
+  return guard(ctx, "isnan",
+               [&] { return classify(ctx, "isnan", x, y, true); });
+}
+
+amprt_status amprt_isinf(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(isinf, ctx, x, y);
+  return guard(ctx, "isinf",
+               [&] { return classify(ctx, "isinf", x, y, false); });
+}
+
+amprt_status amprt_logical_not(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(logical_not, ctx, x, y);
+  return guard(ctx, "logical_not", [&]() -> amprt_status {
+    AMPRT_TRY(checkDtype(ctx, "logical_not", "x", x, AMPRT_BOOL));
+    AMPRT_TRY(checkDtype(ctx, "logical_not", "y", y, AMPRT_BOOL));
+    AMPRT_TRY(checkShape(ctx, "logical_not", "y", y, shapeOf(x)));
+    int64_t n = numel(x);
+    auto *in = static_cast<const uint8_t *>(x->data);
+    auto *out = static_cast<uint8_t *>(y->data);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = !in[i];
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_sum(amprt_context *ctx, T inputs, int64_t n, T y) {
+  AMPRT_DISPATCH(sum, ctx, inputs, n, y);
+  return guard(ctx, "sum", [&]() -> amprt_status {
+    if (n < 1 || !inputs)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "sum: needs at least one input (n = %lld)",
+                       (long long)n);
+    std::vector<Shape> shapes;
+    for (int64_t i = 0; i < n; ++i) {
+      AMPRT_TRY(checkFloat(ctx, "sum", "an input", &inputs[i]));
+      shapes.push_back(shapeOf(&inputs[i]));
+    }
+    AMPRT_TRY(checkFloat(ctx, "sum", "y", y));
+    Shape so;
+    if (!broadcastShapes(shapes, so))
+      return ctx->fail(AMPRT_ERR_SHAPE, "sum: input shapes do not broadcast");
+    AMPRT_TRY(checkShape(ctx, "sum", "y", y, so));
+    std::vector<float> acc(size_t(numel(so)), 0.f);
+    for (int64_t i = 0; i < n; ++i) {
+      F32In in(&inputs[i]);
+      Shape st[1] = {broadcastStrides(shapes[size_t(i)], so)};
+      forEachBroadcast<1>(so, st, [&](int64_t o, const int64_t *off) {
+        acc[size_t(o)] += in.p[off[0]];
+      });
+    }
+    fromF32(acc.data(), y->data, y->dtype, numel(so));
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_scale(amprt_context *ctx, T x, T s, int32_t scale_down,
+                         T y) {
+  AMPRT_DISPATCH(scale, ctx, x, s, scale_down, y);
+  return guard(ctx, "scale", [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, "scale", "s", s));
+    AMPRT_TRY(checkNumel(ctx, "scale", "s", s, 1));
+    float f = float(scalarOf(s));
+    return unaryFloat(ctx, "scale", x, y, [f, scale_down](float v) {
+      return scale_down ? v / f : v * f;
+    });
+  });
+}
+
+amprt_status amprt_where(amprt_context *ctx, T cond, T a, T b, T y) {
+  AMPRT_DISPATCH(where, ctx, cond, a, b, y);
+  return guard(ctx, "where", [&]() -> amprt_status {
+    AMPRT_TRY(checkDtype(ctx, "where", "cond", cond, AMPRT_BOOL));
+    AMPRT_TRY(checkTensor(ctx, "where", "a", a));
+    AMPRT_TRY(checkDtype(ctx, "where", "b", b, a->dtype));
+    AMPRT_TRY(checkDtype(ctx, "where", "y", y, a->dtype));
+    Shape so;
+    if (!broadcastShapes({shapeOf(cond), shapeOf(a), shapeOf(b)}, so))
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "where: shapes %s, %s, %s do not broadcast",
+                       shapeStr(cond).c_str(), shapeStr(a).c_str(),
+                       shapeStr(b).c_str());
+    AMPRT_TRY(checkShape(ctx, "where", "y", y, so));
+    size_t es = amprt_dtype_size(a->dtype);
+    auto *c = static_cast<const uint8_t *>(cond->data);
+    auto *pa = static_cast<const char *>(a->data);
+    auto *pb = static_cast<const char *>(b->data);
+    auto *py = static_cast<char *>(y->data);
+    Shape st[3] = {broadcastStrides(shapeOf(cond), so),
+                   broadcastStrides(shapeOf(a), so),
+                   broadcastStrides(shapeOf(b), so)};
+    forEachBroadcast<3>(so, st, [&](int64_t o, const int64_t *off) {
+      const char *src = c[off[0]] ? pa + off[1] * int64_t(es)
+                                  : pb + off[2] * int64_t(es);
+      std::memcpy(py + o * int64_t(es), src, es);
+    });
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_fill(amprt_context *ctx, T y, double value) {
+  AMPRT_DISPATCH(fill, ctx, y, value);
+  return guard(ctx, "fill", [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, "fill", "y", y));
+    int64_t n = numel(y);
+    if (n == 0)
+      return AMPRT_OK;
+    amprt_tensor one = {y->data, y->dtype, 0, nullptr};
+    double v = value;
+    if (y->dtype == AMPRT_F16 || y->dtype == AMPRT_BF16) {
+      // One correct rounding from double.
+      int64_t shape1 = 1;
+      amprt_tensor src = {&v, AMPRT_F64, 1, &shape1};
+      amprt_tensor dst = {y->data, y->dtype, 1, &shape1};
+      AMPRT_TRY(amprt_cast(ctx, &src, &dst));
+    } else {
+      setScalar(&one, v);
+    }
+    size_t es = amprt_dtype_size(y->dtype);
+    auto *p = static_cast<char *>(y->data);
+    for (int64_t i = 1; i < n; ++i)
+      std::memcpy(p + i * int64_t(es), p, es);
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"

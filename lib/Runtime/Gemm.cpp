@@ -1,0 +1,241 @@
+//===- Gemm.cpp - Gemm, MatMul, FusedMatMul -------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// f16/bf16 operands are widened to f32, the products accumulate in f32 and
+// the result is rounded once into the output dtype (what cuBLASLt does with
+// CUBLAS_COMPUTE_32F). The f32 kernel is a cache-blocked i-k-j loop whose
+// inner loop the compiler vectorizes; large products are split over rows on
+// two threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <thread>
+
+using namespace amprt;
+
+void amprt::parallelFor(int64_t n, double work,
+                        const std::function<void(int64_t, int64_t)> &f) {
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  int64_t threads = std::min<int64_t>({int64_t(hw), 2, n});
+  if (threads < 2 || work < 2e6) {
+    f(0, n);
+    return;
+  }
+  int64_t mid = n / 2;
+  std::thread other([&] { f(mid, n); });
+  f(0, mid);
+  other.join();
+}
+
+void amprt::transpose2d(const float *src, int64_t R, int64_t C, float *dst) {
+  const int64_t B = 32;
+  for (int64_t r0 = 0; r0 < R; r0 += B)
+    for (int64_t c0 = 0; c0 < C; c0 += B)
+      for (int64_t r = r0; r < std::min(R, r0 + B); ++r)
+        for (int64_t c = c0; c < std::min(C, c0 + B); ++c)
+          dst[c * R + r] = src[r * C + c];
+}
+
+static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+  const int64_t KB = 256, NB = 1024;
+  for (int64_t j0 = 0; j0 < N; j0 += NB) {
+    int64_t j1 = std::min(N, j0 + NB);
+    for (int64_t k0 = 0; k0 < K; k0 += KB) {
+      int64_t k1 = std::min(K, k0 + KB);
+      for (int64_t i = i0; i < i1; ++i) {
+        float *__restrict c = C + i * ldc;
+        const float *a = A + i * lda;
+        for (int64_t k = k0; k < k1; ++k) {
+          float av = alpha * a[k];
+          const float *__restrict b = B + k * ldb;
+          for (int64_t j = j0; j < j1; ++j)
+            c[j] += av * b[j];
+        }
+      }
+    }
+  }
+}
+
+void amprt::sgemm(int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb,
+                  bool accumulate, float *C, int64_t ldc) {
+  if (!accumulate)
+    for (int64_t i = 0; i < M; ++i)
+      std::fill(C + i * ldc, C + i * ldc + N, 0.f);
+  if (K == 0)
+    return;
+  parallelFor(M, double(M) * double(N) * double(K),
+              [&](int64_t i0, int64_t i1) {
+                sgemmRows(i0, i1, N, K, alpha, A, lda, B, ldb, C, ldc);
+              });
+}
+
+namespace {
+
+using T = const amprt_tensor *;
+
+/// op(X) of an R x C matrix as a row-major f32 matrix: the data itself when
+/// possible, else a (transposed) copy in `buf`.
+const float *asRowMajor(const float *p, int64_t R, int64_t C, bool trans,
+                        std::vector<float> &buf) {
+  if (!trans)
+    return p;
+  buf.resize(size_t(R * C));
+  transpose2d(p, R, C, buf.data());
+  return buf.data();
+}
+
+amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
+                        bool transA, bool transB, float alpha) {
+  AMPRT_TRY(checkFloat(ctx, k, "a", a));
+  AMPRT_TRY(checkFloat(ctx, k, "b", b));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  if (a->rank < 1 || b->rank < 1)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: operands must have rank >= 1", k);
+  Shape sa = shapeOf(a), sb = shapeOf(b);
+  bool aVec = sa.size() == 1, bVec = sb.size() == 1;
+  if (aVec) {
+    sa.insert(sa.begin(), 1);
+    transA = false;
+  }
+  if (bVec) {
+    sb.push_back(1);
+    transB = false;
+  }
+  int64_t M = transA ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  int64_t Ka = transA ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  int64_t Kb = transB ? sb[sb.size() - 1] : sb[sb.size() - 2];
+  int64_t N = transB ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  if (Ka != Kb)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: inner dimensions differ: a %s, b %s (K %lld vs "
+                     "%lld)",
+                     k, shapeStr(a).c_str(), shapeStr(b).c_str(),
+                     (long long)Ka, (long long)Kb);
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+  if (!broadcastShapes({ba, bb}, bo))
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: batch dims of %s and %s do not broadcast", k,
+                     shapeStr(a).c_str(), shapeStr(b).c_str());
+  Shape so = bo;
+  if (!aVec)
+    so.push_back(M);
+  if (!bVec)
+    so.push_back(N);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  int64_t K = Ka;
+  F32In ia(a), ib(b);
+  F32Out out(y);
+  int64_t batches = numel(bo);
+  // Fold a's batch into M when b is shared and a is not transposed.
+  if (!transA && numel(bb) == 1 && numel(ba) == batches) {
+    std::vector<float> tb;
+    const float *B = asRowMajor(ib.p, transB ? N : K, transB ? K : N, transB,
+                                tb);
+    sgemm(batches * M, N, K, alpha, ia.p, K, B, N, false, out.p, N);
+    out.commit();
+    return AMPRT_OK;
+  }
+  Shape sta = broadcastStrides(ba, bo), stb = broadcastStrides(bb, bo);
+  Shape idx(bo.size(), 0);
+  std::vector<float> ta, tb;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < bo.size(); ++d) {
+      oa += idx[d] * sta[d];
+      ob += idx[d] * stb[d];
+    }
+    const float *A = asRowMajor(ia.p + oa * M * K, transA ? K : M,
+                                transA ? M : K, transA, ta);
+    const float *B = asRowMajor(ib.p + ob * K * N, transB ? N : K,
+                                transB ? K : N, transB, tb);
+    sgemm(M, N, K, alpha, A, K, B, N, false, out.p + bi * M * N, N);
+    for (size_t d = bo.size(); d-- > 0;) {
+      if (++idx[d] < bo[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  out.commit();
+  return AMPRT_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y,
+                        int32_t trans_a, int32_t trans_b, float alpha,
+                        float beta) {
+  AMPRT_DISPATCH(gemm, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
+  return guard(ctx, "gemm", [&]() -> amprt_status {
+    const char *k = "gemm";
+    AMPRT_TRY(checkFloat(ctx, k, "a", a));
+    AMPRT_TRY(checkFloat(ctx, k, "b", b));
+    AMPRT_TRY(checkFloat(ctx, k, "c", c, /*optional=*/true));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    if (a->rank != 2 || b->rank != 2)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "gemm: a and b must be 2-D, got %s and %s",
+                       shapeStr(a).c_str(), shapeStr(b).c_str());
+    int64_t M = trans_a ? a->shape[1] : a->shape[0];
+    int64_t K = trans_a ? a->shape[0] : a->shape[1];
+    int64_t Kb = trans_b ? b->shape[1] : b->shape[0];
+    int64_t N = trans_b ? b->shape[0] : b->shape[1];
+    if (K != Kb)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "gemm: inner dimensions differ: a %s (trans_a %d), b "
+                       "%s (trans_b %d)",
+                       shapeStr(a).c_str(), trans_a, shapeStr(b).c_str(),
+                       trans_b);
+    Shape so = {M, N};
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    Shape stc;
+    if (c) {
+      Shape bc;
+      if (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)
+        return ctx->fail(AMPRT_ERR_SHAPE,
+                         "gemm: c of shape %s does not broadcast to %s",
+                         shapeStr(c).c_str(), shapeStr(so).c_str());
+      stc = broadcastStrides(shapeOf(c), so);
+    }
+    F32In ia(a), ib(b), ic(c);
+    F32Out out(y);
+    std::vector<float> ta, tb;
+    const float *A = asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta);
+    const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
+    sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
+    if (c && beta != 0.f)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          out.p[i * N + j] += beta * ic.p[i * stc[0] + j * stc[1]];
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_matmul(amprt_context *ctx, T a, T b, T y) {
+  AMPRT_DISPATCH(matmul, ctx, a, b, y);
+  return guard(ctx, "matmul", [&] {
+    return matmulImpl(ctx, "matmul", a, b, y, false, false, 1.f);
+  });
+}
+
+amprt_status amprt_fused_matmul(amprt_context *ctx, T a, T b, T y,
+                                int32_t trans_a, int32_t trans_b,
+                                float alpha) {
+  AMPRT_DISPATCH(fused_matmul, ctx, a, b, y, trans_a, trans_b, alpha);
+  return guard(ctx, "fused_matmul", [&] {
+    return matmulImpl(ctx, "fused_matmul", a, b, y, trans_a, trans_b, alpha);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,369 @@
+//===- Internal.h - shared helpers of the runtime's CPU backend -*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to lib/Runtime: the context and backend structs, error reporting,
+// descriptor checks, f16/bf16 conversion, f32 views of float tensors and a
+// broadcasting walker. Nothing here is part of the ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_LIB_RUNTIME_INTERNAL_H
+#define AMP_LIB_RUNTIME_INTERNAL_H
+
+#include "amp/Runtime/Kernels.h"
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace amprt {
+
+/// One pointer per Ops.def entry. A backend that implements a kernel sets
+/// its entry; a NULL entry means "the CPU implementation".
+struct KernelTable {
+#define AMPRT_KERNEL(name, kind, params) amprt_status(*name) params;
+#include "amp/Runtime/Ops.def"
+};
+
+/// A backend: its memory functions and its kernel overrides.
+struct Backend {
+  const char *name;
+  void *(*alloc)(size_t bytes);
+  void (*release)(void *ptr);
+  amprt_status (*copy)(void *dst, const void *src, size_t bytes, int32_t kind);
+  amprt_status (*set)(void *dst, int value, size_t bytes);
+  amprt_status (*sync)();
+  const KernelTable *kernels;
+};
+
+const Backend *cpuBackend();
+
+} // namespace amprt
+
+struct amprt_context {
+  const amprt::Backend *backend = nullptr;
+  std::string error;
+  /// Records a failure and returns its status.
+  amprt_status fail(amprt_status status, const char *fmt, ...)
+      __attribute__((format(printf, 3, 4)));
+};
+
+namespace amprt {
+
+/// Runs a kernel body: checks ctx, clears the error, turns exceptions into
+/// statuses (the runtime is built with exceptions so allocation failures are
+/// reported, never fatal).
+template <typename F>
+amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel);
+  } catch (...) {
+    return ctx->fail(AMPRT_ERR_INTERNAL, "%s: internal error", kernel);
+  }
+}
+
+/// Forwards to the context backend's own kernel when it has one.
+#define AMPRT_DISPATCH(name, ctx, ...)                                         \
+  do {                                                                         \
+    if ((ctx) && (ctx)->backend && (ctx)->backend->kernels &&                  \
+        (ctx)->backend->kernels->name)                                         \
+      return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);                \
+  } while (0)
+
+#define AMPRT_TRY(expr)                                                        \
+  do {                                                                         \
+    amprt_status amprt_try_status_ = (expr);                                   \
+    if (amprt_try_status_ != AMPRT_OK)                                         \
+      return amprt_try_status_;                                                \
+  } while (0)
+
+using Shape = std::vector<int64_t>;
+
+inline bool isLowOrF32(int32_t dt) {
+  return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16;
+}
+inline bool isInteger(int32_t dt) {
+  return dt == AMPRT_I64 || dt == AMPRT_I32 || dt == AMPRT_I8 ||
+         dt == AMPRT_U8;
+}
+
+inline Shape shapeOf(const amprt_tensor *t) {
+  return Shape(t->shape, t->shape + t->rank);
+}
+int64_t numel(const amprt_tensor *t);
+int64_t numel(const Shape &s);
+std::string shapeStr(const Shape &s);
+inline std::string shapeStr(const amprt_tensor *t) {
+  return shapeStr(shapeOf(t));
+}
+
+/// Checks a descriptor: non-null (unless optional and null), valid dtype,
+/// rank in range, non-negative dims, data present when numel > 0.
+amprt_status checkTensor(amprt_context *ctx, const char *kernel,
+                         const char *what, const amprt_tensor *t,
+                         bool optional = false);
+/// checkTensor + dtype in {f32, f16, bf16}.
+amprt_status checkFloat(amprt_context *ctx, const char *kernel,
+                        const char *what, const amprt_tensor *t,
+                        bool optional = false);
+/// checkTensor + dtype == dt.
+amprt_status checkDtype(amprt_context *ctx, const char *kernel,
+                        const char *what, const amprt_tensor *t, int32_t dt,
+                        bool optional = false);
+amprt_status checkShape(amprt_context *ctx, const char *kernel,
+                        const char *what, const amprt_tensor *t,
+                        const Shape &expected);
+amprt_status checkNumel(amprt_context *ctx, const char *kernel,
+                        const char *what, const amprt_tensor *t,
+                        int64_t expected);
+/// Normalizes a possibly negative axis into [0, rank).
+amprt_status normAxis(amprt_context *ctx, const char *kernel, int64_t axis,
+                      int64_t rank, int64_t &out);
+
+//===----------------------------------------------------------------------===//
+// f16 / bf16 conversion (round to nearest even)
+//===----------------------------------------------------------------------===//
+
+inline uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+/// IEEE binary32 -> binary16, round to nearest even; overflow gives Inf,
+/// NaN stays NaN (quiet, sign and top payload bits kept).
+inline uint16_t f32ToF16(float f) {
+  uint32_t x = bitsOf(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) {
+    if (ax > 0x7f800000u)
+      return uint16_t(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    return uint16_t(sign | 0x7c00u);
+  }
+  if (ax >= 0x477ff000u) // >= 65520: rounds to Inf
+    return uint16_t(sign | 0x7c00u);
+  if (ax >= 0x38800000u) { // normal binary16 (>= 2^-14)
+    ax += 0xfffu + ((ax >> 13) & 1u);
+    return uint16_t(sign | ((ax - 0x38000000u) >> 13));
+  }
+  if (ax <= 0x33000000u) // <= 2^-25: rounds to (signed) zero
+    return uint16_t(sign);
+  // Subnormal binary16: units of 2^-24.
+  uint32_t e = ax >> 23;
+  uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+  uint32_t shift = 126u - e; // 14..24
+  uint32_t r = m >> shift;
+  uint32_t rem = m & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (rem > half || (rem == half && (r & 1u)))
+    ++r;
+  return uint16_t(sign | r);
+}
+
+/// IEEE binary16 -> binary32 (exact).
+inline float f16ToF32(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1fu;
+  uint32_t m = h & 0x3ffu;
+  if (e == 0x1f)
+    return floatOf(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {
+    if (m == 0)
+      return floatOf(sign);
+    // Subnormal: m * 2^-24, exact in binary32.
+    float v = float(m) * floatOf(0x33800000u); // 2^-24
+    return floatOf(sign | bitsOf(v));
+  }
+  return floatOf(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+/// binary32 -> bfloat16, round to nearest even; NaN stays a quiet NaN.
+inline uint16_t f32ToBf16(float f) {
+  uint32_t x = bitsOf(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return uint16_t(x >> 16);
+}
+inline float bf16ToF32(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+
+/// Reads element i of a float tensor (f32/f16/bf16/f64) as float.
+inline float loadF(const void *p, int32_t dt, int64_t i) {
+  switch (dt) {
+  case AMPRT_F32:
+    return static_cast<const float *>(p)[i];
+  case AMPRT_F16:
+    return f16ToF32(static_cast<const uint16_t *>(p)[i]);
+  case AMPRT_BF16:
+    return bf16ToF32(static_cast<const uint16_t *>(p)[i]);
+  case AMPRT_F64:
+    return float(static_cast<const double *>(p)[i]);
+  default:
+    return 0.f;
+  }
+}
+inline void storeF(void *p, int32_t dt, int64_t i, float v) {
+  switch (dt) {
+  case AMPRT_F32:
+    static_cast<float *>(p)[i] = v;
+    break;
+  case AMPRT_F16:
+    static_cast<uint16_t *>(p)[i] = f32ToF16(v);
+    break;
+  case AMPRT_BF16:
+    static_cast<uint16_t *>(p)[i] = f32ToBf16(v);
+    break;
+  case AMPRT_F64:
+    static_cast<double *>(p)[i] = v;
+    break;
+  default:
+    break;
+  }
+}
+
+/// Bulk conversions (Convert.cpp).
+void toF32(const void *src, int32_t dt, float *dst, int64_t n);
+void fromF32(const float *src, void *dst, int32_t dt, int64_t n);
+
+/// An f32 view of a float tensor: the data itself for f32, else a widened
+/// copy.
+struct F32In {
+  const float *p = nullptr;
+  std::vector<float> buf;
+  explicit F32In(const amprt_tensor *t) {
+    if (!t)
+      return;
+    int64_t n = numel(t);
+    if (t->dtype == AMPRT_F32) {
+      p = static_cast<const float *>(t->data);
+      return;
+    }
+    buf.resize(size_t(n));
+    toF32(t->data, t->dtype, buf.data(), n);
+    p = buf.data();
+  }
+};
+
+/// An f32 destination for a float tensor: writes go to the tensor for f32,
+/// else to a buffer rounded once into the tensor by commit(). With
+/// `load`, the buffer starts with the tensor's values (in-place updates).
+struct F32Out {
+  float *p = nullptr;
+  std::vector<float> buf;
+  const amprt_tensor *t = nullptr;
+  explicit F32Out(const amprt_tensor *t, bool load = false) : t(t) {
+    if (!t)
+      return;
+    int64_t n = numel(t);
+    if (t->dtype == AMPRT_F32) {
+      p = static_cast<float *>(t->data);
+      return;
+    }
+    buf.resize(size_t(n));
+    if (load)
+      toF32(t->data, t->dtype, buf.data(), n);
+    p = buf.data();
+  }
+  void commit() {
+    if (t && t->dtype != AMPRT_F32)
+      fromF32(buf.data(), t->data, t->dtype, numel(t));
+  }
+};
+
+/// Numpy broadcasting of `shapes` into one shape; false if incompatible.
+bool broadcastShapes(const std::vector<Shape> &shapes, Shape &out);
+
+/// Strides (in elements) of `in` seen through the broadcast to `out`
+/// (0 on broadcast dims), aligned to out's rank.
+Shape broadcastStrides(const Shape &in, const Shape &out);
+
+/// Calls f(outIndex, off[0..k)) for every element of `out`, where off[j] is
+/// the element offset into input j under broadcasting.
+template <int K, typename F>
+void forEachBroadcast(const Shape &out, const Shape (&strides)[K], F &&f) {
+  int64_t rank = int64_t(out.size());
+  int64_t n = numel(out);
+  if (n == 0)
+    return;
+  std::vector<int64_t> idx(size_t(rank), 0);
+  int64_t off[K] = {};
+  int64_t inner = rank ? out[size_t(rank - 1)] : 1;
+  int64_t istr[K];
+  for (int j = 0; j < K; ++j)
+    istr[j] = rank ? strides[j][size_t(rank - 1)] : 0;
+  for (int64_t o = 0; o < n; o += inner) {
+    int64_t cur[K];
+    for (int j = 0; j < K; ++j)
+      cur[j] = off[j];
+    for (int64_t i = 0; i < inner; ++i) {
+      f(o + i, cur);
+      for (int j = 0; j < K; ++j)
+        cur[j] += istr[j];
+    }
+    // Advance the outer index (all dims but the last).
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      ++idx[size_t(d)];
+      for (int j = 0; j < K; ++j)
+        off[j] += strides[j][size_t(d)];
+      if (idx[size_t(d)] < out[size_t(d)])
+        break;
+      for (int j = 0; j < K; ++j)
+        off[j] -= strides[j][size_t(d)] * out[size_t(d)];
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+/// C[M,N] = alpha * A[M,K] B[K,N] + (accumulate ? C : 0), all f32
+/// row-major with leading dimensions lda, ldb, ldc; f32 accumulation
+/// (Gemm.cpp). Large products use two threads.
+void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+           int64_t lda, const float *B, int64_t ldb, bool accumulate,
+           float *C, int64_t ldc);
+/// dst[c, r] = src[r, c] for an R x C row-major src.
+void transpose2d(const float *src, int64_t R, int64_t C, float *dst);
+
+/// Runs f(begin, end) over [0, n) on up to two threads when `work` (a rough
+/// flop count) makes it worth it.
+void parallelFor(int64_t n, double work,
+                 const std::function<void(int64_t, int64_t)> &f);
+
+/// 2-D window geometry (1-D windows become H = 1) of Conv and the pools.
+struct Window2d {
+  int64_t N = 0, C = 0, H = 0, W = 0;     // input
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1; // kernel, strides
+  int64_t pt = 0, pl = 0, pb = 0, pr = 0; // pads
+  int64_t dh = 1, dw = 1;                 // dilations
+  int64_t Ho = 0, Wo = 0;                 // output (floor mode)
+};
+/// Fills `g` from x's shape, a kernel shape (kernel dims of `win` when
+/// non-zero must agree with `kernel`) and `win`; ceil selects ceil mode.
+amprt_status makeWindow(amprt_context *ctx, const char *k,
+                        const amprt_tensor *x, const int64_t *kernel,
+                        const amprt_window *win, Window2d &g);
+
+/// Reads a one-element tensor as double (any dtype).
+double scalarOf(const amprt_tensor *t);
+/// Writes a one-element tensor from a double (any dtype).
+void setScalar(const amprt_tensor *t, double v);
+
+} // namespace amprt
+
+#endif // AMP_LIB_RUNTIME_INTERNAL_H

@@ -1,0 +1,118 @@
+//===- MultiTensor.cpp - fused unscale + all-finite check -----------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// One call over every gradient of a step: multiply by 1/scale and record
+// whether any input holds NaN or Inf, into a bool tensor that stays on the
+// device (the optimizers read it there). The check is on the inputs, before
+// unscaling, as PyTorch's _amp_foreach_non_finite_check_and_unscale_ does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+/// True when every element of a float tensor is finite (bit test: the
+/// exponent field is not all ones).
+bool allFinite(T t) {
+  int64_t n = numel(t);
+  if (t->dtype == AMPRT_F32) {
+    auto *p = static_cast<const uint32_t *>(t->data);
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; ++i)
+      bad |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
+    return !bad;
+  }
+  auto *p = static_cast<const uint16_t *>(t->data);
+  uint16_t mask = t->dtype == AMPRT_F16 ? 0x7c00u : 0x7f80u;
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < n; ++i)
+    bad |= uint32_t((p[i] & mask) == mask);
+  return !bad;
+}
+
+amprt_status checkFlag(amprt_context *ctx, const char *k, const char *what,
+                       T t, bool optional = false) {
+  AMPRT_TRY(checkDtype(ctx, k, what, t, AMPRT_BOOL, optional));
+  if (t)
+    AMPRT_TRY(checkNumel(ctx, k, what, t, 1));
+  return AMPRT_OK;
+}
+
+void writeFlag(T flag, bool finite, int32_t reset) {
+  auto *p = static_cast<uint8_t *>(flag->data);
+  *p = reset ? uint8_t(finite) : uint8_t(*p && finite);
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_multi_tensor_unscale(amprt_context *ctx, T ins, T outs,
+                                        int64_t n, T inv_scale, T all_finite,
+                                        int32_t reset) {
+  AMPRT_DISPATCH(multi_tensor_unscale, ctx, ins, outs, n, inv_scale,
+                 all_finite, reset);
+  return guard(ctx, "multi_tensor_unscale", [&]() -> amprt_status {
+    const char *k = "multi_tensor_unscale";
+    if (n < 0 || (n > 0 && (!ins || !outs)))
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: ins/outs missing for n = %lld", k, (long long)n);
+    AMPRT_TRY(checkFloat(ctx, k, "inv_scale", inv_scale));
+    AMPRT_TRY(checkNumel(ctx, k, "inv_scale", inv_scale, 1));
+    AMPRT_TRY(checkFlag(ctx, k, "all_finite", all_finite));
+    for (int64_t i = 0; i < n; ++i) {
+      AMPRT_TRY(checkFloat(ctx, k, "ins[i]", &ins[i]));
+      AMPRT_TRY(checkFloat(ctx, k, "outs[i]", &outs[i]));
+      if (shapeOf(&ins[i]) != shapeOf(&outs[i]))
+        return ctx->fail(AMPRT_ERR_SHAPE,
+                         "%s: ins[%lld] %s and outs[%lld] %s differ", k,
+                         (long long)i, shapeStr(&ins[i]).c_str(),
+                         (long long)i, shapeStr(&outs[i]).c_str());
+    }
+    float s = float(scalarOf(inv_scale));
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) {
+      finite = allFinite(&ins[i]) && finite;
+      F32In in(&ins[i]);
+      F32Out out(&outs[i]);
+      int64_t m = numel(&ins[i]);
+      for (int64_t j = 0; j < m; ++j)
+        out.p[j] = in.p[j] * s;
+      out.commit();
+    }
+    writeFlag(all_finite, finite, reset);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_multi_tensor_all_finite(amprt_context *ctx, T ins,
+                                           int64_t n, T all_finite,
+                                           int32_t reset) {
+  AMPRT_DISPATCH(multi_tensor_all_finite, ctx, ins, n, all_finite, reset);
+  return guard(ctx, "multi_tensor_all_finite", [&]() -> amprt_status {
+    const char *k = "multi_tensor_all_finite";
+    if (n < 0 || (n > 0 && !ins))
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: ins missing for n = %lld", k, (long long)n);
+    AMPRT_TRY(checkFlag(ctx, k, "all_finite", all_finite));
+    bool finite = true;
+    for (int64_t i = 0; i < n; ++i) {
+      AMPRT_TRY(checkFloat(ctx, k, "ins[i]", &ins[i]));
+      finite = allFinite(&ins[i]) && finite;
+    }
+    writeFlag(all_finite, finite, reset);
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,337 @@
+//===- Normalization.cpp - BatchNorm and LayerNorm, forward and backward --===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Statistics (means, variances, the reductions of the gradients) accumulate
+// in f64 and are stored in the dtype of their tensors; elementwise results
+// are computed in f32 and rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+/// x as [N, C, S] (S = product of the spatial dims).
+amprt_status bnShape(amprt_context *ctx, const char *k, T x, int64_t &N,
+                     int64_t &C, int64_t &S) {
+  if (x->rank < 2)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2",
+                     k, shapeStr(x).c_str());
+  N = x->shape[0];
+  C = x->shape[1];
+  S = 1;
+  for (int32_t i = 2; i < x->rank; ++i)
+    S *= x->shape[i];
+  return AMPRT_OK;
+}
+
+amprt_status checkVec(amprt_context *ctx, const char *k, const char *what,
+                      T t, int64_t C, bool optional = false) {
+  AMPRT_TRY(checkFloat(ctx, k, what, t, optional));
+  if (t)
+    AMPRT_TRY(checkNumel(ctx, k, what, t, C));
+  return AMPRT_OK;
+}
+
+std::vector<float> vec(T t, int64_t n, float def) {
+  std::vector<float> v(size_t(n), def);
+  if (t)
+    toF32(t->data, t->dtype, v.data(), n);
+  return v;
+}
+
+/// x as [outer, inner] split at `axis`.
+amprt_status lnShape(amprt_context *ctx, const char *k, T x, int64_t axis,
+                     int64_t &outer, int64_t &inner) {
+  int64_t a;
+  AMPRT_TRY(normAxis(ctx, k, axis, x->rank, a));
+  outer = inner = 1;
+  for (int64_t i = 0; i < x->rank; ++i)
+    (i < a ? outer : inner) *= x->shape[i];
+  return AMPRT_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
+                                       T bias, T running_mean, T running_var,
+                                       float momentum, float epsilon, T y,
+                                       T running_mean_out, T running_var_out,
+                                       T saved_mean, T saved_inv_std) {
+  AMPRT_DISPATCH(batch_norm_training, ctx, x, scale, bias, running_mean,
+                 running_var, momentum, epsilon, y, running_mean_out,
+                 running_var_out, saved_mean, saved_inv_std);
+  return guard(ctx, "batch_norm_training", [&]() -> amprt_status {
+    const char *k = "batch_norm_training";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    int64_t N, C, S;
+    AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
+    AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
+    AMPRT_TRY(checkVec(ctx, k, "bias", bias, C));
+    AMPRT_TRY(checkVec(ctx, k, "running_mean", running_mean, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "running_var", running_var, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "running_mean_out", running_mean_out, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "running_var_out", running_var_out, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C, true));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+    if ((running_mean_out && !running_mean) ||
+        (running_var_out && !running_var))
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: running_*_out needs the running_* input", k);
+    F32In ix(x);
+    std::vector<float> sc = vec(scale, C, 1.f), bs = vec(bias, C, 0.f);
+    std::vector<float> rm = vec(running_mean, C, 0.f),
+                       rv = vec(running_var, C, 1.f);
+    std::vector<double> mean(static_cast<size_t>(C)), var(static_cast<size_t>(C));
+    double M = double(N * S);
+    for (int64_t c = 0; c < C; ++c) {
+      double s = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const float *p = ix.p + (n * C + c) * S;
+        for (int64_t i = 0; i < S; ++i)
+          s += p[i];
+      }
+      double m = M > 0 ? s / M : 0;
+      double q = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const float *p = ix.p + (n * C + c) * S;
+        for (int64_t i = 0; i < S; ++i)
+          q += (p[i] - m) * (p[i] - m);
+      }
+      mean[size_t(c)] = m;
+      var[size_t(c)] = M > 0 ? q / M : 0;
+    }
+    F32Out out(y);
+    for (int64_t c = 0; c < C; ++c) {
+      float m = float(mean[size_t(c)]);
+      float inv = float(1.0 / std::sqrt(var[size_t(c)] + double(epsilon)));
+      float a = inv * sc[size_t(c)], b = bs[size_t(c)];
+      for (int64_t n = 0; n < N; ++n) {
+        const float *p = ix.p + (n * C + c) * S;
+        float *q = out.p + (n * C + c) * S;
+        for (int64_t i = 0; i < S; ++i)
+          q[i] = (p[i] - m) * a + b;
+      }
+      if (saved_mean)
+        storeF(saved_mean->data, saved_mean->dtype, c, m);
+      if (saved_inv_std)
+        storeF(saved_inv_std->data, saved_inv_std->dtype, c, inv);
+      if (running_mean_out)
+        storeF(running_mean_out->data, running_mean_out->dtype, c,
+               float(double(momentum) * rm[size_t(c)] +
+                     (1.0 - double(momentum)) * mean[size_t(c)]));
+      if (running_var_out)
+        storeF(running_var_out->data, running_var_out->dtype, c,
+               float(double(momentum) * rv[size_t(c)] +
+                     (1.0 - double(momentum)) * var[size_t(c)]));
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_batch_norm_inference(amprt_context *ctx, T x, T scale,
+                                        T bias, T mean, T var, float epsilon,
+                                        T y) {
+  AMPRT_DISPATCH(batch_norm_inference, ctx, x, scale, bias, mean, var,
+                 epsilon, y);
+  return guard(ctx, "batch_norm_inference", [&]() -> amprt_status {
+    const char *k = "batch_norm_inference";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    int64_t N, C, S;
+    AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
+    AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
+    AMPRT_TRY(checkVec(ctx, k, "bias", bias, C));
+    AMPRT_TRY(checkVec(ctx, k, "mean", mean, C));
+    AMPRT_TRY(checkVec(ctx, k, "var", var, C));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+    std::vector<float> sc = vec(scale, C, 1.f), bs = vec(bias, C, 0.f),
+                       mu = vec(mean, C, 0.f), vr = vec(var, C, 1.f);
+    F32In ix(x);
+    F32Out out(y);
+    for (int64_t c = 0; c < C; ++c) {
+      float a = sc[size_t(c)] / std::sqrt(vr[size_t(c)] + epsilon);
+      float m = mu[size_t(c)], b = bs[size_t(c)];
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) {
+          int64_t o = (n * C + c) * S + i;
+          out.p[o] = (ix.p[o] - m) * a + b;
+        }
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
+                                   T saved_mean, T saved_inv_std, T dx,
+                                   T dscale, T dbias) {
+  AMPRT_DISPATCH(batch_norm_grad, ctx, dy, x, scale, saved_mean,
+                 saved_inv_std, dx, dscale, dbias);
+  return guard(ctx, "batch_norm_grad", [&]() -> amprt_status {
+    const char *k = "batch_norm_grad";
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+    int64_t N, C, S;
+    AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
+    AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
+    AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C));
+    AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
+    if (dx)
+      AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
+    AMPRT_TRY(checkVec(ctx, k, "dscale", dscale, C, true));
+    AMPRT_TRY(checkVec(ctx, k, "dbias", dbias, C, true));
+    std::vector<float> sc = vec(scale, C, 1.f), mu = vec(saved_mean, C, 0.f),
+                       is = vec(saved_inv_std, C, 1.f);
+    F32In idy(dy), ix(x);
+    F32Out out(dx);
+    double M = double(N * S);
+    for (int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      float m = mu[size_t(c)], inv = is[size_t(c)];
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) {
+          int64_t o = (n * C + c) * S + i;
+          sdy += idy.p[o];
+          sdyx += double(idy.p[o]) * double((ix.p[o] - m) * inv);
+        }
+      if (dbias)
+        storeF(dbias->data, dbias->dtype, c, float(sdy));
+      if (dscale)
+        storeF(dscale->data, dscale->dtype, c, float(sdyx));
+      if (!dx)
+        continue;
+      float a = sc[size_t(c)] * inv;
+      float mdy = M > 0 ? float(sdy / M) : 0.f;
+      float mdyx = M > 0 ? float(sdyx / M) : 0.f;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) {
+          int64_t o = (n * C + c) * S + i;
+          float xh = (ix.p[o] - m) * inv;
+          out.p[o] = a * (idy.p[o] - mdy - xh * mdyx);
+        }
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,
+                              int64_t axis, float epsilon, T y, T mean,
+                              T inv_std) {
+  AMPRT_DISPATCH(layer_norm, ctx, x, scale, bias, axis, epsilon, y, mean,
+                 inv_std);
+  return guard(ctx, "layer_norm", [&]() -> amprt_status {
+    const char *k = "layer_norm";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    int64_t outer, inner;
+    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+    AMPRT_TRY(checkVec(ctx, k, "bias", bias, inner, true));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+    AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer, true));
+    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer, true));
+    std::vector<float> sc = vec(scale, inner, 1.f),
+                       bs = vec(bias, inner, 0.f);
+    F32In ix(x);
+    F32Out out(y);
+    for (int64_t r = 0; r < outer; ++r) {
+      const float *p = ix.p + r * inner;
+      double s = 0;
+      for (int64_t i = 0; i < inner; ++i)
+        s += p[i];
+      double m = inner ? s / double(inner) : 0;
+      double q = 0;
+      for (int64_t i = 0; i < inner; ++i)
+        q += (p[i] - m) * (p[i] - m);
+      double var = inner ? q / double(inner) : 0;
+      float inv = float(1.0 / std::sqrt(var + double(epsilon)));
+      float mf = float(m);
+      float *o = out.p + r * inner;
+      for (int64_t i = 0; i < inner; ++i)
+        o[i] = (p[i] - mf) * inv * sc[size_t(i)] + bs[size_t(i)];
+      if (mean)
+        storeF(mean->data, mean->dtype, r, mf);
+      if (inv_std)
+        storeF(inv_std->data, inv_std->dtype, r, inv);
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_layer_norm_grad(amprt_context *ctx, T dy, T x, T scale,
+                                   T mean, T inv_std, int64_t axis, T dx,
+                                   T dscale, T dbias) {
+  AMPRT_DISPATCH(layer_norm_grad, ctx, dy, x, scale, mean, inv_std, axis, dx,
+                 dscale, dbias);
+  return guard(ctx, "layer_norm_grad", [&]() -> amprt_status {
+    const char *k = "layer_norm_grad";
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+    int64_t outer, inner;
+    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+    AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer));
+    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
+    if (dx)
+      AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
+    AMPRT_TRY(checkVec(ctx, k, "dscale", dscale, inner, true));
+    AMPRT_TRY(checkVec(ctx, k, "dbias", dbias, inner, true));
+    std::vector<float> sc = vec(scale, inner, 1.f), mu = vec(mean, outer, 0.f),
+                       is = vec(inv_std, outer, 1.f);
+    F32In idy(dy), ix(x);
+    F32Out out(dx);
+    std::vector<double> ds(size_t(inner), 0.0), db(size_t(inner), 0.0);
+    for (int64_t r = 0; r < outer; ++r) {
+      const float *g = idy.p + r * inner, *p = ix.p + r * inner;
+      float m = mu[size_t(r)], inv = is[size_t(r)];
+      double sg = 0, sgx = 0;
+      for (int64_t i = 0; i < inner; ++i) {
+        float xh = (p[i] - m) * inv;
+        float gs = g[i] * sc[size_t(i)];
+        ds[size_t(i)] += double(g[i]) * xh;
+        db[size_t(i)] += g[i];
+        sg += gs;
+        sgx += double(gs) * xh;
+      }
+      if (!dx)
+        continue;
+      float mg = float(sg / double(inner)), mgx = float(sgx / double(inner));
+      float *o = out.p + r * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        float xh = (p[i] - m) * inv;
+        o[i] = inv * (g[i] * sc[size_t(i)] - mg - xh * mgx);
+      }
+    }
+    for (int64_t i = 0; i < inner; ++i) {
+      if (dscale)
+        storeF(dscale->data, dscale->dtype, i, float(ds[size_t(i)]));
+      if (dbias)
+        storeF(dbias->data, dbias->dtype, i, float(db[size_t(i)]));
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"

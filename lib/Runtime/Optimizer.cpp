@@ -1,0 +1,282 @@
+//===- Optimizer.cpp - fused FP32 optimizers gated by a device flag -------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Each kernel updates n FP32 master weights and their states in place in one
+// call. The `update` flag is a bool tensor read where it lives: false (an
+// overflow found by multi_tensor_unscale) leaves every weight and state
+// bit-identical, without the host ever seeing the flag. Gradients may be
+// f32, f16 or bf16; the math is f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+/// Checks n parameter tensors against their gradients and states.
+amprt_status checkGroup(amprt_context *ctx, const char *k, int64_t n,
+                        T params, T grads,
+                        std::initializer_list<std::pair<const char *, T>>
+                            states) {
+  if (n < 0 || (n > 0 && (!params || !grads)))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: params/grads missing for n = %lld", k,
+                     (long long)n);
+  for (auto &s : states)
+    if (n > 0 && !s.second)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: %s missing", k,
+                       s.first);
+  for (int64_t i = 0; i < n; ++i) {
+    AMPRT_TRY(checkDtype(ctx, k, "params[i]", &params[i], AMPRT_F32));
+    AMPRT_TRY(checkFloat(ctx, k, "grads[i]", &grads[i]));
+    Shape sp = shapeOf(&params[i]);
+    if (shapeOf(&grads[i]) != sp)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: grads[%lld] has shape %s, params[%lld] %s", k,
+                       (long long)i, shapeStr(&grads[i]).c_str(),
+                       (long long)i, shapeStr(sp).c_str());
+    for (auto &s : states) {
+      AMPRT_TRY(checkDtype(ctx, k, s.first, &s.second[i], AMPRT_F32));
+      if (shapeOf(&s.second[i]) != sp)
+        return ctx->fail(AMPRT_ERR_SHAPE,
+                         "%s: %s[%lld] has shape %s, params[%lld] %s", k,
+                         s.first, (long long)i,
+                         shapeStr(&s.second[i]).c_str(), (long long)i,
+                         shapeStr(sp).c_str());
+    }
+  }
+  return AMPRT_OK;
+}
+
+amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
+                         T t, int32_t dt, bool optional = false) {
+  AMPRT_TRY(checkDtype(ctx, k, what, t, dt, optional));
+  if (t)
+    AMPRT_TRY(checkNumel(ctx, k, what, t, 1));
+  return AMPRT_OK;
+}
+
+/// Reads the gate: no tensor means "update".
+bool gate(T update) {
+  return !update || *static_cast<const uint8_t *>(update->data) != 0;
+}
+
+float *f32(T t) { return static_cast<float *>(t->data); }
+int64_t i64(T t) { return *static_cast<const int64_t *>(t->data); }
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
+                       T momentum_bufs, T lr, T step, float momentum,
+                       float dampening, float weight_decay, int32_t nesterov,
+                       T update, T updated) {
+  AMPRT_DISPATCH(sgd, ctx, n, params, grads, momentum_bufs, lr, step,
+                 momentum, dampening, weight_decay, nesterov, update,
+                 updated);
+  return guard(ctx, "sgd", [&]() -> amprt_status {
+    const char *k = "sgd";
+    if (momentum != 0.f)
+      AMPRT_TRY(checkGroup(ctx, k, n, params, grads,
+                           {{"momentum_bufs", momentum_bufs}}));
+    else
+      AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {}));
+    AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
+    AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64, true));
+    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+    AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
+    if (nesterov && (momentum <= 0.f || dampening != 0.f))
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: nesterov needs momentum > 0 and dampening 0", k);
+    bool apply = gate(update);
+    if (updated)
+      *static_cast<uint8_t *>(updated->data) = apply;
+    if (!apply)
+      return AMPRT_OK;
+    float rate = *f32(lr);
+    bool first = step && i64(step) == 0;
+    for (int64_t i = 0; i < n; ++i) {
+      F32In g(&grads[i]);
+      float *p = f32(&params[i]);
+      float *buf = momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
+      int64_t m = numel(&params[i]);
+      for (int64_t j = 0; j < m; ++j) {
+        float d = g.p[j] + weight_decay * p[j];
+        if (buf) {
+          buf[j] = first ? d : momentum * buf[j] + (1.f - dampening) * d;
+          d = nesterov ? d + momentum * buf[j] : buf[j];
+        }
+        p[j] -= rate * d;
+      }
+    }
+    if (step)
+      ++*static_cast<int64_t *>(step->data);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads,
+                         T m1, T m2, T lr, T step, float beta1, float beta2,
+                         float epsilon, float weight_decay, int32_t mode,
+                         int32_t correct_bias, T update, T updated) {
+  AMPRT_DISPATCH(adamw, ctx, n, params, grads, m1, m2, lr, step, beta1, beta2,
+                 epsilon, weight_decay, mode, correct_bias, update, updated);
+  return guard(ctx, "adamw", [&]() -> amprt_status {
+    const char *k = "adamw";
+    AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {{"m1", m1}, {"m2", m2}}));
+    AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
+    AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64));
+    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+    AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
+    if (mode < 0 || mode > 2)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: mode %d (0 PyTorch AdamW, 1 HuggingFace AdamW, 2 "
+                       "PyTorch Adam)",
+                       k, mode);
+    bool apply = gate(update);
+    if (updated)
+      *static_cast<uint8_t *>(updated->data) = apply;
+    if (!apply)
+      return AMPRT_OK;
+    float rate = *f32(lr);
+    int64_t t = i64(step);
+    // As ONNX Runtime: corrections from std::pow in double, kept as float.
+    float bc1 = 1.f, bc2 = 1.f, rateCorrected = rate;
+    if (correct_bias) {
+      bc1 = 1.f - float(std::pow(beta1, double(t)));
+      bc2 = 1.f - float(std::pow(beta2, double(t)));
+      rateCorrected *= std::sqrt(bc2) / bc1;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      F32In g(&grads[i]);
+      float *p = f32(&params[i]), *m = f32(&m1[i]), *v = f32(&m2[i]);
+      int64_t cnt = numel(&params[i]);
+      for (int64_t j = 0; j < cnt; ++j) {
+        float gj = g.p[j];
+        if (mode == 0)
+          p[j] -= p[j] * rate * weight_decay;
+        else if (mode == 2)
+          gj += weight_decay * p[j];
+        m[j] = beta1 * m[j] + (1.f - beta1) * gj;
+        v[j] = beta2 * v[j] + (1.f - beta2) * gj * gj;
+        if (mode == 1) {
+          p[j] -= rateCorrected * m[j] / (std::sqrt(v[j]) + epsilon);
+          p[j] -= rate * weight_decay * p[j];
+        } else {
+          float denom = std::sqrt(v[j] / bc2) + epsilon;
+          p[j] -= (rate * m[j]) / (bc1 * denom);
+        }
+      }
+    }
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x,
+                             T g, T v, T h, float alpha, float beta,
+                             float epsilon, float norm_coefficient,
+                             float norm_coefficient_post, T update) {
+  AMPRT_DISPATCH(onnx_adam, ctx, n, r, t, x, g, v, h, alpha, beta, epsilon,
+                 norm_coefficient, norm_coefficient_post, update);
+  return guard(ctx, "onnx_adam", [&]() -> amprt_status {
+    const char *k = "onnx_adam";
+    AMPRT_TRY(checkGroup(ctx, k, n, x, g, {{"v", v}, {"h", h}}));
+    AMPRT_TRY(checkScalar(ctx, k, "r", r, AMPRT_F32));
+    AMPRT_TRY(checkScalar(ctx, k, "t", t, AMPRT_I64));
+    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+    if (!gate(update))
+      return AMPRT_OK;
+    float rate = *f32(r);
+    int64_t step = i64(t);
+    float adj = rate;
+    if (step > 0)
+      adj = float(double(rate) * std::sqrt(1.0 - std::pow(double(beta), step)) /
+                  (1.0 - std::pow(double(alpha), step)));
+    for (int64_t i = 0; i < n; ++i) {
+      F32In gi(&g[i]);
+      float *px = f32(&x[i]), *pv = f32(&v[i]), *ph = f32(&h[i]);
+      int64_t cnt = numel(&x[i]);
+      for (int64_t j = 0; j < cnt; ++j) {
+        float gr = norm_coefficient * px[j] + gi.p[j];
+        pv[j] = alpha * pv[j] + (1.f - alpha) * gr;
+        ph[j] = beta * ph[j] + (1.f - beta) * gr * gr;
+        float xn = px[j] - adj * (pv[j] / (std::sqrt(ph[j]) + epsilon));
+        px[j] = (1.f - norm_coefficient_post) * xn;
+      }
+    }
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_onnx_adagrad(amprt_context *ctx, int64_t n, T r, T t, T x,
+                                T g, T h, float decay_factor, float epsilon,
+                                float norm_coefficient, T update) {
+  AMPRT_DISPATCH(onnx_adagrad, ctx, n, r, t, x, g, h, decay_factor, epsilon,
+                 norm_coefficient, update);
+  return guard(ctx, "onnx_adagrad", [&]() -> amprt_status {
+    const char *k = "onnx_adagrad";
+    AMPRT_TRY(checkGroup(ctx, k, n, x, g, {{"h", h}}));
+    AMPRT_TRY(checkScalar(ctx, k, "r", r, AMPRT_F32));
+    AMPRT_TRY(checkScalar(ctx, k, "t", t, AMPRT_I64));
+    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+    if (!gate(update))
+      return AMPRT_OK;
+    float rate = *f32(r) / (1.f + float(i64(t)) * decay_factor);
+    for (int64_t i = 0; i < n; ++i) {
+      F32In gi(&g[i]);
+      float *px = f32(&x[i]), *ph = f32(&h[i]);
+      int64_t cnt = numel(&x[i]);
+      for (int64_t j = 0; j < cnt; ++j) {
+        float gr = norm_coefficient * px[j] + gi.p[j];
+        ph[j] += gr * gr;
+        px[j] -= rate * gr / (std::sqrt(ph[j]) + epsilon);
+      }
+    }
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t,
+                                 T x, T g, T v, float alpha, float beta,
+                                 float norm_coefficient, int32_t mode,
+                                 T update) {
+  AMPRT_DISPATCH(onnx_momentum, ctx, n, r, t, x, g, v, alpha, beta,
+                 norm_coefficient, mode, update);
+  return guard(ctx, "onnx_momentum", [&]() -> amprt_status {
+    const char *k = "onnx_momentum";
+    AMPRT_TRY(checkGroup(ctx, k, n, x, g, {{"v", v}}));
+    AMPRT_TRY(checkScalar(ctx, k, "r", r, AMPRT_F32));
+    AMPRT_TRY(checkScalar(ctx, k, "t", t, AMPRT_I64));
+    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+    if (mode != 0 && mode != 1)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: mode %d (0 standard, 1 nesterov)", k, mode);
+    if (!gate(update))
+      return AMPRT_OK;
+    float rate = *f32(r);
+    float b = i64(t) > 0 ? beta : 1.f;
+    for (int64_t i = 0; i < n; ++i) {
+      F32In gi(&g[i]);
+      float *px = f32(&x[i]), *pv = f32(&v[i]);
+      int64_t cnt = numel(&x[i]);
+      for (int64_t j = 0; j < cnt; ++j) {
+        float gr = norm_coefficient * px[j] + gi.p[j];
+        pv[j] = alpha * pv[j] + b * gr;
+        px[j] -= mode ? rate * (gr + alpha * pv[j]) : rate * pv[j];
+      }
+    }
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,270 @@
+//===- Pool.cpp - MaxPool, AveragePool, GlobalAveragePool and grads -------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Windows as in Conv.cpp (1-D and 2-D). MaxPool's indices are ONNX's flat
+// indices into x (storage_order 0), which MaxPoolGrad scatters back through.
+// Averages accumulate in f32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+Shape poolShape(const Window2d &g, int32_t sr) {
+  if (sr == 1)
+    return {g.N, g.C, g.Wo};
+  return {g.N, g.C, g.Ho, g.Wo};
+}
+
+/// Number of window positions averaged at (oh, ow).
+int64_t avgCount(const Window2d &g, int64_t oh, int64_t ow,
+                 bool includePad) {
+  int64_t h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
+  int64_t hlo = includePad ? -g.pt : 0, hhi = includePad ? g.H + g.pb : g.H;
+  int64_t wlo = includePad ? -g.pl : 0, whi = includePad ? g.W + g.pr : g.W;
+  int64_t ch = 0, cw = 0;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    int64_t h = h0 + i * g.dh;
+    ch += h >= hlo && h < hhi;
+  }
+  for (int64_t j = 0; j < g.kw; ++j) {
+    int64_t w = w0 + j * g.dw;
+    cw += w >= wlo && w < whi;
+  }
+  return ch * cw;
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
+                            const amprt_window *win) {
+  AMPRT_DISPATCH(max_pool, ctx, x, y, indices, win);
+  return guard(ctx, "max_pool", [&]() -> amprt_status {
+    const char *k = "max_pool";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64, true));
+    Window2d g;
+    if (!win)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
+    AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
+    Shape so = poolShape(g, win->spatial_rank);
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    if (indices)
+      AMPRT_TRY(checkShape(ctx, k, "indices", indices, so));
+    F32In ix(x);
+    F32Out out(y);
+    auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
+    int64_t o = 0;
+    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+      const float *xs = ix.p + nc * g.H * g.W;
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t arg = -1;
+          for (int64_t i = 0; i < g.kh; ++i) {
+            int64_t h = oh * g.sh - g.pt + i * g.dh;
+            if (h < 0 || h >= g.H)
+              continue;
+            for (int64_t j = 0; j < g.kw; ++j) {
+              int64_t w = ow * g.sw - g.pl + j * g.dw;
+              if (w < 0 || w >= g.W)
+                continue;
+              float v = xs[h * g.W + w];
+              // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
+              if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                best = v;
+                arg = h * g.W + w;
+              }
+            }
+          }
+          out.p[o] = best;
+          if (idx)
+            idx[o] = arg < 0 ? -1 : nc * g.H * g.W + arg;
+        }
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_max_pool_grad(amprt_context *ctx, T dy, T indices, T dx) {
+  AMPRT_DISPATCH(max_pool_grad, ctx, dy, indices, dx);
+  return guard(ctx, "max_pool_grad", [&]() -> amprt_status {
+    const char *k = "max_pool_grad";
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+    AMPRT_TRY(checkShape(ctx, k, "indices", indices, shapeOf(dy)));
+    F32In idy(dy);
+    std::vector<float> acc(size_t(numel(dx)), 0.f);
+    auto *idx = static_cast<const int64_t *>(indices->data);
+    int64_t n = numel(dy), nx = numel(dx);
+    for (int64_t i = 0; i < n; ++i) {
+      if (idx[i] < 0)
+        continue;
+      if (idx[i] >= nx)
+        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                         "%s: indices[%lld] = %lld outside dx (%lld "
+                         "elements)",
+                         k, (long long)i, (long long)idx[i], (long long)nx);
+      acc[size_t(idx[i])] += idy.p[i];
+    }
+    fromF32(acc.data(), dx->data, dx->dtype, nx);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
+                                const amprt_window *win) {
+  AMPRT_DISPATCH(average_pool, ctx, x, y, win);
+  return guard(ctx, "average_pool", [&]() -> amprt_status {
+    const char *k = "average_pool";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    Window2d g;
+    if (!win)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
+    AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, poolShape(g, win->spatial_rank)));
+    F32In ix(x);
+    F32Out out(y);
+    int64_t o = 0;
+    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+      const float *xs = ix.p + nc * g.H * g.W;
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+          float s = 0.f;
+          for (int64_t i = 0; i < g.kh; ++i) {
+            int64_t h = oh * g.sh - g.pt + i * g.dh;
+            if (h < 0 || h >= g.H)
+              continue;
+            for (int64_t j = 0; j < g.kw; ++j) {
+              int64_t w = ow * g.sw - g.pl + j * g.dw;
+              if (w >= 0 && w < g.W)
+                s += xs[h * g.W + w];
+            }
+          }
+          int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
+          out.p[o] = cnt ? s / float(cnt) : 0.f;
+        }
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
+                                     const amprt_window *win) {
+  AMPRT_DISPATCH(average_pool_grad, ctx, dy, dx, win);
+  return guard(ctx, "average_pool_grad", [&]() -> amprt_status {
+    const char *k = "average_pool_grad";
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+    Window2d g;
+    if (!win)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
+    AMPRT_TRY(makeWindow(ctx, k, dx, win->kernel, win, g));
+    AMPRT_TRY(checkShape(ctx, k, "dy", dy, poolShape(g, win->spatial_rank)));
+    F32In idy(dy);
+    std::vector<float> acc(size_t(numel(dx)), 0.f);
+    int64_t o = 0;
+    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
+      float *ds = acc.data() + nc * g.H * g.W;
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+          int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
+          if (!cnt)
+            continue;
+          float v = idy.p[o] / float(cnt);
+          for (int64_t i = 0; i < g.kh; ++i) {
+            int64_t h = oh * g.sh - g.pt + i * g.dh;
+            if (h < 0 || h >= g.H)
+              continue;
+            for (int64_t j = 0; j < g.kw; ++j) {
+              int64_t w = ow * g.sw - g.pl + j * g.dw;
+              if (w >= 0 && w < g.W)
+                ds[h * g.W + w] += v;
+            }
+          }
+        }
+    }
+    fromF32(acc.data(), dx->data, dx->dtype, numel(dx));
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_global_average_pool(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(global_average_pool, ctx, x, y);
+  return guard(ctx, "global_average_pool", [&]() -> amprt_status {
+    const char *k = "global_average_pool";
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    if (x->rank < 3)
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 3",
+                       k, shapeStr(x).c_str());
+    Shape so = shapeOf(x);
+    int64_t S = 1;
+    for (size_t i = 2; i < so.size(); ++i) {
+      S *= so[i];
+      so[i] = 1;
+    }
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    F32In ix(x);
+    F32Out out(y);
+    int64_t NC = so[0] * so[1];
+    for (int64_t i = 0; i < NC; ++i) {
+      float s = 0.f;
+      for (int64_t p = 0; p < S; ++p)
+        s += ix.p[i * S + p];
+      out.p[i] = S ? s / float(S) : 0.f;
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_global_average_pool_grad(amprt_context *ctx, T dy, T dx) {
+  AMPRT_DISPATCH(global_average_pool_grad, ctx, dy, dx);
+  return guard(ctx, "global_average_pool_grad", [&]() -> amprt_status {
+    const char *k = "global_average_pool_grad";
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+    if (dx->rank < 3)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: dx has shape %s, need rank >= 3", k,
+                       shapeStr(dx).c_str());
+    Shape sy = shapeOf(dx);
+    int64_t S = 1;
+    for (size_t i = 2; i < sy.size(); ++i) {
+      S *= sy[i];
+      sy[i] = 1;
+    }
+    AMPRT_TRY(checkShape(ctx, k, "dy", dy, sy));
+    F32In idy(dy);
+    F32Out out(dx);
+    int64_t NC = sy[0] * sy[1];
+    for (int64_t i = 0; i < NC; ++i) {
+      float v = idy.p[i] / float(S);
+      for (int64_t p = 0; p < S; ++p)
+        out.p[i * S + p] = v;
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,88 @@
+//===- Reduce.cpp - ReduceSum, ReduceMean ---------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Accumulates in f64 (the CPU reference may be more accurate than a device
+// tree reduction in f32; both are within the documented tolerances).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+amprt_status reduce(amprt_context *ctx, const char *k, T x,
+                    const int64_t *axes, int64_t naxes, int32_t keepdims,
+                    int32_t noop, T y, bool mean) {
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  if (naxes < 0 || (naxes > 0 && !axes))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: bad axes list", k);
+  Shape sx = shapeOf(x);
+  std::vector<bool> red(sx.size(), naxes == 0 && !noop);
+  for (int64_t i = 0; i < naxes; ++i) {
+    int64_t a;
+    AMPRT_TRY(normAxis(ctx, k, axes[i], x->rank, a));
+    if (red[size_t(a)])
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: axis %lld repeated", k, (long long)axes[i]);
+    red[size_t(a)] = true;
+  }
+  Shape so, keep;
+  int64_t count = 1;
+  for (size_t i = 0; i < sx.size(); ++i) {
+    keep.push_back(red[i] ? 1 : sx[i]);
+    if (red[i])
+      count *= sx[i];
+    if (!red[i] || keepdims)
+      so.push_back(red[i] ? 1 : sx[i]);
+  }
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  F32In ix(x);
+  std::vector<double> acc(size_t(numel(keep)), 0.0);
+  // Walk x; the output offset of an element uses `keep`'s strides with 0 on
+  // reduced dims (broadcastStrides of keep into x's shape).
+  Shape st[1] = {broadcastStrides(keep, sx)};
+  forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
+    acc[size_t(off[0])] += ix.p[i];
+  });
+  std::vector<float> r(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i)
+    r[i] = float(mean ? (count ? acc[i] / double(count) : 0.0) : acc[i]);
+  fromF32(r.data(), y->data, y->dtype, int64_t(r.size()));
+  return AMPRT_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_reduce_sum(amprt_context *ctx, T x, const int64_t *axes,
+                              int64_t naxes, int32_t keepdims,
+                              int32_t noop_with_empty_axes, T y) {
+  AMPRT_DISPATCH(reduce_sum, ctx, x, axes, naxes, keepdims,
+                 noop_with_empty_axes, y);
+  return guard(ctx, "reduce_sum", [&] {
+    return reduce(ctx, "reduce_sum", x, axes, naxes, keepdims,
+                  noop_with_empty_axes, y, false);
+  });
+}
+
+amprt_status amprt_reduce_mean(amprt_context *ctx, T x, const int64_t *axes,
+                               int64_t naxes, int32_t keepdims,
+                               int32_t noop_with_empty_axes, T y) {
+  AMPRT_DISPATCH(reduce_mean, ctx, x, axes, naxes, keepdims,
+                 noop_with_empty_axes, y);
+  return guard(ctx, "reduce_mean", [&] {
+    return reduce(ctx, "reduce_mean", x, axes, naxes, keepdims,
+                  noop_with_empty_axes, y, true);
+  });
+}
+
+} // extern "C"

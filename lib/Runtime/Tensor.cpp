@@ -1,0 +1,204 @@
+//===- Tensor.cpp - descriptor checks, shapes, broadcasting ---------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cinttypes>
+
+using namespace amprt;
+
+int64_t amprt::numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+int64_t amprt::numel(const amprt_tensor *t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; ++i)
+    n *= t->shape[i];
+  return n;
+}
+
+std::string amprt::shapeStr(const Shape &s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i)
+      r += ", ";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+amprt_status amprt::checkTensor(amprt_context *ctx, const char *kernel,
+                                const char *what, const amprt_tensor *t,
+                                bool optional) {
+  if (!t) {
+    if (optional)
+      return AMPRT_OK;
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", kernel,
+                     what);
+  }
+  if (t->dtype < 0 || t->dtype >= AMPRT_NUM_DTYPES)
+    return ctx->fail(AMPRT_ERR_DTYPE, "%s: %s has invalid dtype %d", kernel,
+                     what, t->dtype);
+  if (t->rank < 0 || t->rank > AMPRT_MAX_RANK)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has rank %d (0..%d allowed)",
+                     kernel, what, t->rank, AMPRT_MAX_RANK);
+  if (t->rank > 0 && !t->shape)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: %s has rank %d but no shape", kernel, what,
+                     t->rank);
+  int64_t n = 1;
+  for (int32_t i = 0; i < t->rank; ++i) {
+    if (t->shape[i] < 0)
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has negative dim %" PRId64
+                       " at %d", kernel, what, t->shape[i], i);
+    n *= t->shape[i];
+  }
+  if (n > 0 && !t->data)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: %s has %" PRId64 " elements but no data", kernel,
+                     what, n);
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkFloat(amprt_context *ctx, const char *kernel,
+                               const char *what, const amprt_tensor *t,
+                               bool optional) {
+  AMPRT_TRY(checkTensor(ctx, kernel, what, t, optional));
+  if (t && !isLowOrF32(t->dtype))
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: %s has dtype %s, expected f32, f16 or bf16", kernel,
+                     what, amprt_dtype_name(t->dtype));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkDtype(amprt_context *ctx, const char *kernel,
+                               const char *what, const amprt_tensor *t,
+                               int32_t dt, bool optional) {
+  AMPRT_TRY(checkTensor(ctx, kernel, what, t, optional));
+  if (t && t->dtype != dt)
+    return ctx->fail(AMPRT_ERR_DTYPE, "%s: %s has dtype %s, expected %s",
+                     kernel, what, amprt_dtype_name(t->dtype),
+                     amprt_dtype_name(dt));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkShape(amprt_context *ctx, const char *kernel,
+                               const char *what, const amprt_tensor *t,
+                               const Shape &expected) {
+  if (shapeOf(t) != expected)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has shape %s, expected %s",
+                     kernel, what, shapeStr(t).c_str(),
+                     shapeStr(expected).c_str());
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkNumel(amprt_context *ctx, const char *kernel,
+                               const char *what, const amprt_tensor *t,
+                               int64_t expected) {
+  if (numel(t) != expected)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: %s has shape %s (%" PRId64
+                     " elements), expected %" PRId64 " elements",
+                     kernel, what, shapeStr(t).c_str(), numel(t), expected);
+  return AMPRT_OK;
+}
+
+amprt_status amprt::normAxis(amprt_context *ctx, const char *kernel,
+                             int64_t axis, int64_t rank, int64_t &out) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: axis %" PRId64 " out of range for rank %" PRId64,
+                     kernel, axis, rank);
+  out = a;
+  return AMPRT_OK;
+}
+
+bool amprt::broadcastShapes(const std::vector<Shape> &shapes, Shape &out) {
+  size_t rank = 0;
+  for (const Shape &s : shapes)
+    rank = std::max(rank, s.size());
+  out.assign(rank, 1);
+  for (const Shape &s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t d = s[i], &o = out[off + i];
+      if (d == o || d == 1)
+        continue;
+      if (o != 1)
+        return false;
+      o = d;
+    }
+  }
+  return true;
+}
+
+Shape amprt::broadcastStrides(const Shape &in, const Shape &out) {
+  Shape st(out.size(), 0);
+  size_t off = out.size() - in.size();
+  int64_t s = 1;
+  for (size_t i = in.size(); i-- > 0;) {
+    st[off + i] = in[i] == 1 ? 0 : s;
+    s *= in[i];
+  }
+  return st;
+}
+
+double amprt::scalarOf(const amprt_tensor *t) {
+  switch (t->dtype) {
+  case AMPRT_F32:
+  case AMPRT_F16:
+  case AMPRT_BF16:
+    return loadF(t->data, t->dtype, 0);
+  case AMPRT_F64:
+    return *static_cast<const double *>(t->data);
+  case AMPRT_I64:
+    return double(*static_cast<const int64_t *>(t->data));
+  case AMPRT_I32:
+    return *static_cast<const int32_t *>(t->data);
+  case AMPRT_I8:
+    return *static_cast<const int8_t *>(t->data);
+  case AMPRT_U8:
+  case AMPRT_BOOL:
+    return *static_cast<const uint8_t *>(t->data);
+  default:
+    return 0;
+  }
+}
+
+void amprt::setScalar(const amprt_tensor *t, double v) {
+  switch (t->dtype) {
+  case AMPRT_F32:
+  case AMPRT_F16:
+  case AMPRT_BF16:
+    storeF(t->data, t->dtype, 0, float(v));
+    break;
+  case AMPRT_F64:
+    *static_cast<double *>(t->data) = v;
+    break;
+  case AMPRT_I64:
+    *static_cast<int64_t *>(t->data) = int64_t(v);
+    break;
+  case AMPRT_I32:
+    *static_cast<int32_t *>(t->data) = int32_t(v);
+    break;
+  case AMPRT_I8:
+    *static_cast<int8_t *>(t->data) = int8_t(v);
+    break;
+  case AMPRT_U8:
+    *static_cast<uint8_t *>(t->data) = uint8_t(v);
+    break;
+  case AMPRT_BOOL:
+    *static_cast<uint8_t *>(t->data) = v != 0;
+    break;
+  default:
+    break;
+  }
+}
