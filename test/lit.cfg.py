@@ -55,6 +55,12 @@ mlir_opt = shutil.which("mlir-opt", path=config.llvm_tools_dir) or \
 if mlir_opt:
     config.available_features.add("mlir-opt")
     config.substitutions.append(("%mlir_opt", mlir_opt))
+config.substitutions.append(("%amp_obj_root", config.amp_obj_root))
+config.substitutions.append(("%amp_src", config.amp_src_root))
+# test/Embedding builds examples/embed: through ccache when there is one.
+config.substitutions.append(
+    ("%cmake_launcher", "CMAKE_CXX_COMPILER_LAUNCHER=ccache"
+     if shutil.which("ccache") else ""))
 config.substitutions.append(
     ("%amp_plugin", os.path.join(config.amp_obj_root, "lib",
                                  "AmpMLIRPlugin" + config.llvm_shlib_ext)))
