@@ -4,6 +4,7 @@
 import os
 
 import lit.formats
+import lit.util
 from lit.llvm import llvm_config
 
 config.name = "AMP"
@@ -47,6 +48,11 @@ if subprocess.run([config.python_executable, "-c", "import onnxruntime"],
                   stdout=subprocess.DEVNULL,
                   stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("onnxruntime")
+
+# An ASan/UBSan build (utils/sanitize.sh): its libraries cannot go into an
+# uninstrumented mlir-opt or a consumer built without the sanitizers.
+if lit.util.pythonize_bool(config.amp_sanitizers):
+    config.available_features.add("sanitizers")
 
 # Debian's mlir-opt-22 with our plugin (test/Plugin); UNSUPPORTED without it.
 import shutil

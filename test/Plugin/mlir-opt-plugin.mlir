@@ -1,6 +1,7 @@
 // Debian's mlir-opt-22 loads amp-mlir as a dialect plugin and a pass plugin
 // (one shared object) and runs our passes on our dialect.
 // REQUIRES: mlir-opt
+// UNSUPPORTED: sanitizers
 // RUN: %mlir_opt --load-dialect-plugin=%amp_plugin --load-pass-plugin=%amp_plugin \
 // RUN:   --pass-pipeline='builtin.module(auto-mixed-precision{report=%t.json})' %s 2>%t.err \
 // RUN:   | FileCheck %s
