@@ -33,6 +33,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <functional>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/unknown_field_set.h>
@@ -110,6 +111,10 @@ private:
                                        StringRef nodeDesc);
   FailureOr<Attribute> importTypeAttr(const onnx::TypeProto &tp,
                                       const Twine &what);
+  void refineControlFlowResultTypes(
+      const onnx::NodeProto &node,
+      ArrayRef<SmallVector<Type>> subgraphOutputs,
+      SmallVectorImpl<Type> &resultTypes);
   Type inferResultType(const OnnxOpSchema *schema, unsigned resultIndex,
                        ArrayRef<Value> operands,
                        const NamedAttrList &onnxAttrs);
@@ -766,6 +771,69 @@ static bool isAmbiguousEmptyList(const onnx::AttributeProto &attr) {
 // Nodes
 //===----------------------------------------------------------------------===//
 
+/// If/Loop/Scan results the file does not type take the type of the
+/// subgraph output they come from: If result i is output i of both branches;
+/// a Loop's carried value j is body output 1+j and its scan outputs stack
+/// body outputs (same element type, one more dimension); Scan's states and
+/// scan outputs likewise. Types the file declares are kept as they are.
+void Importer::refineControlFlowResultTypes(
+    const onnx::NodeProto &node, ArrayRef<SmallVector<Type>> subgraphOutputs,
+    SmallVectorImpl<Type> &resultTypes) {
+  StringRef domain = node.domain(), opType = node.op_type();
+  if ((!domain.empty() && domain != "ai.onnx") || subgraphOutputs.empty())
+    return;
+  auto stacked = [](Type t) -> Type {
+    if (auto tt = dyn_cast<TensorType>(t))
+      return UnrankedTensorType::get(tt.getElementType());
+    return {};
+  };
+  // Index of the body output feeding result i, and whether it is stacked.
+  std::function<std::pair<int, bool>(unsigned)> source;
+  if (opType == "If") {
+    source = [](unsigned i) { return std::make_pair((int)i, false); };
+  } else if (opType == "Loop") {
+    unsigned carried = node.input_size() >= 2 ? node.input_size() - 2 : 0;
+    source = [carried](unsigned i) {
+      return std::make_pair((int)i + 1, i >= carried);
+    };
+  } else if (opType == "Scan") {
+    int64_t scanInputs = -1;
+    for (const onnx::AttributeProto &a : node.attribute())
+      if (a.name() == "num_scan_inputs")
+        scanInputs = a.i();
+    if (scanInputs < 0 || scanInputs > node.input_size())
+      return;
+    unsigned state = node.input_size() - scanInputs;
+    source = [state](unsigned i) {
+      return std::make_pair((int)i, i >= state);
+    };
+  } else {
+    return;
+  }
+  for (unsigned i = 0; i < resultTypes.size(); ++i) {
+    if (!isa<UnknownType>(resultTypes[i]))
+      continue;
+    auto [index, isStacked] = source(i);
+    Type merged;
+    for (ArrayRef<Type> outs : subgraphOutputs) {
+      if (index >= (int)outs.size() || isa<UnknownType>(outs[index]))
+        continue;
+      Type t = isStacked ? stacked(outs[index]) : outs[index];
+      if (!t || (merged && merged != t)) {
+        // Branches disagree: keep the element type when they share one.
+        if (t && merged && stacked(t) && stacked(t) == stacked(merged))
+          merged = stacked(t);
+        else
+          return;
+      } else if (!merged) {
+        merged = t;
+      }
+    }
+    if (merged)
+      resultTypes[i] = merged;
+  }
+}
+
 Type Importer::inferResultType(const OnnxOpSchema *schema,
                                unsigned resultIndex, ArrayRef<Value> operands,
                                const NamedAttrList &onnxAttrs) {
@@ -1082,6 +1150,7 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   // Subgraphs.
   NamedAttrList subgraphInfos;
   llvm::StringMap<int> graphsSeen; // index into a GRAPHS list
+  SmallVector<SmallVector<Type>> subgraphOutputs; // per imported region
   for (onnx::AttributeProto *g : regionAttrs) {
     Region *region = state.addRegion();
     if (!g)
@@ -1104,7 +1173,10 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
                            /*isMain=*/false, subResults)))
       return failure();
     subgraphInfos.set(infoKey, info.getDictionary(ctx));
+    subgraphOutputs.push_back(std::move(subResults));
   }
+  if (typedOp)
+    refineControlFlowResultTypes(node, subgraphOutputs, state.types);
   if (!subgraphInfos.empty())
     state.addAttribute(attrs::kSubgraphs, subgraphInfos.getDictionary(ctx));
 

@@ -41,6 +41,12 @@ struct Vertex {
   StringRef constraint;
   SmallVector<unsigned, 4> inPorts, outPorts;
   SmallVector<unsigned, 4> fanin, fanout;
+  /// Control-flow groups (If/Loop/Scan): besides the node's own ports, the
+  /// body terminators' operands it consumes and the body arguments it
+  /// defines. One group is one value across the boundary (and across loop
+  /// iterations), so all its members have one type.
+  SmallVector<OpOperand *, 2> extraIns;
+  SmallVector<Value, 2> extraOuts;
   bool isF32 = false;    ///< its ports are f32 tensors now
   bool supports = false; ///< the constraint allows the low type
 };
@@ -53,7 +59,9 @@ struct NodeInfo {
   AMPList list = AMPList::None;
   bool processable = false;
   bool keep = false;       ///< keep-fp32
-  bool structural = false; ///< nested in, or holding, a subgraph
+  /// Holds subgraphs the pass cannot see through (not If/Loop/Scan): the
+  /// node stays fp32 and its subgraphs' boundaries keep their types.
+  bool structural = false;
   SmallVector<unsigned, 2> vertices;
   /// The vertex of input port i is portVertex[ports + i], that of output
   /// port i portVertex[ports + numInputs + i]; -1 for none.
@@ -96,7 +104,8 @@ public:
   void run() {
     collect();
     paint();
-    rewrite();
+    if (!nothingToDo)
+      rewrite();
     record();
   }
 
@@ -113,6 +122,7 @@ private:
   }
 
   void collect();
+  void addControlFlowGroups(unsigned n);
   void paint();
   void rewrite();
   void record();
@@ -138,6 +148,15 @@ private:
   int outVertex(const NodeInfo &n, unsigned i) const {
     return portVertex[n.ports + n.numInputs + i];
   }
+  /// The vertex consuming `use`: a node's input port, or a body terminator
+  /// operand of a control-flow group; -1 for none.
+  int consumerVertex(OpOperand &use) const {
+    auto it = nodeIndex.find(use.getOwner());
+    if (it != nodeIndex.end())
+      return inVertex(nodes[it->second], use.getOperandNumber());
+    auto u = useVertex.find(&use);
+    return u == useVertex.end() ? -1 : (int)u->second;
+  }
 
   GraphOp graph;
   const AMPLists &lists;
@@ -146,6 +165,9 @@ private:
   const llvm::StringSet<> &keepNames;
   AMPReport &report;
   bool records; ///< fill report.nodes and report.casts (report= or dot=)
+  /// No allow-list vertex: the graph is left unchanged (Grappler's "No
+  /// allowlist ops found, nothing to do").
+  bool nothingToDo = false;
   Type lowType, f32Type;
   StringAttr nodeNameId, outputNamesId;
 
@@ -153,6 +175,7 @@ private:
   DenseMap<Operation *, unsigned> nodeIndex;
   std::vector<int> portVertex;
   std::vector<Vertex> vertices;
+  DenseMap<OpOperand *, unsigned> useVertex; ///< terminator operands
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
   std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
@@ -219,6 +242,7 @@ void AMPGraphRewriter::collectUsedNames() {
           addValue(s.getValue());
     if (auto init = dyn_cast<InitializerOp>(op))
       addValue(init.getNameAttr().getValue());
+    forEachSubgraphIOName(op, addValue);
   });
 }
 
@@ -248,8 +272,7 @@ void AMPGraphRewriter::collect() {
       info.name = n.getValue();
     info.domain = normalizeOnnxDomain(iface.getOnnxDomain());
     info.opType = iface.getOnnxOpType();
-    info.structural =
-        op->getParentOp() != graph.getOperation() || op->getNumRegions() != 0;
+    info.structural = op->getNumRegions() != 0 && !isa<IfOp, LoopOp, ScanOp>(op);
     info.keep = isKept(info.name);
     info.processable = !info.structural && !info.keep;
     if (op->getParentOp() == graph.getOperation() &&
@@ -290,6 +313,10 @@ void AMPGraphRewriter::collect() {
     NodeInfo &info = nodes[n];
     if (!info.processable || !info.schema)
       continue;
+    if (info.op->getNumRegions()) {
+      addControlFlowGroups(n);
+      continue;
+    }
     const OnnxOpSchema &schema = *info.schema;
     SmallVector<std::pair<StringRef, unsigned>, 4> byConstraint;
     auto vertexFor = [&](const OnnxParamSchema *param) -> int {
@@ -351,26 +378,153 @@ void AMPGraphRewriter::collect() {
       look(op->getOperand(p).getType());
     for (unsigned p : v.outPorts)
       look(op->getResult(p).getType());
+    for (OpOperand *use : v.extraIns)
+      look(use->get().getType());
+    for (Value value : v.extraOuts)
+      look(value.getType());
     v.isF32 = anyF32 && !other;
   }
 
-  // Edges follow SSA use-def: producer output port -> consumer input port.
+  // Edges follow SSA use-def: producer output port -> consumer input port
+  // (body arguments and terminator operands for control-flow groups).
   for (unsigned vi = 0; vi < vertices.size(); ++vi) {
-    Vertex &v = vertices[vi];
-    Operation *op = nodes[v.node].op;
-    for (unsigned p : v.outPorts)
-      for (OpOperand &use : op->getResult(p).getUses()) {
-        auto it = nodeIndex.find(use.getOwner());
-        if (it == nodeIndex.end())
-          continue;
-        int ci = inVertex(nodes[it->second], use.getOperandNumber());
+    Operation *op = nodes[vertices[vi].node].op;
+    auto addUses = [&](Value value) {
+      for (OpOperand &use : value.getUses()) {
+        int ci = consumerVertex(use);
         if (ci < 0)
           continue;
+        Vertex &v = vertices[vi];
         if (!llvm::is_contained(v.fanout, (unsigned)ci)) {
           v.fanout.push_back(ci);
           vertices[ci].fanin.push_back(vi);
         }
       }
+    };
+    for (unsigned p : vertices[vi].outPorts)
+      addUses(op->getResult(p));
+    for (unsigned k = 0; k < vertices[vi].extraOuts.size(); ++k)
+      addUses(vertices[vi].extraOuts[k]);
+  }
+}
+
+void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
+  NodeInfo &info = nodes[n];
+  Operation *op = info.op;
+  // Every region one block ending in a terminator (an empty If branch or a
+  // malformed body leaves the node opaque, as an unknown holder is).
+  SmallVector<Operation *, 2> terms;
+  for (Region &r : op->getRegions()) {
+    if (!r.hasOneBlock() || r.front().empty() ||
+        !r.front().back().hasTrait<OpTrait::IsTerminator>()) {
+      info.structural = true;
+      info.processable = false;
+      return;
+    }
+    terms.push_back(&r.front().back());
+  }
+  // The type constraint of the carried values (`V`): whether it has the low
+  // type depends on the opset version (bfloat16 from Loop/If/Scan-13).
+  const OnnxParamSchema *param = info.schema->getOutputParam(0);
+  const OnnxTypeConstraintSchema *tc =
+      param ? info.schema->findConstraint(param->typeStr) : nullptr;
+  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+  bool supports = tc && llvm::is_contained(tc->getAllowedTypes(), low);
+  StringRef constraint = tc ? StringRef(tc->name) : StringRef("V");
+
+  struct Member {
+    int inPort = -1, outPort = -1;
+    SmallVector<OpOperand *, 2> yields;
+    SmallVector<Value, 1> args;
+  };
+  SmallVector<Member> groups;
+  auto arg = [&](unsigned region, unsigned i) -> Value {
+    return op->getRegion(region).getArgument(i);
+  };
+  auto yield = [&](unsigned region, unsigned i) -> OpOperand * {
+    return &terms[region]->getOpOperand(i);
+  };
+  unsigned numIn = op->getNumOperands(), numOut = op->getNumResults();
+  bool ok = true;
+  if (isa<IfOp>(op)) {
+    // Result i = then/else output i.
+    for (Operation *t : terms)
+      ok &= t->getNumOperands() == numOut;
+    for (unsigned i = 0; ok && i < numOut; ++i) {
+      Member m;
+      m.outPort = i;
+      for (unsigned r = 0; r < terms.size(); ++r)
+        m.yields.push_back(yield(r, i));
+      groups.push_back(std::move(m));
+    }
+  } else if (isa<LoopOp>(op)) {
+    // Operands (M, cond, v_initial...N); body arguments (iter, cond, v...N);
+    // body outputs (cond, v...N, scan...K); results (v...N, scan...K).
+    unsigned carried = numIn >= 2 ? numIn - 2 : 0;
+    ok = numIn >= 2 && op->getRegion(0).getNumArguments() == numIn &&
+         terms[0]->getNumOperands() == 1 + numOut && numOut >= carried;
+    for (unsigned j = 0; ok && j < numOut; ++j) {
+      Member m;
+      m.outPort = j;
+      m.yields.push_back(yield(0, 1 + j));
+      if (j < carried) {
+        m.inPort = 2 + j;
+        m.args.push_back(arg(0, 2 + j));
+      }
+      groups.push_back(std::move(m));
+    }
+  } else if (auto scan = dyn_cast<ScanOp>(op)) {
+    // Operands (state...N, scan inputs...M); body arguments the same; body
+    // outputs (state...N, scan outputs...K); results the same.
+    int64_t m = (int64_t)scan.getNumScanInputs().value_or(~0ull >> 1);
+    ok = m >= 0 && m <= (int64_t)numIn &&
+         op->getRegion(0).getNumArguments() == numIn &&
+         terms[0]->getNumOperands() == numOut;
+    unsigned state = ok ? numIn - m : 0;
+    ok &= state <= numOut;
+    for (unsigned i = 0; ok && i < numIn; ++i) {
+      Member g;
+      g.inPort = i;
+      g.args.push_back(arg(0, i));
+      if (i < state) {
+        g.outPort = i;
+        g.yields.push_back(yield(0, i));
+      }
+      groups.push_back(std::move(g));
+    }
+    for (unsigned k = state; ok && k < numOut; ++k) {
+      Member g;
+      g.outPort = k;
+      g.yields.push_back(yield(0, k));
+      groups.push_back(std::move(g));
+    }
+  }
+  if (!ok) {
+    info.structural = true;
+    info.processable = false;
+    return;
+  }
+  for (Member &m : groups) {
+    unsigned index = vertices.size();
+    Vertex v;
+    v.node = n;
+    v.constraint = constraint;
+    v.supports = supports;
+    if (m.inPort >= 0) {
+      v.inPorts.push_back(m.inPort);
+      portVertex[info.ports + m.inPort] = index;
+    }
+    if (m.outPort >= 0) {
+      v.outPorts.push_back(m.outPort);
+      portVertex[info.ports + info.numInputs + m.outPort] = index;
+    }
+    for (OpOperand *use : m.yields) {
+      v.extraIns.push_back(use);
+      useVertex[use] = index;
+    }
+    v.extraOuts.append(m.args.begin(), m.args.end());
+    vertices.push_back(std::move(v));
+    info.vertices.push_back(index);
   }
 }
 
@@ -429,6 +583,11 @@ void AMPGraphRewriter::paint() {
     if (l == AMPList::Deny || l == AMPList::Infer)
       denyOrInferOps.push_back(v);
   }
+  if (allowOps.empty()) {
+    nothingToDo = true;
+    return;
+  }
+  report.foundAllowOps = true;
 
   // Pass 2: deny forward through clear/infer, only along paths that end at
   // a deny or infer op.
@@ -538,12 +697,7 @@ void AMPGraphRewriter::paint() {
     Value result = info.op->getResult(0);
     bool allLow = !result.use_empty();
     for (OpOperand &use : result.getUses()) {
-      auto ni = nodeIndex.find(use.getOwner());
-      if (ni == nodeIndex.end()) {
-        allLow = false;
-        break;
-      }
-      int vi = inVertex(nodes[ni->second], use.getOperandNumber());
+      int vi = consumerVertex(use);
       if (vi < 0 || !allow[vi]) {
         allLow = false;
         break;
@@ -593,8 +747,8 @@ StringAttr AMPGraphRewriter::uniqueNameAttr(DenseSet<StringRef> &used,
 bool AMPGraphRewriter::isLowOnlySource(Value value) {
   // Graph inputs, initializers and Constant nodes: their casts are "Const
   // and Variable casts" and do not count in the summary.
-  if (isa<BlockArgument>(value))
-    return true;
+  if (auto arg = dyn_cast<BlockArgument>(value)) // not a subgraph's input
+    return arg.getOwner()->getParentOp() == graph.getOperation();
   Operation *op = value.getDefiningOp();
   return isa<InitializerOp, ConstantOp>(op);
 }
@@ -709,17 +863,20 @@ void AMPGraphRewriter::rewrite() {
     Vertex &v = vertices[vi];
     NodeInfo &info = nodes[v.node];
     info.converted = true;
-    for (unsigned p : v.outPorts) {
-      Value r = info.op->getResult(p);
+    auto lower = [&](Value r) {
       auto t = dyn_cast<TensorType>(r.getType());
       if (!t || t.getElementType() != f32Type)
-        continue;
+        return;
       originalTypes[r] = t;
       Type &lowT = lowered[t];
       if (!lowT)
         lowT = t.clone(lowType);
       r.setType(lowT);
-    }
+    };
+    for (unsigned p : v.outPorts)
+      lower(info.op->getResult(p));
+    for (Value arg : v.extraOuts) // body arguments of a control-flow group
+      lower(arg);
     if (auto cast = dyn_cast<CastOp>(info.op))
       cast.setToAttr(
           OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
@@ -767,12 +924,9 @@ void AMPGraphRewriter::rewrite() {
       if (!cur)
         continue;
       Type want;
-      bool lowConsumer = false;
-      if (info) {
-        int vi = inVertex(*info, operand.getOperandNumber());
-        if (vi >= 0 && allow[vi])
-          lowConsumer = true;
-      }
+      int vi = info ? inVertex(*info, operand.getOperandNumber())
+                    : consumerVertex(operand);
+      bool lowConsumer = vi >= 0 && allow[vi];
       if (lowConsumer)
         want = lowType;
       else if (cur != lowType) // values in originalTypes are all low now
@@ -786,8 +940,15 @@ void AMPGraphRewriter::rewrite() {
       // An existing Cast of the value to `want` is the cast other consumers
       // reuse; its own input stays as it is (no self-recurring cast).
       Value casted = getCast(value, want, op);
-      if (casted.getDefiningOp() != op)
-        operand.set(casted);
+      if (casted.getDefiningOp() == op)
+        continue;
+      operand.set(casted);
+      // A subgraph output is named after the value its terminator returns.
+      Operation *holder = op->getParentOp();
+      if (!info && op->hasTrait<OpTrait::IsTerminator>() &&
+          holder != graph.getOperation())
+        setSubgraphOutputName(holder, op->getParentRegion()->getRegionNumber(),
+                              operand.getOperandNumber(), valueName(casted));
     }
   }
 
@@ -852,9 +1013,7 @@ void AMPGraphRewriter::record() {
             .str();
 
     if (info.structural)
-      rec.reason = info.op->getNumRegions()
-                       ? "has subgraphs: treated as fp32"
-                       : "inside a subgraph: treated as fp32";
+      rec.reason = "has subgraphs of unknown semantics: treated as fp32";
     else if (info.keep)
       rec.reason = "keep-fp32";
     else if (info.retargetedCast && info.converted)
@@ -867,6 +1026,8 @@ void AMPGraphRewriter::record() {
       rec.reason = listed + ", but no ONNX schema: fp32";
     else if (info.list == AMPList::Deny)
       rec.reason = listed;
+    else if (nothingToDo)
+      rec.reason = "stays fp32: no allow-list node in the graph, nothing to do";
     else if (isDenied) {
       int root = denyRoot[deniedVertex], via = paintFrom[deniedVertex];
       rec.reason = "blocked by deny node " + nodeNameOf(root);
@@ -990,8 +1151,13 @@ struct AutoMixedPrecisionPass
       rewriter.run();
     }
 
-    if (summary)
-      rep.printSummary(llvm::errs());
+    if (summary) {
+      if (rep.foundAllowOps)
+        rep.printSummary(llvm::errs());
+      else
+        llvm::errs() << "auto-mixed-precision: no allowlist ops found, nothing "
+                        "to do\n";
+    }
     if (!report.empty())
       if (llvm::Error err = rep.writeJSON(report)) {
         module.emitError() << "auto-mixed-precision: "

@@ -46,6 +46,10 @@ struct AMPReport {
   AMPSummary summary;
   std::vector<AMPNodeRecord> nodes;
   std::vector<AMPCastRecord> casts;
+  /// Whether any graph had an allow-list node to convert. Without one the
+  /// pass leaves the module unchanged and, as Grappler does, prints no
+  /// summary ("No allowlist ops found, nothing to do").
+  bool foundAllowOps = false;
 
   /// The stable seven-line summary text.
   void printSummary(llvm::raw_ostream &os) const;

@@ -26,6 +26,19 @@ namespace amp::train {
 /// the producing node's output name, or a name made from the node's name.
 std::string getOnnxValueName(GraphOp graph, mlir::Value value);
 
+/// Renames output `index` of the subgraph held by region `regionIndex` of
+/// `holder` (If/Loop/Scan or any op with graph attributes) to `name`, the
+/// name of the value its terminator now returns. Subgraph outputs are
+/// positional, so the name is local to the subgraph. Does nothing when the
+/// holder records no outputs for that region.
+void setSubgraphOutputName(mlir::Operation *holder, unsigned regionIndex,
+                           unsigned index, llvm::StringRef name);
+
+/// Calls `fn` with the name of every input and output of the subgraphs that
+/// `holder` records (none for an op without subgraphs).
+void forEachSubgraphIOName(mlir::Operation *holder,
+                           llvm::function_ref<void(llvm::StringRef)> fn);
+
 class GraphEditor {
 public:
   explicit GraphEditor(GraphOp graph);
