@@ -70,3 +70,10 @@ config.substitutions.append(
 config.substitutions.append(
     ("%amp_plugin", os.path.join(config.amp_obj_root, "lib",
                                  "AmpMLIRPlugin" + config.llvm_shlib_ext)))
+# The runtime library (lib/Runtime) and the kernel list the harness reads.
+config.substitutions.append(
+    ("%amprt_lib", os.path.join(config.amp_obj_root, "lib",
+                                "libAmpRuntime" + config.llvm_shlib_ext)))
+config.substitutions.append(
+    ("%amprt_ops_def", os.path.join(config.amp_src_root, "include", "amp",
+                                    "Runtime", "Ops.def")))

@@ -1,0 +1,852 @@
+"""Compute kernels of the amp runtime against float64 numpy references.
+
+Fresh random inputs every run (the seed is printed; --seed reproduces). Each
+kernel runs in f32, f16 and bf16 storage. The reference takes the inputs as
+stored (already rounded to the dtype) and computes in float64; the kernel's
+output must satisfy
+
+    |out - ref| <= 2 u(dt) |ref| + (terms + 4) 2^-24 scale
+
+with u = 2^-24, 2^-11, 2^-8 (f32, f16, bf16) the rounding of the single
+final store, `terms` the number of f32 terms summed into an element and
+`scale` their magnitude (e.g. |A| @ |B| for a GEMM). Gradient kernels are
+checked against analytic float64 references and, on small shapes, against
+central finite differences of the float64 forward reference.
+"""
+
+import sys
+
+import numpy as np
+from math import erf, sqrt, pi
+
+from runtime_harness import Runtime, Buf, window, tensor_array, i64s
+
+FLOATS = ("f32", "f16", "bf16")
+verf = np.vectorize(erf)
+
+
+def fd_grad(f, x, dy, h=1e-6):
+    """d/dx sum(f(x) * dy), central differences in float64."""
+    g = np.zeros_like(x)
+    flat = x.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + h
+        p = np.sum(f(x) * dy)
+        flat[i] = old - h
+        m = np.sum(f(x) * dy)
+        flat[i] = old
+        g.reshape(-1)[i] = (p - m) / (2 * h)
+    return g
+
+
+def fd_close(what, got, want, rtol=2e-3):
+    got = np.asarray(got, np.float64)
+    scale = np.max(np.abs(want)) + 1e-12
+    err = np.max(np.abs(got - want)) / scale
+    assert err < rtol, "%s: finite-difference mismatch %.3g" % (what, err)
+
+
+# ---------------------------------------------------------------------------
+# Elementwise
+# ---------------------------------------------------------------------------
+
+def gelu(x):
+    return 0.5 * x * (1 + verf(x / sqrt(2)))
+
+
+def fast_gelu(x):
+    return 0.5 * x * (1 + np.tanh(sqrt(2 / pi) * (x + 0.044715 * x ** 3)))
+
+
+UNARY = {
+    "neg": (lambda x: -x, None), "abs": (np.abs, None),
+    "relu": (lambda x: np.maximum(x, 0), None),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), None),
+    "tanh": (np.tanh, None), "exp": (np.exp, None),
+    "log": (np.log, "pos"), "sqrt": (np.sqrt, "pos"),
+    "reciprocal": (lambda x: 1 / x, "pos"),
+    "gelu": (gelu, None), "fast_gelu": (fast_gelu, None),
+}
+
+
+def test_unary(rt):
+    for name, (f, dom) in UNARY.items():
+        for dt in FLOATS:
+            shape = (3, 7, 11)
+            if dom == "pos":
+                x = rt.uniform(shape, dt, 0.05, 4)
+            else:
+                x = rt.randn(shape, dt, 2.0)
+            y = rt.empty(shape, dt)
+            rt.ok(name, x.ref, y.ref)
+            ref = f(x.f64())
+            sc = np.maximum(np.abs(ref), 1.0) if name in ("log",) else None
+            # erf/tanh cancel near 0 in gelu: judge against |x|.
+            if name in ("gelu", "fast_gelu"):
+                sc = np.abs(x.f64())
+            rt.close(name, y, ref, dt, scale=sc, terms=8)
+    # Mixed dtypes: f16 in, f32 out (no rounding to f16 in between).
+    x = rt.randn((50,), "f16")
+    y = rt.empty((50,), "f32")
+    rt.ok("sigmoid", x.ref, y.ref)
+    rt.close("sigmoid_f16_to_f32", y, 1 / (1 + np.exp(-x.f64())), "f32",
+             terms=8)
+
+
+def test_binary_broadcast(rt):
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+           "div": np.divide, "pow": np.power}
+    shapes = [((4, 5), (4, 5)), ((4, 5), ()), ((2, 1, 5), (3, 1)),
+              ((5,), (3, 4, 5)), ((1, 6), (6, 1))]
+    for name, f in ops.items():
+        for sa, sb in shapes:
+            for dt in FLOATS:
+                if name == "pow":
+                    a = rt.uniform(sa, dt, 0.5, 2)
+                    b = rt.uniform(sb, dt, -2, 2)
+                elif name == "div":
+                    a = rt.randn(sa, dt)
+                    b = rt.uniform(sb, dt, 0.5, 2) 
+                else:
+                    a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+                so = np.broadcast_shapes(sa, sb)
+                y = rt.empty(so, dt)
+                rt.ok(name, a.ref, b.ref, y.ref)
+                ref = f(a.f64(), b.f64())
+                sc = (np.abs(a.f64()) + np.abs(b.f64())) if name in (
+                    "add", "sub") else None
+                rt.close(name, y, ref, dt, scale=sc, terms=4)
+    # Integer math: truncating Div, Mod with the divisor's sign.
+    a = rt.rng.integers(-50, 50, (3, 4))
+    b = rt.rng.integers(1, 9, (4,)) * rt.rng.choice([-1, 1], 4)
+    for dt in ("i64", "i32"):
+        for name, want in (("add", a + b), ("sub", a - b), ("mul", a * b),
+                           ("div", np.trunc(a / b).astype(np.int64)),
+                           ("mod", np.mod(a, b))):
+            y = rt.empty((3, 4), dt)
+            rt.ok(name, Buf(a, dt).ref, Buf(b, dt).ref, y.ref)
+            rt.equal(name + " " + dt, y.arr, want)
+    rt.fails("div", Buf(a, "i64").ref, Buf(np.zeros(4), "i64").ref,
+             rt.empty((3, 4), "i64").ref, match="division by zero")
+
+
+GRADS = {
+    "relu_grad": (lambda x: np.maximum(x, 0), False),
+    "sigmoid_grad": (lambda x: 1 / (1 + np.exp(-x)), True),
+    "tanh_grad": (np.tanh, True),
+    "gelu_grad": (gelu, False),
+    "fast_gelu_grad": (fast_gelu, False),
+}
+
+
+def test_activation_grads(rt):
+    for name, (f, takes_output) in GRADS.items():
+        for dt in FLOATS:
+            shape = (6, 9)
+            x = rt.randn(shape, dt, 2.0)
+            dy = rt.randn(shape, dt)
+            xin = rt.buf(f(x.f64()), dt) if takes_output else x
+            dx = rt.empty(shape, dt)
+            rt.ok(name, dy.ref, xin.ref, dx.ref)
+            xv, g = x.f64(), dy.f64()
+            if name == "relu_grad":
+                ref = g * (xv > 0)
+            elif takes_output:
+                yv = xin.f64()
+                ref = g * yv * (1 - yv) if name == "sigmoid_grad" else \
+                    g * (1 - yv * yv)
+            else:
+                h = 1e-6
+                ref = g * (f(xv + h) - f(xv - h)) / (2 * h)
+            rt.close(name, dx, ref, dt, scale=np.abs(g) * 2, terms=16)
+        # Finite differences of the forward, f32 kernel.
+        if name != "relu_grad" and not takes_output:
+            x = rt.randn((20,), "f32")
+            dy = rt.randn((20,), "f32")
+            dx = rt.empty((20,), "f32")
+            rt.ok(name, dy.ref, x.ref, dx.ref)
+            fd_close(name, dx.f64(), fd_grad(f, x.f64().copy(), dy.f64()))
+
+
+def test_sum_scale_where_identity(rt):
+    for dt in FLOATS:
+        ins = [rt.randn(s, dt) for s in ((3, 4), (4,), (3, 1))]
+        y = rt.empty((3, 4), dt)
+        rt.ok("sum", tensor_array(ins), 3, y.ref)
+        ref = sum(i.f64() for i in ins)
+        rt.close("sum", y, ref, dt, scale=sum(np.abs(i.f64()) for i in ins),
+                 terms=3)
+        x = rt.randn((5, 3), dt)
+        s = rt.buf(np.array(3.0), "f32")
+        for down in (0, 1):
+            y = rt.empty((5, 3), dt)
+            rt.ok("scale", x.ref, s.ref, down, y.ref)
+            rt.close("scale", y, x.f64() / 3 if down else x.f64() * 3, dt,
+                     terms=2)
+    c = Buf(rt.rng.integers(0, 2, (2, 1, 4)), "bool")
+    for dt in ("f32", "f16", "i64", "bool"):
+        a = Buf(rt.rng.integers(0, 2, (3, 4)) if dt == "bool" else
+                rt.rng.standard_normal((3, 4)) * 10, dt)
+        b = Buf(rt.rng.integers(0, 2, (4,)) if dt == "bool" else
+                rt.rng.standard_normal((4,)) * 10, dt)
+        y = rt.empty((2, 3, 4), dt)
+        rt.ok("where", c.ref, a.ref, b.ref, y.ref)
+        rt.equal("where " + dt, y.arr, np.where(c.arr.astype(bool), a.arr,
+                                                b.arr))
+        y = rt.empty((3, 4), dt)
+        rt.ok("identity", a.ref, y.ref)
+        rt.equal("identity " + dt, y.arr, a.arr)
+    x = Buf(np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32), "f32")
+    for name, want in (("isnan", [0, 1, 0, 0, 0]), ("isinf", [0, 0, 1, 1, 0])):
+        y = rt.empty((5,), "bool")
+        rt.ok(name, x.ref, y.ref)
+        rt.equal(name, y.arr, want)
+    y = rt.empty((5,), "bool")
+    rt.ok("logical_not", Buf(np.array([0, 1, 1, 0, 1]), "bool").ref, y.ref)
+    rt.equal("logical_not", y.arr, [1, 0, 0, 1, 0])
+
+
+# ---------------------------------------------------------------------------
+# Gemm / MatMul
+# ---------------------------------------------------------------------------
+
+def test_gemm(rt):
+    for dt in FLOATS:
+        for ta in (0, 1):
+            for tb in (0, 1):
+                M, K, N = 37, 70, 29
+                a = rt.randn((K, M) if ta else (M, K), dt)
+                b = rt.randn((N, K) if tb else (K, N), dt)
+                for cshape in (None, (N,), (M, 1), (M, N)):
+                    c = rt.randn(cshape, dt) if cshape else None
+                    y = rt.empty((M, N), dt)
+                    alpha, beta = 0.75, (1.5 if c else 0.0)
+                    rt.ok("gemm", a.ref, b.ref, c.ref if c else None, y.ref,
+                          ta, tb, alpha, beta)
+                    A = a.f64().T if ta else a.f64()
+                    B = b.f64().T if tb else b.f64()
+                    ref = alpha * A @ B
+                    sc = abs(alpha) * np.abs(A) @ np.abs(B)
+                    if c:
+                        ref = ref + beta * c.f64()
+                        sc = sc + abs(beta) * np.abs(c.f64())
+                    rt.close("gemm", y, ref, dt, scale=sc, terms=K)
+    # f16 operands, f32 result: no intermediate rounding to f16.
+    a, b = rt.randn((64, 300), "f16"), rt.randn((300, 8), "f16")
+    y = rt.empty((64, 8), "f32")
+    rt.ok("gemm", a.ref, b.ref, None, y.ref, 0, 0, 1.0, 0.0)
+    rt.close("gemm_f16_in_f32_out", y, a.f64() @ b.f64(), "f32",
+             scale=np.abs(a.f64()) @ np.abs(b.f64()), terms=300)
+
+
+def test_matmul(rt):
+    cases = [((5, 7), (7, 3)), ((2, 5, 7), (7, 3)), ((7,), (7, 3)),
+             ((5, 7), (7,)), ((2, 1, 5, 7), (3, 7, 4)), ((4, 6, 8), (4, 8, 2))]
+    for dt in FLOATS:
+        for sa, sb in cases:
+            a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+            ref = np.matmul(a.f64(), b.f64())
+            y = rt.empty(ref.shape, dt)
+            rt.ok("matmul", a.ref, b.ref, y.ref)
+            rt.close("matmul", y, ref, dt,
+                     scale=np.matmul(np.abs(a.f64()), np.abs(b.f64())),
+                     terms=sa[-1])
+        for ta, tb in ((0, 1), (1, 0), (1, 1)):
+            a = rt.randn((3, 9, 5) if ta else (3, 5, 9), dt)
+            b = rt.randn((6, 9) if tb else (9, 6), dt)
+            A = np.swapaxes(a.f64(), -1, -2) if ta else a.f64()
+            B = b.f64().T if tb else b.f64()
+            y = rt.empty((3, 5, 6), dt)
+            rt.ok("fused_matmul", a.ref, b.ref, y.ref, ta, tb, 0.5)
+            rt.close("fused_matmul", y, 0.5 * A @ B, dt,
+                     scale=0.5 * np.abs(A) @ np.abs(B), terms=9)
+    rt.fails("matmul", rt.randn((3, 4), "f32").ref,
+             rt.randn((5, 6), "f32").ref, rt.empty((3, 6), "f32").ref,
+             status=3, match="inner dimensions")
+
+
+# ---------------------------------------------------------------------------
+# Conv and pools
+# ---------------------------------------------------------------------------
+
+def conv_ref(x, w, b, strides, pads, dil, group):
+    N, C, H, W = x.shape
+    M, Cg, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dil
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    Ho = (H + pads[0] + pads[2] - (dh * (kh - 1) + 1)) // sh + 1
+    Wo = (W + pads[1] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
+    y = np.zeros((N, M, Ho, Wo))
+    Mg = M // group
+    for g in range(group):
+        xs = xp[:, g * Cg:(g + 1) * Cg]
+        ws = w[g * Mg:(g + 1) * Mg]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
+                           j * dw:j * dw + sw * (Wo - 1) + 1:sw]
+                y[:, g * Mg:(g + 1) * Mg] += np.einsum("nchw,mc->nmhw", patch,
+                                                       ws[:, :, i, j])
+    if b is not None:
+        y += b[None, :, None, None]
+    return y
+
+
+CONVS = [  # x shape, w shape, strides, pads, dilations, group
+    ((2, 3, 9, 8), (4, 3, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((2, 4, 9, 9), (6, 2, 3, 3), (2, 2), (1, 0, 1, 2), (1, 1), 2),
+    ((1, 6, 8, 8), (6, 1, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 6),
+    ((2, 5, 6, 7), (3, 5, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    ((1, 2, 10, 10), (3, 2, 3, 2), (1, 2), (0, 1, 2, 0), (2, 1), 1),
+]
+
+
+def test_conv_forward_and_grad(rt):
+    for dt in FLOATS:
+        for xs, ws, st, pd, dl, grp in CONVS:
+            x, w, b = rt.randn(xs, dt), rt.randn(ws, dt), rt.randn(ws[:1], dt)
+            win = window(ws[2:], st, pd, dl, grp)
+            ref = conv_ref(x.f64(), w.f64(), b.f64(), st, pd, dl, grp)
+            y = rt.empty(ref.shape, dt)
+            rt.ok("conv", x.ref, w.ref, b.ref, y.ref, win)
+            sc = conv_ref(np.abs(x.f64()), np.abs(w.f64()), np.abs(b.f64()),
+                          st, pd, dl, grp)
+            terms = ws[1] * ws[2] * ws[3] + 1
+            rt.close("conv", y, ref, dt, scale=sc, terms=terms)
+            # Gradients: the adjoint of the (linear) forward, in float64:
+            # dx = J_x^T dy and dw = J_w^T dy computed from conv_ref itself.
+            dy = rt.randn(ref.shape, dt)
+            dx, dw, db = (rt.empty(xs, dt), rt.empty(ws, dt),
+                          rt.empty(ws[:1], dt))
+            rt.ok("conv_grad", dy.ref, x.ref, w.ref, dx.ref, dw.ref, db.ref,
+                  win)
+            g = dy.f64()
+            rt.close("conv_grad_db", db, g.sum(axis=(0, 2, 3)), dt,
+                     scale=np.abs(g).sum(axis=(0, 2, 3)), terms=g[:, 0].size)
+            # dw[m,c,i,j] = sum dy * patch: one basis vector at a time.
+            dw_ref = np.zeros(ws)
+            dw_sc = np.zeros(ws)
+            for idx in np.ndindex(*ws):
+                e = np.zeros(ws)
+                e[idx] = 1
+                r = conv_ref(x.f64(), e, None, st, pd, dl, grp)
+                dw_ref[idx] = np.sum(r * g)
+                dw_sc[idx] = np.sum(np.abs(r * g))
+            rt.close("conv_grad_dw", dw, dw_ref, dt, scale=dw_sc,
+                     terms=g[:, 0].size)
+            # dx via the adjoint identity on every basis vector is costly;
+            # use conv_ref's linearity: dx = sum over (n,m,h,w) of dy * w.
+            xv = x.f64()
+            dx_ref = np.zeros(xs)
+            dx_sc = np.zeros(xs)
+            for idx in np.ndindex(*xs[1:]):
+                e = np.zeros((1,) + xs[1:])
+                e[(0,) + idx] = 1
+                r = conv_ref(e, w.f64(), None, st, pd, dl, grp)
+                dx_ref[(slice(None),) + idx] = np.einsum("nmhw,mhw->n", g,
+                                                         r[0])
+                dx_sc[(slice(None),) + idx] = np.einsum(
+                    "nmhw,mhw->n", np.abs(g), np.abs(r[0]))
+            rt.close("conv_grad_dx", dx, dx_ref, dt, scale=dx_sc,
+                     terms=ws[0] * ws[2] * ws[3])
+    # 1-D convolution (NCW).
+    x, w = rt.randn((2, 3, 11), "f32"), rt.randn((4, 3, 3), "f32")
+    win = window([3], [2], [1, 0])
+    ref = conv_ref(x.f64()[:, :, None, :], w.f64()[:, :, None, :], None,
+                   (1, 2), (0, 1, 0, 0), (1, 1), 1)[:, :, 0]
+    y = rt.empty(ref.shape, "f32")
+    rt.ok("conv", x.ref, w.ref, None, y.ref, win)
+    rt.close("conv_1d", y, ref, "f32", scale=np.abs(ref) + 10, terms=9)
+    rt.fails("conv", rt.randn((1, 4, 5, 5), "f32").ref,
+             rt.randn((2, 3, 3, 3), "f32").ref, None,
+             rt.empty((1, 2, 3, 3), "f32").ref, window([3, 3]),
+             status=3, match="group")
+
+
+def pool_windows(x, k, st, pd, fill):
+    N, C, H, W = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pd[0], pd[2]), (pd[1], pd[3])),
+                constant_values=fill)
+    Ho = (H + pd[0] + pd[2] - k[0]) // st[0] + 1
+    Wo = (W + pd[1] + pd[3] - k[1]) // st[1] + 1
+    wins = np.zeros((N, C, Ho, Wo, k[0] * k[1]))
+    for i in range(k[0]):
+        for j in range(k[1]):
+            wins[..., i * k[1] + j] = xp[:, :, i:i + st[0] * (Ho - 1) + 1:st[0],
+                                         j:j + st[1] * (Wo - 1) + 1:st[1]]
+    return wins
+
+
+def test_pools(rt):
+    for dt in FLOATS:
+        for k, st, pd in (((2, 2), (2, 2), (0, 0, 0, 0)),
+                          ((3, 3), (2, 1), (1, 1, 1, 0))):
+            x = rt.randn((2, 3, 7, 6), dt)
+            win = window(k, st, pd)
+            wins = pool_windows(x.f64(), k, st, pd, -np.inf)
+            ref = wins.max(axis=-1)
+            y, ind = rt.empty(ref.shape, dt), rt.empty(ref.shape, "i64")
+            rt.ok("max_pool", x.ref, y.ref, ind.ref, win)
+            rt.equal("max_pool " + dt, y.f64(), ref)
+            rt.equal("max_pool indices " + dt, x.f64().reshape(-1)[ind.arr],
+                     ref)
+            dy = rt.randn(ref.shape, dt)
+            dx = rt.empty(x.shape, dt)
+            rt.ok("max_pool_grad", dy.ref, ind.ref, dx.ref)
+            dref = np.zeros(x.shape).reshape(-1)
+            np.add.at(dref, ind.arr.reshape(-1), dy.f64().reshape(-1))
+            rt.close("max_pool_grad", dx, dref.reshape(x.shape), dt,
+                     scale=np.abs(dref.reshape(x.shape)) + 1, terms=4)
+            for cip in (0, 1):
+                win = window(k, st, pd, count_include_pad=cip)
+                wins = pool_windows(x.f64(), k, st, pd, 0.0)
+                ones = pool_windows(np.ones(x.shape), k, st, pd, 0.0)
+                cnt = (k[0] * k[1]) if cip else ones.sum(axis=-1)
+                ref = wins.sum(axis=-1) / cnt
+                y = rt.empty(ref.shape, dt)
+                rt.ok("average_pool", x.ref, y.ref, win)
+                rt.close("average_pool", y, ref, dt,
+                         scale=np.abs(wins).sum(axis=-1) / cnt, terms=9)
+                # Grad: adjoint identity <avgpool(x), dy> = <x, dx>, plus
+                # finite differences (the pool is linear, so exact).
+                dy = rt.randn(ref.shape, dt)
+                dx = rt.empty(x.shape, dt)
+                rt.ok("average_pool_grad", dy.ref, dx.ref, win)
+                f = lambda v: pool_windows(v, k, st, pd, 0.0).sum(-1) / cnt
+                dref = fd_grad(f, np.zeros(x.shape), dy.f64(), h=0.5)
+                dsc = fd_grad(f, np.zeros(x.shape), np.abs(dy.f64()), h=0.5)
+                rt.close("average_pool_grad", dx, dref, dt, scale=dsc,
+                         terms=9)
+        x = rt.randn((2, 5, 4, 3), dt)
+        y = rt.empty((2, 5, 1, 1), dt)
+        rt.ok("global_average_pool", x.ref, y.ref)
+        rt.close("global_average_pool", y, x.f64().mean(axis=(2, 3),
+                                                        keepdims=True), dt,
+                 scale=np.abs(x.f64()).mean(axis=(2, 3), keepdims=True),
+                 terms=12)
+        dy = rt.randn((2, 5, 1, 1), dt)
+        dx = rt.empty((2, 5, 4, 3), dt)
+        rt.ok("global_average_pool_grad", dy.ref, dx.ref)
+        rt.close("global_average_pool_grad", dx,
+                 np.broadcast_to(dy.f64() / 12, (2, 5, 4, 3)), dt, terms=2)
+
+
+# ---------------------------------------------------------------------------
+# Normalization, softmax, losses, reductions
+# ---------------------------------------------------------------------------
+
+def bn_fwd(x, s, b, eps):
+    ax = (0,) + tuple(range(2, x.ndim))
+    m = x.mean(axis=ax, keepdims=True)
+    v = x.var(axis=ax, keepdims=True)
+    sh = (1, -1) + (1,) * (x.ndim - 2)
+    return (x - m) / np.sqrt(v + eps) * s.reshape(sh) + b.reshape(sh), m, v
+
+
+def test_batch_norm(rt):
+    eps, mom = 1e-5, 0.9
+    for dt in FLOATS:
+        x = rt.randn((4, 3, 5, 2), dt, 2.0)
+        x = rt.buf(x.f64() + 1.5, dt)
+        s, b = rt.randn((3,), dt), rt.randn((3,), dt)
+        rm, rv = rt.randn((3,), "f32"), rt.uniform((3,), "f32", 0.5, 2)
+        y = rt.empty(x.shape, dt)
+        rmo, rvo, sm, si = (rt.empty((3,), "f32") for _ in range(4))
+        rt.ok("batch_norm_training", x.ref, s.ref, b.ref, rm.ref, rv.ref, mom,
+              eps, y.ref, rmo.ref, rvo.ref, sm.ref, si.ref)
+        ref, m, v = bn_fwd(x.f64(), s.f64(), b.f64(), eps)
+        inv = 1 / np.sqrt(v + eps)
+        sh = (1, -1, 1, 1)
+        rt.close("batch_norm_training", y, ref, dt,
+                 scale=(np.abs(x.f64()) + np.abs(m)) * inv *
+                 np.abs(s.f64()).reshape(sh) + np.abs(b.f64()).reshape(sh),
+                 terms=8)
+        rt.close("batch_norm_saved_mean", sm, m.reshape(-1), "f32",
+                 scale=np.abs(x.f64()).mean(axis=(0, 2, 3)), terms=4)
+        rt.close("batch_norm_saved_inv_std", si, inv.reshape(-1), "f32",
+                 terms=4)
+        rt.close("batch_norm_running_mean", rmo,
+                 mom * rm.f64() + (1 - mom) * m.reshape(-1), "f32",
+                 scale=np.abs(rm.f64()) + np.abs(m.reshape(-1)), terms=4)
+        rt.close("batch_norm_running_var", rvo,
+                 mom * rv.f64() + (1 - mom) * v.reshape(-1), "f32", terms=4)
+        # Inference with the running statistics.
+        y2 = rt.empty(x.shape, dt)
+        rt.ok("batch_norm_inference", x.ref, s.ref, b.ref, rm.ref, rv.ref, eps,
+              y2.ref)
+        r2 = (x.f64() - rm.f64().reshape(sh)) / np.sqrt(
+            rv.f64().reshape(sh) + eps) * s.f64().reshape(sh) + \
+            b.f64().reshape(sh)
+        rt.close("batch_norm_inference", y2, r2, dt,
+                 scale=np.abs(r2) + np.abs(b.f64()).reshape(sh) +
+                 (np.abs(x.f64()) + np.abs(rm.f64()).reshape(sh)) *
+                 np.abs(s.f64()).reshape(sh) / np.sqrt(
+                     rv.f64().reshape(sh) + eps), terms=8)
+        # Grad, analytic in float64.
+        dy = rt.randn(x.shape, dt)
+        dx, ds, db = rt.empty(x.shape, dt), rt.empty((3,), dt), \
+            rt.empty((3,), dt)
+        rt.ok("batch_norm_grad", dy.ref, x.ref, s.ref, sm.ref, si.ref, dx.ref,
+              ds.ref, db.ref)
+        g, xh = dy.f64(), (x.f64() - m) * inv
+        ax = (0, 2, 3)
+        rdb, rds = g.sum(axis=ax), (g * xh).sum(axis=ax)
+        rdx = s.f64().reshape(sh) * inv * (g - g.mean(axis=ax, keepdims=True)
+                                           - xh * (g * xh).mean(axis=ax,
+                                                                keepdims=True))
+        rt.close("batch_norm_grad_dbias", db, rdb, dt,
+                 scale=np.abs(g).sum(axis=ax), terms=40)
+        rt.close("batch_norm_grad_dscale", ds, rds, dt,
+                 scale=np.abs(g * xh).sum(axis=ax), terms=40)
+        rt.close("batch_norm_grad_dx", dx, rdx, dt,
+                 scale=np.abs(s.f64()).reshape(sh) * inv *
+                 (np.abs(g) + np.abs(g).mean(axis=ax, keepdims=True) +
+                  np.abs(xh) * np.abs(g * xh).mean(axis=ax, keepdims=True)),
+                 terms=64)
+    # Finite differences of the float64 forward (f32 kernel, small shape).
+    x, s, b = rt.randn((3, 2, 2, 2), "f32"), rt.randn((2,), "f32"), \
+        rt.randn((2,), "f32")
+    sm, si = rt.empty((2,), "f32"), rt.empty((2,), "f32")
+    rt.ok("batch_norm_training", x.ref, s.ref, b.ref, None, None, mom, eps,
+          rt.empty(x.shape, "f32").ref, None, None, sm.ref, si.ref)
+    dy = rt.randn(x.shape, "f32")
+    dx, ds, db = rt.empty(x.shape, "f32"), rt.empty((2,), "f32"), \
+        rt.empty((2,), "f32")
+    rt.ok("batch_norm_grad", dy.ref, x.ref, s.ref, sm.ref, si.ref, dx.ref,
+          ds.ref, db.ref)
+    fd_close("batch_norm_grad dx", dx.f64(), fd_grad(
+        lambda v: bn_fwd(v, s.f64(), b.f64(), eps)[0], x.f64().copy(),
+        dy.f64()))
+    fd_close("batch_norm_grad dscale", ds.f64(), fd_grad(
+        lambda v: bn_fwd(x.f64(), v, b.f64(), eps)[0], s.f64().copy(),
+        dy.f64()))
+
+
+def ln_fwd(x, s, b, axis, eps):
+    ax = tuple(range(axis, x.ndim))
+    m = x.mean(axis=ax, keepdims=True)
+    v = x.var(axis=ax, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * s + (0 if b is None else b), m, v
+
+
+def test_layer_norm(rt):
+    eps = 1e-5
+    for dt in FLOATS:
+        for shape, axis in (((4, 6, 16), -1), ((3, 4, 5), 1)):
+            a = axis % len(shape)
+            x = rt.randn(shape, dt, 3.0)
+            s, b = rt.randn(shape[a:], dt), rt.randn(shape[a:], dt)
+            y = rt.empty(shape, dt)
+            outer = int(np.prod(shape[:a]))
+            mo, io = rt.empty((outer,), "f32"), rt.empty((outer,), "f32")
+            rt.ok("layer_norm", x.ref, s.ref, b.ref, axis, eps, y.ref, mo.ref,
+                  io.ref)
+            ref, m, v = ln_fwd(x.f64(), s.f64(), b.f64(), a, eps)
+            inv = 1 / np.sqrt(v + eps)
+            rt.close("layer_norm", y, ref, dt,
+                     scale=(np.abs(x.f64()) + np.abs(m)) * inv *
+                     np.abs(s.f64()) + np.abs(b.f64()), terms=8)
+            rt.close("layer_norm_mean", mo, m.reshape(-1), "f32",
+                     scale=np.abs(x.f64()).reshape(outer, -1).mean(1),
+                     terms=4)
+            rt.close("layer_norm_inv_std", io, inv.reshape(-1), "f32",
+                     terms=4)
+            dy = rt.randn(shape, dt)
+            dx, ds, db = rt.empty(shape, dt), rt.empty(shape[a:], dt), \
+                rt.empty(shape[a:], dt)
+            rt.ok("layer_norm_grad", dy.ref, x.ref, s.ref, mo.ref, io.ref,
+                  axis, dx.ref, ds.ref, db.ref)
+            g, xh = dy.f64(), (x.f64() - m) * inv
+            red = tuple(range(a)), tuple(range(a, len(shape)))
+            gs = g * s.f64()
+            rdx = inv * (gs - gs.mean(axis=red[1], keepdims=True) -
+                         xh * (gs * xh).mean(axis=red[1], keepdims=True))
+            rt.close("layer_norm_grad_dx", dx, rdx, dt,
+                     scale=inv * (np.abs(gs) + np.abs(gs).mean(
+                         axis=red[1], keepdims=True) + np.abs(xh) * np.abs(
+                         gs * xh).mean(axis=red[1], keepdims=True)),
+                     terms=64)
+            rt.close("layer_norm_grad_dscale", ds, (g * xh).sum(axis=red[0]),
+                     dt, scale=np.abs(g * xh).sum(axis=red[0]), terms=outer)
+            rt.close("layer_norm_grad_dbias", db, g.sum(axis=red[0]), dt,
+                     scale=np.abs(g).sum(axis=red[0]), terms=outer)
+    x, s, b = rt.randn((3, 5), "f32"), rt.randn((5,), "f32"), \
+        rt.randn((5,), "f32")
+    mo, io = rt.empty((3,), "f32"), rt.empty((3,), "f32")
+    rt.ok("layer_norm", x.ref, s.ref, None, -1, eps,
+          rt.empty((3, 5), "f32").ref, mo.ref, io.ref)
+    dy = rt.randn((3, 5), "f32")
+    dx = rt.empty((3, 5), "f32")
+    rt.ok("layer_norm_grad", dy.ref, x.ref, s.ref, mo.ref, io.ref, -1, dx.ref,
+          None, None)
+    fd_close("layer_norm_grad dx", dx.f64(), fd_grad(
+        lambda v: ln_fwd(v, s.f64(), None, 1, eps)[0], x.f64().copy(),
+        dy.f64()))
+
+
+def softmax_ref(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_softmax(rt):
+    for dt in FLOATS:
+        for shape, axis in (((4, 10), -1), ((2, 5, 3), 1), ((3, 4), 0)):
+            x = rt.randn(shape, dt, 3.0)
+            y, ly = rt.empty(shape, dt), rt.empty(shape, dt)
+            rt.ok("softmax", x.ref, axis, y.ref)
+            rt.ok("log_softmax", x.ref, axis, ly.ref)
+            ref = softmax_ref(x.f64(), axis)
+            rt.close("softmax", y, ref, dt, terms=shape[axis] + 8)
+            lref = np.log(ref)
+            rt.close("log_softmax", ly, lref, dt,
+                     scale=np.abs(x.f64()) + np.abs(lref) + 1,
+                     terms=shape[axis] + 8)
+            dy = rt.randn(shape, dt)
+            dx = rt.empty(shape, dt)
+            rt.ok("softmax_grad", dy.ref, y.ref, axis, dx.ref)
+            yv, g = y.f64(), dy.f64()
+            ref = yv * (g - (g * yv).sum(axis=axis, keepdims=True))
+            rt.close("softmax_grad", dx, ref, dt,
+                     scale=yv * (np.abs(g) + (np.abs(g) * yv).sum(
+                         axis=axis, keepdims=True)), terms=shape[axis] + 4)
+    x, dy = rt.randn((3, 6), "f32"), rt.randn((3, 6), "f32")
+    y, dx = rt.empty((3, 6), "f32"), rt.empty((3, 6), "f32")
+    rt.ok("softmax", x.ref, -1, y.ref)
+    rt.ok("softmax_grad", dy.ref, y.ref, -1, dx.ref)
+    fd_close("softmax_grad", dx.f64(), fd_grad(
+        lambda v: softmax_ref(v, -1), x.f64().copy(), dy.f64()))
+
+
+def sce_ref(x, lab, w, red, ign):
+    lp = x - x.max(axis=1, keepdims=True)
+    lp = lp - np.log(np.exp(lp).sum(axis=1, keepdims=True))
+    labc = np.where(lab == ign, 0, lab) if ign is not None else lab
+    picked = np.take_along_axis(lp, labc[:, None], axis=1)[:, 0]
+    wv = w[labc] if w is not None else np.ones(lab.shape)
+    if ign is not None:
+        wv = np.where(lab == ign, 0.0, wv)
+    l = -wv * picked
+    if red == 0:
+        return l, lp
+    if red == 1:
+        return l.sum(), lp
+    return l.sum() / wv.sum(), lp
+
+
+def test_softmax_cross_entropy(rt):
+    for dt in FLOATS:
+        for shape in ((8, 5), (3, 4, 2, 3)):
+            for red in (0, 1, 2):
+                for use_w, ign in ((False, None), (True, 2)):
+                    x = rt.randn(shape, dt, 2.0)
+                    lshape = (shape[0],) + shape[2:]
+                    lab = rt.rng.integers(0, shape[1], lshape)
+                    ldt = "i32" if red == 1 else "i64"
+                    labels = Buf(lab, ldt)
+                    w = rt.uniform((shape[1],), dt, 0.5, 2) if use_w else None
+                    loss = rt.empty(lshape if red == 0 else (), dt)
+                    lp = rt.empty(shape, dt)
+                    rt.ok("softmax_cross_entropy_loss", x.ref, labels.ref,
+                          w.ref if w else None, red, ign is not None,
+                          ign or 0, loss.ref, lp.ref)
+                    ref, lpref = sce_ref(x.f64(), lab,
+                                         w.f64() if w else None, red, ign)
+                    rt.close("softmax_cross_entropy_loss", loss, ref, dt,
+                             terms=16)
+                    rt.close("softmax_cross_entropy_log_prob", lp, lpref, dt,
+                             scale=np.abs(x.f64()) + np.abs(lpref) + 1,
+                             terms=16)
+                    dl = rt.randn(lshape if red == 0 else (), dt)
+                    dx = rt.empty(shape, dt)
+                    rt.ok("softmax_cross_entropy_loss_grad", dl.ref, lp.ref,
+                          labels.ref, w.ref if w else None, red,
+                          ign is not None, ign or 0, dx.ref)
+                    # Reference: derivative of the float64 loss.
+                    p = np.exp(lp.f64())
+                    oh = np.zeros(shape)
+                    np.put_along_axis(oh, np.where(
+                        lab == ign, 0, lab)[:, None] if ign is not None
+                        else lab[:, None], 1.0, axis=1)
+                    wv = (w.f64()[np.where(lab == ign, 0, lab) if ign
+                                  is not None else lab]
+                          if w else np.ones(lshape))
+                    if ign is not None:
+                        wv = np.where(lab == ign, 0.0, wv)
+                    gd = dl.f64() * wv
+                    if red == 2:
+                        gd = gd / wv.sum()
+                    gref = (p - oh) * np.expand_dims(gd, 1)
+                    rt.close("softmax_cross_entropy_loss_grad", dx, gref, dt,
+                             scale=np.abs(np.expand_dims(gd, 1)) * (p + oh),
+                             terms=16)
+    # Finite differences of the loss (mean, weights, ignore_index).
+    x = rt.randn((4, 3), "f32")
+    lab = np.array([0, 2, 1, 2])
+    w = rt.uniform((3,), "f32", 0.5, 2)
+    lp = rt.empty((4, 3), "f32")
+    rt.ok("softmax_cross_entropy_loss", x.ref, Buf(lab, "i64").ref, w.ref, 2,
+          1, 1, rt.empty((), "f32").ref, lp.ref)
+    dx = rt.empty((4, 3), "f32")
+    rt.ok("softmax_cross_entropy_loss_grad", rt.buf(np.array(1.0), "f32").ref,
+          lp.ref, Buf(lab, "i64").ref, w.ref, 2, 1, 1, dx.ref)
+    fd_close("softmax_cross_entropy_loss_grad", dx.f64(), fd_grad(
+        lambda v: sce_ref(v, lab, w.f64(), 2, 1)[0], x.f64().copy(), 1.0))
+    rt.fails("softmax_cross_entropy_loss", x.ref,
+             Buf(np.array([0, 3, 1, 2]), "i64").ref, None, 2, 0, 0,
+             rt.empty((), "f32").ref, None, match="label 3")
+
+
+def test_mse(rt):
+    for dt in FLOATS:
+        x, t = rt.randn((4, 16), dt), rt.randn((4, 16), dt)
+        loss = rt.empty((), dt)
+        rt.ok("mse_loss", x.ref, t.ref, loss.ref)
+        d = x.f64() - t.f64()
+        rt.close("mse_loss", loss, np.mean(d * d), dt, terms=64)
+        dx = rt.empty((4, 16), dt)
+        dl = rt.buf(np.array(0.5), "f32")
+        rt.ok("mse_loss_grad", dl.ref, x.ref, t.ref, dx.ref)
+        rt.close("mse_loss_grad", dx, 0.5 * 2 * d / 64, dt,
+                 scale=(np.abs(x.f64()) + np.abs(t.f64())) / 64, terms=4)
+    x, t = rt.randn((6,), "f32"), rt.randn((6,), "f32")
+    dx = rt.empty((6,), "f32")
+    rt.ok("mse_loss_grad", None, x.ref, t.ref, dx.ref)
+    fd_close("mse_loss_grad", dx.f64(), fd_grad(
+        lambda v: np.mean((v - t.f64()) ** 2), x.f64().copy(), 1.0))
+
+
+def test_reduce(rt):
+    for dt in FLOATS:
+        x = rt.randn((3, 4, 5), dt)
+        for axes, keep in (([1], 0), ([0, 2], 1), ([-1], 0), ([], 0),
+                           ([], 1)):
+            for name, f in (("reduce_sum", np.sum), ("reduce_mean", np.mean)):
+                ref = f(x.f64(), axis=tuple(axes) if axes else None,
+                        keepdims=bool(keep))
+                sc = f(np.abs(x.f64()), axis=tuple(axes) if axes else None,
+                       keepdims=bool(keep))
+                y = rt.empty(np.shape(ref), dt)
+                rt.ok(name, x.ref, i64s(axes), len(axes), keep, 0, y.ref)
+                rt.close(name, y, ref, dt, scale=sc, terms=4)
+        y = rt.empty((3, 4, 5), dt)
+        rt.ok("reduce_sum", x.ref, None, 0, 1, 1, y.ref)  # noop_with_empty
+        rt.equal("reduce_sum noop", y.arr, x.arr)
+    rt.fails("reduce_sum", rt.randn((3, 4), "f32").ref, i64s([2]), 1, 0, 0,
+             rt.empty((3,), "f32").ref, match="axis 2 out of range")
+
+
+# ---------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------
+
+def test_shape_kernels(rt):
+    for dt in ("f32", "f16", "bf16", "i64", "bool", "f64"):
+        raw = rt.rng.integers(0, 2, (2, 3, 4)) if dt == "bool" else \
+            rt.rng.standard_normal((2, 3, 4)) * 5
+        x = Buf(raw, dt) if dt != "bf16" else rt.buf(raw, dt)
+        a = x.arr
+        y = rt.empty((4, 6), dt)
+        rt.ok("reshape", x.ref, y.ref)
+        rt.equal("reshape " + dt, y.arr, a.reshape(4, 6))
+        for perm in ((2, 0, 1), (1, 0, 2), (0, 2, 1)):
+            y = rt.empty(np.transpose(a, perm).shape, dt)
+            rt.ok("transpose", x.ref, i64s(perm), 3, y.ref)
+            rt.equal("transpose " + dt, y.arr, np.transpose(a, perm))
+        y = rt.empty((4, 3, 2), dt)
+        rt.ok("transpose", x.ref, None, 0, y.ref)
+        rt.equal("transpose default " + dt, y.arr, np.transpose(a))
+        parts = [Buf(rt.rng.integers(0, 2, (2, k, 4)), dt) for k in (1, 3, 2)]
+        y = rt.empty((2, 6, 4), dt)
+        rt.ok("concat", tensor_array(parts), 3, 1, y.ref)
+        rt.equal("concat " + dt, y.arr, np.concatenate([p.arr for p in parts],
+                                                       axis=1))
+        idx = rt.rng.integers(-3, 3, (2, 5))
+        for axis in (1, -2):
+            y = rt.empty((2, 2, 5, 4), dt)
+            rt.ok("gather", x.ref, Buf(idx, "i64").ref, axis, y.ref)
+            rt.equal("gather " + dt, y.arr, np.take(a, idx % 3, axis=1))
+        for st, en, ax, sp in (([0, 1], [2, 3], [0, 2], [1, 1]),
+                               ([-1], [-100], [2], [-2]),
+                               ([1, 0], [100, 3], [1, 2], [1, 2]),
+                               ([2], [1], [1], [1])):
+            sl = [slice(None)] * 3
+            for s_, e_, a_, p_ in zip(st, en, ax, sp):
+                sl[a_] = slice(s_, None if e_ == -100 else e_, p_)
+            want = a[tuple(sl)]
+            y = rt.empty(want.shape, dt)
+            rt.ok("slice", x.ref, i64s(st), i64s(en), i64s(ax), i64s(sp),
+                  len(st), y.ref)
+            rt.equal("slice %s %s" % (dt, st), y.arr, want)
+        e = Buf(a[:, :1, :], dt)
+        y = rt.empty((3, 2, 3, 4), dt)
+        rt.ok("expand", e.ref, y.ref)
+        rt.equal("expand " + dt, y.arr, np.broadcast_to(a[:, :1, :],
+                                                        (3, 2, 3, 4)))
+    x = rt.randn((2, 3, 4, 5), "f32")
+    for s, e, want in ((0, 4, [2, 3, 4, 5]), (1, -1, [3, 4]),
+                       (-2, 100, [4, 5])):
+        y = rt.empty((len(want),), "i64")
+        rt.ok("shape", x.ref, s, e, y.ref)
+        rt.equal("shape", y.arr, want)
+    y = rt.empty((), "i64")
+    rt.ok("size", x.ref, y.ref)
+    rt.equal("size", y.arr, 120)
+    for dt in FLOATS:
+        dy = rt.randn((2, 5, 4), dt)
+        idx = rt.rng.integers(0, 3, (2, 5))
+        dx = rt.empty((3, 4), dt)
+        rt.ok("gather_grad", dy.ref, Buf(idx, "i64").ref, 0, dx.ref)
+        ref = np.zeros((3, 4))
+        np.add.at(ref, idx.reshape(-1), dy.f64().reshape(-1, 4))
+        rt.close("gather_grad", dx, ref, dt, scale=np.abs(ref) + 1, terms=10)
+    rt.fails("gather", x.ref, Buf(np.array([5]), "i64").ref, 0,
+             rt.empty((1, 3, 4, 5), "f32").ref, match="index 5")
+    rt.fails("concat", tensor_array([x, rt.randn((2, 3, 4, 6), "f32")]), 2,
+             1, rt.empty((2, 6, 4, 5), "f32").ref, status=3)
+
+
+def test_dropout_and_accumulator(rt):
+    for dt in FLOATS:
+        x = rt.randn((64, 64), dt)
+        ratio = rt.buf(np.array(0.25), "f32")
+        train = Buf(np.array(1), "bool")
+        y, mask = rt.empty(x.shape, dt), rt.empty(x.shape, "bool")
+        rt.ok("dropout", x.ref, ratio.ref, train.ref, 1234, y.ref, mask.ref)
+        m = mask.arr.astype(bool)
+        keep = m.mean()
+        assert abs(keep - 0.75) < 0.03, "dropout kept %.3f" % keep
+        rt.close("dropout", y, np.where(m, x.f64() / 0.75, 0), dt, terms=2)
+        y2, mask2 = rt.empty(x.shape, dt), rt.empty(x.shape, "bool")
+        rt.ok("dropout", x.ref, ratio.ref, train.ref, 1234, y2.ref, mask2.ref)
+        rt.equal("dropout is a function of the seed", mask2.arr, mask.arr)
+        rt.ok("dropout", x.ref, ratio.ref, train.ref, 99, y2.ref, mask2.ref)
+        assert not np.array_equal(mask2.arr, mask.arr)
+        dy, dx = rt.randn(x.shape, dt), rt.empty(x.shape, dt)
+        rt.ok("dropout_grad", dy.ref, mask.ref, ratio.ref, train.ref, dx.ref)
+        rt.close("dropout_grad", dx, np.where(m, dy.f64() / 0.75, 0), dt,
+                 terms=2)
+        rt.ok("dropout", x.ref, ratio.ref, None, 1, y.ref, mask.ref)  # eval
+        rt.equal("dropout eval", y.arr, x.arr)
+        assert mask.arr.all()
+        buf = rt.randn((5, 6), dt)
+        before = buf.f64()
+        v = rt.randn((5, 6), dt)
+        upd = rt.empty((), "bool")
+        rt.ok("inplace_accumulate", buf.ref, v.ref,
+              Buf(np.array(0), "bool").ref, upd.ref)
+        rt.close("inplace_accumulate", buf, before + v.f64(), dt,
+                 scale=np.abs(before) + np.abs(v.f64()), terms=2)
+        assert upd.arr == 1
+        rt.ok("inplace_accumulate", buf.ref, v.ref,
+              Buf(np.array(1), "bool").ref, None)
+        rt.equal("inplace_accumulate overwrite", buf.arr, v.arr)
+
+
+TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(Runtime.from_args().run(TESTS))

@@ -1,0 +1,502 @@
+"""Training-step kernels of the amp runtime, its errors and its ABI.
+
+* fused optimizers (SGD/momentum/nesterov, AdamW in ONNX Runtime's modes,
+  ai.onnx.preview.training Adam/Adagrad/Momentum) against float64 references
+  over several steps, f32/f16/bf16 gradients; with the update flag false,
+  weights and states must stay bit-identical;
+* the ONNX backend test data of Adam/Adagrad/Momentum (when present);
+* multi-tensor unscale + finite check: NaN/Inf anywhere, in any dtype;
+* the loss scaler (GradScaler semantics) step by step against a reference;
+* error paths: bad dtypes, shapes, ranks, NULLs give a status and a message;
+* the ABI: every Ops.def entry is exported, nothing else but the core calls.
+"""
+
+import ctypes as C
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from runtime_harness import Runtime, Buf, Tensor, tensor_array, i64s, window
+
+FLOATS = ("f32", "f16", "bf16")
+
+
+def f32(v):
+    return Buf(np.array(v, np.float32), "f32")
+
+
+def i64(v):
+    return Buf(np.array(v, np.int64), "i64")
+
+
+def flag(v):
+    return Buf(np.array(int(v)), "bool")
+
+
+def group(rt, gdt, shapes=((5, 3), (7,), (2, 2, 2))):
+    params = [rt.randn(s, "f32") for s in shapes]
+    grads = [rt.randn(s, gdt) for s in shapes]
+    return params, grads
+
+
+def snapshot(bufs):
+    return [b.bits() for b in bufs]
+
+
+def assert_same_bits(what, bufs, snap):
+    for b, s in zip(bufs, snap):
+        assert np.array_equal(b.bits(), s), "%s changed with the flag false" \
+            % what
+
+
+def test_sgd(rt):
+    lr = 0.05
+    for gdt in FLOATS:
+        for mom, damp, wd, nest in ((0.0, 0.0, 0.0, 0), (0.9, 0.0, 1e-2, 0),
+                                    (0.9, 0.1, 0.0, 0), (0.8, 0.0, 1e-3, 1)):
+            params, grads = group(rt, gdt)
+            bufs = [rt.empty(p.shape, "f32", 0.0) for p in params]
+            step = i64(0)
+            P = [p.f64() for p in params]
+            B = [np.zeros(p.shape) for p in params]
+            for it in range(4):
+                grads = [rt.randn(g.shape, gdt) for g in grads]
+                upd = rt.empty((), "bool")
+                rt.ok("sgd", len(params), tensor_array(params),
+                      tensor_array(grads), tensor_array(bufs) if mom else None,
+                      f32(lr).ref, step.ref, mom, damp, wd, nest, None,
+                      upd.ref)
+                assert upd.arr == 1
+                for i, g in enumerate(grads):
+                    d = g.f64() + wd * P[i]
+                    if mom:
+                        B[i] = d if it == 0 else mom * B[i] + (1 - damp) * d
+                        d = d + mom * B[i] if nest else B[i]
+                    P[i] = P[i] - lr * d
+            rt.equal("sgd step count", step.arr, 4)
+            for p, ref in zip(params, P):
+                rt.close("sgd", p, ref, "f32",
+                         scale=np.abs(ref) + lr * 10, terms=64)
+            # Skipped step: bit-identical weights, buffers, step.
+            snap = snapshot(params + bufs + [step])
+            upd = rt.empty((), "bool", )
+            upd.arr[...] = 1
+            rt.ok("sgd", len(params), tensor_array(params),
+                  tensor_array([rt.buf(np.full(g.shape, 1e30), gdt)
+                                for g in grads]),
+                  tensor_array(bufs) if mom else None, f32(lr).ref, step.ref,
+                  mom, damp, wd, nest, flag(0).ref, upd.ref)
+            assert upd.arr == 0
+            assert_same_bits("sgd", params + bufs + [step], snap)
+
+
+def adamw_ref(P, G, M, V, lr, t, b1, b2, eps, wd, mode, correct):
+    bc1 = 1 - b1 ** t if correct else 1.0
+    bc2 = 1 - b2 ** t if correct else 1.0
+    for i in range(len(P)):
+        g = G[i]
+        if mode == 0:
+            P[i] = P[i] - lr * wd * P[i]
+        elif mode == 2:
+            g = g + wd * P[i]
+        M[i] = b1 * M[i] + (1 - b1) * g
+        V[i] = b2 * V[i] + (1 - b2) * g * g
+        if mode == 1:
+            P[i] = P[i] - lr * np.sqrt(bc2) / bc1 * M[i] / (np.sqrt(V[i]) +
+                                                            eps)
+            P[i] = P[i] - lr * wd * P[i]
+        else:
+            P[i] = P[i] - lr * M[i] / (bc1 * (np.sqrt(V[i] / bc2) + eps))
+
+
+def test_adamw(rt):
+    # Hyperparameters as the kernel sees them (f32).
+    b1, b2, eps, lr = (float(np.float32(v)) for v in (0.9, 0.999, 1e-6, 1e-2))
+    for gdt in FLOATS:
+        for mode, correct, wd in ((0, 1, 0.01), (1, 1, 0.01), (1, 0, 0.0),
+                                  (2, 1, 0.05)):
+            wd = float(np.float32(wd))
+            params, grads = group(rt, gdt)
+            m1 = [rt.empty(p.shape, "f32", 0.0) for p in params]
+            m2 = [rt.empty(p.shape, "f32", 0.0) for p in params]
+            P = [p.f64() for p in params]
+            M = [np.zeros(p.shape) for p in params]
+            V = [np.zeros(p.shape) for p in params]
+            for t in range(1, 6):
+                grads = [rt.randn(g.shape, gdt) for g in grads]
+                rt.ok("adamw", len(params), tensor_array(params),
+                      tensor_array(grads), tensor_array(m1), tensor_array(m2),
+                      f32(lr).ref, i64(t).ref, b1, b2, eps, wd, mode, correct,
+                      flag(1).ref, None)
+                adamw_ref(P, [g.f64() for g in grads], M, V, lr, t, b1, b2,
+                          eps, wd, mode, correct)
+            for p, ref in zip(params, P):
+                rt.close("adamw", p, ref, "f32", scale=np.abs(ref) + lr * 10,
+                         terms=64)
+            for m, ref in zip(m1, M):
+                rt.close("adamw_m1", m, ref, "f32", scale=np.abs(ref) + 1,
+                         terms=32)
+            for v, ref in zip(m2, V):
+                rt.close("adamw_m2", v, ref, "f32", terms=32)
+            snap = snapshot(params + m1 + m2)
+            upd = rt.empty((), "bool")
+            rt.ok("adamw", len(params), tensor_array(params),
+                  tensor_array(grads), tensor_array(m1), tensor_array(m2),
+                  f32(lr).ref, i64(6).ref, b1, b2, eps, wd, mode, correct,
+                  flag(0).ref, upd.ref)
+            assert upd.arr == 0
+            assert_same_bits("adamw", params + m1 + m2, snap)
+
+
+def onnx_adam_ref(r, t, x, g, v, h, a, b, eps, nc, ncp):
+    gr = nc * x + g
+    v = a * v + (1 - a) * gr
+    h = b * h + (1 - b) * gr * gr
+    ra = r * np.sqrt(1 - b ** t) / (1 - a ** t) if t > 0 else r
+    x = x - ra * v / (np.sqrt(h) + eps)
+    return (1 - ncp) * x, v, h
+
+
+def test_onnx_preview_optimizers(rt):
+    for gdt in FLOATS:
+        for t in (0, 3):
+            x, g = group(rt, gdt)
+            v = [rt.randn(p.shape, "f32") for p in x]
+            h = [rt.uniform(p.shape, "f32", 0.1, 1) for p in x]
+            refs = [onnx_adam_ref(0.1, t, xi.f64(), gi.f64(), vi.f64(),
+                                  hi.f64(), 0.9, 0.99, 1e-6, 0.01, 0.001)
+                    for xi, gi, vi, hi in zip(x, g, v, h)]
+            rt.ok("onnx_adam", len(x), f32(0.1).ref, i64(t).ref,
+                  tensor_array(x), tensor_array(g), tensor_array(v),
+                  tensor_array(h), 0.9, 0.99, 1e-6, 0.01, 0.001, None)
+            for bx, bv, bh, (rx, rv, rh) in zip(x, v, h, refs):
+                rt.close("onnx_adam", bx, rx, "f32", scale=np.abs(rx) + 1,
+                         terms=32)
+                rt.close("onnx_adam_v", bv, rv, "f32", scale=np.abs(rv) + 1,
+                         terms=8)
+                rt.close("onnx_adam_h", bh, rh, "f32", terms=8)
+            x, g = group(rt, gdt)
+            hh = [rt.uniform(p.shape, "f32", 0.1, 1) for p in x]
+            refs = []
+            for xi, gi, hi in zip(x, g, hh):
+                r = 0.1 / (1 + t * 0.05)
+                gr = 0.01 * xi.f64() + gi.f64()
+                hn = hi.f64() + gr * gr
+                refs.append((xi.f64() - r * gr / (np.sqrt(hn) + 1e-6), hn))
+            rt.ok("onnx_adagrad", len(x), f32(0.1).ref, i64(t).ref,
+                  tensor_array(x), tensor_array(g), tensor_array(hh), 0.05,
+                  1e-6, 0.01, None)
+            for bx, bh, (rx, rh) in zip(x, hh, refs):
+                rt.close("onnx_adagrad", bx, rx, "f32", scale=np.abs(rx) + 1,
+                         terms=16)
+                rt.close("onnx_adagrad_h", bh, rh, "f32", terms=8)
+            for mode in (0, 1):
+                x, g = group(rt, gdt)
+                vv = [rt.randn(p.shape, "f32") for p in x]
+                refs = []
+                for xi, gi, vi in zip(x, g, vv):
+                    gr = 0.01 * xi.f64() + gi.f64()
+                    vn = 0.9 * vi.f64() + (0.5 if t > 0 else 1.0) * gr
+                    xn = xi.f64() - 0.1 * ((gr + 0.9 * vn) if mode else vn)
+                    refs.append((xn, vn))
+                rt.ok("onnx_momentum", len(x), f32(0.1).ref, i64(t).ref,
+                      tensor_array(x), tensor_array(g), tensor_array(vv), 0.9,
+                      0.5, 0.01, mode, None)
+                for bx, bv, (rx, rv) in zip(x, vv, refs):
+                    rt.close("onnx_momentum", bx, rx, "f32",
+                             scale=np.abs(rx) + 1, terms=16)
+                    rt.close("onnx_momentum_v", bv, rv, "f32",
+                             scale=np.abs(rv) + 1, terms=8)
+    # Gated off: nothing moves.
+    x, g = group(rt, "f16")
+    v = [rt.randn(p.shape, "f32") for p in x]
+    snap = snapshot(x + v)
+    rt.ok("onnx_momentum", len(x), f32(0.1).ref, i64(1).ref, tensor_array(x),
+          tensor_array(g), tensor_array(v), 0.9, 0.5, 0.01, 0, flag(0).ref)
+    assert_same_bits("onnx_momentum", x + v, snap)
+
+
+def load_pb(path):
+    import onnx
+    from onnx import numpy_helper
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def test_onnx_backend_data(rt):
+    """The shipped ONNX backend tests of the preview training ops."""
+    root = os.environ.get("AMP_TESTDATA")
+    base = os.path.join(root or "", "onnx-backend-testdata", "node")
+    if not root or not os.path.isdir(base):
+        print("  (skipped: no AMP_TESTDATA with onnx-backend-testdata)")
+        return
+    import onnx
+    checked = 0
+    for name in ("test_adam", "test_adam_multiple", "test_adagrad",
+                 "test_adagrad_multiple", "test_momentum",
+                 "test_momentum_multiple", "test_nesterov_momentum"):
+        d = os.path.join(base, name)
+        node = onnx.load(os.path.join(d, "model.onnx")).graph.node[0]
+        # Attributes the node leaves out take the schema's defaults.
+        schema = onnx.defs.get_schema(node.op_type, domain=node.domain)
+        at = {k: onnx.helper.get_attribute_value(a.default_value)
+              for k, a in schema.attributes.items()
+              if a.default_value.name}
+        at.update({a.name: onnx.helper.get_attribute_value(a)
+                   for a in node.attribute})
+        if name == "test_adam_multiple":
+            # onnx's generator (backend/test/case/node/adam.py) computed the
+            # outputs with epsilon = 1e-2 but left it out of the node, whose
+            # schema default is 1e-6. The data is right for 1e-2.
+            at["epsilon"] = 1e-2
+        ins = [load_pb(p) for p in sorted(glob.glob(
+            os.path.join(d, "test_data_set_0", "input_*.pb")),
+            key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        outs = [load_pb(p) for p in sorted(glob.glob(
+            os.path.join(d, "test_data_set_0", "output_*.pb")),
+            key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        r, t, rest = f32(ins[0]), i64(ins[1]), ins[2:]
+        nstate = {"Adam": 4, "Adagrad": 3, "Momentum": 3}[node.op_type]
+        n = len(rest) // nstate
+        groups = [[Buf(a, "f32") for a in rest[k * n:(k + 1) * n]]
+                  for k in range(nstate)]
+        arrs = [tensor_array(gr) for gr in groups]
+        if node.op_type == "Adam":
+            rt.ok("onnx_adam", n, r.ref, t.ref, *arrs, at.get("alpha", 0.9),
+                  at.get("beta", 0.999), at.get("epsilon", 0.0),
+                  at.get("norm_coefficient", 0.0),
+                  at.get("norm_coefficient_post", 0.0), None)
+        elif node.op_type == "Adagrad":
+            rt.ok("onnx_adagrad", n, r.ref, t.ref, *arrs,
+                  at.get("decay_factor", 0.0), at.get("epsilon", 0.0),
+                  at.get("norm_coefficient", 0.0), None)
+        else:
+            rt.ok("onnx_momentum", n, r.ref, t.ref, *arrs, at["alpha"],
+                  at["beta"], at["norm_coefficient"],
+                  1 if at["mode"] == b"nesterov" else 0, None)
+        got = [b.f64() for gr in [groups[0]] + groups[2:] for b in gr]
+        for gv, want in zip(got, outs):
+            err = np.max(np.abs(gv - want) / (np.abs(want) + 1e-6))
+            assert err < 1e-5, "%s: off by %.3g relative" % (name, err)
+        checked += 1
+    print("  %d ONNX backend optimizer tests match" % checked)
+
+
+def test_unscale_and_finite_check(rt):
+    inv = f32(1 / 1024)
+    for trial in range(24):
+        dts = [FLOATS[(trial + k) % 3] for k in range(4)]
+        shapes = [(17,), (4, 33), (3, 3, 3), (1000,)]
+        ins = [rt.randn(s, d, 100.0) for s, d in zip(shapes, dts)]
+        bad = trial % 4 != 0
+        if bad:
+            k = int(rt.rng.integers(0, 4))
+            j = int(rt.rng.integers(0, ins[k].arr.size))
+            v = [np.inf, -np.inf, np.nan][trial % 3]
+            vals = ins[k].f64().reshape(-1)
+            vals[j] = v
+            ins[k] = rt.buf(vals.reshape(shapes[k]), dts[k])
+        outs = [rt.empty(s, "f32") for s in shapes]
+        fin = rt.empty((), "bool")
+        rt.ok("multi_tensor_unscale", tensor_array(ins), tensor_array(outs),
+              4, inv.ref, fin.ref, 1)
+        assert fin.arr == (0 if bad else 1), "finite flag wrong (%s)" % dts
+        for i, o in zip(ins, outs):
+            ref = i.f64() / 1024
+            ok = np.isfinite(ref)
+            rt.close("multi_tensor_unscale", o.f64()[ok], ref[ok], "f32")
+            assert np.array_equal(np.isnan(o.f64()), np.isnan(ref))
+        # In place, f16 -> f16, and the AND semantics of reset = 0.
+        fin2 = flag(1)
+        rt.ok("multi_tensor_all_finite", tensor_array(ins), 4, fin2.ref, 0)
+        assert fin2.arr == (0 if bad else 1)
+        fin3 = flag(0)
+        rt.ok("multi_tensor_all_finite", tensor_array(ins[:0] or [ins[0]]),
+              0, fin3.ref, 0)
+        assert fin3.arr == 0, "reset = 0 must never set the flag"
+    x = rt.randn((64,), "f16", 100.0)
+    before = x.f64()
+    fin = rt.empty((), "bool")
+    rt.ok("multi_tensor_unscale", tensor_array([x]), tensor_array([x]), 1,
+          f32(0.5).ref, fin.ref, 1)
+    rt.close("multi_tensor_unscale_inplace", x, before * 0.5, "f16")
+    # Every non-finite f16 / bf16 bit pattern is caught.
+    for dt, exp in (("f16", 0x7C00), ("bf16", 0x7F80)):
+        mant_bits = 10 if dt == "f16" else 7
+        pats = [(s << 15) | exp | m for s in (0, 1)
+                for m in range(0, 1 << mant_bits)]
+        for p in rt.rng.choice(pats, 40):
+            a = np.zeros(8, np.uint16)
+            a[int(rt.rng.integers(0, 8))] = p
+            b = Buf(a.view(np.float16) if dt == "f16" else a, dt)
+            fin = rt.empty((), "bool")
+            rt.ok("multi_tensor_all_finite", tensor_array([b]), 1, fin.ref,
+                  1)
+            assert fin.arr == 0, "%s pattern %04x not caught" % (dt, p)
+
+
+def scaler_ref(scale, tracker, finite, gf, bf, gi, lo, hi):
+    s = np.float32(scale)
+    if not finite:
+        s = np.float32(s * np.float32(bf))
+        tracker = 0
+    else:
+        tracker += 1
+        if tracker >= gi:
+            g = np.float32(s * np.float32(gf))
+            if np.isfinite(g):
+                s = g
+            tracker = 0
+    return np.float32(min(max(s, np.float32(lo)), np.float32(hi))), tracker
+
+
+def test_loss_scaler(rt):
+    for tdt in ("i64", "i32"):
+        for gi, lo, hi in ((3, 1.0, 2.0 ** 24), (2000, 2.0 ** -10, 3.4e38),
+                           (1, 0.5, 8.0)):
+            scale = f32(2.0 ** 16 if hi > 2.0 ** 16 else 4.0)
+            tr = Buf(np.array(0), tdt)
+            s, t = np.float32(scale.arr), 0
+            flags = rt.rng.random(400) > 0.1
+            flags[:30] = True  # a run of clean steps: growth
+            flags[30:50] = False  # a run of overflows: backoff to the floor
+            for f in flags:
+                rt.ok("loss_scaler_update", scale.ref, tr.ref, flag(f).ref,
+                      2.0, 0.5, gi, lo, hi)
+                s, t = scaler_ref(s, t, f, 2.0, 0.5, gi, lo, hi)
+                assert scale.arr == s and tr.arr == t, (
+                    "scaler: got (%r, %r), want (%r, %r) (seed %d)"
+                    % (scale.arr, tr.arr, s, t, rt.seed))
+    # Concrete: growth after exactly `interval` clean steps, backoff halves.
+    scale, tr = f32(1024.0), i64(0)
+    for k in range(3):
+        rt.ok("loss_scaler_update", scale.ref, tr.ref, flag(1).ref, 2.0, 0.5,
+              3, 1.0, 65536.0)
+    assert scale.arr == 2048.0 and tr.arr == 0
+    rt.ok("loss_scaler_update", scale.ref, tr.ref, flag(1).ref, 2.0, 0.5, 3,
+          1.0, 65536.0)
+    rt.ok("loss_scaler_update", scale.ref, tr.ref, flag(0).ref, 2.0, 0.5, 3,
+          1.0, 65536.0)
+    assert scale.arr == 1024.0 and tr.arr == 0
+    rt.fails("loss_scaler_update", scale.ref, tr.ref, flag(1).ref, 0.5, 0.5,
+             3, 1.0, 2.0, match="growth_factor > 1")
+
+
+def test_error_paths(rt):
+    x = rt.randn((2, 3), "f32")
+    # A kernel that takes floats only.
+    rt.fails("relu", Buf(np.zeros((2, 3)), "i64").ref,
+             rt.empty((2, 3), "f32").ref, status=2,
+             match="x has dtype i64, expected f32, f16 or bf16")
+    rt.fails("relu", x.ref, rt.empty((3, 2), "f32").ref, status=3,
+             match=r"y has shape \[3, 2\], expected \[2, 3\]")
+    rt.fails("add", x.ref, rt.randn((4,), "f32").ref,
+             rt.empty((2, 3), "f32").ref, status=3, match="do not broadcast")
+    rt.fails("add", x.ref, Buf(np.zeros(3), "i64").ref,
+             rt.empty((2, 3), "f32").ref, status=2)
+    rt.fails("gemm", x.ref, rt.randn((4, 5), "f32").ref, None,
+             rt.empty((2, 5), "f32").ref, 0, 0, 1.0, 0.0, status=3,
+             match="inner dimensions")
+    rt.fails("relu", None, x.ref, status=1, match="x is NULL")
+    rt.fails("conv", rt.randn((1, 1, 4, 4, 4), "f32").ref,
+             rt.randn((1, 1, 2, 2, 2), "f32").ref, None,
+             rt.empty((1, 1, 3, 3, 3), "f32").ref, window([2, 2, 2]),
+             status=4, match="spatial rank 3 not supported")
+    rt.fails("conv", x.ref, x.ref, None, x.ref, None, status=1,
+             match="window is NULL")
+    rt.fails("softmax", x.ref, 2, rt.empty((2, 3), "f32").ref, status=1,
+             match="axis 2 out of range")
+    # Optimizers want f32 masters.
+    p = rt.randn((3,), "f16")
+    rt.fails("adamw", 1, tensor_array([p]), tensor_array([p]),
+             tensor_array([p]), tensor_array([p]), f32(0.1).ref, i64(1).ref,
+             0.9, 0.999, 1e-8, 0.0, 0, 1, None, None, status=2,
+             match="params")
+    # Malformed descriptors.
+    bad = Buf(np.zeros((2, 3), np.float32), "f32")
+    bad.t.rank = 9
+    rt.fails("relu", bad.ref, x.ref, status=3, match="rank 9")
+    neg = Buf(np.zeros((2, 3), np.float32), "f32")
+    neg._shape[1] = -3
+    rt.fails("relu", neg.ref, x.ref, status=3, match="negative dim")
+    nodata = Buf(np.zeros((2, 3), np.float32), "f32")
+    nodata.t.data = None
+    rt.fails("relu", nodata.ref, x.ref, status=1, match="no data")
+    # A success clears the message.
+    rt.ok("relu", x.ref, rt.empty((2, 3), "f32").ref)
+    assert rt.error() == ""
+    # NULL context.
+    L = rt.lib
+    assert L.amprt_relu(None, x.ref, x.ref) == 1
+
+
+def test_abi_and_memory(rt):
+    L = rt.lib
+    assert L.amprt_abi_version() == 1
+    assert L.amprt_backend_name(rt.ctx) == b"cpu"
+    ctx = C.c_void_p()
+    assert L.amprt_context_create(b"cuda", C.byref(ctx)) == 6
+    assert not ctx.value
+    assert b"unknown backend 'cuda'" in L.amprt_last_error(None)
+    assert L.amprt_context_create(None, C.byref(ctx)) == 0 and ctx.value
+    assert L.amprt_context_destroy(ctx) == 0
+    names = ["f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"]
+    sizes = [4, 2, 2, 8, 8, 4, 1, 1, 1]
+    for i, (n, s) in enumerate(zip(names, sizes)):
+        assert L.amprt_dtype_name(i) == n.encode()
+        assert L.amprt_dtype_size(i) == s
+    assert L.amprt_dtype_size(99) == 0
+    # Memory through the context.
+    p, q = C.c_void_p(), C.c_void_p()
+    assert L.amprt_malloc(rt.ctx, 1000, C.byref(p)) == 0 and p.value % 64 == 0
+    assert L.amprt_malloc(rt.ctx, 1000, C.byref(q)) == 0
+    src = np.arange(250, dtype=np.float32)
+    assert L.amprt_memcpy(rt.ctx, p, src.ctypes.data, 1000, 1) == 0
+    assert L.amprt_memcpy(rt.ctx, q, p, 1000, 3) == 0
+    dst = np.zeros(250, np.float32)
+    assert L.amprt_memcpy(rt.ctx, dst.ctypes.data, q, 1000, 2) == 0
+    rt.equal("memcpy round trip", dst, src)
+    assert L.amprt_memset(rt.ctx, q, 0, 1000) == 0
+    assert L.amprt_memcpy(rt.ctx, dst.ctypes.data, q, 1000, 2) == 0
+    rt.equal("memset", dst, np.zeros(250))
+    assert L.amprt_memcpy(rt.ctx, q, p, 8, 7) == 1
+    assert "invalid kind" in rt.error()
+    assert L.amprt_free(rt.ctx, p) == 0 and L.amprt_free(rt.ctx, q) == 0
+    assert L.amprt_synchronize(rt.ctx) == 0
+    # Kernels work on context memory (what a lowered module does).
+    assert L.amprt_malloc(rt.ctx, 12, C.byref(p)) == 0
+    shape = i64s([3])
+    t = Tensor(p, 0, 1, shape)
+    assert L.amprt_fill(rt.ctx, C.byref(t), C.c_double(2.5)) == 0
+    assert L.amprt_memcpy(rt.ctx, dst.ctypes.data, p, 12, 2) == 0
+    rt.equal("fill on context memory", dst[:3], [2.5] * 3)
+    L.amprt_free(rt.ctx, p)
+    # Exported symbols: exactly Ops.def plus the core calls of Runtime.h.
+    core = {"abi_version", "context_create", "context_destroy",
+            "backend_name", "last_error", "malloc", "free", "memcpy",
+            "memset", "synchronize", "dtype_size", "dtype_name"}
+    try:
+        out = subprocess.run(["nm", "-D", "--defined-only", L._name],
+                             capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        print("  (nm not available: export list not checked)")
+        return
+    exported = {l.split()[-1][len("amprt_"):] for l in out.stdout.splitlines()
+                if l.split() and l.split()[-1].startswith("amprt_")}
+    want = set(rt.ops) | core
+    assert exported == want, "exports differ: extra %s, missing %s" % (
+        sorted(exported - want), sorted(want - exported))
+    print("  %d kernels in Ops.def, %d exported amprt_ symbols"
+          % (len(rt.ops), len(exported)))
+
+
+TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(Runtime.from_args().run(TESTS))
