@@ -42,25 +42,58 @@ void amprt::transpose2d(const float *src, int64_t R, int64_t C, float *dst) {
           dst[c * R + r] = src[r * C + c];
 }
 
+/// C[i0:i1, j0:j1] += alpha * A B, simple i-k-j loop (edges of the tiles).
+static void sgemmEdge(int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                      int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+  for (int64_t i = i0; i < i1; ++i) {
+    float *c = C + i * ldc;
+    const float *a = A + i * lda;
+    for (int64_t k = 0; k < K; ++k) {
+      float av = alpha * a[k];
+      const float *b = B + k * ldb;
+      for (int64_t j = j0; j < j1; ++j)
+        c[j] += av * b[j];
+    }
+  }
+}
+
+/// A 4 x 8 tile of C kept in registers over a block of K: each loaded row
+/// piece of B serves four rows of A (the plain i-k-j loop is bound by
+/// loads and stores of C).
+static inline void tile4x8(int64_t K, float alpha, const float *A,
+                           int64_t lda, const float *B, int64_t ldb, float *C,
+                           int64_t ldc) {
+  float acc[4][8] = {};
+  for (int64_t k = 0; k < K; ++k) {
+    const float *b = B + k * ldb;
+    for (int r = 0; r < 4; ++r) {
+      float a = A[r * lda + k];
+      for (int j = 0; j < 8; ++j)
+        acc[r][j] += a * b[j];
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    for (int j = 0; j < 8; ++j)
+      C[r * ldc + j] += alpha * acc[r][j];
+}
+
 static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K,
                       float alpha, const float *A, int64_t lda,
                       const float *B, int64_t ldb, float *C, int64_t ldc) {
-  const int64_t KB = 256, NB = 1024;
-  for (int64_t j0 = 0; j0 < N; j0 += NB) {
-    int64_t j1 = std::min(N, j0 + NB);
-    for (int64_t k0 = 0; k0 < K; k0 += KB) {
-      int64_t k1 = std::min(K, k0 + KB);
-      for (int64_t i = i0; i < i1; ++i) {
-        float *__restrict c = C + i * ldc;
-        const float *a = A + i * lda;
-        for (int64_t k = k0; k < k1; ++k) {
-          float av = alpha * a[k];
-          const float *__restrict b = B + k * ldb;
-          for (int64_t j = j0; j < j1; ++j)
-            c[j] += av * b[j];
-        }
-      }
-    }
+  const int64_t KB = 256;
+  int64_t iTiles = i0 + (i1 - i0) / 4 * 4, jTiles = N / 8 * 8;
+  for (int64_t k0 = 0; k0 < K; k0 += KB) {
+    int64_t kb = std::min(KB, K - k0);
+    const float *Ak = A + k0, *Bk = B + k0 * ldb;
+    for (int64_t j = 0; j < jTiles; j += 8)
+      for (int64_t i = i0; i < iTiles; i += 4)
+        tile4x8(kb, alpha, Ak + i * lda, lda, Bk + j, ldb, C + i * ldc + j,
+                ldc);
+    if (jTiles < N)
+      sgemmEdge(i0, iTiles, jTiles, N, kb, alpha, Ak, lda, Bk, ldb, C, ldc);
+    if (iTiles < i1)
+      sgemmEdge(iTiles, i1, 0, N, kb, alpha, Ak, lda, Bk, ldb, C, ldc);
   }
 }
 
