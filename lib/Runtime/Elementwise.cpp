@@ -74,7 +74,7 @@ void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so,
   });
 }
 
-enum class Bin { Add, Sub, Mul, Div, Mod, Pow };
+enum class Bin { Add, Sub, Mul, Div, Mod, Pow, Min, Max };
 
 template <typename I> I intOp(Bin op, I a, I b) {
   switch (op) {
@@ -90,6 +90,10 @@ template <typename I> I intOp(Bin op, I a, I b) {
     I r = I(a % b);
     return (r != 0 && ((r < 0) != (b < 0))) ? I(r + b) : r;
   }
+  case Bin::Min:
+    return a < b ? a : b;
+  case Bin::Max:
+    return a > b ? a : b;
   case Bin::Pow: {
     I r = 1;
     for (I e = 0; e < b; ++e)
@@ -114,6 +118,10 @@ float floatOp(Bin op, float a, float b) {
     return std::fmod(a, b);
   case Bin::Pow:
     return std::pow(a, b);
+  case Bin::Min: // NaN propagates, as in ONNX Min/Max
+    return (a != a || b != b) ? a + b : std::fmin(a, b);
+  case Bin::Max:
+    return (a != a || b != b) ? a + b : std::fmax(a, b);
   }
   return 0.f;
 }
@@ -170,6 +178,54 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b,
   });
 }
 
+enum class Cmp { Less, Greater, Equal };
+
+template <typename V> uint8_t cmpOp(Cmp op, V a, V b) {
+  return op == Cmp::Less ? a < b : op == Cmp::Greater ? a > b : a == b;
+}
+
+amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b,
+                     T y) {
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "a", a));
+    AMPRT_TRY(checkTensor(ctx, k, "b", b));
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_BOOL));
+    Shape so;
+    if (!broadcastShapes({shapeOf(a), shapeOf(b)}, so))
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: shapes %s and %s do not broadcast", k,
+                       shapeStr(a).c_str(), shapeStr(b).c_str());
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    Shape sa = shapeOf(a), sb = shapeOf(b);
+    Shape st[2] = {broadcastStrides(sa, so), broadcastStrides(sb, so)};
+    auto *py = static_cast<uint8_t *>(y->data);
+    if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype)) {
+      F32In ia(a), ib(b);
+      forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
+        py[o] = cmpOp(op, ia.p[off[0]], ib.p[off[1]]);
+      });
+      return AMPRT_OK;
+    }
+    if (a->dtype == b->dtype &&
+        (a->dtype == AMPRT_I64 || a->dtype == AMPRT_I32 ||
+         a->dtype == AMPRT_BOOL)) {
+      auto load = [](T t, int64_t i) -> int64_t {
+        if (t->dtype == AMPRT_I64)
+          return static_cast<const int64_t *>(t->data)[i];
+        if (t->dtype == AMPRT_I32)
+          return static_cast<const int32_t *>(t->data)[i];
+        return static_cast<const uint8_t *>(t->data)[i];
+      };
+      forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
+        py[o] = cmpOp(op, load(a, off[0]), load(b, off[1]));
+      });
+      return AMPRT_OK;
+    }
+    return ctx->fail(AMPRT_ERR_DTYPE, "%s: dtypes %s and %s not supported", k,
+                     amprt_dtype_name(a->dtype), amprt_dtype_name(b->dtype));
+  });
+}
+
 constexpr float kSqrt1_2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
 constexpr float kSqrt2_Pi = 0.79788456080286535588f;
@@ -190,7 +246,19 @@ AMPRT_BINARY(mul, Bin::Mul)
 AMPRT_BINARY(div, Bin::Div)
 AMPRT_BINARY(mod, Bin::Mod)
 AMPRT_BINARY(pow, Bin::Pow)
+AMPRT_BINARY(min, Bin::Min)
+AMPRT_BINARY(max, Bin::Max)
 #undef AMPRT_BINARY
+
+#define AMPRT_COMPARE(name, op)                                                \
+  amprt_status amprt_##name(amprt_context *ctx, T a, T b, T y) {               \
+    AMPRT_DISPATCH(name, ctx, a, b, y);                                        \
+    return compare(ctx, #name, op, a, b, y);                                   \
+  }
+AMPRT_COMPARE(less, Cmp::Less)
+AMPRT_COMPARE(greater, Cmp::Greater)
+AMPRT_COMPARE(equal, Cmp::Equal)
+#undef AMPRT_COMPARE
 
 #define AMPRT_UNARY(name, expr)                                                \
   amprt_status amprt_##name(amprt_context *ctx, T x, T y) {                    \
