@@ -4,9 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+#include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/InitAllDialects.h"
 #include "amp/InitAllPasses.h"
 #include "amp/Tools/AmpOptMain.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
@@ -14,5 +19,9 @@ int main(int argc, char **argv) {
   amp::registerAllPasses();
   mlir::DialectRegistry registry;
   amp::registerAllDialects(registry);
+  // The lowering and its target (lib/Conversion/TrainToRuntime).
+  amp::registerConvertTrainToRuntimePass();
+  registry.insert<amp::amprt::AmpRTDialect, mlir::func::FuncDialect,
+                  mlir::memref::MemRefDialect, mlir::arith::ArithDialect>();
   return amp::ampOptMain(argc, argv, registry);
 }

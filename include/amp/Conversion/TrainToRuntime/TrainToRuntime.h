@@ -1,0 +1,48 @@
+//===- TrainToRuntime.h - lower train graphs to runtime calls ----*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// `convert-train-to-runtime`: every `train.graph` becomes a `func.func` on
+// static memref buffers whose body is `amprt.call`s of the runtime kernels
+// of include/amp/Runtime/Ops.def. Temporaries live in one arena
+// (`memref.alloc` + `memref.view`), placed by liveness; initializers become
+// `memref.global` constants. docs/Lowering.md describes the lowered form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_CONVERSION_TRAINTORUNTIME_TRAINTORUNTIME_H
+#define AMP_CONVERSION_TRAINTORUNTIME_TRAINTORUNTIME_H
+
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <string>
+
+namespace amp {
+
+struct TrainToRuntimeOptions {
+  /// Symbolic dims bound to sizes: "batch=64,seq=128".
+  std::string dims;
+};
+
+std::unique_ptr<mlir::Pass>
+createConvertTrainToRuntimePass(const TrainToRuntimeOptions &options = {});
+
+/// Registers `convert-train-to-runtime` with the global pass registry.
+void registerConvertTrainToRuntimePass();
+
+/// Arg attribute a caller sets on a `!train.seq<...>` graph input to give
+/// its element types (an ArrayAttr of TypeAttr, static tensor types): the
+/// lowering expands the sequence into that many memref arguments.
+inline constexpr const char *kSeqTypesAttr = "amprt.seq_types";
+/// Arg/result attribute of the lowered function: the ONNX name of a graph
+/// input or output (a sequence element: "<name>[i]").
+inline constexpr const char *kNameAttr = "amprt.name";
+/// Module attribute: arena bytes (peak activation memory) per function.
+inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
+
+} // namespace amp
+
+#endif // AMP_CONVERSION_TRAINTORUNTIME_TRAINTORUNTIME_H

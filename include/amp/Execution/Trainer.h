@@ -1,0 +1,50 @@
+//===- Trainer.h - the amp-run training loop ----------------------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs an ONNX Runtime training-artifact pair (training + optimizer model)
+// for N steps on the runtime: import, optional AMP + loss-scaling pipeline,
+// convert-train-to-runtime, then a loop that feeds batches, runs the
+// training program, hands the accumulated gradients to the optimizer
+// program, keeps loss-scaler state, logs, checkpoints. docs/amp-run.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_TRAINER_H
+#define AMP_EXECUTION_TRAINER_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+
+namespace amp::exec {
+
+struct TrainOptions {
+  std::string trainingModel;  ///< training_model.onnx
+  std::string optimizerModel; ///< optimizer_model.onnx
+  std::string weights;        ///< ONNX file whose initializers are the params
+  std::string device = "cpu";
+  std::string data = "synthetic:0"; ///< synthetic:<seed> or a folder
+  std::string dims;                 ///< extra symbolic dims: name=value,...
+  std::string logPath, outPath, checkpointPath, resumePath, loweredPath;
+  int64_t steps = 1;
+  int64_t batch = 0; ///< binds dim 0 of every data input (0: from dims)
+  uint64_t seed = 0;
+  bool shuffle = true;
+  bool amp = false;
+  double lr = 1e-3;
+  int64_t injectNonFiniteStep = -1; ///< makes step k's batch NaN (testing)
+  bool progress = true;
+};
+
+/// Trains as `options` say; progress to `status`. Returns the first error;
+/// no output file (weights, checkpoint, log) is left half-written.
+llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status);
+
+} // namespace amp::exec
+
+#endif // AMP_EXECUTION_TRAINER_H

@@ -1,0 +1,990 @@
+//===- TrainToRuntime.cpp - train graphs to amprt calls on memrefs ---------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Three steps per train.graph:
+//  1. plan: walk the ops in order; bind static shapes (graph inputs from
+//     their types and the `dims` option, results by each op's shape rule);
+//     turn each op into kernel calls on numbered buffers;
+//  2. place: temporaries get offsets in one arena by liveness (first fit
+//     over [first def, last use] intervals), 64-byte aligned;
+//  3. emit: func.func with memref args, the arena alloc and its views,
+//     memref.global constants, amprt.call ops, func.return.
+// The kernels and their parameters come from Ops.def (KernelABI.h) only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+#include "amp/Dialect/AmpRT/AmpRT.h"
+#include "amp/Dialect/AmpRT/KernelABI.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <map>
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::train;
+using amp::amprt::KernelParam;
+using amp::amprt::KernelSignature;
+using amp::amprt::ParamKind;
+
+namespace {
+
+using Shape = SmallVector<int64_t, 4>;
+
+struct Buffer {
+  enum Kind { Arg, Const, Temp } kind = Temp;
+  unsigned argIndex = 0;
+  ElementsAttr value; // Const
+  Shape shape;
+  Type elem;
+  int64_t offset = 0;
+  int first = -1, last = -1; // call indices (Temp)
+  int64_t bytes() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    unsigned bits = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
+    return n * int64_t((bits + 7) / 8);
+  }
+};
+
+struct PlannedCall {
+  const KernelSignature *sig;
+  SmallVector<SmallVector<int, 1>> tensors; // per tensor param
+  NamedAttrList attrs;
+  Location loc;
+};
+
+/// One named tensor argument of a planned call: a buffer, a list, or absent.
+struct TArg {
+  std::string name;
+  SmallVector<int, 1> bufs;
+};
+
+int64_t numel(ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
+  size_t rank = 0;
+  for (const Shape &s : shapes)
+    rank = std::max(rank, s.size());
+  out.assign(rank, 1);
+  for (const Shape &s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      int64_t d = s[i];
+      if (d == o || d == 1)
+        continue;
+      if (o != 1)
+        return false;
+      o = d;
+    }
+  return true;
+}
+
+class GraphLowering {
+public:
+  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
+      : graph(graph), dims(dims), ctx(graph.getContext()) {}
+
+  LogicalResult run(ModuleOp module, int64_t &arenaBytes);
+
+private:
+  GraphOp graph;
+  const llvm::StringMap<int64_t> &dims;
+  MLIRContext *ctx;
+  SmallVector<Buffer> bufs;
+  SmallVector<PlannedCall> calls;
+  DenseMap<Value, int> valueBuf;
+  DenseMap<Value, SmallVector<int>> seqBufs;
+  DenseMap<Value, ElementsAttr> hostConst;
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  SmallVector<int> results;
+  SmallVector<std::string> resultNames;
+  std::string nodeName;
+  Operation *current = nullptr;
+
+  InFlightDiagnostic err() {
+    return current->emitError() << "node '" << nodeName << "' ("
+                                << opTypeOf(current) << "): ";
+  }
+  static std::string opTypeOf(Operation *op) {
+    if (auto n = dyn_cast<OnnxNodeOpInterface>(op)) {
+      std::string d = n.getOnnxDomain().str();
+      return (d.empty() ? "" : d + ":") + n.getOnnxOpType().str();
+    }
+    return op->getName().getStringRef().str();
+  }
+
+  int newBuffer(Buffer b) {
+    bufs.push_back(std::move(b));
+    return int(bufs.size()) - 1;
+  }
+
+  // --- operand access -----------------------------------------------------
+  bool has(unsigned i) {
+    return i < current->getNumOperands() &&
+           !isa<NoneType>(current->getOperand(i).getType());
+  }
+  FailureOr<int> in(unsigned i) {
+    if (!has(i)) {
+      err() << "input " << i << " is required";
+      return failure();
+    }
+    Value v = current->getOperand(i);
+    auto it = valueBuf.find(v);
+    if (it != valueBuf.end())
+      return it->second;
+    auto c = hostConst.find(v);
+    if (c != hostConst.end()) {
+      auto type = cast<ShapedType>(c->second.getType());
+      Buffer b;
+      b.kind = Buffer::Const;
+      b.value = c->second;
+      b.shape.assign(type.getShape().begin(), type.getShape().end());
+      b.elem = type.getElementType();
+      int id = newBuffer(b);
+      valueBuf[v] = id;
+      return id;
+    }
+    err() << "input " << i << " has no buffer (a sequence or unsupported "
+                              "value)";
+    return failure();
+  }
+  const Shape &shapeOf(int b) { return bufs[b].shape; }
+
+  /// Host integer values of input i (an initializer), or failure.
+  FailureOr<SmallVector<int64_t>> hostInts(unsigned i) {
+    auto c = has(i) ? hostConst.find(current->getOperand(i)) : hostConst.end();
+    if (c == hostConst.end()) {
+      err() << "input " << i << " must be a constant (an initializer)";
+      return failure();
+    }
+    SmallVector<int64_t> out;
+    for (APInt v : cast<DenseElementsAttr>(c->second).getValues<APInt>())
+      out.push_back(v.getSExtValue());
+    return out;
+  }
+
+  Type resultElem(unsigned i) {
+    return cast<ShapedType>(current->getResult(i).getType()).getElementType();
+  }
+  bool resultUsed(unsigned i) {
+    return i < current->getNumResults() &&
+           !isa<NoneType>(current->getResult(i).getType());
+  }
+  /// A new temporary for result i with `shape`; checks a static result type.
+  FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
+                     Type elem = nullptr) {
+    Value r = current->getResult(i);
+    auto type = cast<ShapedType>(r.getType());
+    if (type.hasRank()) {
+      bool ok = type.getRank() == int64_t(shape.size());
+      for (size_t d = 0; ok && d < shape.size(); ++d)
+        ok = type.isDynamicDim(d) || type.getDimSize(d) == shape[d];
+      if (!ok) {
+        auto diag = err() << "computed shape [";
+        llvm::interleaveComma(shape, diag);
+        diag << "] of output " << i << " disagrees with its type " << type;
+        return failure();
+      }
+    }
+    Buffer b;
+    b.shape.assign(shape.begin(), shape.end());
+    b.elem = elem ? elem : type.getElementType();
+    int id = newBuffer(b);
+    valueBuf[r] = id;
+    return id;
+  }
+
+  // --- attributes ---------------------------------------------------------
+  int64_t attrInt(StringRef n, int64_t dflt) {
+    if (auto a = current->getAttrOfType<IntegerAttr>(n))
+      return a.getInt();
+    return dflt;
+  }
+  double attrFloat(StringRef n, double dflt) {
+    if (auto a = current->getAttrOfType<FloatAttr>(n))
+      return a.getValueAsDouble();
+    return dflt;
+  }
+  std::string attrStr(StringRef n, StringRef dflt) {
+    if (auto a = current->getAttrOfType<StringAttr>(n))
+      return a.str();
+    return dflt.str();
+  }
+  std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
+    auto a = current->getAttrOfType<ArrayAttr>(n);
+    if (!a)
+      return std::nullopt;
+    SmallVector<int64_t> v;
+    for (Attribute e : a)
+      v.push_back(cast<IntegerAttr>(e).getInt());
+    return v;
+  }
+
+  // --- calls --------------------------------------------------------------
+  Attribute i32(int64_t v) {
+    return IntegerAttr::get(IntegerType::get(ctx, 32), v);
+  }
+  Attribute i64(int64_t v) {
+    return IntegerAttr::get(IntegerType::get(ctx, 64), v);
+  }
+  Attribute f32(double v) { return FloatAttr::get(Float32Type::get(ctx), v); }
+  Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
+  Attribute ints(ArrayRef<int64_t> v) {
+    return DenseI64ArrayAttr::get(ctx, v);
+  }
+
+  /// Plans `amprt_<kernel>` with named tensor arguments and attributes,
+  /// checked against Ops.def.
+  LogicalResult call(StringRef kernel, ArrayRef<TArg> tensors,
+                     ArrayRef<std::pair<StringRef, Attribute>> attrs = {}) {
+    const KernelSignature *sig = amprt::lookupKernel(kernel);
+    if (!sig)
+      return err() << "the runtime has no kernel amprt_" << kernel;
+    PlannedCall pc{sig, {}, {}, current->getLoc()};
+    for (const TArg &t : tensors)
+      if (!sig->find(t.name) || sig->find(t.name)->kind != ParamKind::Tensor)
+        return err() << "internal: amprt_" << kernel
+                     << " has no tensor parameter '" << t.name << "'";
+    for (const KernelParam &p : sig->params) {
+      if (p.kind == ParamKind::Context)
+        continue;
+      if (p.kind == ParamKind::Tensor) {
+        SmallVector<int, 1> list;
+        for (const TArg &t : tensors)
+          if (t.name == p.name)
+            list = t.bufs;
+        pc.tensors.push_back(list);
+        continue;
+      }
+      bool found = false;
+      for (auto &[n, a] : attrs)
+        if (n == p.name) {
+          pc.attrs.set(n, a);
+          found = true;
+        }
+      if (!found)
+        return err() << "internal: no value for parameter '" << p.name
+                     << "' of amprt_" << kernel;
+    }
+    pc.attrs.set("node", StringAttr::get(ctx, nodeName));
+    calls.push_back(std::move(pc));
+    return success();
+  }
+
+  LogicalResult lowerNode(OnnxNodeOpInterface node);
+  LogicalResult bindArgs();
+};
+
+LogicalResult GraphLowering::bindArgs() {
+  Block &body = graph.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned idx = arg.getArgNumber();
+    auto nameAttr = graph.getArgAttrOfType<StringAttr>(idx, "train.name");
+    std::string name = nameAttr ? nameAttr.str() : ("arg" + std::to_string(idx));
+    if (isa<SeqType>(arg.getType())) {
+      auto types = graph.getArgAttrOfType<ArrayAttr>(idx, kSeqTypesAttr);
+      if (!types)
+        return graph.emitError()
+               << "graph input '" << name
+               << "' is a sequence: give its element types with the arg "
+                  "attribute "
+               << kSeqTypesAttr << " (amp-run does this from the training "
+               << "graph)";
+      SmallVector<int> list;
+      for (auto [k, t] : llvm::enumerate(types)) {
+        auto tt = cast<RankedTensorType>(cast<TypeAttr>(t).getValue());
+        Buffer b;
+        b.kind = Buffer::Arg;
+        b.argIndex = argTypes.size();
+        b.shape.assign(tt.getShape().begin(), tt.getShape().end());
+        b.elem = tt.getElementType();
+        list.push_back(newBuffer(b));
+        argTypes.push_back(MemRefType::get(tt.getShape(), b.elem));
+        argNames.push_back(name + "[" + std::to_string(k) + "]");
+      }
+      seqBufs[arg] = list;
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type)
+      return graph.emitError()
+             << "graph input '" << name << "' has no rank (" << arg.getType()
+             << "); the lowering needs static shapes";
+    auto dimNames = graph.getArgAttrOfType<ArrayAttr>(idx, "train.dims");
+    Shape shape;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        shape.push_back(type.getDimSize(d));
+        continue;
+      }
+      StringRef sym;
+      if (dimNames && d < int64_t(dimNames.size()))
+        if (auto s = dyn_cast<StringAttr>(dimNames[d]))
+          sym = s.getValue();
+      auto it = sym.empty() ? dims.end() : dims.find(sym);
+      if (it == dims.end()) {
+        auto diag = graph.emitError()
+                    << "graph input '" << name << "' dim " << d;
+        if (sym.empty())
+          diag << " is dynamic and unnamed; the lowering needs static "
+                  "shapes";
+        else
+          diag << " is the symbolic dim '" << sym
+               << "': bind it with dims=" << sym << "=<size>";
+        return diag;
+      }
+      shape.push_back(it->second);
+    }
+    Buffer b;
+    b.kind = Buffer::Arg;
+    b.argIndex = argTypes.size();
+    b.shape = shape;
+    b.elem = type.getElementType();
+    valueBuf[arg] = newBuffer(b);
+    argTypes.push_back(MemRefType::get(shape, b.elem));
+    argNames.push_back(name);
+  }
+  return success();
+}
+
+LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
+  StringRef domain = node.getOnnxDomain();
+  StringRef type = node.getOnnxOpType();
+  bool ms = domain == "com.microsoft";
+  bool onnx = domain.empty() || domain == "ai.onnx";
+
+  static const llvm::StringMap<StringRef> unaryOps = {
+      {"Relu", "relu"},       {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},
+      {"Exp", "exp"},         {"Log", "log"},         {"Sqrt", "sqrt"},
+      {"Reciprocal", "reciprocal"}, {"Neg", "neg"},   {"Abs", "abs"},
+      {"IsNaN", "isnan"},     {"Not", "logical_not"}, {"Identity", "identity"},
+      {"Cast", "cast"},       {"Gelu", "gelu"}};
+  static const llvm::StringMap<StringRef> binaryOps = {
+      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},
+      {"Pow", "pow"}, {"Less", "less"}, {"Greater", "greater"},
+      {"Equal", "equal"}};
+  static const llvm::StringMap<StringRef> msGradOps = {
+      {"ReluGrad", "relu_grad"},         {"SigmoidGrad", "sigmoid_grad"},
+      {"TanhGrad", "tanh_grad"},         {"GeluGrad", "gelu_grad"},
+      {"FastGeluGrad", "fast_gelu_grad"}};
+
+  // Elementwise unary: same shape.
+  if ((onnx && unaryOps.count(type)) ||
+      (ms && (type == "Gelu" || type == "FastGelu"))) {
+    StringRef k = ms ? (type == "Gelu" ? "gelu" : "fast_gelu")
+                     : unaryOps.lookup(type);
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return call(k, {{"x", {*x}}, {"y", {*y}}});
+  }
+  if (onnx && binaryOps.count(type)) {
+    auto a = in(0), b = in(1);
+    if (failed(a) || failed(b))
+      return failure();
+    Shape s;
+    if (!broadcast({shapeOf(*a), shapeOf(*b)}, s))
+      return err() << "input shapes do not broadcast";
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return call(binaryOps.lookup(type), {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
+  }
+  // Min / Max / Sum: variadic, broadcast.
+  if (onnx && (type == "Min" || type == "Max" || type == "Sum")) {
+    SmallVector<int> ins;
+    SmallVector<Shape> shapes;
+    for (unsigned i = 0; i < current->getNumOperands(); ++i) {
+      auto b = in(i);
+      if (failed(b))
+        return failure();
+      ins.push_back(*b);
+      shapes.push_back(shapeOf(*b));
+    }
+    Shape s;
+    if (!broadcast(shapes, s))
+      return err() << "input shapes do not broadcast";
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    if (type == "Sum")
+      return call("sum", {{"inputs", SmallVector<int, 1>(ins.begin(), ins.end())}, {"y", {*y}}},
+                  {{"n", i64(ins.size())}});
+    StringRef k = type == "Min" ? "min" : "max";
+    if (ins.size() == 1)
+      return call("expand", {{"x", {ins[0]}}, {"y", {*y}}});
+    if (failed(call(k, {{"a", {ins[0]}}, {"b", {ins[1]}}, {"y", {*y}}})))
+      return failure();
+    for (size_t i = 2; i < ins.size(); ++i)
+      if (failed(call(k, {{"a", {*y}}, {"b", {ins[i]}}, {"y", {*y}}})))
+        return failure();
+    return success();
+  }
+  if (onnx && type == "Where") {
+    auto c = in(0), a = in(1), b = in(2);
+    if (failed(c) || failed(a) || failed(b))
+      return failure();
+    Shape s;
+    if (!broadcast({shapeOf(*c), shapeOf(*a), shapeOf(*b)}, s))
+      return err() << "input shapes do not broadcast";
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return call("where",
+                {{"cond", {*c}}, {"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
+  }
+  if (ms && msGradOps.count(type)) {
+    auto dy = in(0), x = in(1);
+    if (failed(dy) || failed(x))
+      return failure();
+    auto dx = out(0, shapeOf(*dy));
+    if (failed(dx))
+      return failure();
+    return call(msGradOps.lookup(type),
+                {{"dy", {*dy}}, {"x", {*x}}, {"dx", {*dx}}});
+  }
+  if (onnx && (type == "Gemm" || type == "MatMul")) {
+    auto a = in(0), b = in(1);
+    if (failed(a) || failed(b))
+      return failure();
+    Shape sa = shapeOf(*a), sb = shapeOf(*b);
+    if (type == "MatMul") {
+      if (sa.size() < 2 || sb.size() < 2)
+        return err() << "1-D MatMul operands are not supported yet";
+      Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), s;
+      if (!broadcast({ba, bb}, s) || sa.back() != sb[sb.size() - 2])
+        return err() << "MatMul shapes do not agree";
+      s.push_back(sa[sa.size() - 2]);
+      s.push_back(sb.back());
+      auto y = out(0, s);
+      if (failed(y))
+        return failure();
+      return call("matmul", {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
+    }
+    int64_t ta = attrInt("transA", 0), tb = attrInt("transB", 0);
+    if (sa.size() != 2 || sb.size() != 2)
+      return err() << "Gemm operands must be 2-D";
+    int64_t m = ta ? sa[1] : sa[0], ka = ta ? sa[0] : sa[1];
+    int64_t kb = tb ? sb[1] : sb[0], n = tb ? sb[0] : sb[1];
+    if (ka != kb)
+      return err() << "Gemm inner dims " << ka << " and " << kb << " differ";
+    SmallVector<TArg> ts = {{"a", {*a}}, {"b", {*b}}};
+    if (has(2)) {
+      auto c = in(2);
+      if (failed(c))
+        return failure();
+      ts.push_back({"c", {*c}});
+    }
+    auto y = out(0, {m, n});
+    if (failed(y))
+      return failure();
+    ts.push_back({"y", {*y}});
+    return call("gemm", ts,
+                {{"trans_a", i32(ta)},
+                 {"trans_b", i32(tb)},
+                 {"alpha", f32(attrFloat("alpha", 1.0))},
+                 {"beta", f32(attrFloat("beta", 1.0))}});
+  }
+  if (onnx && (type == "ReduceSum" || type == "ReduceMean")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    SmallVector<int64_t> axes;
+    if (has(1)) {
+      auto h = hostInts(1);
+      if (failed(h))
+        return failure();
+      axes = *h;
+    } else if (auto a = attrInts("axes")) {
+      axes = *a;
+    }
+    int64_t keep = attrInt("keepdims", 1);
+    int64_t noop = attrInt("noop_with_empty_axes", 0);
+    const Shape &sx = shapeOf(*x);
+    int64_t rank = sx.size();
+    SmallVector<bool> red(rank, axes.empty() && !noop);
+    for (int64_t ax : axes) {
+      if (ax < -rank || ax >= rank)
+        return err() << "axis " << ax << " out of range";
+      red[ax < 0 ? ax + rank : ax] = true;
+    }
+    Shape s;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!red[d])
+        s.push_back(sx[d]);
+      else if (keep)
+        s.push_back(1);
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return call(type == "ReduceSum" ? "reduce_sum" : "reduce_mean",
+                {{"x", {*x}}, {"y", {*y}}},
+                {{"axes", ints(axes)},
+                 {"naxes", i64(axes.size())},
+                 {"keepdims", i32(keep)},
+                 {"noop_with_empty_axes", i32(noop)}});
+  }
+  if (onnx && (type == "Softmax" || type == "LogSoftmax")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return call(type == "Softmax" ? "softmax" : "log_softmax",
+                {{"x", {*x}}, {"y", {*y}}}, {{"axis", i64(attrInt("axis", -1))}});
+  }
+  if (onnx && type == "SoftmaxCrossEntropyLoss") {
+    auto s = in(0), l = in(1);
+    if (failed(s) || failed(l))
+      return failure();
+    SmallVector<TArg> ts = {{"scores", {*s}}, {"labels", {*l}}};
+    if (has(2)) {
+      auto w = in(2);
+      if (failed(w))
+        return failure();
+      ts.push_back({"weight", {*w}});
+    }
+    std::string red = attrStr("reduction", "mean");
+    int64_t r = red == "none" ? 0 : red == "sum" ? 1 : 2;
+    auto loss = out(0, r == 0 ? shapeOf(*l) : Shape());
+    if (failed(loss))
+      return failure();
+    ts.push_back({"loss", {*loss}});
+    if (resultUsed(1)) {
+      auto lp = out(1, shapeOf(*s));
+      if (failed(lp))
+        return failure();
+      ts.push_back({"log_prob", {*lp}});
+    }
+    auto ign = current->getAttrOfType<IntegerAttr>("ignore_index");
+    return call("softmax_cross_entropy_loss", ts,
+                {{"reduction", i32(r)},
+                 {"has_ignore_index", i32(ign ? 1 : 0)},
+                 {"ignore_index", i64(ign ? ign.getInt() : 0)}});
+  }
+  if (ms && type == "SoftmaxCrossEntropyLossGrad") {
+    auto d = in(0), lp = in(1), l = in(2);
+    if (failed(d) || failed(lp) || failed(l))
+      return failure();
+    SmallVector<TArg> ts = {{"dloss", {*d}}, {"log_prob", {*lp}},
+                            {"labels", {*l}}};
+    if (has(3)) {
+      auto w = in(3);
+      if (failed(w))
+        return failure();
+      ts.push_back({"weight", {*w}});
+    }
+    auto dx = out(0, shapeOf(*lp));
+    if (failed(dx))
+      return failure();
+    ts.push_back({"dx", {*dx}});
+    std::string red = attrStr("reduction", "mean");
+    auto ign = current->getAttrOfType<IntegerAttr>("ignore_index");
+    return call("softmax_cross_entropy_loss_grad", ts,
+                {{"reduction", i32(red == "none" ? 0 : red == "sum" ? 1 : 2)},
+                 {"has_ignore_index", i32(ign ? 1 : 0)},
+                 {"ignore_index", i64(ign ? ign.getInt() : 0)}});
+  }
+  if (ms && type == "InPlaceAccumulatorV2") {
+    auto buf = in(0), v = in(1);
+    if (failed(buf) || failed(v))
+      return failure();
+    SmallVector<TArg> ts = {{"buffer", {*buf}}, {"value", {*v}}};
+    if (has(2)) {
+      auto o = in(2);
+      if (failed(o))
+        return failure();
+      ts.push_back({"overwrite", {*o}});
+    }
+    if (resultUsed(0)) {
+      auto u = out(0, {1});
+      if (failed(u))
+        return failure();
+      ts.push_back({"updated", {*u}});
+    }
+    if (resultUsed(1))
+      valueBuf[current->getResult(1)] = *buf; // the buffer, updated in place
+    return call("inplace_accumulate", ts);
+  }
+  if (ms && type == "AdamWOptimizer") {
+    auto lr = in(0), step = in(1);
+    if (failed(lr) || failed(step))
+      return failure();
+    SmallVector<int, 1> lists[4];
+    for (unsigned i = 0; i < 4; ++i) {
+      auto it = seqBufs.find(current->getOperand(2 + i));
+      if (it == seqBufs.end())
+        return err() << "input " << 2 + i
+                     << " must be a sequence graph input";
+      lists[i].assign(it->second.begin(), it->second.end());
+    }
+    size_t n = lists[0].size();
+    for (auto &l : lists)
+      if (l.size() != n)
+        return err() << "the weight, gradient and moment sequences differ "
+                        "in length";
+    for (unsigned i = 1; i < 4; ++i)
+      if (resultUsed(i))
+        return err() << "output " << i
+                     << " (updated sequence) is not supported: the update "
+                        "is in place on the inputs";
+    SmallVector<TArg> ts = {{"params", lists[0]}, {"grads", lists[1]},
+                            {"m1", lists[2]},     {"m2", lists[3]},
+                            {"lr", {*lr}},        {"step", {*step}}};
+    if (has(6)) {
+      auto u = in(6);
+      if (failed(u))
+        return failure();
+      ts.push_back({"update", {*u}});
+    }
+    if (resultUsed(0)) {
+      auto u = out(0, {1});
+      if (failed(u))
+        return failure();
+      ts.push_back({"updated", {*u}});
+    }
+    return call("adamw", ts,
+                {{"n", i64(n)},
+                 {"beta1", f32(attrFloat("alpha", 0.9))},
+                 {"beta2", f32(attrFloat("beta", 0.999))},
+                 {"epsilon", f32(attrFloat("epsilon", 1e-8))},
+                 {"weight_decay", f32(attrFloat("weight_decay", 1e-2))},
+                 {"mode", i32(attrInt("adam_mode", 0))},
+                 {"correct_bias", i32(attrInt("correct_bias", 1))}});
+  }
+  if (onnx && (type == "Reshape" || type == "Flatten" || type == "Squeeze" ||
+               type == "Unsqueeze")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    const Shape &sx = shapeOf(*x);
+    int64_t rank = sx.size();
+    Shape s;
+    if (type == "Flatten") {
+      int64_t axis = attrInt("axis", 1);
+      if (axis < 0)
+        axis += rank;
+      s = {numel(ArrayRef<int64_t>(sx).take_front(axis)),
+           numel(ArrayRef<int64_t>(sx).drop_front(axis))};
+    } else if (type == "Reshape") {
+      auto h = hostInts(1);
+      if (failed(h))
+        return failure();
+      int64_t known = 1, infer = -1;
+      for (auto [i, d] : llvm::enumerate(*h)) {
+        int64_t v = d;
+        if (v == 0 && !attrInt("allowzero", 0))
+          v = int64_t(i) < rank ? sx[i] : 0;
+        if (v == -1)
+          infer = i;
+        else
+          known *= v;
+        s.push_back(v);
+      }
+      if (infer >= 0)
+        s[infer] = known ? numel(sx) / known : 0;
+    } else {
+      SmallVector<int64_t> axes;
+      if (has(1)) {
+        auto h = hostInts(1);
+        if (failed(h))
+          return failure();
+        axes = *h;
+      } else if (auto a = attrInts("axes")) {
+        axes = *a;
+      }
+      if (type == "Squeeze") {
+        SmallVector<bool> drop(rank, axes.empty());
+        for (int64_t a : axes)
+          drop[a < 0 ? a + rank : a] = true;
+        for (int64_t d = 0; d < rank; ++d)
+          if (!(drop[d] && sx[d] == 1))
+            s.push_back(sx[d]);
+      } else {
+        int64_t outRank = rank + axes.size();
+        SmallVector<bool> ins(outRank, false);
+        for (int64_t a : axes)
+          ins[a < 0 ? a + outRank : a] = true;
+        for (int64_t d = 0, k = 0; d < outRank; ++d)
+          s.push_back(ins[d] ? 1 : sx[k++]);
+      }
+    }
+    if (numel(s) != numel(sx))
+      return err() << "reshape changes the element count";
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return call("reshape", {{"x", {*x}}, {"y", {*y}}});
+  }
+  if (onnx && type == "Transpose") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    const Shape &sx = shapeOf(*x);
+    SmallVector<int64_t> perm;
+    if (auto p = attrInts("perm"))
+      perm = *p;
+    else
+      for (int64_t d = sx.size() - 1; d >= 0; --d)
+        perm.push_back(d);
+    Shape s;
+    for (int64_t p : perm)
+      s.push_back(sx[p]);
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return call("transpose", {{"x", {*x}}, {"y", {*y}}},
+                {{"perm", ints(perm)}, {"nperm", i64(perm.size())}});
+  }
+  return err() << "no runtime implementation (supported: docs/Lowering.md)";
+}
+
+LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
+  if (failed(bindArgs()))
+    return failure();
+  Block &body = graph.getBody().front();
+  for (Operation &op : body) {
+    current = &op;
+    auto nameAttr = op.getAttrOfType<StringAttr>("train.name");
+    nodeName = nameAttr ? nameAttr.str() : "";
+    if (isa<NoneOp>(op))
+      continue;
+    if (auto init = dyn_cast<InitializerOp>(op)) {
+      auto value = dyn_cast_or_null<ElementsAttr>(init.getValue());
+      if (!value || init.getExternal())
+        return op.emitError() << "initializer '" << init.getName()
+                              << "' has no inline value (external data is "
+                                 "not supported by the lowering yet)";
+      hostConst[init.getResult()] = value;
+      continue;
+    }
+    if (auto ret = dyn_cast<ReturnOp>(op)) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+        auto rn = graph.getResultAttrOfType<StringAttr>(i, "train.name");
+        std::string name = rn ? rn.str() : ("result" + std::to_string(i));
+        current = &op;
+        nodeName = name;
+        auto b = valueBuf.find(v);
+        if (b == valueBuf.end()) {
+          auto c = hostConst.find(v);
+          if (c == hostConst.end())
+            return op.emitError() << "graph output '" << name
+                                  << "' has no buffer";
+          auto id = in(i);
+          if (failed(id))
+            return failure();
+          results.push_back(*id);
+        } else {
+          results.push_back(b->second);
+        }
+        resultNames.push_back(name);
+      }
+      continue;
+    }
+    auto node = dyn_cast<OnnxNodeOpInterface>(op);
+    if (!node)
+      return op.emitError() << "op " << op.getName()
+                            << " cannot be lowered to runtime calls";
+    if (failed(lowerNode(node)))
+      return failure();
+  }
+
+  // Liveness of temporaries over call indices; outputs live to the end.
+  int end = calls.size();
+  for (auto [ci, c] : llvm::enumerate(calls))
+    for (auto &list : c.tensors)
+      for (int b : list) {
+        Buffer &buf = bufs[b];
+        if (buf.first < 0)
+          buf.first = ci;
+        buf.last = ci;
+      }
+  for (int b : results)
+    bufs[b].last = end;
+  // First fit: place in order of first definition; a block is free after
+  // its last use (a call's inputs and outputs never share memory).
+  struct Live {
+    int64_t off, size;
+    int last;
+  };
+  SmallVector<Live> live;
+  arenaBytes = 0;
+  SmallVector<int> order;
+  for (auto [i, b] : llvm::enumerate(bufs))
+    if (b.kind == Buffer::Temp && b.first >= 0)
+      order.push_back(i);
+  llvm::stable_sort(order,
+                    [&](int a, int b) { return bufs[a].first < bufs[b].first; });
+  for (int id : order) {
+    Buffer &b = bufs[id];
+    llvm::erase_if(live, [&](const Live &l) { return l.last < b.first; });
+    int64_t size = std::max<int64_t>((b.bytes() + 63) / 64 * 64, 64);
+    llvm::sort(live, [](const Live &x, const Live &y) { return x.off < y.off; });
+    int64_t off = 0;
+    for (const Live &l : live) {
+      if (off + size <= l.off)
+        break;
+      off = std::max(off, l.off + l.size);
+    }
+    b.offset = off;
+    live.push_back({off, size, b.last});
+    arenaBytes = std::max(arenaBytes, off + size);
+  }
+
+  // Emit.
+  OpBuilder builder(ctx);
+  builder.setInsertionPoint(graph);
+  Location loc = graph.getLoc();
+  SmallVector<Type> resultTypes;
+  for (int b : results)
+    resultTypes.push_back(MemRefType::get(bufs[b].shape, bufs[b].elem));
+  auto func = func::FuncOp::create(builder, loc, graph.getSymName(),
+                                   builder.getFunctionType(argTypes,
+                                                           resultTypes));
+  for (auto [i, n] : llvm::enumerate(argNames))
+    func.setArgAttr(i, kNameAttr, builder.getStringAttr(n));
+  for (auto [i, n] : llvm::enumerate(resultNames))
+    func.setResultAttr(i, kNameAttr, builder.getStringAttr(n));
+  func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arenaBytes));
+  Block *entry = func.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  Value arena;
+  if (arenaBytes > 0)
+    arena = memref::AllocOp::create(
+        builder, loc, MemRefType::get({arenaBytes}, builder.getI8Type()),
+        builder.getI64IntegerAttr(64));
+  SmallVector<Value> vals(bufs.size());
+  unsigned globals = 0;
+  OpBuilder moduleBuilder(ctx);
+  moduleBuilder.setInsertionPoint(func);
+  for (auto [id, b] : llvm::enumerate(bufs)) {
+    auto type = MemRefType::get(b.shape, b.elem);
+    if (b.kind == Buffer::Arg) {
+      vals[id] = entry->getArgument(b.argIndex);
+    } else if (b.kind == Buffer::Const) {
+      std::string name = (graph.getSymName() + "_const" +
+                          std::to_string(globals++)).str();
+      memref::GlobalOp::create(moduleBuilder, loc, name,
+                               moduleBuilder.getStringAttr("private"), type,
+                               b.value, /*constant=*/true, IntegerAttr());
+      vals[id] = memref::GetGlobalOp::create(builder, loc, type, name);
+    } else if (b.first >= 0) {
+      Value off = arith::ConstantIndexOp::create(builder, loc, b.offset);
+      vals[id] = memref::ViewOp::create(builder, loc, type, arena, off,
+                                        ValueRange());
+    }
+  }
+  for (PlannedCall &c : calls) {
+    SmallVector<Value> operands;
+    SmallVector<int64_t> counts;
+    for (auto &list : c.tensors) {
+      counts.push_back(list.size());
+      for (int b : list)
+        operands.push_back(vals[b]);
+    }
+    auto op = amprt::CallOp::create(builder, c.loc, c.sig->name, operands,
+                                    counts);
+    for (NamedAttribute a : c.attrs)
+      op->setAttr(a.getName(), a.getValue());
+  }
+  SmallVector<Value> rets;
+  for (int b : results)
+    rets.push_back(vals[b]);
+  func::ReturnOp::create(builder, loc, rets);
+  (void)module;
+  return success();
+}
+
+struct ConvertTrainToRuntimePass
+    : PassWrapper<ConvertTrainToRuntimePass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertTrainToRuntimePass)
+
+  ConvertTrainToRuntimePass() = default;
+  ConvertTrainToRuntimePass(const ConvertTrainToRuntimePass &other)
+      : PassWrapper(other) {}
+  explicit ConvertTrainToRuntimePass(const TrainToRuntimeOptions &o) {
+    dims = o.dims;
+  }
+
+  StringRef getArgument() const final { return "convert-train-to-runtime"; }
+  StringRef getDescription() const final {
+    return "Lower train graphs to amprt runtime calls on static memref "
+           "buffers, planned by liveness in one arena";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<amprt::AmpRTDialect, func::FuncDialect,
+                    memref::MemRefDialect, arith::ArithDialect>();
+  }
+
+  Option<std::string> dims{*this, "dims",
+                           llvm::cl::desc("Symbolic dims bound to sizes: "
+                                          "name=value,... (e.g. batch=64)"),
+                           llvm::cl::init("")};
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<int64_t> dimMap;
+    SmallVector<StringRef> parts;
+    StringRef(dims).split(parts, ',', -1, false);
+    for (StringRef p : parts) {
+      auto [k, v] = p.split('=');
+      int64_t n;
+      if (k.trim().empty() || v.trim().getAsInteger(10, n) || n < 0) {
+        emitError(UnknownLoc::get(&getContext()))
+            << "convert-train-to-runtime: bad dims entry '" << p
+            << "' (expected name=size)";
+        return signalPassFailure();
+      }
+      dimMap[k.trim()] = n;
+    }
+    SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
+    for (GraphOp g : graphs) {
+      int64_t arena = 0;
+      GraphLowering lowering(g, dimMap);
+      if (failed(lowering.run(module, arena)))
+        return signalPassFailure();
+      emitRemark(g.getLoc())
+          << "graph @" << g.getSymName() << ": arena (peak activation "
+          << "memory) " << arena << " bytes";
+      g.erase();
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass>
+amp::createConvertTrainToRuntimePass(const TrainToRuntimeOptions &options) {
+  return std::make_unique<ConvertTrainToRuntimePass>(options);
+}
+
+void amp::registerConvertTrainToRuntimePass() {
+  PassRegistration<ConvertTrainToRuntimePass>();
+}

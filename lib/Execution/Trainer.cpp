@@ -1,0 +1,919 @@
+//===- Trainer.cpp - the amp-run training loop -----------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// ONNX Runtime training-API semantics (orttraining/training_api): the
+// training graph's gradient accumulation buffers are state, reset lazily
+// (lazy_reset_grad = true every step: no accumulation across steps); the
+// optimizer gets `step + 1` and the step counter grows only when the
+// optimizer reports an update; learning_rate is an input.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Trainer.h"
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+#include "amp/Dialect/AmpRT/AmpRT.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/Pipeline.h"
+#include "amp/Execution/Program.h"
+#include "amp/Target/ONNX/ImportONNX.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::exec;
+
+namespace {
+
+llvm::Error fail(const Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+uint64_t splitmix(uint64_t &s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// A host tensor: dtype, shape, bytes.
+struct HostTensor {
+  int32_t dtype = AMPRT_F32;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+int32_t dtypeOfOnnx(int t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+    return AMPRT_F32;
+  case onnx::TensorProto::FLOAT16:
+    return AMPRT_F16;
+  case onnx::TensorProto::BFLOAT16:
+    return AMPRT_BF16;
+  case onnx::TensorProto::DOUBLE:
+    return AMPRT_F64;
+  case onnx::TensorProto::INT64:
+    return AMPRT_I64;
+  case onnx::TensorProto::INT32:
+    return AMPRT_I32;
+  case onnx::TensorProto::INT8:
+    return AMPRT_I8;
+  case onnx::TensorProto::UINT8:
+    return AMPRT_U8;
+  case onnx::TensorProto::BOOL:
+    return AMPRT_BOOL;
+  default:
+    return -1;
+  }
+}
+
+llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t) {
+  HostTensor h;
+  h.dtype = dtypeOfOnnx(t.data_type());
+  if (h.dtype < 0)
+    return fail("tensor '" + t.name() + "': unsupported data type");
+  h.shape.assign(t.dims().begin(), t.dims().end());
+  size_t bytes = size_t(h.numel()) * amprt_dtype_size(h.dtype);
+  h.data.resize(bytes);
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      return fail("tensor '" + t.name() + "': raw_data has the wrong size");
+    std::memcpy(h.data.data(), t.raw_data().data(), bytes);
+  } else if (h.dtype == AMPRT_F32 && t.float_data_size() == h.numel()) {
+    std::memcpy(h.data.data(), t.float_data().data(), bytes);
+  } else if (h.dtype == AMPRT_I64 && t.int64_data_size() == h.numel()) {
+    std::memcpy(h.data.data(), t.int64_data().data(), bytes);
+  } else if (h.dtype == AMPRT_F64 && t.double_data_size() == h.numel()) {
+    std::memcpy(h.data.data(), t.double_data().data(), bytes);
+  } else if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    return fail("tensor '" + t.name() + "': external data is not supported");
+  } else {
+    return fail("tensor '" + t.name() + "': no data in a supported field");
+  }
+  return h;
+}
+
+/// Reads a .npy file (format 1.0/2.0, little-endian, C order).
+llvm::Expected<HostTensor> readNpy(StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return fail(path + ": " + buf.getError().message());
+  StringRef s = (*buf)->getBuffer();
+  if (s.size() < 10 || !s.starts_with("\x93NUMPY"))
+    return fail(path + ": not a .npy file");
+  uint8_t major = s[6];
+  size_t hlen, off;
+  if (major == 1) {
+    hlen = uint8_t(s[8]) | (uint8_t(s[9]) << 8);
+    off = 10;
+  } else {
+    hlen = uint8_t(s[8]) | (uint8_t(s[9]) << 8) | (uint8_t(s[10]) << 16) |
+           (size_t(uint8_t(s[11])) << 24);
+    off = 12;
+  }
+  if (off + hlen > s.size())
+    return fail(path + ": truncated header");
+  StringRef header = s.substr(off, hlen);
+  auto field = [&](StringRef key) {
+    size_t p = header.find(key);
+    return p == StringRef::npos ? StringRef() : header.substr(p + key.size());
+  };
+  StringRef descr = field("'descr':").ltrim(" '");
+  descr = descr.take_until([](char c) { return c == '\''; });
+  HostTensor h;
+  static const std::map<std::string, int32_t> kinds = {
+      {"<f4", AMPRT_F32}, {"<f2", AMPRT_F16}, {"<f8", AMPRT_F64},
+      {"<i8", AMPRT_I64}, {"<i4", AMPRT_I32}, {"|i1", AMPRT_I8},
+      {"|u1", AMPRT_U8},  {"|b1", AMPRT_BOOL}};
+  auto k = kinds.find(descr.str());
+  if (k == kinds.end())
+    return fail(path + ": unsupported dtype '" + descr + "'");
+  h.dtype = k->second;
+  if (field("'fortran_order':").ltrim().starts_with("True"))
+    return fail(path + ": Fortran order is not supported");
+  StringRef shape = field("'shape':").ltrim(" (");
+  shape = shape.take_until([](char c) { return c == ')'; });
+  SmallVector<StringRef> dims;
+  shape.split(dims, ',', -1, false);
+  for (StringRef d : dims) {
+    int64_t v;
+    if (d.trim().empty())
+      continue;
+    if (d.trim().getAsInteger(10, v))
+      return fail(path + ": bad shape");
+    h.shape.push_back(v);
+  }
+  size_t bytes = size_t(h.numel()) * amprt_dtype_size(h.dtype);
+  if (off + hlen + bytes != s.size())
+    return fail(path + ": data size does not match the shape");
+  h.data.assign(s.begin() + off + hlen, s.end());
+  return h;
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a
+/// failure leaves any existing file untouched.
+llvm::Error writeAtomically(StringRef path, StringRef bytes) {
+  std::string tmp = (path + ".tmp").str();
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return fail(tmp + ": " + ec.message());
+    os << bytes;
+    os.close();
+    if (os.has_error()) {
+      llvm::sys::fs::remove(tmp);
+      return fail(tmp + ": write failed");
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
+    llvm::sys::fs::remove(tmp);
+    return fail(path + ": " + ec.message());
+  }
+  return llvm::Error::success();
+}
+
+uint64_t fnv1a(StringRef s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// ---- checkpoint ------------------------------------------------------------
+// "AMPCKPT1" | u64 payload bytes | payload | u64 FNV-1a of payload.
+// payload: u64 steps done, u64 optimizer step, u64 skipped, f64 lr,
+//          u32 count, then per tensor: u32 name bytes, name, i32 dtype,
+//          u32 rank, i64 dims[rank], u64 data bytes, data.
+constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '1'};
+
+struct Checkpoint {
+  uint64_t steps = 0, optimizerStep = 0, skipped = 0;
+  double lr = 0;
+  std::vector<std::pair<std::string, HostTensor>> tensors;
+};
+
+template <typename T> void put(std::string &o, T v) {
+  o.append(reinterpret_cast<const char *>(&v), sizeof(T));
+}
+
+std::string encode(const Checkpoint &c) {
+  std::string p;
+  put(p, c.steps);
+  put(p, c.optimizerStep);
+  put(p, c.skipped);
+  put(p, c.lr);
+  put(p, uint32_t(c.tensors.size()));
+  for (auto &[name, t] : c.tensors) {
+    put(p, uint32_t(name.size()));
+    p += name;
+    put(p, t.dtype);
+    put(p, uint32_t(t.shape.size()));
+    for (int64_t d : t.shape)
+      put(p, d);
+    put(p, uint64_t(t.data.size()));
+    p.append(t.data.data(), t.data.size());
+  }
+  std::string out(kMagic, 8);
+  put(out, uint64_t(p.size()));
+  out += p;
+  put(out, fnv1a(p));
+  return out;
+}
+
+llvm::Expected<Checkpoint> decode(StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fail(path + ": " + buf.getError().message());
+  StringRef s = (*buf)->getBuffer();
+  auto bad = [&](const Twine &why) {
+    return fail(path + ": not a valid amp-run checkpoint (" + why +
+                "); nothing was loaded");
+  };
+  if (s.size() < 24 || std::memcmp(s.data(), kMagic, 8) != 0)
+    return bad("bad magic");
+  uint64_t n;
+  std::memcpy(&n, s.data() + 8, 8);
+  if (s.size() != 16 + n + 8)
+    return bad("truncated or has trailing bytes: " + Twine(s.size()) +
+               " bytes, header says " + Twine(16 + n + 8));
+  StringRef p = s.substr(16, n);
+  uint64_t sum;
+  std::memcpy(&sum, s.data() + 16 + n, 8);
+  if (sum != fnv1a(p))
+    return bad("checksum mismatch: the file is corrupt");
+  Checkpoint c;
+  size_t at = 0;
+  bool ok = true;
+  auto get = [&](auto &v) {
+    if (at + sizeof(v) > p.size()) {
+      ok = false;
+      return;
+    }
+    std::memcpy(&v, p.data() + at, sizeof(v));
+    at += sizeof(v);
+  };
+  get(c.steps);
+  get(c.optimizerStep);
+  get(c.skipped);
+  get(c.lr);
+  uint32_t count = 0;
+  get(count);
+  for (uint32_t i = 0; ok && i < count; ++i) {
+    uint32_t len = 0, rank = 0;
+    get(len);
+    if (!ok || at + len > p.size())
+      return bad("bad record");
+    std::string name = p.substr(at, len).str();
+    at += len;
+    HostTensor t;
+    get(t.dtype);
+    get(rank);
+    if (rank > AMPRT_MAX_RANK)
+      return bad("bad rank");
+    t.shape.resize(rank);
+    for (auto &d : t.shape)
+      get(d);
+    uint64_t bytes = 0;
+    get(bytes);
+    if (!ok || at + bytes > p.size())
+      return bad("bad record");
+    t.data.assign(p.begin() + at, p.begin() + at + bytes);
+    at += bytes;
+    c.tensors.push_back({name, std::move(t)});
+  }
+  if (!ok || at != p.size())
+    return bad("bad record layout");
+  return c;
+}
+
+/// A device buffer owned by the trainer.
+struct DeviceBuffer {
+  amprt_context *ctx = nullptr;
+  void *data = nullptr;
+  size_t bytes = 0;
+  int32_t dtype = AMPRT_F32;
+  std::vector<int64_t> shape;
+  ~DeviceBuffer() {
+    if (data)
+      amprt_free(ctx, data);
+  }
+};
+
+class Trainer {
+public:
+  Trainer(const TrainOptions &o, llvm::raw_ostream &status)
+      : opts(o), status(status) {}
+  ~Trainer() {
+    state.clear();
+    trainProg.reset();
+    optProg.reset();
+    if (ctx)
+      amprt_context_destroy(ctx);
+  }
+  llvm::Error run();
+
+private:
+  const TrainOptions &opts;
+  llvm::raw_ostream &status;
+  MLIRContext mctx;
+  amprt_context *ctx = nullptr;
+  std::unique_ptr<Program> trainProg, optProg;
+  OwningOpRef<ModuleOp> trainMod, optMod;
+  // Persistent state by name, and per-step data inputs.
+  llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
+  std::vector<std::string> params;     // training graph order
+  std::vector<std::string> dataInputs; // fed from the data source
+  std::map<std::string, HostTensor> dataset;
+  int64_t datasetRows = 0;
+  uint64_t optimizerStep = 0, skipped = 0, stepsDone = 0;
+
+  DeviceBuffer &alloc(StringRef name, const Port &p) {
+    auto &slot = state[name];
+    if (!slot) {
+      slot = std::make_unique<DeviceBuffer>();
+      slot->ctx = ctx;
+      slot->bytes = p.bytes();
+      slot->dtype = p.dtype;
+      slot->shape = p.shape;
+      amprt_malloc(ctx, slot->bytes, &slot->data);
+      amprt_memset(ctx, slot->data, 0, slot->bytes);
+    }
+    return *slot;
+  }
+  llvm::Error load();
+  llvm::Error lower(ModuleOp module, StringRef what);
+  llvm::Error fillBatch(int64_t step);
+  llvm::Error saveCheckpoint(StringRef path);
+  llvm::Error loadCheckpoint(StringRef path);
+  llvm::Error writeWeights(StringRef path);
+  int64_t numClasses(StringRef input);
+};
+
+llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
+  std::string dims = opts.dims;
+  // The lowering's arena remark is reported by amp-run itself.
+  ScopedDiagnosticHandler quiet(&mctx, [](Diagnostic &d) {
+    return success(d.getSeverity() == DiagnosticSeverity::Remark);
+  });
+  PassManager pm(&mctx);
+  pm.addPass(createConvertTrainToRuntimePass({dims}));
+  if (failed(pm.run(module)))
+    return fail(what + ": lowering to runtime calls failed (see the errors "
+                       "above)");
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::load() {
+  DialectRegistry registry;
+  registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
+                  memref::MemRefDialect, arith::ArithDialect>();
+  mctx.appendDialectRegistry(registry);
+  mctx.loadAllAvailableDialects();
+
+  trainMod = importOnnxFile(opts.trainingModel, &mctx);
+  if (!trainMod)
+    return fail(opts.trainingModel + ": import failed");
+  optMod = importOnnxFile(opts.optimizerModel, &mctx);
+  if (!optMod)
+    return fail(opts.optimizerModel + ": import failed");
+  if (opts.amp) {
+    train::AMPPipelineOptions po;
+    po.lossScaling = true;
+    if (failed(train::runAMPPipeline(*trainMod, po)) ||
+        failed(train::runAMPPipeline(*optMod, po)))
+      return fail("the AMP + loss-scaling pipeline failed");
+  }
+
+  // Bind the leading symbolic dim of the graph inputs to --batch.
+  std::string dims = opts.dims;
+  auto graph = *trainMod->getOps<train::GraphOp>().begin();
+  if (opts.batch > 0) {
+    llvm::StringMap<bool> seen;
+    for (unsigned i = 0; i < graph.getNumArguments(); ++i)
+      if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+        if (!d.empty())
+          if (auto s = dyn_cast<StringAttr>(d[0]))
+            if (!s.getValue().empty() && !seen[s.getValue()]) {
+              seen[s.getValue()] = true;
+              dims += (dims.empty() ? "" : ",") + s.str() + "=" +
+                      std::to_string(opts.batch);
+            }
+  }
+  const_cast<TrainOptions &>(opts).dims = dims;
+
+  // Parameters: training inputs named in the weights file (or in a resumed
+  // checkpoint); their types give the optimizer's sequences.
+  std::map<std::string, HostTensor> weights;
+  if (!opts.weights.empty()) {
+    onnx::ModelProto model;
+    std::ifstream in(opts.weights, std::ios::binary);
+    if (!in || !model.ParseFromIstream(&in))
+      return fail(opts.weights + ": cannot read the ONNX model");
+    for (const auto &t : model.graph().initializer()) {
+      auto h = fromTensorProto(t);
+      if (!h)
+        return h.takeError();
+      weights[t.name()] = std::move(*h);
+    }
+  }
+  std::map<std::string, HostTensor> resumed;
+  std::optional<Checkpoint> ckpt;
+  if (!opts.resumePath.empty()) {
+    auto c = decode(opts.resumePath);
+    if (!c)
+      return c.takeError();
+    ckpt = std::move(*c);
+    for (auto &[n, t] : ckpt->tensors)
+      resumed[n] = t;
+  }
+  SmallVector<Attribute> seqTypes;
+  for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
+    auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
+    if (!n)
+      continue;
+    std::string name = n.str();
+    if (weights.count(name) || resumed.count("param:" + name)) {
+      params.push_back(name);
+      auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
+      if (!t || !t.hasStaticShape())
+        return fail("parameter '" + name + "' has no static shape");
+      seqTypes.push_back(TypeAttr::get(t));
+    }
+  }
+  if (params.empty())
+    return fail("no parameters: give --weights <model.onnx> whose "
+                "initializers are named like the training graph's inputs "
+                "(e.g. the forward model), or --resume <checkpoint>");
+  auto optGraph = *optMod->getOps<train::GraphOp>().begin();
+  for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
+    if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
+      optGraph.setArgAttr(i, kSeqTypesAttr,
+                          ArrayAttr::get(&mctx, seqTypes));
+
+  if (auto e = lower(*trainMod, opts.trainingModel))
+    return e;
+  if (auto e = lower(*optMod, opts.optimizerModel))
+    return e;
+  if (!opts.loweredPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(opts.loweredPath, ec);
+    if (ec)
+      return fail(opts.loweredPath + ": " + ec.message());
+    trainMod->print(os);
+    optMod->print(os);
+  }
+
+  if (opts.device == "cuda")
+    return fail("--device cuda: this build of amp-run has no CUDA backend "
+                "(the runtime was built for the CPU only)");
+  if (opts.device != "cpu")
+    return fail("--device must be cpu or cuda, not '" + opts.device + "'");
+  if (amprt_context_create("cpu", &ctx) != AMPRT_OK)
+    return fail(Twine("cannot create the runtime context: ") +
+                amprt_last_error(nullptr));
+
+  auto tp = Program::create(*trainMod, graph.getSymName().str() == ""
+                                           ? "main"
+                                           : "main",
+                            ctx);
+  if (!tp)
+    return tp.takeError();
+  trainProg = std::move(*tp);
+  auto op = Program::create(*optMod, "main", ctx);
+  if (!op)
+    return op.takeError();
+  optProg = std::move(*op);
+
+  // Training inputs: params, accumulation buffers, flags, scaler state,
+  // data.
+  for (auto [i, p] : llvm::enumerate(trainProg->inputs())) {
+    DeviceBuffer &b = alloc(p.name, p);
+    trainProg->bind(i, b.data);
+    bool isParam = llvm::is_contained(params, p.name);
+    if (isParam) {
+      auto w = weights.find(p.name);
+      if (w != weights.end()) {
+        if (w->second.dtype != p.dtype || w->second.data.size() != b.bytes)
+          return fail("weights: '" + p.name +
+                      "' does not match the graph input's type");
+        amprt_memcpy(ctx, b.data, w->second.data.data(), b.bytes,
+                     AMPRT_HOST_TO_DEVICE);
+      }
+    } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
+               StringRef(p.name).starts_with("amp.")) {
+      if (p.name == "amp.loss_scale") {
+        float s = 65536.0f;
+        amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
+      }
+    } else if (p.name == "lazy_reset_grad") {
+      uint8_t one = 1;
+      amprt_memcpy(ctx, b.data, &one, 1, AMPRT_HOST_TO_DEVICE);
+    } else {
+      dataInputs.push_back(p.name);
+    }
+  }
+  // Optimizer inputs.
+  for (auto [i, p] : llvm::enumerate(optProg->inputs())) {
+    StringRef name = p.name;
+    std::string key = p.name;
+    if (name.consume_back("]")) {
+      auto [seq, idx] = name.split('[');
+      unsigned k;
+      if (idx.getAsInteger(10, k) || k >= params.size())
+        return fail("optimizer input '" + p.name + "' is not understood");
+      if (seq == "params")
+        key = params[k];
+      else if (seq == "gradients")
+        key = params[k] + "_grad.accumulation.buffer";
+      else
+        key = seq.str() + ":" + params[k];
+    }
+    if (!state.count(key) && StringRef(key).ends_with("_grad.accumulation.buffer"))
+      return fail("optimizer gradient '" + key +
+                  "' is not an input of the training graph");
+    DeviceBuffer &b = alloc(key, p);
+    if (b.bytes != p.bytes())
+      return fail("optimizer input '" + p.name + "' does not match '" + key +
+                  "'");
+    optProg->bind(i, b.data);
+  }
+  if (ckpt) {
+    for (auto &[n, t] : ckpt->tensors) {
+      StringRef key = n;
+      key.consume_front("param:");
+      auto it = state.find(key);
+      if (it == state.end() || it->second->bytes != t.data.size() ||
+          it->second->dtype != t.dtype)
+        return fail(opts.resumePath + ": tensor '" + key +
+                    "' does not match the graphs; nothing was loaded");
+    }
+    for (auto &[n, t] : ckpt->tensors) {
+      StringRef key = n;
+      key.consume_front("param:");
+      amprt_memcpy(ctx, state[key]->data, t.data.data(), t.data.size(),
+                   AMPRT_HOST_TO_DEVICE);
+    }
+    stepsDone = ckpt->steps;
+    optimizerStep = ckpt->optimizerStep;
+    skipped = ckpt->skipped;
+  }
+
+  // Data source.
+  StringRef src = opts.data;
+  if (!src.starts_with("synthetic:")) {
+    for (const std::string &name : dataInputs) {
+      SmallString<256> npy(src), pb(src);
+      llvm::sys::path::append(npy, name + ".npy");
+      llvm::sys::path::append(pb, name + ".pb");
+      HostTensor t;
+      if (llvm::sys::fs::exists(npy)) {
+        auto h = readNpy(npy);
+        if (!h)
+          return h.takeError();
+        t = std::move(*h);
+      } else if (llvm::sys::fs::exists(pb)) {
+        onnx::TensorProto proto;
+        std::ifstream in(std::string(pb), std::ios::binary);
+        if (!in || !proto.ParseFromIstream(&in))
+          return fail(pb + ": cannot read the TensorProto");
+        auto h = fromTensorProto(proto);
+        if (!h)
+          return h.takeError();
+        t = std::move(*h);
+      } else {
+        return fail("data: no " + npy + " or " + pb + " for graph input '" +
+                    name + "'");
+      }
+      const Port &p = trainProg->inputs()[trainProg->findInput(name)];
+      if (t.dtype != p.dtype)
+        return fail(Twine("data for '") + name + "' is " +
+                    amprt_dtype_name(t.dtype) + ", the graph wants " +
+                    amprt_dtype_name(p.dtype));
+      if (t.shape.empty() ||
+          std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
+              std::vector<int64_t>(p.shape.begin() + 1, p.shape.end()))
+        return fail("data for '" + name +
+                    "' has the wrong sample shape for the graph input");
+      if (datasetRows && datasetRows != t.shape[0])
+        return fail("data files have different numbers of samples");
+      datasetRows = t.shape[0];
+      if (datasetRows < p.shape[0])
+        return fail("data has fewer samples than one batch");
+      dataset[name] = std::move(t);
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// The class count of an integer label input: dim 1 of the scores of the
+/// loss kernel that reads it (16 when no loss reads it).
+int64_t Trainer::numClasses(StringRef input) {
+  int64_t classes = 16;
+  trainMod->walk([&](amprt::CallOp call) {
+    if (call.getKernel() != "softmax_cross_entropy_loss")
+      return;
+    auto operands = call.getTensors();
+    auto arg = dyn_cast<BlockArgument>(operands[1]);
+    auto func = call->getParentOfType<func::FuncOp>();
+    if (!arg || !func)
+      return;
+    auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
+    auto scores = cast<MemRefType>(operands[0].getType());
+    if (n && n.getValue() == input && scores.getRank() >= 2)
+      classes = scores.getDimSize(1);
+  });
+  return classes;
+}
+
+llvm::Error Trainer::fillBatch(int64_t step) {
+  StringRef src = opts.data;
+  for (auto [k, name] : llvm::enumerate(dataInputs)) {
+    DeviceBuffer &b = *state[name];
+    int64_t batch = b.shape.empty() ? 1 : b.shape[0];
+    std::vector<char> host(b.bytes);
+    if (src.consume_front("synthetic:") || StringRef(opts.data).starts_with("synthetic:")) {
+      uint64_t seed = 0;
+      StringRef(opts.data).drop_front(10).getAsInteger(10, seed);
+      uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
+      int64_t n = b.bytes / amprt_dtype_size(b.dtype);
+      int64_t classes = b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32
+                            ? numClasses(name)
+                            : 0;
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t r = splitmix(s);
+        double u = double(r >> 11) * (1.0 / 9007199254740992.0);
+        switch (b.dtype) {
+        case AMPRT_F32: {
+          float v = float(2 * u - 1);
+          std::memcpy(&host[i * 4], &v, 4);
+          break;
+        }
+        case AMPRT_I64: {
+          int64_t v = int64_t(r % uint64_t(classes));
+          std::memcpy(&host[i * 8], &v, 8);
+          break;
+        }
+        case AMPRT_I32: {
+          int32_t v = int32_t(r % uint64_t(classes));
+          std::memcpy(&host[i * 4], &v, 4);
+          break;
+        }
+        case AMPRT_BOOL:
+          host[i] = r & 1;
+          break;
+        default:
+          return fail("synthetic data: unsupported dtype for '" + name + "'");
+        }
+      }
+    } else {
+      // Epoch e uses a permutation of the rows seeded by (seed, e); the
+      // batch of a step is a pure function of the step, so a resumed run
+      // sees the same batches.
+      int64_t perEpoch = datasetRows / batch;
+      int64_t epoch = step / perEpoch, first = (step % perEpoch) * batch;
+      std::vector<int64_t> perm(datasetRows);
+      for (int64_t i = 0; i < datasetRows; ++i)
+        perm[i] = i;
+      if (opts.shuffle) {
+        uint64_t s = opts.seed * 0x9e3779b97f4a7c15ull + uint64_t(epoch);
+        for (int64_t i = datasetRows - 1; i > 0; --i)
+          std::swap(perm[i], perm[splitmix(s) % uint64_t(i + 1)]);
+      }
+      const HostTensor &t = dataset[name];
+      size_t row = b.bytes / size_t(batch);
+      for (int64_t r = 0; r < batch; ++r)
+        std::memcpy(&host[r * row], &t.data[perm[first + r] * row], row);
+    }
+    if (step == opts.injectNonFiniteStep && b.dtype == AMPRT_F32) {
+      float nan = NAN;
+      std::memcpy(host.data(), &nan, 4);
+    }
+    amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::saveCheckpoint(StringRef path) {
+  Checkpoint c;
+  c.steps = stepsDone;
+  c.optimizerStep = optimizerStep;
+  c.skipped = skipped;
+  c.lr = opts.lr;
+  std::vector<std::string> keys;
+  for (auto &e : state)
+    if (!llvm::is_contained(dataInputs, e.getKey().str()) &&
+        e.getKey() != "learning_rate" && e.getKey() != "step" &&
+        e.getKey() != "lazy_reset_grad")
+      keys.push_back(e.getKey().str());
+  llvm::sort(keys);
+  for (const std::string &k : keys) {
+    DeviceBuffer &b = *state[k];
+    HostTensor t;
+    t.dtype = b.dtype;
+    t.shape = b.shape;
+    t.data.resize(b.bytes);
+    amprt_memcpy(ctx, t.data.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
+    c.tensors.push_back(
+        {llvm::is_contained(params, k) ? "param:" + k : k, std::move(t)});
+  }
+  return writeAtomically(path, encode(c));
+}
+
+llvm::Error Trainer::writeWeights(StringRef path) {
+  onnx::ModelProto model;
+  if (!opts.weights.empty()) {
+    std::ifstream in(opts.weights, std::ios::binary);
+    if (!in || !model.ParseFromIstream(&in))
+      return fail(opts.weights + ": cannot read the ONNX model");
+  } else {
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(17);
+    model.mutable_graph()->set_name("trained_weights");
+  }
+  auto *g = model.mutable_graph();
+  for (const std::string &p : params) {
+    DeviceBuffer &b = *state[p];
+    onnx::TensorProto *t = nullptr;
+    for (auto &init : *g->mutable_initializer())
+      if (init.name() == p)
+        t = &init;
+    if (!t) {
+      t = g->add_initializer();
+      t->set_name(p);
+      for (int64_t d : b.shape)
+        t->add_dims(d);
+    }
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->clear_float_data();
+    t->clear_external_data();
+    t->set_data_location(onnx::TensorProto::DEFAULT);
+    std::string raw(b.bytes, '\0');
+    amprt_memcpy(ctx, raw.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
+    t->set_raw_data(raw);
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes))
+    return fail(path + ": cannot serialize the model");
+  return writeAtomically(path, bytes);
+}
+
+llvm::Error Trainer::run() {
+  if (auto e = load())
+    return e;
+  int lossOut = -1, scaleOut = -1, finiteOut = -1;
+  for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
+    if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
+      lossOut = i;
+    if (p.name == "amp.loss_scale.out")
+      scaleOut = i;
+    if (p.name == "amp.all_finite")
+      finiteOut = i;
+  }
+  // Outputs written back into state: "<x>.out" for an input "<x>".
+  std::vector<std::pair<unsigned, DeviceBuffer *>> writeBack;
+  for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
+    StringRef n = p.name;
+    if (n.consume_back(".out") && trainProg->findInput(n) >= 0) {
+      DeviceBuffer *b = state[n].get();
+      if (b->bytes == p.bytes())
+        writeBack.push_back({unsigned(i), b});
+    }
+  }
+  int updatedOut = optProg->outputs().empty() ? -1 : 0;
+  DeviceBuffer *lr = state.count("learning_rate") ? state["learning_rate"].get()
+                                                  : nullptr;
+  DeviceBuffer *stepIn = state.count("step") ? state["step"].get() : nullptr;
+  DeviceBuffer *finiteIn =
+      state.count("amp.all_finite") ? state["amp.all_finite"].get() : nullptr;
+  if (lr) {
+    float v = float(opts.lr);
+    amprt_memcpy(ctx, lr->data, &v, 4, AMPRT_HOST_TO_DEVICE);
+  }
+
+  std::unique_ptr<llvm::raw_fd_ostream> log;
+  std::string logTmp;
+  if (!opts.logPath.empty()) {
+    std::error_code ec;
+    logTmp = opts.logPath + ".tmp";
+    log = std::make_unique<llvm::raw_fd_ostream>(logTmp, ec);
+    if (ec)
+      return fail(logTmp + ": " + ec.message());
+    *log << "step,loss,loss_scale,all_finite,skipped,optimizer_step\n";
+  }
+  status << "amp-run: " << params.size() << " parameters, "
+         << trainProg->numCalls() << " + " << optProg->numCalls()
+         << " runtime calls, arena " << trainProg->arenaBytes() << " + "
+         << optProg->arenaBytes() << " bytes, " << (opts.amp ? "AMP" : "fp32")
+         << ", device cpu\n";
+  bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
+  auto start = std::chrono::steady_clock::now();
+  uint64_t first = stepsDone;
+  for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
+    if (auto e = fillBatch(stepsDone))
+      return e;
+    if (auto e = trainProg->run())
+      return e;
+    for (auto &[i, b] : writeBack)
+      amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
+                   AMPRT_DEVICE_TO_DEVICE);
+    uint8_t finite = 1;
+    if (finiteOut >= 0) {
+      amprt_memcpy(ctx, &finite, trainProg->output(finiteOut), 1,
+                   AMPRT_DEVICE_TO_HOST);
+      if (finiteIn)
+        amprt_memcpy(ctx, finiteIn->data, &finite, 1, AMPRT_HOST_TO_DEVICE);
+    }
+    if (stepIn) {
+      int64_t s = int64_t(optimizerStep) + 1;
+      amprt_memcpy(ctx, stepIn->data, &s, 8, AMPRT_HOST_TO_DEVICE);
+    }
+    if (auto e = optProg->run())
+      return e;
+    uint8_t updated = 1;
+    if (updatedOut >= 0)
+      amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
+                   AMPRT_DEVICE_TO_HOST);
+    if (updated)
+      ++optimizerStep;
+    if (!finite)
+      ++skipped;
+    float loss = NAN, scale = 1.0f;
+    if (lossOut >= 0)
+      amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
+                   AMPRT_DEVICE_TO_HOST);
+    if (scaleOut >= 0)
+      amprt_memcpy(ctx, &scale, trainProg->output(scaleOut), 4,
+                   AMPRT_DEVICE_TO_HOST);
+    if (log)
+      *log << stepsDone << "," << llvm::format("%.9g", loss) << ","
+           << llvm::format("%.9g", scale) << "," << int(finite) << ","
+           << skipped << "," << optimizerStep << "\n";
+    double secs = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+    bool last = int64_t(stepsDone) + 1 == opts.steps;
+    if (opts.progress && (tty || last))
+      status << (tty ? "\r" : "") << "step " << stepsDone + 1 << "/"
+             << opts.steps << "  loss " << llvm::format("%.6f", loss)
+             << "  scale " << llvm::format("%g", scale) << "  skipped "
+             << skipped << "  "
+             << llvm::format("%.1f", double(stepsDone + 1 - first) /
+                                         std::max(secs, 1e-9))
+             << " steps/s" << (last || !tty ? "\n" : "");
+    status.flush();
+  }
+  if (log) {
+    log->close();
+    if (log->has_error())
+      return fail(logTmp + ": write failed");
+    if (std::error_code ec = llvm::sys::fs::rename(logTmp, opts.logPath))
+      return fail(opts.logPath + ": " + ec.message());
+  }
+  if (!opts.checkpointPath.empty())
+    if (auto e = saveCheckpoint(opts.checkpointPath))
+      return e;
+  if (!opts.outPath.empty())
+    if (auto e = writeWeights(opts.outPath))
+      return e;
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error amp::exec::train(const TrainOptions &options,
+                             llvm::raw_ostream &status) {
+  Trainer t(options, status);
+  return t.run();
+}

@@ -1,0 +1,81 @@
+//===- amp-run.cpp - train ONNX Runtime training artifacts on the runtime -===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/Trainer.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+namespace cl = llvm::cl;
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::opt<std::string> training(cl::Positional, cl::Required,
+                                cl::desc("<training_model.onnx>"));
+  cl::opt<std::string> optimizer(cl::Positional, cl::Required,
+                                 cl::desc("<optimizer_model.onnx>"));
+  cl::opt<std::string> weights(
+      "weights", cl::desc("ONNX model whose initializers are the initial "
+                          "parameters (e.g. the forward model)"));
+  cl::opt<std::string> device("device", cl::desc("cpu | cuda"),
+                              cl::init("cpu"));
+  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::init(1));
+  cl::opt<int64_t> batch("batch", cl::desc("batch size (binds the leading "
+                                           "symbolic dim of the inputs)"),
+                         cl::init(0));
+  cl::opt<std::string> data("data",
+                            cl::desc("synthetic:<seed> or a folder of "
+                                     "<input>.npy / <input>.pb files"),
+                            cl::init("synthetic:0"));
+  cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::init(0));
+  cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"));
+  cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."));
+  cl::opt<bool> amp("amp", cl::desc("run auto-mixed-precision and "
+                                    "loss-scaling before lowering"));
+  cl::opt<double> lr("lr", cl::desc("learning rate"), cl::init(1e-3));
+  cl::opt<std::string> log("log", cl::desc("per-step CSV log"));
+  cl::opt<std::string> out("o", cl::desc("write the trained weights as "
+                                         "ONNX initializers"));
+  cl::opt<std::string> checkpoint("checkpoint",
+                                  cl::desc("write a checkpoint at the end"));
+  cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"));
+  cl::opt<std::string> lowered("dump-lowered",
+                               cl::desc("write the lowered modules here"));
+  cl::opt<int64_t> inject("inject-nonfinite",
+                          cl::desc("testing: NaN in step k's batch"),
+                          cl::init(-1));
+  cl::opt<bool> quiet("quiet", cl::desc("no progress line"));
+  cl::ParseCommandLineOptions(argc, argv,
+                              "amp-run: train ONNX Runtime training "
+                              "artifacts on the amp runtime\n");
+  amp::exec::TrainOptions o;
+  o.trainingModel = training;
+  o.optimizerModel = optimizer;
+  o.weights = weights;
+  o.device = device;
+  o.steps = steps;
+  o.batch = batch;
+  o.data = data;
+  o.seed = seed;
+  o.shuffle = !noShuffle;
+  o.dims = dims;
+  o.amp = amp;
+  o.lr = lr;
+  o.logPath = log;
+  o.outPath = out;
+  o.checkpointPath = checkpoint;
+  o.resumePath = resume;
+  o.loweredPath = lowered;
+  o.injectNonFiniteStep = inject;
+  o.progress = !quiet;
+  if (llvm::Error e = amp::exec::train(o, llvm::errs())) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(std::move(e)) << "\n";
+    return 1;
+  }
+  return 0;
+}
