@@ -15,6 +15,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
+#include "amp/Dialect/Train/Transforms/AMPPainter.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
@@ -35,20 +36,18 @@ using namespace amp::train;
 
 namespace {
 
-/// One (node, type constraint) pair.
+/// One (node, type constraint) pair: its ports. Its edges, list and
+/// candidacy are the AMPVertex of the same index (what painting sees).
 struct Vertex {
   unsigned node;
   StringRef constraint;
   SmallVector<unsigned, 4> inPorts, outPorts;
-  SmallVector<unsigned, 4> fanin, fanout;
   /// Control-flow groups (If/Loop/Scan): besides the node's own ports, the
   /// body terminators' operands it consumes and the body arguments it
   /// defines. One group is one value across the boundary (and across loop
   /// iterations), so all its members have one type.
   SmallVector<OpOperand *, 2> extraIns;
   SmallVector<Value, 2> extraOuts;
-  bool isF32 = false;    ///< its ports are f32 tensors now
-  bool supports = false; ///< the constraint allows the low type
 };
 
 struct NodeInfo {
@@ -70,14 +69,7 @@ struct NodeInfo {
   bool retargetedCast = false;
 };
 
-enum class PaintWhy : uint8_t {
-  None,
-  AllowOp,
-  Between,
-  FollowAllow,
-  Clear,
-  Cast
-};
+using PaintWhy = AMPPaintWhy;
 
 static Type getElementTypeOrNull(Type type) {
   if (auto t = dyn_cast<TensorType>(type))
@@ -127,10 +119,6 @@ private:
   void rewrite();
   void record();
 
-  template <typename Enter, typename Visit>
-  void dfs(ArrayRef<unsigned> roots, bool inputs, bool outputs, Enter enter,
-           Visit visit);
-
   Value getCast(Value value, Type elementType, Operation *consumer);
   std::string valueName(Value value);
   std::string producerName(Value value);
@@ -175,6 +163,7 @@ private:
   DenseMap<Operation *, unsigned> nodeIndex;
   std::vector<int> portVertex;
   std::vector<Vertex> vertices;
+  std::vector<AMPVertex> pv; ///< painting view of `vertices`
   DenseMap<OpOperand *, unsigned> useVertex; ///< terminator operands
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
@@ -307,6 +296,7 @@ void AMPGraphRewriter::collect() {
 
   // Vertices: ports grouped by type constraint.
   vertices.reserve(nodes.size() + nodes.size() / 2);
+  pv.reserve(nodes.size() + nodes.size() / 2);
   StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   DenseMap<const OnnxTypeConstraintSchema *, bool> supports;
   for (unsigned n = 0; n < nodes.size(); ++n) {
@@ -339,8 +329,9 @@ void AMPGraphRewriter::collect() {
       auto [sit, fresh] = supports.try_emplace(tc, false);
       if (fresh)
         sit->second = llvm::is_contained(tc->getAllowedTypes(), low);
-      v.supports = sit->second;
       vertices.push_back(std::move(v));
+      pv.emplace_back();
+      pv.back().supports = sit->second;
       info.vertices.push_back(index);
       return index;
     };
@@ -365,7 +356,8 @@ void AMPGraphRewriter::collect() {
   }
 
   // Which vertices are f32 now.
-  for (Vertex &v : vertices) {
+  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
+    Vertex &v = vertices[vi];
     Operation *op = nodes[v.node].op;
     bool anyF32 = false, other = false;
     auto look = [&](Type t) {
@@ -382,7 +374,7 @@ void AMPGraphRewriter::collect() {
       look(use->get().getType());
     for (Value value : v.extraOuts)
       look(value.getType());
-    v.isF32 = anyF32 && !other;
+    pv[vi].isF32 = anyF32 && !other;
   }
 
   // Edges follow SSA use-def: producer output port -> consumer input port
@@ -394,10 +386,10 @@ void AMPGraphRewriter::collect() {
         int ci = consumerVertex(use);
         if (ci < 0)
           continue;
-        Vertex &v = vertices[vi];
+        AMPVertex &v = pv[vi];
         if (!llvm::is_contained(v.fanout, (unsigned)ci)) {
           v.fanout.push_back(ci);
-          vertices[ci].fanin.push_back(vi);
+          pv[ci].fanin.push_back(vi);
         }
       }
     };
@@ -509,7 +501,6 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
     Vertex v;
     v.node = n;
     v.constraint = constraint;
-    v.supports = supports;
     if (m.inPort >= 0) {
       v.inPorts.push_back(m.inPort);
       portVertex[info.ports + m.inPort] = index;
@@ -524,6 +515,8 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
     }
     v.extraOuts.append(m.args.begin(), m.args.end());
     vertices.push_back(std::move(v));
+    pv.emplace_back();
+    pv.back().supports = supports;
     info.vertices.push_back(index);
   }
 }
@@ -532,148 +525,22 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
 // Painting
 //===----------------------------------------------------------------------===//
 
-template <typename Enter, typename Visit>
-void AMPGraphRewriter::dfs(ArrayRef<unsigned> roots, bool inputs, bool outputs,
-                           Enter enter, Visit visit) {
-  std::vector<char> seen(vertices.size(), 0);
-  SmallVector<std::pair<unsigned, int>> stack;
-  for (unsigned r : roots) {
-    if (seen[r])
-      continue;
-    seen[r] = 1;
-    stack.push_back({r, -1});
-    while (!stack.empty()) {
-      auto [v, parent] = stack.pop_back_val();
-      visit(v, parent);
-      auto step = [&](ArrayRef<unsigned> next) {
-        for (unsigned w : next)
-          if (!seen[w] && enter(w)) {
-            seen[w] = 1;
-            stack.push_back({w, (int)v});
-          }
-      };
-      if (inputs)
-        step(vertices[v].fanin);
-      if (outputs)
-        step(vertices[v].fanout);
-    }
-  }
-}
-
 void AMPGraphRewriter::paint() {
-  unsigned numV = vertices.size();
-  allow.assign(numV, 0);
-  deny.assign(numV, 0);
-  why.assign(numV, PaintWhy::None);
-  paintFrom.assign(numV, -1);
-  denyRoot.assign(numV, -1);
-  auto listOf = [&](unsigned v) { return nodes[vertices[v].node].list; };
-
-  // Pass 1: allow-list ops.
-  SmallVector<unsigned> allowOps, denyOps, denyOrInferOps;
-  for (unsigned v = 0; v < numV; ++v) {
-    AMPList l = listOf(v);
-    if (l == AMPList::Allow) {
-      allow[v] = 1;
-      why[v] = PaintWhy::AllowOp;
-      allowOps.push_back(v);
-    }
-    if (l == AMPList::Deny)
-      denyOps.push_back(v);
-    if (l == AMPList::Deny || l == AMPList::Infer)
-      denyOrInferOps.push_back(v);
-  }
-  if (allowOps.empty()) {
-    nothingToDo = true;
+  for (unsigned v = 0; v < vertices.size(); ++v)
+    pv[v].list = nodes[vertices[v].node].list;
+  AMPPaint painted = paintAMP(pv, mode);
+  allow = std::move(painted.allow);
+  deny = std::move(painted.deny);
+  why = std::move(painted.why);
+  paintFrom = std::move(painted.paintFrom);
+  denyRoot = std::move(painted.denyRoot);
+  nothingToDo = painted.nothingToDo;
+  if (nothingToDo)
     return;
-  }
   report.foundAllowOps = true;
-
-  // Pass 2: deny forward through clear/infer, only along paths that end at
-  // a deny or infer op.
-  std::vector<char> upstream(numV, 0);
-  dfs(
-      denyOrInferOps, /*inputs=*/true, /*outputs=*/false,
-      [&](unsigned w) { return listOf(w) == AMPList::Clear && !upstream[w]; },
-      [&](unsigned v, int) { upstream[v] = 1; });
-  dfs(
-      denyOps, /*inputs=*/false, /*outputs=*/true,
-      [&](unsigned w) { return !deny[w] && upstream[w]; },
-      [&](unsigned v, int parent) {
-        deny[v] = 1;
-        allow[v] = 0;
-        bool isRoot = parent < 0 || listOf(v) == AMPList::Deny;
-        denyRoot[v] = isRoot ? (int)v : denyRoot[parent];
-        paintFrom[v] = isRoot ? -1 : parent;
-      });
-
-  // Pass 3: clear/infer between allow ops.
   auto canTake = [&](unsigned w) {
-    return !deny[w] && vertices[w].isF32 && vertices[w].supports;
+    return !deny[w] && pv[w].isF32 && pv[w].supports;
   };
-  std::vector<char> downstream(numV, 0);
-  dfs(
-      allowOps, false, true,
-      [&](unsigned w) {
-        AMPList l = listOf(w);
-        return (l == AMPList::Clear || l == AMPList::Infer) && canTake(w) &&
-               !downstream[w];
-      },
-      [&](unsigned v, int) { downstream[v] = 1; });
-  dfs(
-      allowOps, true, false,
-      [&](unsigned w) { return downstream[w] && listOf(w) != AMPList::Allow; },
-      [&](unsigned v, int parent) {
-        if (allow[v])
-          return;
-        allow[v] = 1;
-        why[v] = PaintWhy::Between;
-        paintFrom[v] = parent;
-      });
-
-  // Pass 4 (bf16): infer ops fed by allow and by no deny.
-  if (mode == AMPMode::BF16) {
-    for (unsigned v = 0; v < numV; ++v) {
-      if (listOf(v) != AMPList::Infer || allow[v] || !canTake(v))
-        continue;
-      int from = -1;
-      bool anyDeny = false;
-      for (unsigned w : vertices[v].fanin) {
-        if (deny[w])
-          anyDeny = true;
-        if (allow[w] && from < 0)
-          from = w;
-      }
-      if (from >= 0 && !anyDeny) {
-        allow[v] = 1;
-        why[v] = PaintWhy::FollowAllow;
-        paintFrom[v] = from;
-      }
-    }
-  }
-
-  // Pass 5: allow through clear ops, both directions.
-  SmallVector<unsigned> allowNow;
-  for (unsigned v = 0; v < numV; ++v)
-    if (allow[v])
-      allowNow.push_back(v);
-  dfs(
-      allowNow, true, true,
-      [&](unsigned w) {
-        return listOf(w) == AMPList::Clear && !allow[w] && canTake(w);
-      },
-      [&](unsigned v, int parent) {
-        if (allow[v])
-          return;
-        allow[v] = 1;
-        why[v] = PaintWhy::Clear;
-        paintFrom[v] = parent;
-      });
-
-  // Pass 6: drop what cannot take the low type.
-  for (unsigned v = 0; v < numV; ++v)
-    if (allow[v] && (!vertices[v].isF32 || !vertices[v].supports))
-      allow[v] = 0;
 
   // Existing casts whose consumers are all low precision are retargeted.
   for (unsigned n = 0; n < nodes.size(); ++n) {

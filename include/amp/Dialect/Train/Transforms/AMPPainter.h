@@ -1,0 +1,62 @@
+//===- AMPPainter.h - Grappler's painting passes on a vertex graph -*- C++ -*-=//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The painting passes of Grappler's auto_mixed_precision on an abstract graph
+// of (node, type constraint) vertices. The ONNX rewriter (train dialect) and
+// the interface-driven rewriter (upstream dialects) build the vertices their
+// own way and share this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_AMPPAINTER_H
+#define AMP_DIALECT_TRAIN_TRANSFORMS_AMPPAINTER_H
+
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "llvm/ADT/SmallVector.h"
+#include <vector>
+
+namespace amp::train {
+
+/// One (node, type constraint) vertex as painting sees it.
+struct AMPVertex {
+  AMPList list = AMPList::None; ///< the list of its node
+  llvm::SmallVector<unsigned, 4> fanin, fanout;
+  bool isF32 = false;    ///< its ports are f32 now
+  bool supports = false; ///< its constraint allows the low type
+};
+
+/// Why a vertex was painted ALLOW.
+enum class AMPPaintWhy : uint8_t {
+  None,
+  AllowOp,
+  Between,
+  FollowAllow,
+  Clear,
+  Cast
+};
+
+struct AMPPaint {
+  std::vector<char> allow, deny;
+  std::vector<AMPPaintWhy> why;
+  std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
+  std::vector<int> denyRoot;  ///< deny-list vertex a deny paint came from
+  /// No allow-list vertex: nothing was painted (Grappler's "No allowlist ops
+  /// found, nothing to do").
+  bool nothingToDo = false;
+
+  /// Whether vertex `v` may be painted ALLOW now (not DENY, f32, supports the
+  /// low type).
+  bool canTake(llvm::ArrayRef<AMPVertex> vertices, unsigned v) const {
+    return !deny[v] && vertices[v].isF32 && vertices[v].supports;
+  }
+};
+
+/// Runs Grappler's passes 1-6 (docs/AutoMixedPrecision.md, "Painting").
+AMPPaint paintAMP(llvm::ArrayRef<AMPVertex> vertices, AMPMode mode);
+
+} // namespace amp::train
+
+#endif // AMP_DIALECT_TRAIN_TRANSFORMS_AMPPAINTER_H

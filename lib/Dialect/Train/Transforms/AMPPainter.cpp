@@ -1,0 +1,157 @@
+//===- AMPPainter.cpp - Grappler's painting passes on a vertex graph ------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Dialect/Train/Transforms/AMPPainter.h"
+#include "llvm/ADT/ArrayRef.h"
+
+using namespace llvm;
+using namespace amp::train;
+
+/// Iterative DFS from `roots` over fan-in and/or fan-out edges, entering a
+/// vertex when `enter` says so; `visit(v, parent)` on every vertex reached.
+template <typename Enter, typename Visit>
+static void dfs(ArrayRef<AMPVertex> vertices, ArrayRef<unsigned> roots,
+                bool inputs, bool outputs, Enter enter, Visit visit) {
+  std::vector<char> seen(vertices.size(), 0);
+  SmallVector<std::pair<unsigned, int>> stack;
+  for (unsigned r : roots) {
+    if (seen[r])
+      continue;
+    seen[r] = 1;
+    stack.push_back({r, -1});
+    while (!stack.empty()) {
+      auto [v, parent] = stack.pop_back_val();
+      visit(v, parent);
+      auto step = [&](ArrayRef<unsigned> next) {
+        for (unsigned w : next)
+          if (!seen[w] && enter(w)) {
+            seen[w] = 1;
+            stack.push_back({w, (int)v});
+          }
+      };
+      if (inputs)
+        step(vertices[v].fanin);
+      if (outputs)
+        step(vertices[v].fanout);
+    }
+  }
+}
+
+AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
+  unsigned numV = vertices.size();
+  AMPPaint p;
+  p.allow.assign(numV, 0);
+  p.deny.assign(numV, 0);
+  p.why.assign(numV, AMPPaintWhy::None);
+  p.paintFrom.assign(numV, -1);
+  p.denyRoot.assign(numV, -1);
+  std::vector<char> &allow = p.allow, &deny = p.deny;
+  auto listOf = [&](unsigned v) { return vertices[v].list; };
+  auto canTake = [&](unsigned w) { return p.canTake(vertices, w); };
+
+  // Pass 1: allow-list ops.
+  SmallVector<unsigned> allowOps, denyOps, denyOrInferOps;
+  for (unsigned v = 0; v < numV; ++v) {
+    AMPList l = listOf(v);
+    if (l == AMPList::Allow) {
+      allow[v] = 1;
+      p.why[v] = AMPPaintWhy::AllowOp;
+      allowOps.push_back(v);
+    }
+    if (l == AMPList::Deny)
+      denyOps.push_back(v);
+    if (l == AMPList::Deny || l == AMPList::Infer)
+      denyOrInferOps.push_back(v);
+  }
+  if (allowOps.empty()) {
+    p.nothingToDo = true;
+    return p;
+  }
+
+  // Pass 2: deny forward through clear/infer, only along paths that end at
+  // a deny or infer op.
+  std::vector<char> upstream(numV, 0);
+  dfs(
+      vertices, denyOrInferOps, /*inputs=*/true, /*outputs=*/false,
+      [&](unsigned w) { return listOf(w) == AMPList::Clear && !upstream[w]; },
+      [&](unsigned v, int) { upstream[v] = 1; });
+  dfs(
+      vertices, denyOps, /*inputs=*/false, /*outputs=*/true,
+      [&](unsigned w) { return !deny[w] && upstream[w]; },
+      [&](unsigned v, int parent) {
+        deny[v] = 1;
+        allow[v] = 0;
+        bool isRoot = parent < 0 || listOf(v) == AMPList::Deny;
+        p.denyRoot[v] = isRoot ? (int)v : p.denyRoot[parent];
+        p.paintFrom[v] = isRoot ? -1 : parent;
+      });
+
+  // Pass 3: clear/infer between allow ops.
+  std::vector<char> downstream(numV, 0);
+  dfs(
+      vertices, allowOps, false, true,
+      [&](unsigned w) {
+        AMPList l = listOf(w);
+        return (l == AMPList::Clear || l == AMPList::Infer) && canTake(w) &&
+               !downstream[w];
+      },
+      [&](unsigned v, int) { downstream[v] = 1; });
+  dfs(
+      vertices, allowOps, true, false,
+      [&](unsigned w) { return downstream[w] && listOf(w) != AMPList::Allow; },
+      [&](unsigned v, int parent) {
+        if (allow[v])
+          return;
+        allow[v] = 1;
+        p.why[v] = AMPPaintWhy::Between;
+        p.paintFrom[v] = parent;
+      });
+
+  // Pass 4 (bf16): infer ops fed by allow and by no deny.
+  if (mode == AMPMode::BF16) {
+    for (unsigned v = 0; v < numV; ++v) {
+      if (listOf(v) != AMPList::Infer || allow[v] || !canTake(v))
+        continue;
+      int from = -1;
+      bool anyDeny = false;
+      for (unsigned w : vertices[v].fanin) {
+        if (deny[w])
+          anyDeny = true;
+        if (allow[w] && from < 0)
+          from = w;
+      }
+      if (from >= 0 && !anyDeny) {
+        allow[v] = 1;
+        p.why[v] = AMPPaintWhy::FollowAllow;
+        p.paintFrom[v] = from;
+      }
+    }
+  }
+
+  // Pass 5: allow through clear ops, both directions.
+  SmallVector<unsigned> allowNow;
+  for (unsigned v = 0; v < numV; ++v)
+    if (allow[v])
+      allowNow.push_back(v);
+  dfs(
+      vertices, allowNow, true, true,
+      [&](unsigned w) {
+        return listOf(w) == AMPList::Clear && !allow[w] && canTake(w);
+      },
+      [&](unsigned v, int parent) {
+        if (allow[v])
+          return;
+        allow[v] = 1;
+        p.why[v] = AMPPaintWhy::Clear;
+        p.paintFrom[v] = parent;
+      });
+
+  // Pass 6: drop what cannot take the low type.
+  for (unsigned v = 0; v < numV; ++v)
+    if (allow[v] && (!vertices[v].isF32 || !vertices[v].supports))
+      allow[v] = 0;
+  return p;
+}
