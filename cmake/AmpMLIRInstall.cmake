@@ -24,7 +24,7 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/amp
 # the pipeline API), the ONNX importer/exporter, the runtime when it is built
 # and the mlir-opt plugin.
 set(AMP_EXPORTED_TARGETS
-  AMPTrainDialect AMPTrainTransforms AMPTargetONNX AmpMLIRPlugin)
+  AMPInterfaces AMPTrainDialect AMPTrainTransforms AMPTargetONNX AmpMLIRPlugin)
 if(TARGET AmpRuntime)
   list(APPEND AMP_EXPORTED_TARGETS AmpRuntime)
 endif()
@@ -45,6 +45,10 @@ install(EXPORT AmpMLIRTargets
 
 foreach(tool amp-opt amp-translate amp-run)
   if(TARGET ${tool})
+    # LLVM's rules give $ORIGIN/../lib only; libMLIR.so is not on the
+    # loader's default path (/usr/lib/llvm-22/lib on Debian).
+    set_target_properties(${tool} PROPERTIES
+      INSTALL_RPATH "\$ORIGIN/../lib${LLVM_LIBDIR_SUFFIX};${LLVM_LIBRARY_DIR}")
     install(TARGETS ${tool} RUNTIME DESTINATION bin COMPONENT amp-tools)
   endif()
 endforeach()

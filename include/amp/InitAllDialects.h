@@ -8,12 +8,15 @@
 #define AMP_INITALLDIALECTS_H
 
 #include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Interfaces/AMPOpInterface.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace amp {
-/// Adds every dialect of amp-mlir to `registry`.
+/// Adds every dialect of amp-mlir to `registry`, and the AMPOpInterface
+/// external models of upstream dialects (applied when those dialects load).
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<train::TrainDialect>();
+  registerAMPExternalModels(registry);
 }
 } // namespace amp
 

@@ -11,6 +11,10 @@
 #include "amp/Tools/AmpOptMain.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -23,5 +27,8 @@ int main(int argc, char **argv) {
   amp::registerConvertTrainToRuntimePass();
   registry.insert<amp::amprt::AmpRTDialect, mlir::func::FuncDialect,
                   mlir::memref::MemRefDialect, mlir::arith::ArithDialect>();
+  // Upstream dialects the AMP pass paints through AMPOpInterface.
+  registry.insert<mlir::linalg::LinalgDialect, mlir::math::MathDialect,
+                  mlir::tensor::TensorDialect, mlir::tosa::TosaDialect>();
   return amp::ampOptMain(argc, argv, registry);
 }

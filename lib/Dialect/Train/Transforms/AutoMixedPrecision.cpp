@@ -15,6 +15,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
+#include "amp/Dialect/Train/Transforms/AMPInterfaceRewriter.h"
 #include "amp/Dialect/Train/Transforms/AMPPainter.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
@@ -1017,6 +1018,15 @@ struct AutoMixedPrecisionPass
                                     !dot.empty());
       rewriter.run();
     }
+    // Functions of other dialects' ops (linalg, arith, math, tosa, ...):
+    // painted through AMPOpInterface.
+    module.walk([&](FunctionOpInterface fn) {
+      if (isa<TrainDialect>(fn->getDialect()) || fn.isExternal())
+        return WalkResult::skip();
+      runAMPOnFunction(fn, amLists, *parsedMode, keepRegexes, keepNames, rep,
+                       /*records=*/out || !report.empty() || !dot.empty());
+      return WalkResult::skip();
+    });
 
     if (summary) {
       if (rep.foundAllowOps)
