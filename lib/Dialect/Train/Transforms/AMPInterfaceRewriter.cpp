@@ -263,19 +263,8 @@ void InterfaceRewriter::record() {
         isDenied = true;
         deniedVertex = v;
       }
-    if (!n.keep) {
-      ++s.totalProcessable;
-      if (n.list != AMPList::None)
-        ++s.recognized;
-      if (n.converted)
-        ++s.converted;
-      if (n.converted && n.list == AMPList::Allow)
-        ++s.allowlistedConverted;
-      if (n.list == AMPList::Deny)
-        ++s.denylistedBlocking;
-      if (isDenied && (n.list == AMPList::Clear || n.list == AMPList::Infer))
-        ++s.blockedByDenylisted;
-    }
+    if (!n.keep)
+      s.countNode(n.list, n.converted, isDenied);
     if (!records)
       continue;
     AMPNodeRecord rec;

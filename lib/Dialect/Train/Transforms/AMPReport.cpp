@@ -12,6 +12,20 @@
 using namespace llvm;
 using namespace amp::train;
 
+void AMPSummary::countNode(AMPList list, bool isConverted, bool denied) {
+  ++totalProcessable;
+  if (list != AMPList::None)
+    ++recognized;
+  if (isConverted)
+    ++converted;
+  if (isConverted && list == AMPList::Allow)
+    ++allowlistedConverted;
+  if (list == AMPList::Deny)
+    ++denylistedBlocking;
+  if (denied && (list == AMPList::Clear || list == AMPList::Infer))
+    ++blockedByDenylisted;
+}
+
 void AMPReport::printSummary(raw_ostream &os) const {
   const AMPSummary &s = summary;
   os << "Automatic Mixed Precision Pass Summary:\n"

@@ -852,20 +852,8 @@ void AMPGraphRewriter::record() {
         deniedVertex = v;
       }
 
-    if (info.processable) {
-      ++s.totalProcessable;
-      if (info.list != AMPList::None)
-        ++s.recognized;
-      if (info.converted)
-        ++s.converted;
-      if (info.converted && info.list == AMPList::Allow)
-        ++s.allowlistedConverted;
-      if (info.list == AMPList::Deny)
-        ++s.denylistedBlocking;
-      if (isDenied &&
-          (info.list == AMPList::Clear || info.list == AMPList::Infer))
-        ++s.blockedByDenylisted;
-    }
+    if (info.processable)
+      s.countNode(info.list, info.converted, isDenied);
     if (!records) // the summary is all that was asked for
       continue;
 

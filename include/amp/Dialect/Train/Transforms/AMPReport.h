@@ -24,6 +24,10 @@ struct AMPSummary {
   unsigned allowlistedConverted = 0;
   unsigned denylistedBlocking = 0;
   unsigned blockedByDenylisted = 0;
+
+  /// Counts one processable node: its list, whether it was converted, and
+  /// whether deny paint reached one of its vertices.
+  void countNode(AMPList list, bool converted, bool denied);
 };
 
 /// The decision about one node.
