@@ -37,25 +37,23 @@ static void addFloatPortsGroup(Operation *op,
 
 namespace {
 
-/// arith / math float ops: one group, arith casts.
-template <typename OpT>
-struct FloatOpModel
-    : public AMPOpInterface::ExternalModel<FloatOpModel<OpT>, OpT> {
+/// Every model below: all float ports are one group.
+template <typename Model, typename OpT>
+struct FloatPortsModel : public AMPOpInterface::ExternalModel<Model, OpT> {
   void getAMPTypeGroups(Operation *op,
                         SmallVectorImpl<AMPTypeGroup> &groups) const {
     addFloatPortsGroup(op, groups);
   }
 };
 
+/// arith / math float ops: one group, arith casts.
+template <typename OpT>
+struct FloatOpModel : public FloatPortsModel<FloatOpModel<OpT>, OpT> {};
+
 /// linalg structured ops with a scalar body: one group (ins, outs,
 /// results); the body's block arguments and float results follow.
 template <typename OpT>
-struct LinalgOpModel
-    : public AMPOpInterface::ExternalModel<LinalgOpModel<OpT>, OpT> {
-  void getAMPTypeGroups(Operation *op,
-                        SmallVectorImpl<AMPTypeGroup> &groups) const {
-    addFloatPortsGroup(op, groups);
-  }
+struct LinalgOpModel : public FloatPortsModel<LinalgOpModel<OpT>, OpT> {
   /// Only bodies of plain float arithmetic retype safely: every block
   /// argument and every result inside is the group's float type.
   bool canUseAMPType(Operation *op, const AMPTypeGroup &group,
@@ -94,12 +92,7 @@ struct LinalgOpModel
 /// tosa ops: one group of float ports (zero points included, as their
 /// verifiers want the input's element type), tosa.cast.
 template <typename OpT>
-struct TosaOpModel
-    : public AMPOpInterface::ExternalModel<TosaOpModel<OpT>, OpT> {
-  void getAMPTypeGroups(Operation *op,
-                        SmallVectorImpl<AMPTypeGroup> &groups) const {
-    addFloatPortsGroup(op, groups);
-  }
+struct TosaOpModel : public FloatPortsModel<TosaOpModel<OpT>, OpT> {
   /// Float attributes that must have the ports' element type (tosa.clamp's
   /// bounds) are converted, saturating at the low type's largest finite
   /// value (a ReLU's max of FLT_MAX stays "no upper bound").

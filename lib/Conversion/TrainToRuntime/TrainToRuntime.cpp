@@ -193,6 +193,29 @@ private:
     return i < current->getNumResults() &&
            !isa<NoneType>(current->getResult(i).getType());
   }
+  /// Appends input i as the call argument `name` when the node has it.
+  LogicalResult optionalIn(SmallVectorImpl<TArg> &ts, StringRef name,
+                           unsigned i) {
+    if (!has(i))
+      return success();
+    auto b = in(i);
+    if (failed(b))
+      return failure();
+    ts.push_back({name.str(), {*b}});
+    return success();
+  }
+  /// Appends a new temporary for result i, of `shape`, as the call argument
+  /// `name` when the result is used.
+  LogicalResult optionalOut(SmallVectorImpl<TArg> &ts, StringRef name,
+                            unsigned i, ArrayRef<int64_t> shape) {
+    if (!resultUsed(i))
+      return success();
+    auto b = out(i, shape);
+    if (failed(b))
+      return failure();
+    ts.push_back({name.str(), {*b}});
+    return success();
+  }
   /// A new temporary for result i with `shape`; checks a static result type.
   FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
                      Type elem = nullptr) {
@@ -495,12 +518,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (ka != kb)
       return err() << "Gemm inner dims " << ka << " and " << kb << " differ";
     SmallVector<TArg> ts = {{"a", {*a}}, {"b", {*b}}};
-    if (has(2)) {
-      auto c = in(2);
-      if (failed(c))
-        return failure();
-      ts.push_back({"c", {*c}});
-    }
+    if (failed(optionalIn(ts, "c", 2)))
+      return failure();
     auto y = out(0, {m, n});
     if (failed(y))
       return failure();
@@ -565,24 +584,16 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (failed(s) || failed(l))
       return failure();
     SmallVector<TArg> ts = {{"scores", {*s}}, {"labels", {*l}}};
-    if (has(2)) {
-      auto w = in(2);
-      if (failed(w))
-        return failure();
-      ts.push_back({"weight", {*w}});
-    }
+    if (failed(optionalIn(ts, "weight", 2)))
+      return failure();
     std::string red = attrStr("reduction", "mean");
     int64_t r = red == "none" ? 0 : red == "sum" ? 1 : 2;
     auto loss = out(0, r == 0 ? shapeOf(*l) : Shape());
     if (failed(loss))
       return failure();
     ts.push_back({"loss", {*loss}});
-    if (resultUsed(1)) {
-      auto lp = out(1, shapeOf(*s));
-      if (failed(lp))
-        return failure();
-      ts.push_back({"log_prob", {*lp}});
-    }
+    if (failed(optionalOut(ts, "log_prob", 1, shapeOf(*s))))
+      return failure();
     auto ign = current->getAttrOfType<IntegerAttr>("ignore_index");
     return call("softmax_cross_entropy_loss", ts,
                 {{"reduction", i32(r)},
@@ -595,12 +606,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       return failure();
     SmallVector<TArg> ts = {{"dloss", {*d}}, {"log_prob", {*lp}},
                             {"labels", {*l}}};
-    if (has(3)) {
-      auto w = in(3);
-      if (failed(w))
-        return failure();
-      ts.push_back({"weight", {*w}});
-    }
+    if (failed(optionalIn(ts, "weight", 3)))
+      return failure();
     auto dx = out(0, shapeOf(*lp));
     if (failed(dx))
       return failure();
@@ -617,18 +624,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (failed(buf) || failed(v))
       return failure();
     SmallVector<TArg> ts = {{"buffer", {*buf}}, {"value", {*v}}};
-    if (has(2)) {
-      auto o = in(2);
-      if (failed(o))
-        return failure();
-      ts.push_back({"overwrite", {*o}});
-    }
-    if (resultUsed(0)) {
-      auto u = out(0, {1});
-      if (failed(u))
-        return failure();
-      ts.push_back({"updated", {*u}});
-    }
+    if (failed(optionalIn(ts, "overwrite", 2)) ||
+        failed(optionalOut(ts, "updated", 0, {1})))
+      return failure();
     if (resultUsed(1))
       valueBuf[current->getResult(1)] = *buf; // the buffer, updated in place
     return call("inplace_accumulate", ts);
@@ -658,18 +656,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     SmallVector<TArg> ts = {{"params", lists[0]}, {"grads", lists[1]},
                             {"m1", lists[2]},     {"m2", lists[3]},
                             {"lr", {*lr}},        {"step", {*step}}};
-    if (has(6)) {
-      auto u = in(6);
-      if (failed(u))
-        return failure();
-      ts.push_back({"update", {*u}});
-    }
-    if (resultUsed(0)) {
-      auto u = out(0, {1});
-      if (failed(u))
-        return failure();
-      ts.push_back({"updated", {*u}});
-    }
+    if (failed(optionalIn(ts, "update", 6)) ||
+        failed(optionalOut(ts, "updated", 0, {1})))
+      return failure();
     return call("adamw", ts,
                 {{"n", i64(n)},
                  {"beta1", f32(attrFloat("alpha", 0.9))},

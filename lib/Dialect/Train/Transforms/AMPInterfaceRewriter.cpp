@@ -259,7 +259,7 @@ void InterfaceRewriter::record() {
     bool isDenied = false;
     int deniedVertex = -1;
     for (unsigned v : n.vertices)
-      if (paint.deny.size() > v && paint.deny[v]) {
+      if (paint.deny[v]) {
         isDenied = true;
         deniedVertex = v;
       }

@@ -50,7 +50,9 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
   p.denyRoot.assign(numV, -1);
   std::vector<char> &allow = p.allow, &deny = p.deny;
   auto listOf = [&](unsigned v) { return vertices[v].list; };
-  auto canTake = [&](unsigned w) { return p.canTake(vertices, w); };
+  auto canTake = [&](unsigned w) {
+    return canTakeLowType(vertices[w], deny[w]);
+  };
 
   // Pass 1: allow-list ops.
   SmallVector<unsigned> allowOps, denyOps, denyOrInferOps;

@@ -539,9 +539,7 @@ void AMPGraphRewriter::paint() {
   if (nothingToDo)
     return;
   report.foundAllowOps = true;
-  auto canTake = [&](unsigned w) {
-    return !deny[w] && pv[w].isF32 && pv[w].supports;
-  };
+  auto canTake = [&](unsigned w) { return canTakeLowType(pv[w], deny[w]); };
 
   // Existing casts whose consumers are all low precision are retargeted.
   for (unsigned n = 0; n < nodes.size(); ++n) {

@@ -46,13 +46,13 @@ struct AMPPaint {
   /// No allow-list vertex: nothing was painted (Grappler's "No allowlist ops
   /// found, nothing to do").
   bool nothingToDo = false;
-
-  /// Whether vertex `v` may be painted ALLOW now (not DENY, f32, supports the
-  /// low type).
-  bool canTake(llvm::ArrayRef<AMPVertex> vertices, unsigned v) const {
-    return !deny[v] && vertices[v].isF32 && vertices[v].supports;
-  }
 };
+
+/// Whether a vertex may be painted ALLOW: not DENY, f32 now, and its
+/// constraint allows the low type.
+inline bool canTakeLowType(const AMPVertex &v, bool denied) {
+  return !denied && v.isF32 && v.supports;
+}
 
 /// Runs Grappler's passes 1-6 (docs/AutoMixedPrecision.md, "Painting").
 AMPPaint paintAMP(llvm::ArrayRef<AMPVertex> vertices, AMPMode mode);
