@@ -27,6 +27,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -354,6 +355,10 @@ private:
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
   std::vector<std::string> params;     // training graph order
+  /// The parameters with a gradient (`<p>_grad.accumulation.buffer` is a
+  /// training input): the optimizer's sequences, in this order. The others
+  /// (BatchNorm running statistics) are state the training graph updates.
+  std::vector<std::string> trainable;
   std::vector<std::string> dataInputs; // fed from the data source
   std::map<std::string, HostTensor> dataset;
   int64_t datasetRows = 0;
@@ -459,6 +464,10 @@ llvm::Error Trainer::load() {
       resumed[n] = t;
   }
   SmallVector<Attribute> seqTypes;
+  llvm::StringSet<> inputNames;
+  for (unsigned i = 0; i < graph.getNumArguments(); ++i)
+    if (auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name"))
+      inputNames.insert(n.getValue());
   for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
     auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
     if (!n)
@@ -469,6 +478,9 @@ llvm::Error Trainer::load() {
       auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
       if (!t || !t.hasStaticShape())
         return fail("parameter '" + name + "' has no static shape");
+      if (!inputNames.contains(name + "_grad.accumulation.buffer"))
+        continue;
+      trainable.push_back(name);
       seqTypes.push_back(TypeAttr::get(t));
     }
   }
@@ -551,14 +563,14 @@ llvm::Error Trainer::load() {
     if (name.consume_back("]")) {
       auto [seq, idx] = name.split('[');
       unsigned k;
-      if (idx.getAsInteger(10, k) || k >= params.size())
+      if (idx.getAsInteger(10, k) || k >= trainable.size())
         return fail("optimizer input '" + p.name + "' is not understood");
       if (seq == "params")
-        key = params[k];
+        key = trainable[k];
       else if (seq == "gradients")
-        key = params[k] + "_grad.accumulation.buffer";
+        key = trainable[k] + "_grad.accumulation.buffer";
       else
-        key = seq.str() + ":" + params[k];
+        key = seq.str() + ":" + trainable[k];
     }
     if (!state.count(key) && StringRef(key).ends_with("_grad.accumulation.buffer"))
       return fail("optimizer gradient '" + key +

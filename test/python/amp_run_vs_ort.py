@@ -70,11 +70,32 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--amp-rtol", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--int-high", action="append", default=[],
+                    metavar="NAME=N",
+                    help="integer data input NAME is drawn from [0, N) "
+                         "(default 10: the fixtures' class count)")
+    ap.add_argument("--zero-grad-param", action="append", default=[],
+                    metavar="NAME",
+                    help="a parameter whose gradient is analytically zero "
+                         "(a bias followed by a training-mode BatchNorm): "
+                         "its gradient is rounding noise that Adam scales "
+                         "to +-lr per step, so only |a - b| <= lr * steps "
+                         "(the bound of that noise walk) is checked")
     args = ap.parse_args()
+    int_high = dict((k, int(v)) for k, v in
+                    (s.split("=") for s in args.int_high))
 
     model = onnx.load(os.path.join(args.artifacts, "training_model.onnx"))
+    # Data inputs: everything that is not a parameter or state (the
+    # checkpoint's tensors, gradient buffers, the reset flag).
+    state = orttrain.CheckpointState.load_checkpoint(
+        os.path.join(args.artifacts, "checkpoint"))
+    state_names = {name for name, _ in state.parameters}
+    init_names = {t.name for t in onnx.load(args.weights).graph.initializer}
     data_inputs = [i for i in model.graph.input
-                   if i.name in ("input", "labels")]
+                   if i.name not in state_names | init_names
+                   and not i.name.endswith(".accumulation.buffer")
+                   and i.name != "lazy_reset_grad"]
     rng = np.random.default_rng(args.seed)
     n = args.steps * args.batch
     data = {}
@@ -84,13 +105,12 @@ def main():
         if tt.elem_type == onnx.TensorProto.FLOAT:
             data[vi.name] = rng.standard_normal([n] + rest).astype(np.float32)
         else:
-            data[vi.name] = rng.integers(0, 10, [n] + rest).astype(np.int64)
+            data[vi.name] = rng.integers(0, int_high.get(vi.name, 10),
+                                         [n] + rest).astype(np.int64)
     feeds = [[data[vi.name][s * args.batch:(s + 1) * args.batch]
               for vi in data_inputs] for s in range(args.steps)]
 
     # amp-run starts from --weights: check they are the checkpoint's.
-    state = orttrain.CheckpointState.load_checkpoint(
-        os.path.join(args.artifacts, "checkpoint"))
     init = {t.name: numpy_helper.to_array(t)
             for t in onnx.load(args.weights).graph.initializer}
     for name, p in state.parameters:
@@ -131,6 +151,15 @@ def main():
                        for t in onnx.load(out).graph.initializer}
             for name, ref in sorted(ref_params.items()):
                 got = trained[name]
+                if name in args.zero_grad_param:
+                    err = float(np.max(np.abs(got - ref)))
+                    bound = args.lr * args.steps
+                    ok = err <= bound
+                    failed |= not ok
+                    print(f"fp32: weight {name} (zero gradient): max abs "
+                          f"diff {err:.2e} (bound {bound:g}) "
+                          f"{'ok' if ok else 'FAIL'}")
+                    continue
                 err = float(np.max(np.abs(got - ref))) / max(
                     float(np.max(np.abs(ref))), 1e-12)
                 ok = err <= args.rtol

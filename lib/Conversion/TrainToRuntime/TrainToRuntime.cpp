@@ -16,310 +16,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GraphLowering.h"
+
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
-#include "amp/Dialect/AmpRT/AmpRT.h"
-#include "amp/Dialect/AmpRT/KernelABI.h"
-#include "amp/Dialect/Train/IR/TrainOps.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/Pass.h"
-
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
-
-#include <functional>
-#include <map>
 
 using namespace mlir;
 using namespace amp;
 using namespace amp::train;
-using amp::amprt::KernelParam;
-using amp::amprt::KernelSignature;
-using amp::amprt::ParamKind;
+using namespace amp::lowering;
 
-namespace {
+namespace amp::lowering {
 
-using Shape = SmallVector<int64_t, 4>;
-
-struct Buffer {
-  enum Kind { Arg, Const, Temp } kind = Temp;
-  unsigned argIndex = 0;
-  ElementsAttr value; // Const
-  Shape shape;
-  Type elem;
-  int64_t offset = 0;
-  int first = -1, last = -1; // call indices (Temp)
-  int64_t bytes() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    unsigned bits = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
-    return n * int64_t((bits + 7) / 8);
-  }
-};
-
-struct PlannedCall {
-  const KernelSignature *sig;
-  SmallVector<SmallVector<int, 1>> tensors; // per tensor param
-  NamedAttrList attrs;
-  Location loc;
-};
-
-/// One named tensor argument of a planned call: a buffer, a list, or absent.
-struct TArg {
-  std::string name;
-  SmallVector<int, 1> bufs;
-};
-
-int64_t numel(ArrayRef<int64_t> s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
-  size_t rank = 0;
-  for (const Shape &s : shapes)
-    rank = std::max(rank, s.size());
-  out.assign(rank, 1);
-  for (const Shape &s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t &o = out[rank - s.size() + i];
-      int64_t d = s[i];
-      if (d == o || d == 1)
-        continue;
-      if (o != 1)
-        return false;
-      o = d;
-    }
-  return true;
-}
-
-class GraphLowering {
-public:
-  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
-      : graph(graph), dims(dims), ctx(graph.getContext()) {}
-
-  LogicalResult run(ModuleOp module, int64_t &arenaBytes);
-
-private:
-  GraphOp graph;
-  const llvm::StringMap<int64_t> &dims;
-  MLIRContext *ctx;
-  SmallVector<Buffer> bufs;
-  SmallVector<PlannedCall> calls;
-  DenseMap<Value, int> valueBuf;
-  DenseMap<Value, SmallVector<int>> seqBufs;
-  DenseMap<Value, ElementsAttr> hostConst;
-  SmallVector<Type> argTypes;
-  SmallVector<std::string> argNames;
-  SmallVector<int> results;
-  SmallVector<std::string> resultNames;
-  std::string nodeName;
-  Operation *current = nullptr;
-
-  InFlightDiagnostic err() {
-    return current->emitError() << "node '" << nodeName << "' ("
-                                << opTypeOf(current) << "): ";
-  }
-  static std::string opTypeOf(Operation *op) {
-    if (auto n = dyn_cast<OnnxNodeOpInterface>(op)) {
-      std::string d = n.getOnnxDomain().str();
-      return (d.empty() ? "" : d + ":") + n.getOnnxOpType().str();
-    }
-    return op->getName().getStringRef().str();
-  }
-
-  int newBuffer(Buffer b) {
-    bufs.push_back(std::move(b));
-    return int(bufs.size()) - 1;
-  }
-
-  // --- operand access -----------------------------------------------------
-  bool has(unsigned i) {
-    return i < current->getNumOperands() &&
-           !isa<NoneType>(current->getOperand(i).getType());
-  }
-  FailureOr<int> in(unsigned i) {
-    if (!has(i)) {
-      err() << "input " << i << " is required";
-      return failure();
-    }
-    Value v = current->getOperand(i);
-    auto it = valueBuf.find(v);
-    if (it != valueBuf.end())
-      return it->second;
-    auto c = hostConst.find(v);
-    if (c != hostConst.end()) {
-      auto type = cast<ShapedType>(c->second.getType());
-      Buffer b;
-      b.kind = Buffer::Const;
-      b.value = c->second;
-      b.shape.assign(type.getShape().begin(), type.getShape().end());
-      b.elem = type.getElementType();
-      int id = newBuffer(b);
-      valueBuf[v] = id;
-      return id;
-    }
-    err() << "input " << i << " has no buffer (a sequence or unsupported "
-                              "value)";
-    return failure();
-  }
-  const Shape &shapeOf(int b) { return bufs[b].shape; }
-
-  /// Host integer values of input i (an initializer), or failure.
-  FailureOr<SmallVector<int64_t>> hostInts(unsigned i) {
-    auto c = has(i) ? hostConst.find(current->getOperand(i)) : hostConst.end();
-    if (c == hostConst.end()) {
-      err() << "input " << i << " must be a constant (an initializer)";
-      return failure();
-    }
-    SmallVector<int64_t> out;
-    for (APInt v : cast<DenseElementsAttr>(c->second).getValues<APInt>())
-      out.push_back(v.getSExtValue());
-    return out;
-  }
-
-  Type resultElem(unsigned i) {
-    return cast<ShapedType>(current->getResult(i).getType()).getElementType();
-  }
-  bool resultUsed(unsigned i) {
-    return i < current->getNumResults() &&
-           !isa<NoneType>(current->getResult(i).getType());
-  }
-  /// Appends input i as the call argument `name` when the node has it.
-  LogicalResult optionalIn(SmallVectorImpl<TArg> &ts, StringRef name,
-                           unsigned i) {
-    if (!has(i))
-      return success();
-    auto b = in(i);
-    if (failed(b))
-      return failure();
-    ts.push_back({name.str(), {*b}});
-    return success();
-  }
-  /// Appends a new temporary for result i, of `shape`, as the call argument
-  /// `name` when the result is used.
-  LogicalResult optionalOut(SmallVectorImpl<TArg> &ts, StringRef name,
-                            unsigned i, ArrayRef<int64_t> shape) {
-    if (!resultUsed(i))
-      return success();
-    auto b = out(i, shape);
-    if (failed(b))
-      return failure();
-    ts.push_back({name.str(), {*b}});
-    return success();
-  }
-  /// A new temporary for result i with `shape`; checks a static result type.
-  FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
-                     Type elem = nullptr) {
-    Value r = current->getResult(i);
-    auto type = cast<ShapedType>(r.getType());
-    if (type.hasRank()) {
-      bool ok = type.getRank() == int64_t(shape.size());
-      for (size_t d = 0; ok && d < shape.size(); ++d)
-        ok = type.isDynamicDim(d) || type.getDimSize(d) == shape[d];
-      if (!ok) {
-        auto diag = err() << "computed shape [";
-        llvm::interleaveComma(shape, diag);
-        diag << "] of output " << i << " disagrees with its type " << type;
-        return failure();
-      }
-    }
-    Buffer b;
-    b.shape.assign(shape.begin(), shape.end());
-    b.elem = elem ? elem : type.getElementType();
-    int id = newBuffer(b);
-    valueBuf[r] = id;
-    return id;
-  }
-
-  // --- attributes ---------------------------------------------------------
-  int64_t attrInt(StringRef n, int64_t dflt) {
-    if (auto a = current->getAttrOfType<IntegerAttr>(n))
-      return a.getInt();
-    return dflt;
-  }
-  double attrFloat(StringRef n, double dflt) {
-    if (auto a = current->getAttrOfType<FloatAttr>(n))
-      return a.getValueAsDouble();
-    return dflt;
-  }
-  std::string attrStr(StringRef n, StringRef dflt) {
-    if (auto a = current->getAttrOfType<StringAttr>(n))
-      return a.str();
-    return dflt.str();
-  }
-  std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
-    auto a = current->getAttrOfType<ArrayAttr>(n);
-    if (!a)
-      return std::nullopt;
-    SmallVector<int64_t> v;
-    for (Attribute e : a)
-      v.push_back(cast<IntegerAttr>(e).getInt());
-    return v;
-  }
-
-  // --- calls --------------------------------------------------------------
-  Attribute i32(int64_t v) {
-    return IntegerAttr::get(IntegerType::get(ctx, 32), v);
-  }
-  Attribute i64(int64_t v) {
-    return IntegerAttr::get(IntegerType::get(ctx, 64), v);
-  }
-  Attribute f32(double v) { return FloatAttr::get(Float32Type::get(ctx), v); }
-  Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
-  Attribute ints(ArrayRef<int64_t> v) {
-    return DenseI64ArrayAttr::get(ctx, v);
-  }
-
-  /// Plans `amprt_<kernel>` with named tensor arguments and attributes,
-  /// checked against Ops.def.
-  LogicalResult call(StringRef kernel, ArrayRef<TArg> tensors,
-                     ArrayRef<std::pair<StringRef, Attribute>> attrs = {}) {
-    const KernelSignature *sig = amprt::lookupKernel(kernel);
-    if (!sig)
-      return err() << "the runtime has no kernel amprt_" << kernel;
-    PlannedCall pc{sig, {}, {}, current->getLoc()};
-    for (const TArg &t : tensors)
-      if (!sig->find(t.name) || sig->find(t.name)->kind != ParamKind::Tensor)
-        return err() << "internal: amprt_" << kernel
-                     << " has no tensor parameter '" << t.name << "'";
-    for (const KernelParam &p : sig->params) {
-      if (p.kind == ParamKind::Context)
-        continue;
-      if (p.kind == ParamKind::Tensor) {
-        SmallVector<int, 1> list;
-        for (const TArg &t : tensors)
-          if (t.name == p.name)
-            list = t.bufs;
-        pc.tensors.push_back(list);
-        continue;
-      }
-      bool found = false;
-      for (auto &[n, a] : attrs)
-        if (n == p.name) {
-          pc.attrs.set(n, a);
-          found = true;
-        }
-      if (!found)
-        return err() << "internal: no value for parameter '" << p.name
-                     << "' of amprt_" << kernel;
-    }
-    pc.attrs.set("node", StringAttr::get(ctx, nodeName));
-    calls.push_back(std::move(pc));
-    return success();
-  }
-
-  LogicalResult lowerNode(OnnxNodeOpInterface node);
-  LogicalResult bindArgs();
-};
 
 LogicalResult GraphLowering::bindArgs() {
   Block &body = graph.getBody().front();
@@ -393,11 +100,90 @@ LogicalResult GraphLowering::bindArgs() {
   return success();
 }
 
+FailureOr<Shape> GraphLowering::reshapedShape(StringRef type,
+                                              ArrayRef<int64_t> sx) {
+  int64_t rank = sx.size();
+  Shape s;
+  if (type == "Flatten") {
+    int64_t axis = attrInt("axis", 1);
+    if (axis < -rank || axis > rank) {
+      err() << "axis " << axis << " out of range";
+      return failure();
+    }
+    if (axis < 0)
+      axis += rank;
+    s = {numel(sx.take_front(axis)), numel(sx.drop_front(axis))};
+  } else if (type == "Reshape") {
+    auto h = hostInts(1);
+    if (failed(h))
+      return failure();
+    int64_t known = 1, infer = -1;
+    for (auto [i, d] : llvm::enumerate(*h)) {
+      int64_t v = d;
+      if (v == 0 && !attrInt("allowzero", 0))
+        v = int64_t(i) < rank ? sx[i] : 0;
+      if (v < -1 || (v == -1 && infer >= 0)) {
+        err() << "bad target shape entry " << d;
+        return failure();
+      }
+      if (v == -1)
+        infer = i;
+      else
+        known *= v;
+      s.push_back(v);
+    }
+    if (infer >= 0)
+      s[infer] = known ? numel(sx) / known : 0;
+  } else {
+    SmallVector<int64_t> axes;
+    if (has(1)) {
+      auto h = hostInts(1);
+      if (failed(h))
+        return failure();
+      axes = *h;
+    } else if (auto a = attrInts("axes")) {
+      axes = *a;
+    }
+    int64_t outRank = type == "Squeeze" ? rank : rank + int64_t(axes.size());
+    SmallVector<bool> marked(outRank, type == "Squeeze" && axes.empty());
+    for (int64_t a : axes) {
+      if (a < -outRank || a >= outRank) {
+        err() << "axis " << a << " out of range";
+        return failure();
+      }
+      marked[a < 0 ? a + outRank : a] = true;
+    }
+    if (type == "Squeeze") {
+      for (int64_t d = 0; d < rank; ++d)
+        if (!(marked[d] && sx[d] == 1))
+          s.push_back(sx[d]);
+    } else {
+      for (int64_t d = 0, k = 0; d < outRank; ++d)
+        s.push_back(marked[d] ? 1 : sx[k++]);
+    }
+  }
+  if (numel(s) != numel(sx)) {
+    err() << "reshape changes the element count";
+    return failure();
+  }
+  return s;
+}
+
 LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
   StringRef domain = node.getOnnxDomain();
   StringRef type = node.getOnnxOpType();
   bool ms = domain == "com.microsoft";
   bool onnx = domain.empty() || domain == "ai.onnx";
+
+  // Shape computations first: they become constants, not calls.
+  for (auto family : {&GraphLowering::tryHostFold, &GraphLowering::lowerNN,
+                      &GraphLowering::lowerData}) {
+    FailureOr<bool> done = (this->*family)(domain, type);
+    if (failed(done))
+      return failure();
+    if (*done)
+      return success();
+  }
 
   static const llvm::StringMap<StringRef> unaryOps = {
       {"Relu", "relu"},       {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},
@@ -407,8 +193,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       {"Cast", "cast"},       {"Gelu", "gelu"}};
   static const llvm::StringMap<StringRef> binaryOps = {
       {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"},
-      {"Pow", "pow"}, {"Less", "less"}, {"Greater", "greater"},
-      {"Equal", "equal"}};
+      {"Pow", "pow"}, {"Mod", "mod"}, {"Less", "less"},
+      {"Greater", "greater"}, {"Equal", "equal"}};
   static const llvm::StringMap<StringRef> msGradOps = {
       {"ReluGrad", "relu_grad"},         {"SigmoidGrad", "sigmoid_grad"},
       {"TanhGrad", "tanh_grad"},         {"GeluGrad", "gelu_grad"},
@@ -594,7 +380,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     ts.push_back({"loss", {*loss}});
     if (failed(optionalOut(ts, "log_prob", 1, shapeOf(*s))))
       return failure();
-    auto ign = current->getAttrOfType<IntegerAttr>("ignore_index");
+    auto ign = attrOf<IntegerAttr>("ignore_index");
     return call("softmax_cross_entropy_loss", ts,
                 {{"reduction", i32(r)},
                  {"has_ignore_index", i32(ign ? 1 : 0)},
@@ -613,7 +399,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       return failure();
     ts.push_back({"dx", {*dx}});
     std::string red = attrStr("reduction", "mean");
-    auto ign = current->getAttrOfType<IntegerAttr>("ignore_index");
+    auto ign = attrOf<IntegerAttr>("ignore_index");
     return call("softmax_cross_entropy_loss_grad", ts,
                 {{"reduction", i32(red == "none" ? 0 : red == "sum" ? 1 : 2)},
                  {"has_ignore_index", i32(ign ? 1 : 0)},
@@ -670,64 +456,21 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
   }
   if (onnx && (type == "Reshape" || type == "Flatten" || type == "Squeeze" ||
                type == "Unsqueeze")) {
+    auto sx = shapeOfInput(0);
+    if (!sx)
+      return err() << "input 0 has no buffer";
+    auto s = reshapedShape(type, *sx);
+    if (failed(s))
+      return failure();
+    if (auto h = hostIn(0)) {
+      h->shape = *s;
+      setHost(0, std::move(*h));
+      return success();
+    }
     auto x = in(0);
     if (failed(x))
       return failure();
-    const Shape &sx = shapeOf(*x);
-    int64_t rank = sx.size();
-    Shape s;
-    if (type == "Flatten") {
-      int64_t axis = attrInt("axis", 1);
-      if (axis < 0)
-        axis += rank;
-      s = {numel(ArrayRef<int64_t>(sx).take_front(axis)),
-           numel(ArrayRef<int64_t>(sx).drop_front(axis))};
-    } else if (type == "Reshape") {
-      auto h = hostInts(1);
-      if (failed(h))
-        return failure();
-      int64_t known = 1, infer = -1;
-      for (auto [i, d] : llvm::enumerate(*h)) {
-        int64_t v = d;
-        if (v == 0 && !attrInt("allowzero", 0))
-          v = int64_t(i) < rank ? sx[i] : 0;
-        if (v == -1)
-          infer = i;
-        else
-          known *= v;
-        s.push_back(v);
-      }
-      if (infer >= 0)
-        s[infer] = known ? numel(sx) / known : 0;
-    } else {
-      SmallVector<int64_t> axes;
-      if (has(1)) {
-        auto h = hostInts(1);
-        if (failed(h))
-          return failure();
-        axes = *h;
-      } else if (auto a = attrInts("axes")) {
-        axes = *a;
-      }
-      if (type == "Squeeze") {
-        SmallVector<bool> drop(rank, axes.empty());
-        for (int64_t a : axes)
-          drop[a < 0 ? a + rank : a] = true;
-        for (int64_t d = 0; d < rank; ++d)
-          if (!(drop[d] && sx[d] == 1))
-            s.push_back(sx[d]);
-      } else {
-        int64_t outRank = rank + axes.size();
-        SmallVector<bool> ins(outRank, false);
-        for (int64_t a : axes)
-          ins[a < 0 ? a + outRank : a] = true;
-        for (int64_t d = 0, k = 0; d < outRank; ++d)
-          s.push_back(ins[d] ? 1 : sx[k++]);
-      }
-    }
-    if (numel(s) != numel(sx))
-      return err() << "reshape changes the element count";
-    auto y = out(0, s);
+    auto y = out(0, *s);
     if (failed(y))
       return failure();
     return call("reshape", {{"x", {*x}}, {"y", {*y}}});

@@ -1,0 +1,394 @@
+//===- GraphLowering.h - one train.graph to amprt calls (private) -*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to lib/Conversion/TrainToRuntime: the state of lowering one graph
+// (buffers, planned calls, host-known values) and the helpers every op
+// family uses. The op families live in their own files:
+//   TrainToRuntime.cpp  elementwise, GEMM, reductions, losses, optimizers,
+//                       reshapes; planning, placement and emission
+//   LowerNN.cpp         convolution, pooling, normalization, softmax grad,
+//                       dropout
+//   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
+//   HostFold.cpp        shape computations evaluated at lowering time
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_LIB_CONVERSION_TRAINTORUNTIME_GRAPHLOWERING_H
+#define AMP_LIB_CONVERSION_TRAINTORUNTIME_GRAPHLOWERING_H
+
+#include "amp/Dialect/AmpRT/AmpRT.h"
+#include "amp/Dialect/AmpRT/KernelABI.h"
+#include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace amp::lowering {
+
+using namespace mlir;
+using namespace amp::train;
+using amp::amprt::KernelParam;
+using amp::amprt::KernelSignature;
+using amp::amprt::ParamKind;
+
+using Shape = SmallVector<int64_t, 4>;
+
+struct Buffer {
+  enum Kind { Arg, Const, Temp } kind = Temp;
+  unsigned argIndex = 0;
+  ElementsAttr value; // Const
+  Shape shape;
+  Type elem;
+  int64_t offset = 0;
+  int first = -1, last = -1; // call indices (Temp)
+  int64_t bytes() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    unsigned bits = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
+    return n * int64_t((bits + 7) / 8);
+  }
+};
+
+struct PlannedCall {
+  const KernelSignature *sig;
+  SmallVector<SmallVector<int, 1>> tensors; // per tensor param
+  NamedAttrList attrs;
+  Location loc;
+};
+
+/// One named tensor argument of a planned call: a buffer, a list, or absent.
+struct TArg {
+  std::string name;
+  SmallVector<int, 1> bufs;
+};
+
+inline int64_t numel(ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+inline bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
+  size_t rank = 0;
+  for (const Shape &s : shapes)
+    rank = std::max(rank, s.size());
+  out.assign(rank, 1);
+  for (const Shape &s : shapes)
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t &o = out[rank - s.size() + i];
+      int64_t d = s[i];
+      if (d == o || d == 1)
+        continue;
+      if (o != 1)
+        return false;
+      o = d;
+    }
+  return true;
+}
+
+/// A small tensor known at lowering time, values held as doubles (exact for
+/// every integer a shape computation produces and for f32/f16/bf16).
+struct HostTensor {
+  Shape shape;
+  Type elem;
+  SmallVector<double> v;
+};
+/// The values of a dense or dense_resource attribute of at most 64k
+/// elements, or nullopt.
+std::optional<HostTensor> readHost(ElementsAttr attr);
+/// A dense attribute holding `h` (values rounded to h.elem).
+ElementsAttr toAttr(const HostTensor &h);
+
+/// ONNX Slice normalized against a static shape: per dim the first index,
+/// the step and the resulting size.
+struct SliceRange {
+  Shape start, step, shape;
+};
+std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
+                                     ArrayRef<int64_t> starts,
+                                     ArrayRef<int64_t> ends,
+                                     ArrayRef<int64_t> axes,
+                                     ArrayRef<int64_t> steps,
+                                     std::string &why);
+
+class GraphLowering {
+public:
+  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
+      : graph(graph), dims(dims), ctx(graph.getContext()) {}
+
+  LogicalResult run(ModuleOp module, int64_t &arenaBytes);
+
+private:
+  GraphOp graph;
+  const llvm::StringMap<int64_t> &dims;
+  MLIRContext *ctx;
+  SmallVector<Buffer> bufs;
+  SmallVector<PlannedCall> calls;
+  DenseMap<Value, int> valueBuf;
+  DenseMap<Value, SmallVector<int>> seqBufs;
+  DenseMap<Value, ElementsAttr> hostConst;
+  /// MaxPool indices buffer -> the shape of the pooled input (MaxPoolGrad's
+  /// output shape).
+  DenseMap<int, Shape> poolInput;
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  SmallVector<int> results;
+  SmallVector<std::string> resultNames;
+  std::string nodeName;
+  Operation *current = nullptr;
+
+  InFlightDiagnostic err() {
+    return current->emitError() << "node '" << nodeName << "' ("
+                                << opTypeOf(current) << "): ";
+  }
+  static std::string opTypeOf(Operation *op) {
+    if (auto n = dyn_cast<OnnxNodeOpInterface>(op)) {
+      std::string d = n.getOnnxDomain().str();
+      return (d.empty() ? "" : d + ":") + n.getOnnxOpType().str();
+    }
+    return op->getName().getStringRef().str();
+  }
+
+  int newBuffer(Buffer b) {
+    bufs.push_back(std::move(b));
+    return int(bufs.size()) - 1;
+  }
+
+  // --- operand access -----------------------------------------------------
+  bool has(unsigned i) {
+    return i < current->getNumOperands() &&
+           !isa<NoneType>(current->getOperand(i).getType());
+  }
+  FailureOr<int> in(unsigned i) {
+    if (!has(i)) {
+      err() << "input " << i << " is required";
+      return failure();
+    }
+    Value v = current->getOperand(i);
+    auto it = valueBuf.find(v);
+    if (it != valueBuf.end())
+      return it->second;
+    auto c = hostConst.find(v);
+    if (c != hostConst.end()) {
+      auto type = cast<ShapedType>(c->second.getType());
+      Buffer b;
+      b.kind = Buffer::Const;
+      b.value = c->second;
+      b.shape.assign(type.getShape().begin(), type.getShape().end());
+      b.elem = type.getElementType();
+      int id = newBuffer(b);
+      valueBuf[v] = id;
+      return id;
+    }
+    err() << "input " << i << " has no buffer (a sequence or unsupported "
+                              "value)";
+    return failure();
+  }
+  const Shape &shapeOf(int b) { return bufs[b].shape; }
+
+  /// Host integer values of input i (a constant or a folded value), or
+  /// failure.
+  FailureOr<SmallVector<int64_t>> hostInts(unsigned i) {
+    auto h = hostIn(i);
+    if (!h) {
+      err() << "input " << i
+            << " must be known when lowering (an initializer, a constant or "
+               "a shape computation)";
+      return failure();
+    }
+    SmallVector<int64_t> out;
+    for (double d : h->v)
+      out.push_back(int64_t(d));
+    return out;
+  }
+  /// Host value of input i, when it is one.
+  std::optional<HostTensor> hostIn(unsigned i);
+  /// The static shape of input i (a buffer or a host value).
+  std::optional<Shape> shapeOfInput(unsigned i);
+  /// Element type of result i, or `fallback` when the result is untyped.
+  Type resultElemOr(unsigned i, Type fallback);
+  /// Records result i as the host value `h`.
+  void setHost(unsigned i, HostTensor h);
+
+  Type resultElem(unsigned i) {
+    return cast<ShapedType>(current->getResult(i).getType()).getElementType();
+  }
+  bool resultUsed(unsigned i) {
+    return i < current->getNumResults() &&
+           !isa<NoneType>(current->getResult(i).getType());
+  }
+  /// Appends input i as the call argument `name` when the node has it.
+  LogicalResult optionalIn(SmallVectorImpl<TArg> &ts, StringRef name,
+                           unsigned i) {
+    if (!has(i))
+      return success();
+    auto b = in(i);
+    if (failed(b))
+      return failure();
+    ts.push_back({name.str(), {*b}});
+    return success();
+  }
+  /// Appends a new temporary for result i, of `shape`, as the call argument
+  /// `name` when the result is used.
+  LogicalResult optionalOut(SmallVectorImpl<TArg> &ts, StringRef name,
+                            unsigned i, ArrayRef<int64_t> shape) {
+    if (!resultUsed(i))
+      return success();
+    auto b = out(i, shape);
+    if (failed(b))
+      return failure();
+    ts.push_back({name.str(), {*b}});
+    return success();
+  }
+  /// A new temporary for result i with `shape`; checks a static result type.
+  FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
+                     Type elem = nullptr) {
+    Value r = current->getResult(i);
+    auto type = cast<ShapedType>(r.getType());
+    if (type.hasRank()) {
+      bool ok = type.getRank() == int64_t(shape.size());
+      for (size_t d = 0; ok && d < shape.size(); ++d)
+        ok = type.isDynamicDim(d) || type.getDimSize(d) == shape[d];
+      if (!ok) {
+        auto diag = err() << "computed shape [";
+        llvm::interleaveComma(shape, diag);
+        diag << "] of output " << i << " disagrees with its type " << type;
+        return failure();
+      }
+    }
+    Buffer b;
+    b.shape.assign(shape.begin(), shape.end());
+    b.elem = elem ? elem : type.getElementType();
+    int id = newBuffer(b);
+    valueBuf[r] = id;
+    return id;
+  }
+
+  // --- attributes ---------------------------------------------------------
+  /// The ONNX attribute `n` of the current node: an inherent attribute of a
+  /// typed op, or an entry of a generic train.node's `attrs`.
+  Attribute nodeAttr(StringRef n) {
+    if (auto g = dyn_cast<NodeOp>(current))
+      return g.getAttrs().get(n);
+    return current->getAttr(n);
+  }
+  template <typename T> T attrOf(StringRef n) {
+    return dyn_cast_or_null<T>(nodeAttr(n));
+  }
+  int64_t attrInt(StringRef n, int64_t dflt) {
+    if (auto a = attrOf<IntegerAttr>(n))
+      return a.getInt();
+    return dflt;
+  }
+  double attrFloat(StringRef n, double dflt) {
+    if (auto a = attrOf<FloatAttr>(n))
+      return a.getValueAsDouble();
+    return dflt;
+  }
+  std::string attrStr(StringRef n, StringRef dflt) {
+    if (auto a = attrOf<StringAttr>(n))
+      return a.str();
+    return dflt.str();
+  }
+  std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
+    if (auto d = attrOf<DenseI64ArrayAttr>(n))
+      return SmallVector<int64_t>(d.asArrayRef());
+    auto a = attrOf<ArrayAttr>(n);
+    if (!a)
+      return std::nullopt;
+    SmallVector<int64_t> v;
+    for (Attribute e : a)
+      if (auto i = dyn_cast<IntegerAttr>(e))
+        v.push_back(i.getInt());
+    return v;
+  }
+
+  // --- calls --------------------------------------------------------------
+  Attribute i32(int64_t v) {
+    return IntegerAttr::get(IntegerType::get(ctx, 32), v);
+  }
+  Attribute i64(int64_t v) {
+    return IntegerAttr::get(IntegerType::get(ctx, 64), v);
+  }
+  Attribute f32(double v) { return FloatAttr::get(Float32Type::get(ctx), v); }
+  Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
+  Attribute ints(ArrayRef<int64_t> v) {
+    return DenseI64ArrayAttr::get(ctx, v);
+  }
+
+  /// Plans `amprt_<kernel>` with named tensor arguments and attributes,
+  /// checked against Ops.def.
+  LogicalResult call(StringRef kernel, ArrayRef<TArg> tensors,
+                     ArrayRef<std::pair<StringRef, Attribute>> attrs = {}) {
+    const KernelSignature *sig = amprt::lookupKernel(kernel);
+    if (!sig)
+      return err() << "the runtime has no kernel amprt_" << kernel;
+    PlannedCall pc{sig, {}, {}, current->getLoc()};
+    for (const TArg &t : tensors)
+      if (!sig->find(t.name) || sig->find(t.name)->kind != ParamKind::Tensor)
+        return err() << "internal: amprt_" << kernel
+                     << " has no tensor parameter '" << t.name << "'";
+    for (const KernelParam &p : sig->params) {
+      if (p.kind == ParamKind::Context)
+        continue;
+      if (p.kind == ParamKind::Tensor) {
+        SmallVector<int, 1> list;
+        for (const TArg &t : tensors)
+          if (t.name == p.name)
+            list = t.bufs;
+        pc.tensors.push_back(list);
+        continue;
+      }
+      bool found = false;
+      for (auto &[n, a] : attrs)
+        if (n == p.name) {
+          pc.attrs.set(n, a);
+          found = true;
+        }
+      if (!found)
+        return err() << "internal: no value for parameter '" << p.name
+                     << "' of amprt_" << kernel;
+    }
+    pc.attrs.set("node", StringAttr::get(ctx, nodeName));
+    calls.push_back(std::move(pc));
+    return success();
+  }
+
+  LogicalResult lowerNode(OnnxNodeOpInterface node);
+  LogicalResult bindArgs();
+  /// Evaluates the current node on the host when it is a shape computation
+  /// (HostFold.cpp): true when folded, false when it must run on the device.
+  FailureOr<bool> tryHostFold(StringRef domain, StringRef type);
+  /// The output shape of Reshape/Flatten/Squeeze/Unsqueeze of `sx`.
+  FailureOr<Shape> reshapedShape(StringRef type, ArrayRef<int64_t> sx);
+  /// Convolution, pooling, normalization, softmax grad, dropout
+  /// (LowerNN.cpp); false when the node is not one of them.
+  FailureOr<bool> lowerNN(StringRef domain, StringRef type);
+  /// Gather, slice, concat, expand, FusedMatMul, Scale (LowerData.cpp).
+  FailureOr<bool> lowerData(StringRef domain, StringRef type);
+  /// The amprt_window attribute of a Conv/pool node over input shape `x`
+  /// with kernel `k` (spatial dims); computes the output spatial dims.
+  FailureOr<DictionaryAttr> window(ArrayRef<int64_t> x, ArrayRef<int64_t> k,
+                                   bool pool, Shape &outSpatial);
+};
+
+} // namespace amp::lowering
+
+#endif // AMP_LIB_CONVERSION_TRAINTORUNTIME_GRAPHLOWERING_H

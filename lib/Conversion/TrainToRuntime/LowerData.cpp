@@ -1,0 +1,211 @@
+//===- LowerData.cpp - gather, slice, concat, expand, FusedMatMul, Scale --===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Data movement on device tensors whose geometry (indices' shapes, slice
+// bounds, target shapes) is known when lowering, and the com.microsoft
+// matmul/scale helpers ORT's gradient builder emits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+namespace amp::lowering {
+
+FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
+  bool onnx = domain.empty() || domain == "ai.onnx";
+  bool ms = domain == "com.microsoft";
+
+  if (onnx && type == "Gather") {
+    auto d = in(0), idx = in(1);
+    if (failed(d) || failed(idx))
+      return failure();
+    const Shape &sd = shapeOf(*d);
+    int64_t rank = sd.size(), axis = attrInt("axis", 0);
+    if (axis < -rank || axis >= rank)
+      return err() << "axis " << axis << " out of range";
+    if (axis < 0)
+      axis += rank;
+    Shape sy(sd.begin(), sd.begin() + axis);
+    sy.append(shapeOf(*idx).begin(), shapeOf(*idx).end());
+    sy.append(sd.begin() + axis + 1, sd.end());
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    return succeeded(call("gather",
+                          {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
+                          {{"axis", i64(axis)}}));
+  }
+  if (ms && type == "GatherGrad") {
+    // (shape of the gathered tensor, indices, dY)
+    auto shape = hostInts(0);
+    if (failed(shape))
+      return failure();
+    auto idx = in(1), dy = in(2);
+    if (failed(idx) || failed(dy))
+      return failure();
+    int64_t rank = shape->size(), axis = attrInt("axis", 0);
+    if (axis < -rank || axis >= rank)
+      return err() << "axis " << axis << " out of range";
+    if (axis < 0)
+      axis += rank;
+    auto dx = out(0, *shape);
+    if (failed(dx))
+      return failure();
+    return succeeded(call("gather_grad",
+                          {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}},
+                          {{"axis", i64(axis)}}));
+  }
+  if (onnx && type == "Slice") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto starts = hostInts(1), ends = hostInts(2);
+    if (failed(starts) || failed(ends))
+      return failure();
+    SmallVector<int64_t> axes, steps;
+    if (has(3)) {
+      auto a = hostInts(3);
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+    if (has(4)) {
+      auto s = hostInts(4);
+      if (failed(s))
+        return failure();
+      steps = *s;
+    }
+    std::string why;
+    auto r = sliceRange(shapeOf(*x), *starts, *ends, axes, steps, why);
+    if (!r)
+      return err() << why;
+    auto y = out(0, r->shape);
+    if (failed(y))
+      return failure();
+    // The kernel takes the normalized form: every dim, explicit steps.
+    int64_t rank = shapeOf(*x).size();
+    SmallVector<int64_t> b, e, ax, st;
+    for (int64_t d = 0; d < rank; ++d) {
+      b.push_back(r->start[d]);
+      // An end that lands before index 0 for negative steps is spelled as
+      // a large negative number (ONNX clamps it to "before the start").
+      int64_t end = r->start[d] + r->shape[d] * r->step[d];
+      e.push_back(r->step[d] < 0 && end < 0 ? INT64_MIN : end);
+      ax.push_back(d);
+      st.push_back(r->step[d]);
+    }
+    return succeeded(call("slice", {{"x", {*x}}, {"y", {*y}}},
+                          {{"starts", ints(b)},
+                           {"ends", ints(e)},
+                           {"axes", ints(ax)},
+                           {"steps", ints(st)},
+                           {"n", i64(rank)}}));
+  }
+  if (onnx && type == "Expand") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto target = hostInts(1);
+    if (failed(target))
+      return failure();
+    Shape s;
+    if (!broadcast({shapeOf(*x), Shape(target->begin(), target->end())}, s))
+      return err() << "the target shape does not broadcast with the input";
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return succeeded(call("expand", {{"x", {*x}}, {"y", {*y}}}));
+  }
+  if ((onnx && type == "Concat") || (ms && type == "ConcatTraining")) {
+    SmallVector<int, 1> list;
+    SmallVector<int64_t> lengths;
+    Shape sy;
+    int64_t axis = attrInt("axis", 0);
+    for (unsigned i = 0; i < current->getNumOperands(); ++i) {
+      if (!has(i))
+        continue;
+      auto b = in(i);
+      if (failed(b))
+        return failure();
+      const Shape &s = shapeOf(*b);
+      int64_t rank = s.size();
+      if (list.empty()) {
+        if (axis < -rank || axis >= rank)
+          return err() << "axis " << axis << " out of range";
+        if (axis < 0)
+          axis += rank;
+        sy = s;
+        sy[axis] = 0;
+      }
+      if (rank != int64_t(sy.size()))
+        return err() << "inputs differ in rank";
+      for (int64_t d = 0; d < rank; ++d)
+        if (d != axis && s[d] != sy[d])
+          return err() << "input " << i << " differs off the concat axis";
+      sy[axis] += s[axis];
+      lengths.push_back(s[axis]);
+      list.push_back(*b);
+    }
+    if (list.empty())
+      return err() << "no inputs";
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    if (type == "ConcatTraining" && resultUsed(1)) {
+      HostTensor l;
+      l.elem = IntegerType::get(ctx, 64);
+      l.shape = {int64_t(lengths.size())};
+      for (int64_t v : lengths)
+        l.v.push_back(double(v));
+      setHost(1, std::move(l));
+    }
+    return succeeded(call("concat", {{"inputs", list}, {"y", {*y}}},
+                          {{"n", i64(list.size())}, {"axis", i64(axis)}}));
+  }
+  if (ms && type == "FusedMatMul") {
+    if (attrInt("transBatchA", 0) || attrInt("transBatchB", 0))
+      return err() << "transBatchA/transBatchB are not supported";
+    auto a = in(0), b = in(1);
+    if (failed(a) || failed(b))
+      return failure();
+    Shape sa = shapeOf(*a), sb = shapeOf(*b);
+    if (sa.size() < 2 || sb.size() < 2)
+      return err() << "operands must have rank 2 or more";
+    int64_t ta = attrInt("transA", 0), tb = attrInt("transB", 0);
+    int64_t m = sa[sa.size() - (ta ? 1 : 2)], ka = sa[sa.size() - (ta ? 2 : 1)];
+    int64_t kb = sb[sb.size() - (tb ? 1 : 2)], n = sb[sb.size() - (tb ? 2 : 1)];
+    if (ka != kb)
+      return err() << "inner dims " << ka << " and " << kb << " differ";
+    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), s;
+    if (!broadcast({ba, bb}, s))
+      return err() << "batch dims do not broadcast";
+    s.push_back(m);
+    s.push_back(n);
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return succeeded(call("fused_matmul",
+                          {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}},
+                          {{"trans_a", i32(ta)},
+                           {"trans_b", i32(tb)},
+                           {"alpha", f32(attrFloat("alpha", 1.0))}}));
+  }
+  if (ms && type == "Scale") {
+    auto x = in(0), s = in(1);
+    if (failed(x) || failed(s))
+      return failure();
+    if (numel(shapeOf(*s)) != 1)
+      return err() << "the scale must have one element";
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return succeeded(call("scale", {{"x", {*x}}, {"s", {*s}}, {"y", {*y}}},
+                          {{"scale_down", i32(attrInt("scale_down", 0))}}));
+  }
+  return false;
+}
+
+} // namespace amp::lowering

@@ -1,0 +1,428 @@
+//===- LowerNN.cpp - conv, pool, normalization, softmax grad, dropout -----===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The layers of CNNs and transformers, forward and backward (ONNX and
+// ORT's com.microsoft gradient ops). Window geometry (kernel, strides,
+// pads, dilations, auto_pad, ceil_mode) is resolved here, once, into the
+// `amprt_window` dictionary every conv/pool call carries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+namespace amp::lowering {
+
+FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
+                                                ArrayRef<int64_t> k, bool pool,
+                                                Shape &outSpatial) {
+  int64_t sr = int64_t(x.size()) - 2;
+  if (sr != 1 && sr != 2) {
+    err() << "input of rank " << x.size()
+          << ": the runtime has 1-D and 2-D windows only (N, C, W) or "
+             "(N, C, H, W)";
+    return failure();
+  }
+  auto vec = [&](StringRef name, int64_t n,
+                 int64_t dflt) -> FailureOr<SmallVector<int64_t>> {
+    auto a = attrInts(name);
+    if (!a)
+      return SmallVector<int64_t>(n, dflt);
+    if (int64_t(a->size()) != n) {
+      err() << "attribute '" << name << "' has " << a->size()
+            << " entries, expected " << n;
+      return failure();
+    }
+    return *a;
+  };
+  auto strides = vec("strides", sr, 1);
+  auto dil = vec("dilations", sr, 1);
+  auto pads = vec("pads", 2 * sr, 0);
+  if (failed(strides) || failed(dil) || failed(pads))
+    return failure();
+  if (auto ks = attrInts("kernel_shape"))
+    if (!llvm::equal(*ks, k)) {
+      err() << "kernel_shape disagrees with the weight";
+      return failure();
+    }
+  std::string autoPad = attrStr("auto_pad", "NOTSET");
+  int64_t ceil = pool ? attrInt("ceil_mode", 0) : 0;
+  outSpatial.clear();
+  for (int64_t i = 0; i < sr; ++i) {
+    int64_t in = x[2 + i], s = (*strides)[i], d = (*dil)[i];
+    if (k[i] < 1 || s < 1 || d < 1) {
+      err() << "bad window at spatial dim " << i;
+      return failure();
+    }
+    int64_t span = (k[i] - 1) * d + 1;
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t o = (in + s - 1) / s;
+      int64_t total = std::max<int64_t>((o - 1) * s + span - in, 0);
+      int64_t small = total / 2;
+      (*pads)[i] = autoPad == "SAME_UPPER" ? small : total - small;
+      (*pads)[i + sr] = total - (*pads)[i];
+    } else if (autoPad == "VALID") {
+      (*pads)[i] = (*pads)[i + sr] = 0;
+    } else if (autoPad != "NOTSET") {
+      err() << "auto_pad '" << autoPad << "' is not an ONNX value";
+      return failure();
+    }
+    int64_t pb = (*pads)[i], pe = (*pads)[i + sr];
+    if (pb < 0 || pe < 0) {
+      err() << "negative pads";
+      return failure();
+    }
+    int64_t e = in + pb + pe - span;
+    if (e < 0) {
+      err() << "window larger than the padded input at spatial dim " << i;
+      return failure();
+    }
+    int64_t o = ceil ? (e + s - 1) / s + 1 : e / s + 1;
+    if (ceil && (o - 1) * s >= in + pb)
+      --o;
+    outSpatial.push_back(o);
+  }
+  Builder b(ctx);
+  NamedAttrList w;
+  w.set("spatial_rank", b.getI64IntegerAttr(sr));
+  w.set("ceil_mode", b.getI64IntegerAttr(ceil));
+  w.set("count_include_pad",
+        b.getI64IntegerAttr(attrInt("count_include_pad", 0)));
+  w.set("group", b.getI64IntegerAttr(pool ? 1 : attrInt("group", 1)));
+  w.set("kernel", b.getDenseI64ArrayAttr(k));
+  w.set("strides", b.getDenseI64ArrayAttr(*strides));
+  w.set("pads", b.getDenseI64ArrayAttr(*pads));
+  w.set("dilations", b.getDenseI64ArrayAttr(*dil));
+  return w.getDictionary(ctx);
+}
+
+FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
+  bool onnx = domain.empty() || domain == "ai.onnx";
+  bool ms = domain == "com.microsoft";
+
+  // --- convolution -------------------------------------------------------
+  if ((onnx && type == "Conv") || (ms && type == "ConvGrad")) {
+    bool grad = type == "ConvGrad";
+    unsigned xi = grad ? 1 : 0, wi = grad ? 2 : 1;
+    auto x = in(xi), w = in(wi);
+    if (failed(x) || failed(w))
+      return failure();
+    const Shape &sx = shapeOf(*x), &sw = shapeOf(*w);
+    if (sw.size() != sx.size() || sx.size() < 3)
+      return err() << "x and w must have the same rank (N, C, spatial)";
+    Shape os;
+    auto win = window(sx, ArrayRef<int64_t>(sw).drop_front(2), false, os);
+    if (failed(win))
+      return failure();
+    int64_t group = attrInt("group", 1);
+    if (group < 1 || sx[1] != sw[1] * group || sw[0] % group)
+      return err() << "channels " << sx[1] << " and weight " << sw[0] << "x"
+                   << sw[1] << " do not fit group " << group;
+    Shape sy = {sx[0], sw[0]};
+    sy.append(os.begin(), os.end());
+    if (!grad) {
+      SmallVector<TArg> ts = {{"x", {*x}}, {"w", {*w}}};
+      if (failed(optionalIn(ts, "bias", 2)))
+        return failure();
+      auto y = out(0, sy);
+      if (failed(y))
+        return failure();
+      ts.push_back({"y", {*y}});
+      return succeeded(call("conv", ts, {{"win", *win}}));
+    }
+    auto dy = in(0);
+    if (failed(dy))
+      return failure();
+    if (!llvm::equal(shapeOf(*dy), sy))
+      return err() << "dY's shape does not match the convolution output";
+    SmallVector<TArg> ts = {{"dy", {*dy}}, {"x", {*x}}, {"w", {*w}}};
+    if (failed(optionalOut(ts, "dx", 0, sx)) ||
+        failed(optionalOut(ts, "dw", 1, sw)) ||
+        failed(optionalOut(ts, "db", 2, {sw[0]})))
+      return failure();
+    return succeeded(call("conv_grad", ts, {{"win", *win}}));
+  }
+
+  // --- pooling -----------------------------------------------------------
+  if (onnx && (type == "MaxPool" || type == "AveragePool")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    const Shape &sx = shapeOf(*x);
+    auto ks = attrInts("kernel_shape");
+    if (!ks)
+      return err() << "kernel_shape is required";
+    if (attrInt("storage_order", 0) != 0)
+      return err() << "storage_order=1 (column-major indices) is not "
+                      "supported";
+    Shape os;
+    auto win = window(sx, *ks, true, os);
+    if (failed(win))
+      return failure();
+    Shape sy = {sx[0], sx[1]};
+    sy.append(os.begin(), os.end());
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    SmallVector<TArg> ts = {{"x", {*x}}, {"y", {*y}}};
+    if (type == "AveragePool")
+      return succeeded(call("average_pool", ts, {{"win", *win}}));
+    if (failed(optionalOut(ts, "indices", 1, sy)))
+      return failure();
+    if (resultUsed(1))
+      poolInput[valueBuf[current->getResult(1)]] = sx;
+    return succeeded(call("max_pool", ts, {{"win", *win}}));
+  }
+  if (type == "MaxPoolGrad" && (onnx || ms)) {
+    auto dy = in(0), idx = in(1);
+    if (failed(dy) || failed(idx))
+      return failure();
+    auto it = poolInput.find(*idx);
+    if (it == poolInput.end())
+      return err() << "input 1 must be the indices output of a MaxPool of "
+                      "this graph (the input shape comes from it)";
+    auto dx = out(0, it->second);
+    if (failed(dx))
+      return failure();
+    return succeeded(call("max_pool_grad",
+                          {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}}));
+  }
+  if (onnx && type == "GlobalAveragePool") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    Shape sy = shapeOf(*x);
+    if (sy.size() < 3)
+      return err() << "input must be (N, C, spatial...)";
+    for (size_t d = 2; d < sy.size(); ++d)
+      sy[d] = 1;
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    return succeeded(
+        call("global_average_pool", {{"x", {*x}}, {"y", {*y}}}));
+  }
+  if (type == "GlobalAveragePoolGrad" && (onnx || ms)) {
+    // dx has dy's (N, C) and the forward input's spatial dims: from the
+    // second input when present, else from kernel_shape.
+    auto dy = in(0);
+    if (failed(dy))
+      return failure();
+    Shape sx = shapeOf(*dy);
+    if (has(1)) {
+      auto s = shapeOfInput(1);
+      if (!s)
+        return err() << "input 1 has no shape";
+      if (auto h = hostIn(1); h && h->shape.size() == 1 &&
+                              int64_t(h->v.size()) == int64_t(sx.size()))
+        for (size_t d = 0; d < sx.size(); ++d)
+          sx[d] = int64_t(h->v[d]);
+      else
+        sx = *s;
+    } else if (auto ks = attrInts("kernel_shape")) {
+      if (ks->size() + 2 != sx.size())
+        return err() << "kernel_shape does not match dY's rank";
+      for (size_t d = 0; d < ks->size(); ++d)
+        sx[d + 2] = (*ks)[d];
+    } else {
+      return err() << "the forward input's spatial dims are unknown (no "
+                      "input 1 and no kernel_shape)";
+    }
+    auto dx = out(0, sx);
+    if (failed(dx))
+      return failure();
+    return succeeded(
+        call("global_average_pool_grad", {{"x", {*dy}}, {"y", {*dx}}}));
+  }
+
+  // --- batch normalization ----------------------------------------------
+  if ((onnx && type == "BatchNormalization") ||
+      (ms && type == "BatchNormInternal")) {
+    auto x = in(0), sc = in(1), b = in(2), m = in(3), v = in(4);
+    if (failed(x) || failed(sc) || failed(b) || failed(m) || failed(v))
+      return failure();
+    const Shape &sx = shapeOf(*x);
+    if (sx.size() < 2)
+      return err() << "input must be (N, C, ...)";
+    float eps = attrFloat("epsilon", 1e-5);
+    float momentum = attrFloat("momentum", 0.9);
+    bool training = type == "BatchNormInternal" || attrInt("training_mode", 0);
+    auto y = out(0, sx);
+    if (failed(y))
+      return failure();
+    if (!training) {
+      for (unsigned i = 1; i < current->getNumResults(); ++i)
+        if (resultUsed(i))
+          return err() << "output " << i << " exists only in training mode";
+      return succeeded(call("batch_norm_inference",
+                            {{"x", {*x}},
+                             {"scale", {*sc}},
+                             {"bias", {*b}},
+                             {"mean", {*m}},
+                             {"var", {*v}},
+                             {"y", {*y}}},
+                            {{"epsilon", f32(eps)}}));
+    }
+    // The running statistics are state: when the input is a graph input
+    // read by nothing else, the update is written into it, in place (the
+    // framework keeps it across steps, as PyTorch does); otherwise into a
+    // new buffer.
+    Shape sc1 = {sx[1]};
+    auto running = [&](unsigned res, unsigned input,
+                       int buf) -> FailureOr<int> {
+      Value inV = current->getOperand(input);
+      if (bufs[buf].kind == Buffer::Arg && inV.hasOneUse()) {
+        if (resultUsed(res))
+          valueBuf[current->getResult(res)] = buf;
+        return buf;
+      }
+      if (resultUsed(res))
+        return out(res, sc1);
+      Buffer t;
+      t.shape = sc1;
+      t.elem = bufs[buf].elem;
+      return newBuffer(t);
+    };
+    auto mo = running(1, 3, *m), vo = running(2, 4, *v);
+    if (failed(mo) || failed(vo))
+      return failure();
+    SmallVector<TArg> ts = {{"x", {*x}},
+                            {"scale", {*sc}},
+                            {"bias", {*b}},
+                            {"running_mean", {*m}},
+                            {"running_var", {*v}},
+                            {"y", {*y}},
+                            {"running_mean_out", {*mo}},
+                            {"running_var_out", {*vo}}};
+    if (failed(optionalOut(ts, "saved_mean", 3, sc1)) ||
+        failed(optionalOut(ts, "saved_inv_std", 4, sc1)))
+      return failure();
+    return succeeded(call("batch_norm_training", ts,
+                          {{"momentum", f32(momentum)},
+                           {"epsilon", f32(eps)}}));
+  }
+  if (ms && type == "BatchNormalizationGrad") {
+    auto dy = in(0), x = in(1), sc = in(2), m = in(3), is = in(4);
+    if (failed(dy) || failed(x) || failed(sc) || failed(m) || failed(is))
+      return failure();
+    Shape sc1 = {shapeOf(*x).size() > 1 ? shapeOf(*x)[1] : 1};
+    SmallVector<TArg> ts = {{"dy", {*dy}},
+                            {"x", {*x}},
+                            {"scale", {*sc}},
+                            {"saved_mean", {*m}},
+                            {"saved_inv_std", {*is}}};
+    if (failed(optionalOut(ts, "dx", 0, shapeOf(*x))) ||
+        failed(optionalOut(ts, "dscale", 1, sc1)) ||
+        failed(optionalOut(ts, "dbias", 2, sc1)))
+      return failure();
+    return succeeded(call("batch_norm_grad", ts));
+  }
+
+  // --- layer normalization ----------------------------------------------
+  if ((onnx && type == "LayerNormalization") ||
+      (ms && type == "LayerNormalizationGrad")) {
+    bool grad = type == "LayerNormalizationGrad";
+    auto x = in(grad ? 1 : 0), sc = in(grad ? 2 : 1);
+    if (failed(x) || failed(sc))
+      return failure();
+    const Shape &sx = shapeOf(*x);
+    int64_t rank = sx.size(), axis = attrInt("axis", -1);
+    if (axis < -rank || axis >= rank)
+      return err() << "axis " << axis << " out of range";
+    if (axis < 0)
+      axis += rank;
+    Shape stat(sx.begin(), sx.begin() + axis);
+    stat.append(rank - axis, 1);
+    Shape sp(sx.begin() + axis, sx.end());
+    if (!grad) {
+      SmallVector<TArg> ts = {{"x", {*x}}, {"scale", {*sc}}};
+      if (failed(optionalIn(ts, "bias", 2)))
+        return failure();
+      auto y = out(0, sx);
+      if (failed(y))
+        return failure();
+      ts.push_back({"y", {*y}});
+      if (failed(optionalOut(ts, "mean", 1, stat)) ||
+          failed(optionalOut(ts, "inv_std", 2, stat)))
+        return failure();
+      return succeeded(call("layer_norm", ts,
+                            {{"axis", i64(axis)},
+                             {"epsilon", f32(attrFloat("epsilon", 1e-5))}}));
+    }
+    auto dy = in(0), m = in(3), is = in(4);
+    if (failed(dy) || failed(m) || failed(is))
+      return failure();
+    SmallVector<TArg> ts = {{"dy", {*dy}},        {"x", {*x}},
+                            {"scale", {*sc}},     {"mean", {*m}},
+                            {"inv_std", {*is}}};
+    if (failed(optionalOut(ts, "dx", 0, sx)) ||
+        failed(optionalOut(ts, "dscale", 1, sp)) ||
+        failed(optionalOut(ts, "dbias", 2, sp)))
+      return failure();
+    if (!resultUsed(0))
+      return err() << "output 0 (dX) is required";
+    return succeeded(call("layer_norm_grad", ts, {{"axis", i64(axis)}}));
+  }
+
+  // --- softmax gradient --------------------------------------------------
+  if (ms && (type == "SoftmaxGrad_13" || type == "SoftmaxGrad" ||
+             type == "LogSoftmaxGrad_13")) {
+    auto dy = in(0), y = in(1);
+    if (failed(dy) || failed(y))
+      return failure();
+    if (type == "LogSoftmaxGrad_13")
+      return err() << "no runtime kernel for LogSoftmaxGrad yet";
+    int64_t rank = shapeOf(*y).size();
+    int64_t axis = attrInt("axis", type == "SoftmaxGrad" ? 1 : -1);
+    if (axis < 0)
+      axis += rank;
+    // Opset-1 SoftmaxGrad works on the 2-D view [prod(:axis),
+    // prod(axis:)]; it equals the one-axis form only on the last axis.
+    if (type == "SoftmaxGrad" && axis != rank - 1)
+      return err() << "SoftmaxGrad (2-D view) on a non-last axis is not "
+                      "supported";
+    auto dx = out(0, shapeOf(*y));
+    if (failed(dx))
+      return failure();
+    return succeeded(call("softmax_grad",
+                          {{"dy", {*dy}}, {"y", {*y}}, {"dx", {*dx}}},
+                          {{"axis", i64(axis)}}));
+  }
+
+  // --- dropout -----------------------------------------------------------
+  if (onnx && type == "Dropout") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    SmallVector<TArg> ts = {{"x", {*x}}};
+    if (failed(optionalIn(ts, "ratio", 1)) ||
+        failed(optionalIn(ts, "training", 2)))
+      return failure();
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    ts.push_back({"y", {*y}});
+    if (failed(optionalOut(ts, "mask", 1, shapeOf(*x))))
+      return failure();
+    return succeeded(call("dropout", ts, {{"seed", i64(attrInt("seed", 0))}}));
+  }
+  if (ms && type == "DropoutGrad") {
+    auto dy = in(0), mask = in(1);
+    if (failed(dy) || failed(mask))
+      return failure();
+    SmallVector<TArg> ts = {{"dy", {*dy}}, {"mask", {*mask}}};
+    if (failed(optionalIn(ts, "ratio", 2)) ||
+        failed(optionalIn(ts, "training", 3)))
+      return failure();
+    auto dx = out(0, shapeOf(*dy));
+    if (failed(dx))
+      return failure();
+    ts.push_back({"dx", {*dx}});
+    return succeeded(call("dropout_grad", ts));
+  }
+  return false;
+}
+
+} // namespace amp::lowering
