@@ -48,6 +48,11 @@ if subprocess.run([config.python_executable, "-c", "import onnxruntime"],
                   stdout=subprocess.DEVNULL,
                   stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("onnxruntime")
+# The accuracy tests train on scikit-learn's bundled digits data set.
+if subprocess.run([config.python_executable, "-c", "import sklearn"],
+                  stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("sklearn")
 
 # An ASan/UBSan build (utils/sanitize.sh): its libraries cannot go into an
 # uninstrumented mlir-opt or a consumer built without the sanitizers.
