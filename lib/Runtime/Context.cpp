@@ -6,8 +6,9 @@
 //
 // A context binds a backend (its allocator, copies and kernel overrides) and
 // keeps the last error message. Backends are chosen by name at run time; the
-// CPU backend is always present, a CUDA backend would register here when the
-// library is built with it (docs/RuntimeABI.md, "CUDA backend").
+// CPU backend is always present, the CUDA backend (kernels/) is registered
+// when the library is built with it (AMPRT_HAVE_CUDA) and answers only when
+// a device is present (docs/RuntimeABI.md, "CUDA backend").
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +34,7 @@ namespace {
 
 thread_local std::string createError;
 
-void *cpuAlloc(size_t bytes) {
+void *cpuAlloc(amprt_context *, size_t bytes) {
   // 64-byte alignment for vector loads; size rounded up as aligned_alloc
   // requires, and never 0 so every allocation is unique.
   size_t rounded = (bytes + 63) / 64 * 64;
@@ -41,23 +42,30 @@ void *cpuAlloc(size_t bytes) {
     rounded = 64;
   return std::aligned_alloc(64, rounded);
 }
-void cpuRelease(void *p) { std::free(p); }
-amprt_status cpuCopy(void *dst, const void *src, size_t bytes, int32_t) {
+void cpuRelease(amprt_context *, void *p) { std::free(p); }
+amprt_status cpuCopy(amprt_context *, void *dst, const void *src,
+                     size_t bytes, int32_t) {
   if (bytes)
     std::memmove(dst, src, bytes);
   return AMPRT_OK;
 }
-amprt_status cpuSet(void *dst, int value, size_t bytes) {
+amprt_status cpuSet(amprt_context *, void *dst, int value, size_t bytes) {
   if (bytes)
     std::memset(dst, value, bytes);
   return AMPRT_OK;
 }
-amprt_status cpuSync() { return AMPRT_OK; }
+amprt_status cpuSync(amprt_context *) { return AMPRT_OK; }
 
 // The CPU backend overrides nothing: every entry is the reference kernel.
 const KernelTable cpuKernels = {};
-const Backend cpu = {"cpu", cpuAlloc, cpuRelease, cpuCopy, cpuSet, cpuSync,
-                     &cpuKernels};
+const Backend cpu = {"cpu",   cpuAlloc,    cpuRelease, cpuCopy, cpuSet,
+                     cpuSync, &cpuKernels, nullptr,    nullptr};
+
+#ifdef AMPRT_HAVE_CUDA
+constexpr const char *kBackends = "cpu, cuda";
+#else
+constexpr const char *kBackends = "cpu";
+#endif
 
 } // namespace
 
@@ -75,11 +83,25 @@ amprt_status amprt_context_create(const char *backend, amprt_context **out) {
   }
   *out = nullptr;
   const Backend *b = nullptr;
-  if (!backend || !*backend || std::strcmp(backend, "cpu") == 0)
+  bool best = !backend || !*backend;
+#ifdef AMPRT_HAVE_CUDA
+  // "cuda", or the best available one: the CUDA backend when a device
+  // answers.
+  if (best || std::strcmp(backend, "cuda") == 0) {
+    std::string why;
+    b = cudaBackend(why);
+    if (!b && !best) {
+      createError = "amprt_context_create: backend 'cuda' is not available: " +
+                    why;
+      return AMPRT_ERR_BACKEND;
+    }
+  }
+#endif
+  if (!b && (best || std::strcmp(backend, "cpu") == 0))
     b = cpuBackend();
   if (!b) {
     createError = std::string("amprt_context_create: unknown backend '") +
-                  backend + "' (this build has: cpu)";
+                  backend + "' (this build has: " + kBackends + ")";
     return AMPRT_ERR_BACKEND;
   }
   auto *ctx = new (std::nothrow) amprt_context();
@@ -88,11 +110,22 @@ amprt_status amprt_context_create(const char *backend, amprt_context **out) {
     return AMPRT_ERR_OUT_OF_MEMORY;
   }
   ctx->backend = b;
+  if (b->open) {
+    amprt_status st = b->open(ctx);
+    if (st != AMPRT_OK) {
+      createError = "amprt_context_create: backend '" + std::string(b->name) +
+                    "': " + ctx->error;
+      delete ctx;
+      return st;
+    }
+  }
   *out = ctx;
   return AMPRT_OK;
 }
 
 amprt_status amprt_context_destroy(amprt_context *ctx) {
+  if (ctx && ctx->backend && ctx->backend->close)
+    ctx->backend->close(ctx);
   delete ctx;
   return AMPRT_OK;
 }
@@ -111,7 +144,7 @@ amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
   ctx->error.clear();
   if (!out)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "amprt_malloc: out is NULL");
-  *out = ctx->backend->alloc(bytes);
+  *out = ctx->backend->alloc(ctx, bytes);
   if (!*out)
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
                      "amprt_malloc: cannot allocate %zu bytes", bytes);
@@ -122,7 +155,7 @@ amprt_status amprt_free(amprt_context *ctx, void *ptr) {
   if (!ctx)
     return AMPRT_ERR_INVALID_ARGUMENT;
   ctx->error.clear();
-  ctx->backend->release(ptr);
+  ctx->backend->release(ctx, ptr);
   return AMPRT_OK;
 }
 
@@ -137,7 +170,7 @@ amprt_status amprt_memcpy(amprt_context *ctx, void *dst, const void *src,
   if (bytes && (!dst || !src))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "amprt_memcpy: NULL pointer with %zu bytes", bytes);
-  return ctx->backend->copy(dst, src, bytes, kind);
+  return ctx->backend->copy(ctx, dst, src, bytes, kind);
 }
 
 amprt_status amprt_memset(amprt_context *ctx, void *dst, int value,
@@ -148,14 +181,14 @@ amprt_status amprt_memset(amprt_context *ctx, void *dst, int value,
   if (bytes && !dst)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "amprt_memset: NULL pointer with %zu bytes", bytes);
-  return ctx->backend->set(dst, value, bytes);
+  return ctx->backend->set(ctx, dst, value, bytes);
 }
 
 amprt_status amprt_synchronize(amprt_context *ctx) {
   if (!ctx)
     return AMPRT_ERR_INVALID_ARGUMENT;
   ctx->error.clear();
-  return ctx->backend->sync();
+  return ctx->backend->sync(ctx);
 }
 
 } // extern "C"

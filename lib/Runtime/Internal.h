@@ -31,23 +31,35 @@ struct KernelTable {
 #include "amp/Runtime/Ops.def"
 };
 
-/// A backend: its memory functions and its kernel overrides.
+/// A backend: its memory functions and its kernel overrides. Every function
+/// gets the context, whose `state` holds what the backend set up in `open`
+/// (a stream, library handles). `open` and `close` may be NULL.
 struct Backend {
   const char *name;
-  void *(*alloc)(size_t bytes);
-  void (*release)(void *ptr);
-  amprt_status (*copy)(void *dst, const void *src, size_t bytes, int32_t kind);
-  amprt_status (*set)(void *dst, int value, size_t bytes);
-  amprt_status (*sync)();
+  void *(*alloc)(amprt_context *ctx, size_t bytes);
+  void (*release)(amprt_context *ctx, void *ptr);
+  amprt_status (*copy)(amprt_context *ctx, void *dst, const void *src,
+                       size_t bytes, int32_t kind);
+  amprt_status (*set)(amprt_context *ctx, void *dst, int value, size_t bytes);
+  /// Waits for the queued work; on failure records a message in ctx.
+  amprt_status (*sync)(amprt_context *ctx);
   const KernelTable *kernels;
+  amprt_status (*open)(amprt_context *ctx);
+  void (*close)(amprt_context *ctx);
 };
 
 const Backend *cpuBackend();
+
+/// The CUDA backend (kernels/Backend.cu), only in builds with CUDA
+/// (AMPRT_HAVE_CUDA): NULL with the reason in `why` when no device answers.
+const Backend *cudaBackend(std::string &why);
 
 } // namespace amprt
 
 struct amprt_context {
   const amprt::Backend *backend = nullptr;
+  /// Backend-owned per-context state (NULL for the CPU).
+  void *state = nullptr;
   std::string error;
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
@@ -73,12 +85,33 @@ amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
   }
 }
 
-/// Forwards to the context backend's own kernel when it has one.
+/// Runs `cpuCall` (a public amprt_ kernel) on the CPU for a context of
+/// another backend: waits for the device first (its memory is managed, so
+/// the host may touch it once the queued work is done) and binds the CPU
+/// backend for the duration, so kernels the CPU code calls stay on the CPU.
+/// The one place where a device context falls back to the host.
+template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
+  const Backend *b = ctx->backend;
+  ctx->error.clear();
+  amprt_status st = b->sync(ctx);
+  if (st != AMPRT_OK)
+    return st;
+  ctx->backend = cpuBackend();
+  st = cpuCall();
+  ctx->backend = b;
+  return st;
+}
+
+/// Forwards to the context backend's own kernel when it has one; a kernel
+/// it does not override runs the CPU code through onHost.
 #define AMPRT_DISPATCH(name, ctx, ...)                                         \
   do {                                                                         \
-    if ((ctx) && (ctx)->backend && (ctx)->backend->kernels &&                  \
-        (ctx)->backend->kernels->name)                                         \
-      return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);                \
+    if ((ctx) && (ctx)->backend && (ctx)->backend != amprt::cpuBackend()) {    \
+      if ((ctx)->backend->kernels && (ctx)->backend->kernels->name)            \
+        return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);              \
+      return amprt::onHost(                                                    \
+          (ctx), [&] { return amprt_##name((ctx), __VA_ARGS__); });            \
+    }                                                                          \
   } while (0)
 
 #define AMPRT_TRY(expr)                                                        \
