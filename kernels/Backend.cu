@@ -1,0 +1,223 @@
+//===- Backend.cu - the CUDA backend: device, memory, kernel table --------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The "cuda" backend of the runtime (docs/RuntimeABI.md, "CUDA backend").
+// Memory is managed (cudaMallocManaged) so that every kernel without a CUDA
+// override still runs the CPU reference code on the same pointers: the
+// dispatcher (AMPRT_DISPATCH / onHost in lib/Runtime/Internal.h) waits for
+// the context's stream before the host touches them. Each context owns one
+// non-blocking stream, a cuBLASLt handle and a workspace; kernels queue on
+// the stream and return, amprt_memcpy and amprt_synchronize wait for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include <cstdlib>
+#include <mutex>
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+void *cudaAllocManaged(amprt_context *ctx, size_t bytes) {
+  // cudaMallocManaged aligns to at least 256 bytes; 0 bytes still gives a
+  // unique pointer.
+  void *p = nullptr;
+  if (cudaMallocManaged(&p, bytes ? bytes : 256, cudaMemAttachGlobal) !=
+      cudaSuccess) {
+    cudaGetLastError(); // clear the sticky-free error state
+    return nullptr;
+  }
+  // Keep the pages on the device; the CPU fallback reads them remotely or
+  // migrates them on demand.
+  cudaMemLocation loc = {};
+  loc.type = cudaMemLocationTypeDevice;
+  loc.id = state(ctx).device;
+  if (cudaMemAdvise(p, bytes ? bytes : 256, cudaMemAdviseSetPreferredLocation,
+                    loc) != cudaSuccess)
+    cudaGetLastError(); // advice only
+  return p;
+}
+
+void cudaRelease(amprt_context *ctx, void *p) {
+  if (!p)
+    return;
+  // Work queued on the stream may still use p.
+  cudaStreamSynchronize(stream(ctx));
+  cudaFree(p);
+}
+
+amprt_status cudaCopy(amprt_context *ctx, void *dst, const void *src,
+                      size_t bytes, int32_t) {
+  if (!bytes)
+    return AMPRT_OK;
+  // Managed and host pointers are both valid with cudaMemcpyDefault; the
+  // copy is ordered after the queued kernels and finished on return, so
+  // the host may read what it copied out.
+  AMPRT_CUDA(ctx, "amprt_memcpy",
+             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                             stream(ctx)));
+  AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
+  return AMPRT_OK;
+}
+
+amprt_status cudaSet(amprt_context *ctx, void *dst, int value, size_t bytes) {
+  if (!bytes)
+    return AMPRT_OK;
+  AMPRT_CUDA(ctx, "amprt_memset",
+             cudaMemsetAsync(dst, value, bytes, stream(ctx)));
+  return AMPRT_OK;
+}
+
+amprt_status cudaSync(amprt_context *ctx) {
+  AMPRT_CUDA(ctx, "amprt_synchronize", cudaStreamSynchronize(stream(ctx)));
+  return AMPRT_OK;
+}
+
+void cudaClose(amprt_context *ctx) {
+  auto *s = static_cast<State *>(ctx->state);
+  if (!s)
+    return;
+  cudaSetDevice(s->device);
+  if (s->stream)
+    cudaStreamSynchronize(s->stream);
+#ifdef AMPRT_HAVE_CUDNN
+  if (s->cudnn)
+    cudnnDestroy(s->cudnn);
+#endif
+  if (s->lt)
+    cublasLtDestroy(s->lt);
+  cudaFree(s->workspace);
+  cudaFree(s->devStatus);
+  cudaFreeHost(s->hostStatus);
+  if (s->stream)
+    cudaStreamDestroy(s->stream);
+  delete s;
+  ctx->state = nullptr;
+}
+
+amprt_status cudaOpen(amprt_context *ctx) {
+  const char *k = "cuda";
+  auto *s = new (std::nothrow) State();
+  if (!s)
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: out of memory", k);
+  ctx->state = s;
+  // Device 0, or the one the calling thread has selected.
+  cudaError_t e = cudaGetDevice(&s->device);
+  if (e != cudaSuccess) {
+    cudaClose(ctx);
+    return cudaFail(ctx, k, "cudaGetDevice", e);
+  }
+  const char *tf32 = std::getenv("AMPRT_CUDA_ALLOW_TF32");
+  s->allowTf32 = tf32 && *tf32 && std::strcmp(tf32, "0") != 0;
+  struct Step {
+    const char *what;
+    cudaError_t err;
+  };
+  Step steps[] = {
+      {"cudaStreamCreateWithFlags",
+       cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking)},
+      {"cudaMalloc(workspace)", cudaMalloc(&s->workspace, kWorkspaceBytes)},
+      {"cudaMalloc(status)", cudaMalloc(&s->devStatus, sizeof(int64_t))},
+      {"cudaMallocHost(status)",
+       cudaMallocHost(&s->hostStatus, sizeof(int64_t))},
+  };
+  for (const Step &st : steps)
+    if (st.err != cudaSuccess) {
+      cudaClose(ctx);
+      return cudaFail(ctx, k, st.what, st.err);
+    }
+  s->workspaceBytes = kWorkspaceBytes;
+  cublasStatus_t b = cublasLtCreate(&s->lt);
+  if (b != CUBLAS_STATUS_SUCCESS) {
+    s->lt = nullptr;
+    cudaClose(ctx);
+    return ctx->fail(AMPRT_ERR_BACKEND, "%s: cublasLtCreate failed (%d)", k,
+                     int(b));
+  }
+  return AMPRT_OK;
+}
+
+KernelTable makeTable() {
+  KernelTable t = {};
+  registerElementwise(t);
+  registerGemm(t);
+  registerMultiTensor(t);
+  registerOptimizer(t);
+  registerSoftmax(t);
+  registerConv(t);
+  return t;
+}
+
+} // namespace
+
+amprt_status amprt::cuda::clearStatus(amprt_context *ctx, const char *k) {
+  AMPRT_CUDA(ctx, k,
+             cudaMemsetAsync(state(ctx).devStatus, 0x7f, sizeof(int64_t),
+                             stream(ctx)));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::cuda::readStatus(amprt_context *ctx, const char *k,
+                                     int64_t &out) {
+  State &s = state(ctx);
+  AMPRT_CUDA(ctx, k,
+             cudaMemcpyAsync(s.hostStatus, s.devStatus, sizeof(int64_t),
+                             cudaMemcpyDeviceToHost, s.stream));
+  AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
+  out = *s.hostStatus;
+  return AMPRT_OK;
+}
+
+amprt_status amprt::cuda::upload(amprt_context *ctx, const char *k,
+                                 const void *host, size_t bytes,
+                                 Scratch &dst) {
+  AMPRT_TRY(dst.get(ctx, k, bytes));
+  // From pageable memory the copy is staged before the call returns, so
+  // the host table may die afterwards.
+  if (bytes)
+    AMPRT_CUDA(ctx, k,
+               cudaMemcpyAsync(dst.p, host, bytes, cudaMemcpyHostToDevice,
+                               stream(ctx)));
+  return AMPRT_OK;
+}
+
+Bcast amprt::cuda::makeBcast(const Shape &out, std::initializer_list<Shape> ins) {
+  Bcast b;
+  b.rank = int32_t(out.size());
+  for (size_t d = 0; d < out.size(); ++d)
+    b.dims[d] = out[d];
+  int j = 0;
+  for (const Shape &s : ins) {
+    Shape st = broadcastStrides(s, out);
+    for (size_t d = 0; d < st.size(); ++d)
+      b.st[j][d] = st[d];
+    ++j;
+  }
+  return b;
+}
+
+const Backend *amprt::cudaBackend(std::string &why) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    why = e != cudaSuccess
+              ? std::string("no CUDA device (cudaGetDeviceCount: ") +
+                    cudaGetErrorString(e) + ")"
+              : std::string("no CUDA device (cudaGetDeviceCount found 0)");
+    cudaGetLastError();
+    return nullptr;
+  }
+  static const KernelTable table = makeTable();
+  static const Backend backend = {
+      "cuda",   cudaAllocManaged, cudaRelease, cudaCopy, cudaSet,
+      cudaSync, &table,           cudaOpen,    cudaClose};
+  return &backend;
+}

@@ -1,0 +1,243 @@
+//===- Common.cuh - shared pieces of the CUDA backend -----------*- CUDA -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to kernels/: the per-context state (stream, cuBLASLt, cuDNN,
+// workspace), error reporting for CUDA calls, device-side loads and stores of
+// every dtype with the CPU backend's rounding (lib/Runtime/Internal.h), and
+// the overrides each .cu file contributes to the kernel table.
+//
+// Every override follows one pattern: check the descriptors with the CPU
+// backend's helpers; when the call is not one the GPU path handles (a bad
+// argument, a dtype or layout left to the CPU), hand it to the CPU code with
+// onHost(), which gives the exact CPU result or error message. The kernels
+// are compiled with -fmad=false so f32 expressions round as the CPU code's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_KERNELS_COMMON_CUH
+#define AMP_KERNELS_COMMON_CUH
+
+#include "Internal.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#ifdef AMPRT_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <cstdint>
+
+namespace amprt {
+namespace cuda {
+
+using T = const amprt_tensor *;
+
+/// What a CUDA context owns (amprt_context::state).
+struct State {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  /// cuBLASLt / cuDNN workspace (device memory).
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  /// A device word kernels use to report a data-dependent error (the first
+  /// bad index), and its pinned host copy.
+  int64_t *devStatus = nullptr;
+  int64_t *hostStatus = nullptr;
+  /// AMPRT_CUDA_ALLOW_TF32=1: f32 GEMMs may use TF32 Tensor Cores.
+  bool allowTf32 = false;
+#ifdef AMPRT_HAVE_CUDNN
+  cudnnHandle_t cudnn = nullptr; // created on first use
+#endif
+};
+
+inline State &state(amprt_context *ctx) {
+  return *static_cast<State *>(ctx->state);
+}
+inline cudaStream_t stream(amprt_context *ctx) { return state(ctx).stream; }
+
+/// Records a failed CUDA runtime call.
+inline amprt_status cudaFail(amprt_context *ctx, const char *k,
+                             const char *what, cudaError_t e) {
+  return ctx->fail(AMPRT_ERR_BACKEND, "%s: %s failed: %s (%s)", k, what,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+#define AMPRT_CUDA(ctx, k, call)                                               \
+  do {                                                                         \
+    cudaError_t amprt_cuda_e_ = (call);                                        \
+    if (amprt_cuda_e_ != cudaSuccess)                                          \
+      return ::amprt::cuda::cudaFail((ctx), (k), #call, amprt_cuda_e_);        \
+  } while (0)
+
+/// Checks the launch that just happened.
+#define AMPRT_CUDA_LAUNCHED(ctx, k)                                            \
+  AMPRT_CUDA(ctx, k, cudaGetLastError())
+
+/// Value of the sentinel that devStatus holds when nothing went wrong
+/// (cudaMemsetAsync with 0x7f).
+constexpr int64_t kNoError = 0x7f7f7f7f7f7f7f7fLL;
+
+/// Resets devStatus before a kernel that may report an error.
+amprt_status clearStatus(amprt_context *ctx, const char *k);
+/// Waits for the stream and returns devStatus (kNoError when clean).
+amprt_status readStatus(amprt_context *ctx, const char *k, int64_t &out);
+
+/// Stream-ordered scratch memory, released when the object dies (after the
+/// kernels queued before the release).
+struct Scratch {
+  amprt_context *ctx = nullptr;
+  void *p = nullptr;
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() {
+    if (p)
+      cudaFreeAsync(p, stream(ctx));
+  }
+  amprt_status get(amprt_context *c, const char *k, size_t bytes) {
+    ctx = c;
+    AMPRT_CUDA(c, k, cudaMallocAsync(&p, bytes ? bytes : 16, stream(c)));
+    return AMPRT_OK;
+  }
+};
+
+/// Copies a host table to fresh scratch device memory on the stream.
+amprt_status upload(amprt_context *ctx, const char *k, const void *host,
+                    size_t bytes, Scratch &dst);
+
+/// Grid size for n elements at `threads` per block, `per` per thread.
+inline unsigned gridFor(int64_t n, int threads, int per = 1) {
+  int64_t b = (n + int64_t(threads) * per - 1) / (int64_t(threads) * per);
+  if (b < 1)
+    b = 1;
+  if (b > 65535LL * 32)
+    b = 65535LL * 32; // grid-stride loops cover the rest
+  return unsigned(b);
+}
+
+//===----------------------------------------------------------------------===//
+// Device conversions: the CPU backend's rounding (Internal.h, Convert.cpp)
+//===----------------------------------------------------------------------===//
+
+/// f32 -> f16, round to nearest even; NaN keeps sign and top payload bits
+/// exactly as f32ToF16 does.
+__device__ __forceinline__ uint16_t devToF16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu));
+  return __half_as_ushort(__float2half_rn(f));
+}
+__device__ __forceinline__ float devF16ToF32(uint16_t h) {
+  return __half2float(__ushort_as_half(h));
+}
+/// f32 -> bf16, round to nearest even (the integer rule of f32ToBf16).
+__device__ __forceinline__ uint16_t devToBf16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return uint16_t(x >> 16);
+}
+__device__ __forceinline__ float devBf16ToF32(uint16_t b) {
+  return __uint_as_float(uint32_t(b) << 16);
+}
+
+/// Element i of a float tensor (f32/f16/bf16/f64) as float.
+__device__ __forceinline__ float ldF(const void *p, int32_t dt, int64_t i) {
+  switch (dt) {
+  case AMPRT_F32:
+    return static_cast<const float *>(p)[i];
+  case AMPRT_F16:
+    return devF16ToF32(static_cast<const uint16_t *>(p)[i]);
+  case AMPRT_BF16:
+    return devBf16ToF32(static_cast<const uint16_t *>(p)[i]);
+  case AMPRT_F64:
+    return float(static_cast<const double *>(p)[i]);
+  default:
+    return 0.f;
+  }
+}
+__device__ __forceinline__ void stF(void *p, int32_t dt, int64_t i, float v) {
+  switch (dt) {
+  case AMPRT_F32:
+    static_cast<float *>(p)[i] = v;
+    break;
+  case AMPRT_F16:
+    static_cast<uint16_t *>(p)[i] = devToF16(v);
+    break;
+  case AMPRT_BF16:
+    static_cast<uint16_t *>(p)[i] = devToBf16(v);
+    break;
+  case AMPRT_F64:
+    static_cast<double *>(p)[i] = v;
+    break;
+  default:
+    break;
+  }
+}
+
+/// True when the stored value is NaN or Inf (exponent bits all ones).
+__device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,
+                                          int64_t i) {
+  if (dt == AMPRT_F32)
+    return (static_cast<const uint32_t *>(p)[i] & 0x7f800000u) ==
+           0x7f800000u;
+  uint16_t m = dt == AMPRT_F16 ? 0x7c00u : 0x7f80u;
+  return (static_cast<const uint16_t *>(p)[i] & m) == m;
+}
+
+/// A one-element bool flag read on the device (NULL: `dflt`).
+__device__ __forceinline__ bool ldFlag(const uint8_t *p, bool dflt) {
+  return p ? *p != 0 : dflt;
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting (numpy) index maps, passed by value to kernels
+//===----------------------------------------------------------------------===//
+
+struct Bcast {
+  int32_t rank = 0;
+  int64_t dims[AMPRT_MAX_RANK] = {};
+  int64_t st[3][AMPRT_MAX_RANK] = {}; // element strides of up to 3 inputs
+};
+
+/// Offsets of output element o into each of the first K inputs.
+template <int K>
+__device__ __forceinline__ void bcastOffsets(const Bcast &b, int64_t o,
+                                             int64_t (&off)[K]) {
+  for (int j = 0; j < K; ++j)
+    off[j] = 0;
+  for (int d = b.rank - 1; d >= 0; --d) {
+    int64_t n = b.dims[d];
+    int64_t i = o % n;
+    o /= n;
+    for (int j = 0; j < K; ++j)
+      off[j] += i * b.st[j][d];
+  }
+}
+
+/// Fills a Bcast for output shape `out` and the given input shapes.
+Bcast makeBcast(const Shape &out, std::initializer_list<Shape> ins);
+
+//===----------------------------------------------------------------------===//
+// The overrides, by file
+//===----------------------------------------------------------------------===//
+
+/// Each file sets the entries it implements.
+void registerElementwise(KernelTable &t); // Elementwise.cu
+void registerGemm(KernelTable &t);        // Gemm.cu
+void registerMultiTensor(KernelTable &t); // MultiTensor.cu
+void registerOptimizer(KernelTable &t);   // Optimizer.cu
+void registerSoftmax(KernelTable &t);     // Softmax.cu
+void registerConv(KernelTable &t);        // Conv.cu (cuDNN)
+
+} // namespace cuda
+} // namespace amprt
+
+#endif // AMP_KERNELS_COMMON_CUH

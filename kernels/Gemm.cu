@@ -1,0 +1,408 @@
+//===- Gemm.cu - Gemm, MatMul, FusedMatMul through cuBLASLt ---------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Gemm.cpp's semantics on cuBLASLt. f16 x f16 and bf16 x bf16 products run
+// on Tensor Cores with CUBLAS_COMPUTE_32F (f32 accumulation, f32 alpha and
+// beta) and the epilogue rounds the result once into the output; any other
+// mix widens the 16-bit operand to f32 (exactly) and multiplies in f32 with
+// CUBLAS_COMPUTE_32F (TF32 only with AMPRT_CUDA_ALLOW_TF32=1). When the
+// output dtype is not one cuBLASLt writes for those inputs (an f16 output of
+// an f32 product, a bf16 output of an f16 product) the product goes to an
+// f32 buffer and is rounded once into the output by a cast.
+//
+// Row-major Y = op(A) op(B) is the column-major Y^T = op(B)^T op(A)^T, so
+// b is cuBLASLt's A and a its B, with no copies. Batches: a's batch folds
+// into M when b is shared and a not transposed; batch dims that are either
+// full or absent on each side become one strided-batched call; other
+// broadcasts (e.g. [2,1] x [1,3]) issue one call per batch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+cudaDataType_t cudaType(int32_t dt) {
+  return dt == AMPRT_F16 ? CUDA_R_16F : dt == AMPRT_BF16 ? CUDA_R_16BF
+                                                         : CUDA_R_32F;
+}
+
+__global__ void toF32Kernel(const void *x, int32_t dt, float *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = ldF(x, dt, i);
+}
+
+__global__ void fromF32Kernel(const float *x, void *y, int32_t dt,
+                              int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    stF(y, dt, i, x[i]);
+}
+
+/// d[i, j] = c[i * s0 + j * s1] (Gemm's broadcast c, widened to f32).
+__global__ void broadcastCKernel(const void *c, int32_t dt, int64_t s0,
+                                 int64_t s1, float *d, int64_t M, int64_t N) {
+  int64_t n = M * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    d[i] = ldF(c, dt, (i / N) * s0 + (i % N) * s1);
+}
+
+/// Largest power of two (<= 256) dividing the address and every batch step.
+uint32_t alignmentOf(const void *p, int64_t strideBytes) {
+  uint64_t v = uint64_t(reinterpret_cast<uintptr_t>(p)) |
+               uint64_t(strideBytes) | 256u;
+  return uint32_t(v & (~v + 1));
+}
+
+/// One column-major operand of a cuBLASLt call.
+struct Operand {
+  const void *p;
+  cudaDataType_t type;
+  int64_t rows, cols, ld, stride; // stride in elements (0: shared)
+  int64_t elem;                   // bytes per element
+};
+
+struct LtCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layouts[4] = {};
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref)
+      cublasLtMatmulPreferenceDestroy(pref);
+    for (auto l : layouts)
+      if (l)
+        cublasLtMatrixLayoutDestroy(l);
+    if (desc)
+      cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+#define AMPRT_LT(ctx, k, call)                                                 \
+  do {                                                                         \
+    cublasStatus_t amprt_lt_s_ = (call);                                       \
+    if (amprt_lt_s_ != CUBLAS_STATUS_SUCCESS)                                  \
+      return (ctx)->fail(AMPRT_ERR_BACKEND, "%s: %s failed: %s", (k), #call,   \
+                         cublasLtGetStatusString(amprt_lt_s_));                \
+  } while (0)
+
+/// D = alpha op(A) op(B) + beta C (C = D when beta != 0), `batch` times.
+/// AMPRT_ERR_UNSUPPORTED when cuBLASLt has no algorithm for the problem.
+amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
+                      bool transB, int64_t m, int64_t n, int64_t kk,
+                      const Operand &A, const Operand &B, const Operand &D,
+                      int64_t batch, float alpha, float beta) {
+  State &s = state(ctx);
+  cublasComputeType_t compute =
+      A.type == CUDA_R_32F && s.allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  LtCall c;
+  AMPRT_LT(ctx, k, cublasLtMatmulDescCreate(&c.desc, compute, CUDA_R_32F));
+  int32_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                          &opA, sizeof(opA)));
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &opB, sizeof(opB)));
+  const Operand *ops[3] = {&A, &B, &D};
+  for (int i = 0; i < 3; ++i) {
+    const Operand &o = *ops[i];
+    AMPRT_LT(ctx, k,
+             cublasLtMatrixLayoutCreate(&c.layouts[i], o.type, uint64_t(o.rows),
+                                        uint64_t(o.cols), o.ld));
+    if (batch > 1) {
+      int32_t b32 = int32_t(batch);
+      AMPRT_LT(ctx, k,
+               cublasLtMatrixLayoutSetAttribute(
+                   c.layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b32,
+                   sizeof(b32)));
+      AMPRT_LT(ctx, k,
+               cublasLtMatrixLayoutSetAttribute(
+                   c.layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                   &o.stride, sizeof(o.stride)));
+    }
+  }
+  AMPRT_LT(ctx, k, cublasLtMatmulPreferenceCreate(&c.pref));
+  uint64_t ws = s.workspaceBytes;
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulPreferenceSetAttribute(
+               c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+               sizeof(ws)));
+  uint32_t al[3];
+  cublasLtMatmulPreferenceAttributes_t alAttr[3] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 3; ++i) {
+    al[i] = alignmentOf(ops[i]->p, ops[i]->stride * ops[i]->elem);
+    AMPRT_LT(ctx, k,
+             cublasLtMatmulPreferenceSetAttribute(c.pref, alAttr[i], &al[i],
+                                                  sizeof(al[i])));
+  }
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulPreferenceSetAttribute(
+               c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2],
+               sizeof(al[2])));
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+      s.lt, c.desc, c.layouts[0], c.layouts[1], c.layouts[2], c.layouts[2],
+      c.pref, 1, &result, &found);
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
+    return ctx->fail(AMPRT_ERR_UNSUPPORTED,
+                     "%s: cuBLASLt has no algorithm for m %lld n %lld k %lld "
+                     "(%s)",
+                     k, (long long)m, (long long)n, (long long)kk,
+                     cublasLtGetStatusString(hs));
+  AMPRT_LT(ctx, k,
+           cublasLtMatmul(s.lt, c.desc, &alpha, A.p, c.layouts[0], B.p,
+                          c.layouts[1], &beta, D.p, c.layouts[2],
+                          const_cast<void *>(D.p), c.layouts[2],
+                          &result.algo, s.workspace, s.workspaceBytes,
+                          s.stream));
+  return AMPRT_OK;
+}
+
+/// The operands of one product, after widening: what ltMatmul reads.
+struct Prepared {
+  const void *a, *b;
+  int32_t abDt;     // F32, F16 or BF16
+  void *d;          // the output buffer cuBLASLt writes
+  int32_t dDt;      // its dtype
+  bool narrow;      // d is an f32 scratch to round into y
+  Scratch wa, wb, wd;
+};
+
+/// Widens operands when their dtypes differ (or are f32 with a 16-bit
+/// partner) and picks where cuBLASLt writes.
+amprt_status prepare(amprt_context *ctx, const char *k, T a, T b, T y,
+                     bool needF32Out, Prepared &p) {
+  int32_t da = a->dtype, db = b->dtype;
+  p.abDt = da == db ? da : AMPRT_F32;
+  p.a = a->data;
+  p.b = b->data;
+  auto widen = [&](T t, Scratch &w, const void *&out) -> amprt_status {
+    int64_t n = numel(t);
+    AMPRT_TRY(w.get(ctx, k, size_t(n) * 4));
+    toF32Kernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        t->data, t->dtype, static_cast<float *>(w.p), n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    out = w.p;
+    return AMPRT_OK;
+  };
+  if (p.abDt == AMPRT_F32) {
+    if (da != AMPRT_F32)
+      AMPRT_TRY(widen(a, p.wa, p.a));
+    if (db != AMPRT_F32)
+      AMPRT_TRY(widen(b, p.wb, p.b));
+  }
+  // cuBLASLt writes f32, or the inputs' own 16-bit type.
+  bool direct = !needF32Out &&
+                (y->dtype == AMPRT_F32 || y->dtype == p.abDt);
+  if (needF32Out && y->dtype == AMPRT_F32)
+    direct = true;
+  p.narrow = !direct;
+  if (direct) {
+    p.d = y->data;
+    p.dDt = y->dtype;
+  } else {
+    AMPRT_TRY(p.wd.get(ctx, k, size_t(numel(y)) * 4));
+    p.d = p.wd.p;
+    p.dDt = AMPRT_F32;
+  }
+  return AMPRT_OK;
+}
+
+amprt_status finish(amprt_context *ctx, const char *k, T y, Prepared &p) {
+  if (!p.narrow)
+    return AMPRT_OK;
+  int64_t n = numel(y);
+  fromF32Kernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+      static_cast<const float *>(p.d), y->data, y->dtype, n);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+int64_t esize(int32_t dt) { return dt == AMPRT_F32 ? 4 : 2; }
+
+/// Y[M, N] (+ batch) = alpha op(a) op(b) for row-major a (ra x ca per
+/// batch) and b (rb x cb), with element batch strides.
+amprt_status rowMajorProduct(amprt_context *ctx, const char *k,
+                             const Prepared &p, bool transA, bool transB,
+                             int64_t M, int64_t N, int64_t K, int64_t offA,
+                             int64_t offB, int64_t offD, int64_t strideA,
+                             int64_t strideB, int64_t batch, float alpha,
+                             float beta) {
+  cudaDataType_t ab = cudaType(p.abDt);
+  int64_t ea = esize(p.abDt), ed = esize(p.dDt);
+  int64_t ra = transA ? K : M, ca = transA ? M : K;
+  int64_t rb = transB ? N : K, cb = transB ? K : N;
+  Operand A = {static_cast<const char *>(p.b) + offB * ea, ab, cb, rb, cb,
+               strideB, ea};
+  Operand B = {static_cast<const char *>(p.a) + offA * ea, ab, ca, ra, ca,
+               strideA, ea};
+  Operand D = {static_cast<char *>(p.d) + offD * ed, cudaType(p.dDt), N, M, N,
+               M * N, ed};
+  return ltMatmul(ctx, k, transB, transA, N, M, K, A, B, D, batch, alpha,
+                  beta);
+}
+
+//===----------------------------------------------------------------------===//
+// gemm
+//===----------------------------------------------------------------------===//
+
+amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
+                      int32_t trans_b, float alpha, float beta) {
+  const char *k = "gemm";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
+    };
+    if (checkFloat(ctx, k, "a", a) || checkFloat(ctx, k, "b", b) ||
+        checkFloat(ctx, k, "c", c, true) || checkFloat(ctx, k, "y", y) ||
+        a->rank != 2 || b->rank != 2)
+      return onHost(ctx, cpu);
+    int64_t M = trans_a ? a->shape[1] : a->shape[0];
+    int64_t K = trans_a ? a->shape[0] : a->shape[1];
+    int64_t Kb = trans_b ? b->shape[1] : b->shape[0];
+    int64_t N = trans_b ? b->shape[0] : b->shape[1];
+    Shape so = {M, N}, bc;
+    if (K != Kb || checkShape(ctx, k, "y", y, so) ||
+        (c && (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) ||
+               bc != so)) ||
+        K == 0)
+      return onHost(ctx, cpu); // errors, and the K = 0 corner
+    if (M == 0 || N == 0)
+      return AMPRT_OK;
+    bool withC = c && beta != 0.f;
+    Prepared p;
+    AMPRT_TRY(prepare(ctx, k, a, b, y, withC, p));
+    if (withC) {
+      // C = D = c broadcast to [M, N] in f32; the epilogue adds beta C.
+      Shape stc = broadcastStrides(shapeOf(c), so);
+      broadcastCKernel<<<gridFor(M * N, kThreads, 4), kThreads, 0,
+                         stream(ctx)>>>(c->data, c->dtype, stc[0], stc[1],
+                                        static_cast<float *>(p.d), M, N);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    amprt_status st =
+        rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0, 0, 0, 0, 0,
+                        1, alpha, withC ? beta : 0.f);
+    if (st == AMPRT_ERR_UNSUPPORTED)
+      return onHost(ctx, cpu);
+    AMPRT_TRY(st);
+    return finish(ctx, k, y, p);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// matmul, fused_matmul
+//===----------------------------------------------------------------------===//
+
+template <typename Cpu>
+amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
+                        bool transA, bool transB, float alpha, Cpu cpu) {
+  if (checkFloat(ctx, k, "a", a) || checkFloat(ctx, k, "b", b) ||
+      checkFloat(ctx, k, "y", y) || a->rank < 1 || b->rank < 1)
+    return onHost(ctx, cpu);
+  Shape sa = shapeOf(a), sb = shapeOf(b);
+  bool aVec = sa.size() == 1, bVec = sb.size() == 1;
+  if (aVec) {
+    sa.insert(sa.begin(), 1);
+    transA = false;
+  }
+  if (bVec) {
+    sb.push_back(1);
+    transB = false;
+  }
+  int64_t M = transA ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  int64_t Ka = transA ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  int64_t Kb = transB ? sb[sb.size() - 1] : sb[sb.size() - 2];
+  int64_t N = transB ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+  if (Ka != Kb || !broadcastShapes({ba, bb}, bo))
+    return onHost(ctx, cpu);
+  Shape so = bo;
+  if (!aVec)
+    so.push_back(M);
+  if (!bVec)
+    so.push_back(N);
+  if (checkShape(ctx, k, "y", y, so) || Ka == 0)
+    return onHost(ctx, cpu); // errors, and the K = 0 corner
+  int64_t K = Ka, batches = numel(bo);
+  if (numel(so) == 0)
+    return AMPRT_OK;
+  Prepared p;
+  AMPRT_TRY(prepare(ctx, k, a, b, y, false, p));
+  int64_t na = numel(ba), nb = numel(bb);
+  amprt_status st;
+  if (!transA && nb == 1 && na == batches) {
+    // a's batch folds into M: one product against the shared b.
+    st = rowMajorProduct(ctx, k, p, false, transB, batches * M, N, K, 0, 0, 0,
+                         0, 0, 1, alpha, 0.f);
+  } else if ((na == 1 || na == batches) && (nb == 1 || nb == batches)) {
+    st = rowMajorProduct(ctx, k, p, transA, transB, M, N, K, 0, 0, 0,
+                         na == 1 ? 0 : M * K, nb == 1 ? 0 : K * N, batches,
+                         alpha, 0.f);
+  } else {
+    // A general broadcast: one call per batch (Gemm.cpp's loop).
+    Shape sta = broadcastStrides(ba, bo), stb = broadcastStrides(bb, bo);
+    Shape idx(bo.size(), 0);
+    st = AMPRT_OK;
+    for (int64_t bi = 0; bi < batches && st == AMPRT_OK; ++bi) {
+      int64_t oa = 0, ob = 0;
+      for (size_t d = 0; d < bo.size(); ++d) {
+        oa += idx[d] * sta[d];
+        ob += idx[d] * stb[d];
+      }
+      st = rowMajorProduct(ctx, k, p, transA, transB, M, N, K, oa * M * K,
+                           ob * K * N, bi * M * N, 0, 0, 1, alpha, 0.f);
+      for (size_t d = bo.size(); d-- > 0;) {
+        if (++idx[d] < bo[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+  }
+  if (st == AMPRT_ERR_UNSUPPORTED)
+    return onHost(ctx, cpu);
+  AMPRT_TRY(st);
+  return finish(ctx, k, y, p);
+}
+
+amprt_status cudaMatmul(amprt_context *ctx, T a, T b, T y) {
+  return guard(ctx, "matmul", [&] {
+    return matmulImpl(ctx, "matmul", a, b, y, false, false, 1.f,
+                      [&] { return amprt_matmul(ctx, a, b, y); });
+  });
+}
+
+amprt_status cudaFusedMatmul(amprt_context *ctx, T a, T b, T y,
+                             int32_t trans_a, int32_t trans_b, float alpha) {
+  return guard(ctx, "fused_matmul", [&] {
+    return matmulImpl(ctx, "fused_matmul", a, b, y, trans_a, trans_b, alpha,
+                      [&] {
+                        return amprt_fused_matmul(ctx, a, b, y, trans_a,
+                                                  trans_b, alpha);
+                      });
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerGemm(KernelTable &t) {
+  t.gemm = cudaGemm;
+  t.matmul = cudaMatmul;
+  t.fused_matmul = cudaFusedMatmul;
+}

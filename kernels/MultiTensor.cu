@@ -1,0 +1,215 @@
+//===- MultiTensor.cu - fused unscale + finite check, loss scaler ---------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// multi_tensor_unscale / multi_tensor_all_finite: one launch over every
+// tensor of the call. A table of the tensors goes to the device; each block
+// takes a chunk of one tensor (found by binary search over the chunk
+// offsets). The flag stays on the device: with `reset` it is first set to 1
+// (a memset queued before the kernel), then any block that sees a NaN/Inf
+// in its inputs stores 0, so `reset == 0` only ever clears it, as in
+// MultiTensor.cpp. loss_scaler_update is LossScaler.cpp in one thread on
+// the device: no host round trip.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include <vector>
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kChunk = 4096; // elements per block
+
+struct Entry {
+  const void *in;
+  void *out; // NULL: check only
+  int64_t n;
+  int64_t firstChunk;
+  int32_t inDt, outDt;
+};
+
+__device__ int findEntry(const Entry *tab, int count, int64_t chunk) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (tab[mid].firstChunk <= chunk)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+__global__ void unscaleKernel(const Entry *tab, int count,
+                              const void *invScale, int32_t scaleDt,
+                              uint8_t *flag) {
+  int64_t chunk = blockIdx.x;
+  const Entry e = tab[findEntry(tab, count, chunk)];
+  int64_t begin = (chunk - e.firstChunk) * kChunk;
+  int64_t end = min(e.n, begin + kChunk);
+  float s = invScale ? ldF(invScale, scaleDt, 0) : 1.f;
+  int bad = 0;
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    bad |= nonFinite(e.in, e.inDt, i);
+    if (e.out)
+      stF(e.out, e.outDt, i, ldF(e.in, e.inDt, i) * s);
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0)
+    *flag = 0;
+}
+
+/// Checks shared by both entries (MultiTensor.cpp's order); non-OK means
+/// "let the CPU code report it".
+amprt_status checkFlag(amprt_context *ctx, const char *k, T t) {
+  AMPRT_TRY(checkDtype(ctx, k, "all_finite", t, AMPRT_BOOL));
+  return checkNumel(ctx, k, "all_finite", t, 1);
+}
+
+amprt_status launch(amprt_context *ctx, const char *k, T ins, T outs,
+                    int64_t n, T invScale, T flag, int32_t reset) {
+  std::vector<Entry> tab;
+  int64_t chunks = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t m = numel(&ins[i]);
+    if (m == 0)
+      continue;
+    tab.push_back({ins[i].data, outs ? outs[i].data : nullptr, m, chunks,
+                   ins[i].dtype, outs ? outs[i].dtype : 0});
+    chunks += (m + kChunk - 1) / kChunk;
+  }
+  auto *f = static_cast<uint8_t *>(flag->data);
+  if (reset)
+    AMPRT_CUDA(ctx, k, cudaMemsetAsync(f, 1, 1, stream(ctx)));
+  if (tab.empty())
+    return AMPRT_OK;
+  if (chunks > INT32_MAX)
+    return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: %lld chunks in one call", k,
+                     (long long)chunks);
+  Scratch dtab;
+  AMPRT_TRY(upload(ctx, k, tab.data(), tab.size() * sizeof(Entry), dtab));
+  unscaleKernel<<<unsigned(chunks), kThreads, 0, stream(ctx)>>>(
+      static_cast<const Entry *>(dtab.p), int(tab.size()),
+      invScale ? invScale->data : nullptr, invScale ? invScale->dtype : 0,
+      f);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+amprt_status cudaUnscale(amprt_context *ctx, T ins, T outs, int64_t n,
+                         T inv_scale, T all_finite, int32_t reset) {
+  const char *k = "multi_tensor_unscale";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_multi_tensor_unscale(ctx, ins, outs, n, inv_scale,
+                                        all_finite, reset);
+    };
+    if (n < 0 || (n > 0 && (!ins || !outs)) ||
+        checkFloat(ctx, k, "inv_scale", inv_scale) ||
+        checkNumel(ctx, k, "inv_scale", inv_scale, 1) ||
+        checkFlag(ctx, k, all_finite))
+      return onHost(ctx, cpu);
+    for (int64_t i = 0; i < n; ++i)
+      if (checkFloat(ctx, k, "ins[i]", &ins[i]) ||
+          checkFloat(ctx, k, "outs[i]", &outs[i]) ||
+          shapeOf(&ins[i]) != shapeOf(&outs[i]))
+        return onHost(ctx, cpu);
+    return launch(ctx, k, ins, outs, n, inv_scale, all_finite, reset);
+  });
+}
+
+amprt_status cudaAllFinite(amprt_context *ctx, T ins, int64_t n,
+                           T all_finite, int32_t reset) {
+  const char *k = "multi_tensor_all_finite";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_multi_tensor_all_finite(ctx, ins, n, all_finite, reset);
+    };
+    if (n < 0 || (n > 0 && !ins) || checkFlag(ctx, k, all_finite))
+      return onHost(ctx, cpu);
+    for (int64_t i = 0; i < n; ++i)
+      if (checkFloat(ctx, k, "ins[i]", &ins[i]))
+        return onHost(ctx, cpu);
+    return launch(ctx, k, ins, nullptr, n, nullptr, all_finite, reset);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// loss_scaler_update
+//===----------------------------------------------------------------------===//
+
+__global__ void scalerKernel(float *scale, void *tracker, int32_t trackerDt,
+                             const uint8_t *allFinite, float growth,
+                             float backoff, int64_t interval, float minScale,
+                             float maxScale) {
+  float s = *scale;
+  int64_t t = trackerDt == AMPRT_I64
+                  ? *static_cast<int64_t *>(tracker)
+                  : int64_t(*static_cast<int32_t *>(tracker));
+  if (*allFinite == 0) {
+    s *= backoff;
+    t = 0;
+  } else {
+    ++t;
+    if (t >= interval) {
+      float grown = s * growth;
+      if (isfinite(grown)) // PyTorch keeps the scale when growing overflows
+        s = grown;
+      t = 0;
+    }
+  }
+  // std::min(std::max(s, min), max), NaN behaviour included.
+  s = s < minScale ? minScale : s;
+  s = maxScale < s ? maxScale : s;
+  *scale = s;
+  if (trackerDt == AMPRT_I64)
+    *static_cast<int64_t *>(tracker) = t;
+  else
+    *static_cast<int32_t *>(tracker) = int32_t(t);
+}
+
+amprt_status cudaScalerUpdate(amprt_context *ctx, T scale, T growth_tracker,
+                              T all_finite, float growth_factor,
+                              float backoff_factor, int64_t growth_interval,
+                              float min_scale, float max_scale) {
+  const char *k = "loss_scaler_update";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkDtype(ctx, k, "scale", scale, AMPRT_F32) ||
+        checkNumel(ctx, k, "scale", scale, 1) ||
+        checkTensor(ctx, k, "growth_tracker", growth_tracker) ||
+        (growth_tracker->dtype != AMPRT_I64 &&
+         growth_tracker->dtype != AMPRT_I32) ||
+        checkNumel(ctx, k, "growth_tracker", growth_tracker, 1) ||
+        checkDtype(ctx, k, "all_finite", all_finite, AMPRT_BOOL) ||
+        checkNumel(ctx, k, "all_finite", all_finite, 1) ||
+        !(growth_factor > 1.f) || !(backoff_factor > 0.f) ||
+        !(backoff_factor < 1.f) || growth_interval < 1 ||
+        !(min_scale > 0.f) || !(max_scale >= min_scale))
+      return onHost(ctx, [&] {
+        return amprt_loss_scaler_update(ctx, scale, growth_tracker,
+                                        all_finite, growth_factor,
+                                        backoff_factor, growth_interval,
+                                        min_scale, max_scale);
+      });
+    scalerKernel<<<1, 1, 0, stream(ctx)>>>(
+        static_cast<float *>(scale->data), growth_tracker->data,
+        growth_tracker->dtype, static_cast<const uint8_t *>(all_finite->data),
+        growth_factor, backoff_factor, growth_interval, min_scale, max_scale);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerMultiTensor(KernelTable &t) {
+  t.multi_tensor_unscale = cudaUnscale;
+  t.multi_tensor_all_finite = cudaAllFinite;
+  t.loss_scaler_update = cudaScalerUpdate;
+}
