@@ -473,7 +473,10 @@ llvm::Error Trainer::load() {
     if (!n)
       continue;
     std::string name = n.str();
-    if (weights.count(name) || resumed.count("param:" + name)) {
+    bool initialized = opts.initSeed && opts.weights.empty() &&
+                       inputNames.contains(name + "_grad.accumulation.buffer");
+    if (weights.count(name) || resumed.count("param:" + name) ||
+        initialized) {
       params.push_back(name);
       auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
       if (!t || !t.hasStaticShape())
@@ -487,7 +490,36 @@ llvm::Error Trainer::load() {
   if (params.empty())
     return fail("no parameters: give --weights <model.onnx> whose "
                 "initializers are named like the training graph's inputs "
-                "(e.g. the forward model), or --resume <checkpoint>");
+                "(e.g. the forward model), --init <seed>, or --resume "
+                "<checkpoint>");
+  if (opts.initSeed && opts.weights.empty() && resumed.empty()) {
+    // LeCun-uniform weights, zero biases: a start for graphs shipped
+    // without their checkpoint. fan_in = product of the dims after the
+    // first (Gemm/Conv weights are [out, in, ...]); one splitmix stream per
+    // parameter name so the order of inputs does not matter.
+    for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
+      auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
+      if (!n || !llvm::is_contained(params, n.str()))
+        continue;
+      auto t = cast<RankedTensorType>(graph.getArgumentTypes()[i]);
+      if (!t.getElementType().isF32())
+        return fail("--init: parameter '" + n.str() + "' is not f32");
+      HostTensor h;
+      h.shape.assign(t.getShape().begin(), t.getShape().end());
+      h.data.resize(h.numel() * 4);
+      if (t.getRank() >= 2) {
+        int64_t fanIn = h.numel() / std::max<int64_t>(h.shape[0], 1);
+        double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
+        uint64_t s = *opts.initSeed ^ fnv1a(n.getValue());
+        auto *f = reinterpret_cast<float *>(h.data.data());
+        for (int64_t k = 0; k < h.numel(); ++k) {
+          double u = double(splitmix(s) >> 11) * 0x1.0p-53;
+          f[k] = float((2 * u - 1) * bound);
+        }
+      }
+      weights[n.str()] = std::move(h);
+    }
+  }
   auto optGraph = *optMod->getOps<train::GraphOp>().begin();
   for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
     if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))

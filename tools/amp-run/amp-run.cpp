@@ -21,6 +21,11 @@ int main(int argc, char **argv) {
   cl::opt<std::string> weights(
       "weights", cl::desc("ONNX model whose initializers are the initial "
                           "parameters (e.g. the forward model)"));
+  cl::opt<std::string> initSeed(
+      "init", cl::value_desc("seed"),
+      cl::desc("without --weights: initialize the trainable parameters "
+               "from this seed (uniform +-1/sqrt(fan_in) for rank >= 2, "
+               "zeros for biases)"));
   cl::opt<std::string> device("device", cl::desc("cpu | cuda"),
                               cl::init("cpu"));
   cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::init(1));
@@ -56,6 +61,19 @@ int main(int argc, char **argv) {
   o.trainingModel = training;
   o.optimizerModel = optimizer;
   o.weights = weights;
+  if (initSeed.getNumOccurrences()) {
+    uint64_t seed;
+    if (llvm::StringRef(initSeed).getAsInteger(10, seed)) {
+      llvm::errs() << "amp-run: --init takes an integer seed, not '" << initSeed
+                   << "'\n";
+      return 1;
+    }
+    if (!o.weights.empty()) {
+      llvm::errs() << "amp-run: --init and --weights exclude each other\n";
+      return 1;
+    }
+    o.initSeed = seed;
+  }
   o.device = device;
   o.steps = steps;
   o.batch = batch;

@@ -19,6 +19,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace amp::exec {
@@ -27,6 +28,9 @@ struct TrainOptions {
   std::string trainingModel;  ///< training_model.onnx
   std::string optimizerModel; ///< optimizer_model.onnx
   std::string weights;        ///< ONNX file whose initializers are the params
+  /// Without weights: initialize every trainable parameter from this seed
+  /// (uniform(+-1/sqrt(fan_in)) for rank >= 2, zeros for rank <= 1).
+  std::optional<uint64_t> initSeed;
   std::string device = "cpu";
   std::string data = "synthetic:0"; ///< synthetic:<seed> or a folder
   std::string dims;                 ///< extra symbolic dims: name=value,...

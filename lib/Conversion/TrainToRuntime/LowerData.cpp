@@ -62,8 +62,11 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto x = in(0);
     if (failed(x))
       return failure();
-    auto starts = hostInts(1), ends = hostInts(2);
-    if (failed(starts) || failed(ends))
+    auto starts = hostInts(1);
+    if (failed(starts))
+      return failure();
+    auto ends = hostInts(2);
+    if (failed(ends))
       return failure();
     SmallVector<int64_t> axes, steps;
     if (has(3)) {

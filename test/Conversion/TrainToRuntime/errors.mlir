@@ -66,3 +66,63 @@ func.func @bad(%x: memref<4xf32>, %y: memref<4xf32>) {
   amprt.call "softmax"(%x, %y) {counts = array<i64: 1, 1>} : memref<4xf32>, memref<4xf32>
   return
 }
+
+// -----
+
+// 3-D convolution: the runtime has 1-D and 2-D windows.
+module {
+  train.graph @main(%x: tensor<1x1x4x4x4xf32> {train.name = "x"}, %w: tensor<1x1x2x2x2xf32> {train.name = "w"}) -> (tensor<1x1x3x3x3xf32> {train.name = "y"}) {
+    %n = train.none
+    // expected-error @+1 {{node 'c3' (Conv): input of rank 5: the runtime has 1-D and 2-D windows only}}
+    %0 = train.Conv(%x, %w, %n) {train.name = "c3", train.outputs = ["y"]} : (tensor<1x1x4x4x4xf32>, tensor<1x1x2x2x2xf32>, none) -> tensor<1x1x3x3x3xf32>
+    train.return %0 : tensor<1x1x3x3x3xf32>
+  }
+}
+
+// -----
+
+// kernel_shape that contradicts the weight.
+module {
+  train.graph @main(%x: tensor<1x1x4x4xf32> {train.name = "x"}, %w: tensor<1x1x2x2xf32> {train.name = "w"}) -> (tensor<*xf32> {train.name = "y"}) {
+    %n = train.none
+    // expected-error @+1 {{node 'c' (Conv): kernel_shape disagrees with the weight}}
+    %0 = train.Conv(%x, %w, %n) {kernel_shape = array<i64: 3, 3>, train.name = "c", train.outputs = ["y"]} : (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>, none) -> tensor<*xf32>
+    train.return %0 : tensor<*xf32>
+  }
+}
+
+// -----
+
+// MaxPoolGrad whose indices do not come from a MaxPool of the graph.
+module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i64]]} {
+  train.graph @main(%dy: tensor<1x1x2x2xf32> {train.name = "dy"}, %i: tensor<1x1x2x2xi64> {train.name = "i"}) -> (tensor<*xf32> {train.name = "dx"}) {
+    // expected-error @+1 {{node 'mpg' (com.microsoft:MaxPoolGrad): input 1 must be the indices output of a MaxPool of this graph}}
+    %0 = "train.node"(%dy, %i) <{attrs = {kernel_shape = array<i64: 2, 2>}, domain = "com.microsoft", graph_attrs = [], op_type = "MaxPoolGrad"}> {train.name = "mpg", train.outputs = ["dx"]} : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi64>) -> tensor<*xf32>
+    train.return %0 : tensor<*xf32>
+  }
+}
+
+// -----
+
+// Slice bounds computed at run time (a graph input) cannot be lowered.
+module {
+  train.graph @main(%x: tensor<4xf32> {train.name = "x"}, %s: tensor<1xi64> {train.name = "s"}, %e: tensor<1xi64> {train.name = "e"}) -> (tensor<*xf32> {train.name = "y"}) {
+    %n = train.none
+    // expected-error @+1 {{node 'sl' (Slice): input 1 must be known when lowering (an initializer, a constant or a shape computation)}}
+    %0 = train.Slice(%x, %s, %e, %n, %n) {train.name = "sl", train.outputs = ["y"]} : (tensor<4xf32>, tensor<1xi64>, tensor<1xi64>, none, none) -> tensor<*xf32>
+    train.return %0 : tensor<*xf32>
+  }
+}
+
+// -----
+
+// A folded integer division by zero is reported, not computed.
+module {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}) -> (tensor<*xi64> {train.name = "y"}) {
+    %s = train.Size(%x) {train.name = "size", train.outputs = ["n"]} : (tensor<2x3xf32>) -> tensor<i64>
+    %z = train.Sub(%s, %s) {train.name = "zero", train.outputs = ["z"]} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+    // expected-error @+1 {{node 'div' (Div): integer division by zero}}
+    %d = train.Div(%s, %z) {train.name = "div", train.outputs = ["y"]} : (tensor<i64>, tensor<i64>) -> tensor<*xi64>
+    train.return %d : tensor<*xi64>
+  }
+}
