@@ -82,3 +82,16 @@ config.substitutions.append(
 config.substitutions.append(
     ("%amprt_ops_def", os.path.join(config.amp_src_root, "include", "amp",
                                     "Runtime", "Ops.def")))
+
+# cuda-device: the runtime library has the CUDA backend and a device answers
+# (test/Runtime/cuda-vs-cpu.test). Asked of the library itself, in a child
+# process, so a broken driver cannot take lit down.
+_amprt = os.path.join(config.amp_obj_root, "lib",
+                      "libAmpRuntime" + config.llvm_shlib_ext)
+if os.path.exists(_amprt) and subprocess.run(
+        [config.python_executable, "-c",
+         "import ctypes as C, sys; L = C.CDLL(sys.argv[1]); c = C.c_void_p();"
+         " sys.exit(L.amprt_context_create(b'cuda', C.byref(c)))", _amprt],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        timeout=120).returncode == 0:
+    config.available_features.add("cuda-device")

@@ -1,0 +1,680 @@
+"""The CUDA backend of the amp runtime against its CPU backend.
+
+Every kernel the CUDA backend overrides (kernels/*.cu) runs on the same fresh
+random inputs (the seed is printed; --seed reproduces) on a "cuda" and a
+"cpu" context; the outputs are compared element by element, and so are the
+status and the message of bad calls. Tolerances, in units of the output
+dtype's ulp at the larger of the two values:
+
+  exact (bits, or both NaN): cast, add/sub/mul/div, relu(_grad), fill,
+      identity, reshape, inplace_accumulate, multi_tensor_unscale and its
+      flag, loss_scaler_update, sgd (the GPU code is the CPU's expressions,
+      compiled without FMA contraction);
+  1 ulp: f16/bf16 outputs of every kernel where the CPU rounds once from f32
+      (a different f32 result can round to the neighbour);
+  adamw f32: 2 ulp per step (device pow in the bias corrections);
+  gelu(_grad) f32: 4 ulp (device erff/expf vs glibc);
+  softmax family, losses, reduce_sum in f32: 4 ulp + (terms + 4) 2^-24 scale
+      (the sums run as a tree instead of a sequence);
+  gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
+      accumulation in a different order; TF32 is off unless
+      AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
+
+Kernels without a CUDA override run the CPU code on managed memory; a few
+of them are run too, to check that path. Without a device the script prints
+"SKIP: no CUDA device" and exits 0 (lit marks the test UNSUPPORTED through
+the cuda-device feature instead). --gpu-backend cpu runs the same script with
+a second CPU context, which checks the script itself on a machine without a
+GPU.
+"""
+
+import argparse
+import ctypes as C
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from runtime_harness import (Runtime, Buf, Tensor, tensor_array, i64s,
+                             window, NP_STORAGE, bf16_bits_to_f32)
+
+FLOATS = ("f32", "f16", "bf16")
+PREC = {"f32": (24, -126), "f16": (11, -14), "bf16": (8, -126),
+        "f64": (53, -1022)}
+
+
+def decode(buf):
+    """float64 values of a float Buf (bf16 decoded), else the raw array."""
+    if buf.dt == "bf16":
+        return bf16_bits_to_f32(buf.arr).astype(np.float64)
+    if buf.dt in ("f32", "f16", "f64"):
+        return buf.arr.astype(np.float64)
+    return buf.arr
+
+
+def ulp(dt, v):
+    p, emin = PREC[dt]
+    a = np.abs(v)
+    e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
+    e = np.maximum(np.where(a > 0, e, emin), emin)
+    return np.exp2(e - p + 1)
+
+
+class Gpu:
+    """A second context (normally "cuda") and device copies of Bufs."""
+
+    def __init__(self, rt, backend):
+        self.rt = rt
+        L = rt.lib
+        self.ctx = C.c_void_p()
+        st = L.amprt_context_create(backend.encode(), C.byref(self.ctx))
+        if st != 0:
+            self.error = L.amprt_last_error(None).decode()
+            self.ctx = None
+            return
+        self.error = None
+        self.live = []
+
+    def upload(self, buf):
+        """(device Tensor, host Buf that receives the result)."""
+        L = self.rt.lib
+        nbytes = buf.arr.nbytes
+        p = C.c_void_p()
+        assert L.amprt_malloc(self.ctx, max(nbytes, 1), C.byref(p)) == 0
+        self.live.append(p)
+        if nbytes:
+            assert L.amprt_memcpy(self.ctx, p, buf.arr.ctypes.data, nbytes,
+                                  1) == 0, self.err()
+        back = Buf(np.zeros_like(buf.arr), buf.dt)
+        t = Tensor(p.value if buf.arr.size else None, buf.t.dtype,
+                   buf.t.rank, buf.t.shape)
+        t._owner = (buf, back)
+        return t, back
+
+    def download(self, t, back):
+        if back.arr.nbytes:
+            assert self.rt.lib.amprt_memcpy(
+                self.ctx, back.arr.ctypes.data, t.data, back.arr.nbytes,
+                2) == 0, self.err()
+
+    def err(self):
+        return self.rt.lib.amprt_last_error(self.ctx).decode()
+
+    def free_all(self):
+        for p in self.live:
+            self.rt.lib.amprt_free(self.ctx, p)
+        self.live = []
+
+
+def both(rt, gpu, name, *args):
+    """Runs kernel `name` on copies of the arguments on the CPU and the GPU
+    context. Buf arguments are tensors, lists of Bufs tensor arrays.
+    Returns (cpu outputs, gpu outputs): a Buf per Buf argument (a list of
+    Bufs per list), None for the rest. Statuses and messages must agree."""
+    cargs, gargs, couts, gouts, pend = [], [], [], [], []
+    for a in args:
+        if isinstance(a, Buf):
+            c = Buf(a.arr.copy(), a.dt)
+            t, back = gpu.upload(a)
+            cargs.append(c.ref)
+            gargs.append(C.byref(t))
+            couts.append(c)
+            gouts.append(back)
+            pend.append((t, back))
+        elif isinstance(a, list):
+            cs = [Buf(b.arr.copy(), b.dt) for b in a]
+            ups = [gpu.upload(b) for b in a]
+            arr = (Tensor * max(1, len(a)))(*[t for t, _ in ups])
+            cargs.append(tensor_array(cs))
+            gargs.append(arr)
+            couts.append(cs)
+            gouts.append([b for _, b in ups])
+            pend.extend(ups)
+        else:
+            cargs.append(a)
+            gargs.append(a)
+            couts.append(None)
+            gouts.append(None)
+    f = getattr(rt.lib, "amprt_" + name)
+    sc = f(rt.ctx, *cargs)
+    mc = rt.error()
+    sg = f(gpu.ctx, *gargs)
+    mg = gpu.err()
+    assert sc == sg and mc == mg, (
+        "%s: CPU status %d %r, GPU status %d %r" % (name, sc, mc, sg, mg))
+    for t, back in pend:
+        gpu.download(t, back)
+    gpu.free_all()
+    return couts, gouts, sc
+
+
+def same(rt, what, c, g, ulps=0, scale=None, terms=0):
+    """GPU Buf g against CPU Buf c: exact (bits or both NaN) when ulps is 0
+    and no scale, else |g - c| <= ulps ulp(dt) + (terms + 4) 2^-24 scale."""
+    assert c.arr.shape == g.arr.shape, what
+    if c.dt not in PREC:
+        rt.equal(what, g.arr, c.arr)
+        return
+    cv, gv = decode(c), decode(g)
+    nan = np.isnan(cv)
+    assert np.array_equal(nan, np.isnan(gv)), "%s [%s]: NaN positions " \
+        "differ (seed %d)" % (what, c.dt, rt.seed)
+    cv, gv = np.where(nan, 0, cv), np.where(nan, 0, gv)
+    if ulps == 0 and scale is None:
+        ok = np.all((c.bits() == g.bits()) |
+                    np.repeat(nan.reshape(-1), c.arr.itemsize))
+        assert ok, "%s [%s]: not bit-identical; worst %s (seed %d)" % (
+            what, c.dt, np.max(np.abs(cv - gv)) if cv.size else 0, rt.seed)
+        return
+    tol = ulps * ulp(c.dt, np.maximum(np.abs(cv), np.abs(gv)))
+    if scale is not None:
+        tol = tol + (terms + 4) * 2.0 ** -24 * np.asarray(scale)
+    err = np.abs(cv - gv)
+    bad = ~(err <= tol)
+    inf = np.isinf(cv) | np.isinf(gv)
+    bad = np.where(inf, cv != gv, bad)
+    if bad.any():
+        i = np.unravel_index(np.argmax(np.where(bad, err - tol, -1)),
+                             cv.shape)
+        raise AssertionError("%s [%s]: %d of %d off; worst at %s: GPU %r, "
+                             "CPU %r, tolerance %.3g (seed %d)"
+                             % (what, c.dt, bad.sum(), bad.size, i, gv[i],
+                                cv[i], tol[i], rt.seed))
+
+
+def special(rt, shape, dt):
+    """Random values with NaN, +-Inf, zeros, subnormals and ties mixed in."""
+    v = rt.rng.standard_normal(shape) * 100
+    flat = v.reshape(-1)
+    extras = [np.nan, np.inf, -np.inf, 0.0, -0.0, 65504.0, 65520.0, 1e-7,
+              -3e-8, 2.0 ** -24 * 1.5, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11,
+              1e39, 3.4e38, 1.00390625, 1e-45]
+    for i, e in enumerate(extras[:flat.size]):
+        flat[rt.rng.integers(flat.size)] = e
+    return rt.buf(v, dt) if dt != "f64" else Buf(v, "f64")
+
+
+# ---------------------------------------------------------------------------
+# Elementwise, cast, fill, copies
+# ---------------------------------------------------------------------------
+
+def test_cast(rt, gpu):
+    dts = ["f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"]
+    for s in dts:
+        if s in ("f32", "f16", "bf16", "f64"):
+            x = special(rt, (33, 31), s)
+        elif s == "bool":
+            x = Buf(rt.rng.integers(0, 2, (33, 31)), "bool")
+        else:
+            x = Buf(rt.rng.integers(-300, 300, (33, 31)), s)
+        for d in dts:
+            c, g, _ = both(rt, gpu, "cast", x, Buf(np.zeros(x.shape,
+                                                            NP_STORAGE[d]), d))
+            same(rt, "cast %s->%s" % (s, d), c[1], g[1])
+
+
+def test_binary(rt, gpu):
+    shapes = [((4, 5), (4, 5)), ((4, 5), ()), ((3, 1, 5), (4, 1)),
+              ((1,), (2, 3)), ((2, 0, 3), (3,))]
+    for name in ("add", "sub", "mul", "div"):
+        for sa, sb in shapes:
+            for da, db, dy in (("f32", "f32", "f32"), ("f16", "f16", "f16"),
+                               ("bf16", "bf16", "bf16"),
+                               ("f16", "f32", "bf16")):
+                a, b = rt.randn(sa, da), rt.randn(sb, db)
+                so = np.broadcast_shapes(sa, sb)
+                c, g, _ = both(rt, gpu, name, a, b, rt.empty(so, dy))
+                same(rt, name, c[2], g[2])
+    # Integer ops stay on the CPU (and report the same errors).
+    a = Buf(np.array([5, -7, 9], np.int64), "i64")
+    z = Buf(np.array([1, 0, 2], np.int64), "i64")
+    both(rt, gpu, "div", a, z, Buf(np.zeros(3, np.int64), "i64"))
+    c, g, _ = both(rt, gpu, "add", a, a, Buf(np.zeros(3, np.int64), "i64"))
+    same(rt, "add i64", c[2], g[2])
+    # Shape and dtype errors: same status and message.
+    both(rt, gpu, "add", rt.randn((2, 3), "f32"), rt.randn((4,), "f32"),
+         rt.empty((2, 3), "f32"))
+    both(rt, gpu, "mul", rt.randn((2, 3), "f32"), rt.randn((3,), "f32"),
+         rt.empty((2, 4), "f16"))
+
+
+def test_activations(rt, gpu):
+    for dt in FLOATS:
+        for ydt in (dt, "f32"):
+            x = special(rt, (7, 129), dt)
+            for name, ulps in (("relu", 0), ("gelu", 4 if ydt == "f32" else 1)):
+                c, g, _ = both(rt, gpu, name, x, rt.empty(x.shape, ydt))
+                same(rt, name, c[1], g[1], ulps=ulps)
+            dy, xv = rt.randn((7, 129), dt), rt.randn((7, 129), dt, 2.0)
+            for name, ulps in (("relu_grad", 0),
+                               ("gelu_grad", 4 if ydt == "f32" else 1)):
+                c, g, _ = both(rt, gpu, name, dy, xv, rt.empty(xv.shape, ydt))
+                same(rt, name, c[2], g[2], ulps=ulps)
+    both(rt, gpu, "relu", Buf(np.zeros(3, np.int64), "i64"),
+         rt.empty((3,), "f32"))
+
+
+def test_fill_copy_accumulate(rt, gpu):
+    for dt in ("f32", "f16", "bf16", "f64", "i64", "i32", "i8", "u8", "bool"):
+        for v in (0.1, -2.5, 65519.0, 1e-8, 3.0):
+            y = Buf(np.zeros((5, 17), NP_STORAGE[dt]), dt)
+            c, g, _ = both(rt, gpu, "fill", y, C.c_double(v))
+            same(rt, "fill %s %g" % (dt, v), c[0], g[0])
+    x = rt.randn((6, 10), "bf16")
+    c, g, _ = both(rt, gpu, "identity", x, rt.empty((6, 10), "bf16"))
+    same(rt, "identity", c[1], g[1])
+    c, g, _ = both(rt, gpu, "reshape", x, rt.empty((60,), "bf16"))
+    same(rt, "reshape", c[1], g[1])
+    both(rt, gpu, "reshape", x, rt.empty((61,), "bf16"))
+    for bdt in FLOATS:
+        for ow in (None, 0, 1):
+            buf, val = rt.randn((300,), bdt), rt.randn((300,), "f16")
+            o = None if ow is None else Buf(np.array(ow), "bool")
+            upd = Buf(np.array(0), "bool")
+            c, g, _ = both(rt, gpu, "inplace_accumulate", buf, val, o, upd)
+            same(rt, "inplace_accumulate", c[0], g[0])
+            same(rt, "inplace_accumulate updated", c[3], g[3])
+
+
+# ---------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------
+
+def gemm_scale(a, b, ta, tb, alpha):
+    A = np.abs(a.f64().T if ta else a.f64())
+    B = np.abs(b.f64().T if tb else b.f64())
+    return abs(alpha) * A @ B
+
+
+def test_gemm(rt, gpu):
+    for da, db, dy in (("f32", "f32", "f32"), ("f16", "f16", "f16"),
+                       ("bf16", "bf16", "bf16"), ("f16", "f16", "f32"),
+                       ("bf16", "bf16", "f32"), ("f16", "f32", "f16"),
+                       ("f16", "f16", "bf16")):
+        for ta in (0, 1):
+            for tb in (0, 1):
+                M, K, N = 67, 130, 45
+                a = rt.randn((K, M) if ta else (M, K), da)
+                b = rt.randn((N, K) if tb else (K, N), db)
+                for cshape in (None, (N,), (M, 1), (M, N)):
+                    cc = rt.randn(cshape, "f32") if cshape else None
+                    alpha, beta = 0.75, (1.5 if cc else 0.0)
+                    c, g, _ = both(rt, gpu, "gemm", a, b, cc,
+                                   rt.empty((M, N), dy), ta, tb,
+                                   C.c_float(alpha), C.c_float(beta))
+                    sc = gemm_scale(a, b, ta, tb, alpha)
+                    if cc:
+                        sc = sc + abs(beta) * np.abs(cc.f64())
+                    same(rt, "gemm %s%s->%s t%d%d" % (da, db, dy, ta, tb),
+                         c[3], g[3], ulps=1, scale=2 * sc, terms=K)
+    both(rt, gpu, "gemm", rt.randn((3, 4), "f32"), rt.randn((5, 6), "f32"),
+         None, rt.empty((3, 6), "f32"), 0, 0, C.c_float(1), C.c_float(0))
+
+
+def test_matmul(rt, gpu):
+    cases = [((5, 7), (7, 3)), ((2, 5, 7), (7, 3)), ((7,), (7, 3)),
+             ((5, 7), (7,)), ((2, 1, 4, 7), (3, 7, 6)), ((3, 4, 7), (3, 7, 2)),
+             ((4, 7), (2, 7, 5)), ((2, 3, 64, 96), (2, 3, 96, 80))]
+    for dt, ydt in (("f32", "f32"), ("f16", "f16"), ("bf16", "bf16"),
+                    ("f16", "f32")):
+        for sa, sb in cases:
+            a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+            ref = a.f64() @ b.f64()
+            c, g, _ = both(rt, gpu, "matmul", a, b, rt.empty(ref.shape, ydt))
+            sc = np.abs(a.f64()) @ np.abs(b.f64())
+            same(rt, "matmul %s x %s" % (sa, sb), c[2], g[2], ulps=1,
+                 scale=2 * sc, terms=sa[-1])
+        for ta in (0, 1):
+            for tb in (0, 1):
+                sa = (3, 9, 5) if ta else (3, 5, 9)
+                sb = (4, 9) if tb else (9, 4)
+                a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+                A = np.swapaxes(a.f64(), -1, -2) if ta else a.f64()
+                B = b.f64().T if tb else b.f64()
+                c, g, _ = both(rt, gpu, "fused_matmul", a, b,
+                               rt.empty((3, 5, 4), ydt), ta, tb,
+                               C.c_float(0.5))
+                same(rt, "fused_matmul t%d%d" % (ta, tb), c[2], g[2], ulps=1,
+                     scale=np.abs(A) @ np.abs(B), terms=9)
+    both(rt, gpu, "matmul", rt.randn((2, 3), "f32"), rt.randn((4, 5), "f32"),
+         rt.empty((2, 5), "f32"))
+
+
+# ---------------------------------------------------------------------------
+# Loss scaling, optimizers
+# ---------------------------------------------------------------------------
+
+def test_unscale_finite(rt, gpu):
+    for reset in (1, 0):
+        for start in (0, 1):
+            for bad in (False, True):
+                ins = [rt.randn((1000,), "f16", 100.0),
+                       rt.randn((5000,), "bf16"), rt.randn((7, 3), "f32"),
+                       rt.randn((0,), "f32"), rt.randn((9000,), "f32")]
+                if bad:
+                    ins[4].arr[8191] = np.inf
+                outs = [rt.empty(b.shape, "f32") for b in ins[:3]] + \
+                    [rt.empty((0,), "f16"), rt.empty((9000,), "bf16")]
+                s = Buf(np.array(2.0 ** -7, np.float32), "f32")
+                flag = Buf(np.array(start), "bool")
+                c, g, _ = both(rt, gpu, "multi_tensor_unscale", ins, outs,
+                               len(ins), s, flag, reset)
+                for i in range(len(ins)):
+                    same(rt, "multi_tensor_unscale", c[1][i], g[1][i])
+                same(rt, "unscale flag", c[4], g[4])
+                flag = Buf(np.array(start), "bool")
+                c, g, _ = both(rt, gpu, "multi_tensor_all_finite", ins,
+                               len(ins), flag, reset)
+                same(rt, "all_finite flag", c[2], g[2])
+    # In place (outs alias ins) on the GPU: compare with the CPU on copies.
+    x = rt.randn((3000,), "f32")
+    t, back = gpu.upload(x)
+    flag, fb = gpu.upload(Buf(np.array(0), "bool"))
+    s, _ = gpu.upload(Buf(np.array(0.5, np.float32), "f32"))
+    arr = (Tensor * 1)(t)
+    assert rt.lib.amprt_multi_tensor_unscale(gpu.ctx, arr, arr, 1,
+                                             C.byref(s), C.byref(flag),
+                                             1) == 0, gpu.err()
+    gpu.download(t, back)
+    gpu.download(flag, fb)
+    gpu.free_all()
+    rt.equal("unscale in place", back.arr, x.arr * np.float32(0.5))
+    rt.equal("unscale in place flag", fb.arr, np.array(1, np.uint8))
+    both(rt, gpu, "multi_tensor_unscale", [rt.randn((3,), "f32")],
+         [rt.empty((4,), "f32")], 1, Buf(np.array(1.0, np.float32), "f32"),
+         Buf(np.array(1), "bool"), 1)
+
+
+def test_loss_scaler(rt, gpu):
+    for tdt in ("i64", "i32"):
+        scale = Buf(np.array(65536.0, np.float32), "f32")
+        tracker = Buf(np.array(0), tdt)
+        for step in range(12):
+            fin = Buf(np.array(int(step % 5 != 3)), "bool")
+            c, g, _ = both(rt, gpu, "loss_scaler_update", scale, tracker, fin,
+                           C.c_float(2.0), C.c_float(0.5), 3, C.c_float(1.0),
+                           C.c_float(2.0 ** 24))
+            same(rt, "loss_scaler scale", c[0], g[0])
+            same(rt, "loss_scaler tracker", c[1], g[1])
+            scale, tracker = c[0], c[1]
+    both(rt, gpu, "loss_scaler_update", scale, tracker,
+         Buf(np.array(1), "bool"), C.c_float(0.5), C.c_float(0.5), 3,
+         C.c_float(1.0), C.c_float(2.0))
+
+
+def opt_state(rt, shapes, gdt):
+    params = [rt.randn(s, "f32") for s in shapes]
+    grads = [rt.randn(s, gdt, 0.1) for s in shapes]
+    m1 = [rt.randn(s, "f32", 0.01) for s in shapes]
+    m2 = [Buf(np.abs(rt.rng.standard_normal(s) * 1e-3).astype(np.float32),
+              "f32") for s in shapes]
+    return params, grads, m1, m2
+
+
+def test_sgd(rt, gpu):
+    shapes = [(300, 17), (5,), (0,), (9000,)]
+    for gdt in FLOATS:
+        for momentum, damp, wd, nest in ((0.0, 0.0, 0.0, 0), (0.9, 0.0, 1e-4, 1),
+                                         (0.9, 0.1, 0.0, 0)):
+            params, grads, bufs, _ = opt_state(rt, shapes, gdt)
+            step = Buf(np.array(0, np.int64), "i64")
+            for it in range(3):
+                for upd in (1, 0):
+                    u = Buf(np.array(upd), "bool")
+                    done = Buf(np.array(1 - upd), "bool")
+                    lr = Buf(np.array(0.05, np.float32), "f32")
+                    c, g, _ = both(rt, gpu, "sgd", len(shapes), params, grads,
+                                   bufs if momentum else None, lr, step,
+                                   C.c_float(momentum), C.c_float(damp),
+                                   C.c_float(wd), nest, u, done)
+                    for i in range(len(shapes)):
+                        same(rt, "sgd param", c[1][i], g[1][i])
+                        if momentum:
+                            same(rt, "sgd momentum", c[3][i], g[3][i])
+                        if not upd:
+                            rt.equal("sgd skipped", g[1][i].bits(),
+                                     params[i].bits())
+                    same(rt, "sgd step", c[5], g[5])
+                    same(rt, "sgd updated", c[11], g[11])
+                    params = c[1]
+                    bufs = c[3] if momentum else bufs
+                    step = c[5]
+
+
+def test_adamw(rt, gpu):
+    shapes = [(257, 33), (7,), (0,), (10000,)]
+    for gdt in FLOATS:
+        for mode in (0, 1, 2):
+            for correct in (1, 0):
+                params, grads, m1, m2 = opt_state(rt, shapes, gdt)
+                for step in (1, 2, 7):
+                    for upd in (1, 0):
+                        c, g, _ = both(
+                            rt, gpu, "adamw", len(shapes), params, grads, m1,
+                            m2, Buf(np.array(1e-3, np.float32), "f32"),
+                            Buf(np.array(step, np.int64), "i64"),
+                            C.c_float(0.9), C.c_float(0.999),
+                            C.c_float(1e-8), C.c_float(0.01), mode, correct,
+                            Buf(np.array(upd), "bool"),
+                            Buf(np.array(1 - upd), "bool"))
+                        for i in range(len(shapes)):
+                            for j, what in ((1, "param"), (3, "m1"),
+                                            (4, "m2")):
+                                same(rt, "adamw %s" % what, c[j][i], g[j][i],
+                                     ulps=2)
+                            if not upd:
+                                rt.equal("adamw skipped", g[1][i].bits(),
+                                         params[i].bits())
+                        same(rt, "adamw updated", c[14], g[14])
+                        # Continue from the CPU's state: errors do not pile up.
+                        params, m1, m2 = c[1], c[3], c[4]
+    p, gr, a, b = opt_state(rt, [(3,)], "f32")
+    both(rt, gpu, "adamw", 1, p, gr, a, b,
+         Buf(np.array(1e-3, np.float32), "f32"),
+         Buf(np.array(1, np.int64), "i64"), C.c_float(0.9), C.c_float(0.999),
+         C.c_float(1e-8), C.c_float(0.0), 3, 1, None, None)
+
+
+# ---------------------------------------------------------------------------
+# Softmax, losses, reductions
+# ---------------------------------------------------------------------------
+
+def test_softmax(rt, gpu):
+    for dt in FLOATS:
+        for shape in ((4, 10), (3, 5, 1000), (1, 3), (0, 7), (6, 4097)):
+            for axis in (-1, 0):
+                x = rt.randn(shape, dt, 3.0)
+                n = shape[axis]
+                tol = dict(ulps=1) if dt != "f32" else dict(
+                    ulps=4, scale=1.0, terms=n)
+                c, g, _ = both(rt, gpu, "softmax", x, axis,
+                               rt.empty(shape, dt))
+                same(rt, "softmax", c[2], g[2], **tol)
+                c2, g2, _ = both(rt, gpu, "log_softmax", x, axis,
+                                 rt.empty(shape, dt))
+                # |x - max - log(sum)|: cancellation, so an absolute part
+                # for every dtype.
+                ltol = dict(ulps=tol["ulps"], scale=np.abs(decode(x)) + 8,
+                            terms=n)
+                same(rt, "log_softmax", c2[2], g2[2], **ltol)
+                dy = rt.randn(shape, dt)
+                c3, g3, _ = both(rt, gpu, "softmax_grad", dy, c[2], axis,
+                                 rt.empty(shape, dt))
+                gtol = dict(ulps=tol["ulps"], terms=n,
+                            scale=4.0 * np.max(np.abs(decode(dy)),
+                                               initial=0))
+                same(rt, "softmax_grad", c3[3], g3[3], **gtol)
+    both(rt, gpu, "softmax", rt.randn((2, 3), "f32"), 2, rt.empty((2, 3),
+                                                                  "f32"))
+
+
+def test_cross_entropy(rt, gpu):
+    for dt in FLOATS:
+        for shape in ((16, 10), (4, 7, 3, 2), (3, 1000)):
+            N, Cn = shape[0], shape[1]
+            lshape = (N,) + shape[2:]
+            for ldt in ("i64", "i32"):
+                for red in (0, 1, 2):
+                    for ign in (0, 1):
+                        for weighted in (False, True):
+                            scores = rt.randn(shape, dt, 2.0)
+                            lab = rt.rng.integers(0, Cn, lshape)
+                            if ign:
+                                lab.reshape(-1)[::3] = 2
+                            labels = Buf(lab, ldt)
+                            w = rt.uniform((Cn,), dt, 0.5, 2.0) \
+                                if weighted else None
+                            loss = rt.empty(lshape if red == 0 else (), "f32")
+                            lp = rt.empty(shape, dt)
+                            c, g, _ = both(rt, gpu,
+                                           "softmax_cross_entropy_loss",
+                                           scores, labels, w, red, ign, 2,
+                                           loss, lp)
+                            same(rt, "sce log_prob", c[7], g[7],
+                                 ulps=1 if dt != "f32" else 4,
+                                 scale=np.abs(decode(scores)) + 8, terms=4)
+                            same(rt, "sce loss", c[6], g[6], ulps=4)
+                            dl = rt.randn(lshape if red == 0 else (), "f32")
+                            c2, g2, _ = both(
+                                rt, gpu, "softmax_cross_entropy_loss_grad",
+                                dl, c[7], labels, w, red, ign, 2,
+                                rt.empty(shape, dt))
+                            same(rt, "sce grad", c2[7], g2[7],
+                                 ulps=1 if dt != "f32" else 4)
+    # A label out of range: the same status and message (first bad index).
+    lab = Buf(np.array([1, 5, -1, 0], np.int64), "i64")
+    both(rt, gpu, "softmax_cross_entropy_loss", rt.randn((4, 3), "f32"), lab,
+         None, 2, 0, -100, rt.empty((), "f32"), None)
+    both(rt, gpu, "softmax_cross_entropy_loss_grad",
+         Buf(np.array(1.0, np.float32), "f32"), rt.randn((4, 3), "f32"), lab,
+         None, 2, 0, -100, rt.empty((4, 3), "f32"))
+
+
+def test_reduce_sum(rt, gpu):
+    for dt in FLOATS:
+        for shape, axes, keep in (((4, 5, 6), [1], 1), ((4, 5, 6), [0, 2], 0),
+                                  ((3000, 7), [0], 0), ((7, 3000), [1], 1),
+                                  ((2, 3), [], 0), ((50, 40, 30), [-1, 0], 1),
+                                  ((5, 0), [1], 0)):
+            x = rt.randn(shape, dt)
+            ref = np.sum(decode(x), axis=tuple(axes) or None, keepdims=bool(
+                keep))
+            sc = np.sum(np.abs(decode(x)), axis=tuple(axes) or None,
+                        keepdims=bool(keep))
+            for ydt in (dt, "f32"):
+                c, g, _ = both(rt, gpu, "reduce_sum", x, i64s(axes),
+                               len(axes), keep, 0, rt.empty(
+                                   np.shape(ref), ydt))
+                same(rt, "reduce_sum", c[5], g[5],
+                     ulps=1 if ydt != "f32" else 2,
+                     scale=sc if ydt == "f32" else None, terms=0)
+    both(rt, gpu, "reduce_sum", rt.randn((2, 3), "f32"), i64s([1, 1]), 2, 0,
+         0, rt.empty((2,), "f32"))
+
+
+# ---------------------------------------------------------------------------
+# Convolution (cuDNN) and the CPU fallback path
+# ---------------------------------------------------------------------------
+
+def test_conv(rt, gpu):
+    for dt in FLOATS:
+        for xs, ws, win in (
+                ((2, 3, 9, 11), (4, 3, 3, 3),
+                 window([3, 3], [1, 1], [1, 1, 1, 1])),
+                ((2, 4, 10, 8), (6, 2, 3, 2),
+                 window([3, 2], [2, 1], [0, 1, 1, 0], [1, 2], group=2)),
+                ((3, 2, 17), (5, 2, 4), window([4], [2], [1, 2]))):
+            x, w = rt.randn(xs, dt), rt.randn(ws, dt)
+            b = rt.randn((ws[0],), dt)
+            # The output shape (floor mode).
+            sp = [(xs[2 + i] + win.pads[i] + win.pads[i + len(ws) - 2]
+                   - (win.dilations[i] * (ws[2 + i] - 1) + 1))
+                  // win.strides[i] + 1 for i in range(len(ws) - 2)]
+            ys = (xs[0], ws[0]) + tuple(sp)
+            c, g, _ = both(rt, gpu, "conv", x, w, b, rt.empty(ys, dt),
+                           C.byref(win))
+            K = ws[1] * int(np.prod(ws[2:]))
+            sc = np.max(np.abs(decode(c[3])), initial=0) + 1
+            same(rt, "conv", c[3], g[3], ulps=1, scale=4 * sc, terms=K)
+            dy = rt.randn(ys, dt)
+            c2, g2, _ = both(rt, gpu, "conv_grad", dy, x, w,
+                             rt.empty(xs, dt), rt.empty(ws, dt),
+                             rt.empty((ws[0],), dt), C.byref(win))
+            for j, what in ((3, "dx"), (4, "dw"), (5, "db")):
+                m = np.max(np.abs(decode(c2[j])), initial=0) + 1
+                terms = int(np.prod(ys)) // ws[0] if j > 3 else K * ws[0]
+                same(rt, "conv_grad " + what, c2[j], g2[j], ulps=1,
+                     scale=4 * m, terms=terms)
+
+
+def test_cpu_fallback(rt, gpu):
+    # Kernels without a CUDA override run the CPU code on managed memory.
+    x = rt.randn((4, 6, 5), "f16")
+    c, g, _ = both(rt, gpu, "transpose", x, i64s([2, 0, 1]), 3,
+                   rt.empty((5, 4, 6), "f16"))
+    same(rt, "transpose", c[3], g[3])
+    s, bsc = rt.randn((5,), "f32"), rt.randn((5,), "f32")
+    c, g, _ = both(rt, gpu, "layer_norm", x, s, bsc, -1, C.c_float(1e-5),
+                   rt.empty(x.shape, "f16"), None, None)
+    same(rt, "layer_norm", c[5], g[5])
+    # A fallback after GPU work on the same buffers sees that work.
+    a = rt.randn((64, 64), "f32")
+    t, back = gpu.upload(a)
+    y, yb = gpu.upload(rt.empty((64, 64), "f32"))
+    z, zb = gpu.upload(rt.empty((64, 64), "f32"))
+    L = rt.lib
+    assert L.amprt_relu(gpu.ctx, C.byref(t), C.byref(y)) == 0, gpu.err()
+    assert L.amprt_tanh(gpu.ctx, C.byref(y), C.byref(z)) == 0, gpu.err()
+    gpu.download(z, zb)
+    gpu.free_all()
+    want = rt.empty((64, 64), "f32")
+    rt.ok("relu", a.ref, want.ref)
+    rt.ok("tanh", want.ref, want.ref)
+    same(rt, "relu then tanh (fallback)", want, zb)
+
+
+TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
+         test_gemm, test_matmul, test_unscale_finite, test_loss_scaler,
+         test_sgd, test_adamw, test_softmax, test_cross_entropy,
+         test_reduce_sum, test_conv, test_cpu_fallback]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--ops-def", required=True)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("-k", default=None, help="run tests matching this")
+    ap.add_argument("--gpu-backend", default="cuda",
+                    help="the backend compared with the CPU (cpu: check "
+                         "this script without a GPU)")
+    a = ap.parse_args()
+    if os.environ.get("AMPRT_CUDA_ALLOW_TF32", "0") not in ("", "0"):
+        print("FAIL: unset AMPRT_CUDA_ALLOW_TF32 (TF32 is outside the "
+              "tolerances)")
+        return 1
+    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4),
+                                                            "little")
+    rt = Runtime(a.lib, a.ops_def, seed)
+    gpu = Gpu(rt, a.gpu_backend)
+    if gpu.ctx is None:
+        print("SKIP: no CUDA device (%s)" % gpu.error)
+        return 0
+    print("seed %d (rerun with --seed %d)" % (seed, seed))
+    print("backend %s against cpu" % rt.lib.amprt_backend_name(
+        gpu.ctx).decode())
+    rt.filter = a.k
+    return rt.run([_bind(t, gpu) for t in TESTS])
+
+
+def _bind(t, gpu):
+    def f(rt):
+        return t(rt, gpu)
+    f.__name__ = t.__name__
+    return f
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())
