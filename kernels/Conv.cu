@@ -1,2 +1,318 @@
+//===- Conv.cu - Conv and ConvGrad through cuDNN --------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Conv.cpp's semantics on cuDNN (legacy convolution API, NCHW; 1-D windows
+// as H = 1): cudnnConvolutionForward, BackwardData and BackwardFilter with
+// an f32 compute type. f16/bf16 tensors allow Tensor Core math; f32 ones use
+// FMA math (no TF32) unless AMPRT_CUDA_ALLOW_TF32 is set. The bias of conv
+// is added by cudnnAddTensor and db is our own per-channel sum in double.
+// What cuDNN's legacy API cannot express runs the CPU code: mixed dtypes,
+// asymmetric pads, ceil mode, and any configuration cuDNN rejects.
+//
+// Rounding: an f16/bf16 conv with a bias rounds twice (the convolution into
+// y, then y + bias); without a bias, and in f32, once.
+//
+// Built only when cuDNN's headers are found (AMPRT_HAVE_CUDNN); otherwise
+// conv and conv_grad stay on the CPU.
+//
+//===----------------------------------------------------------------------===//
+
 #include "Common.cuh"
-void amprt::cuda::registerConv(amprt::KernelTable &) {}
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+#ifdef AMPRT_HAVE_CUDNN
+
+namespace {
+
+#define AMPRT_DNN(ctx, k, call)                                                \
+  do {                                                                         \
+    cudnnStatus_t amprt_dnn_s_ = (call);                                       \
+    if (amprt_dnn_s_ != CUDNN_STATUS_SUCCESS)                                  \
+      return (ctx)->fail(AMPRT_ERR_BACKEND, "%s: %s failed: %s", (k), #call,   \
+                         cudnnGetErrorString(amprt_dnn_s_));                   \
+  } while (0)
+
+cudnnDataType_t dnnType(int32_t dt) {
+  return dt == AMPRT_F16    ? CUDNN_DATA_HALF
+         : dt == AMPRT_BF16 ? CUDNN_DATA_BFLOAT16
+                            : CUDNN_DATA_FLOAT;
+}
+
+/// The descriptors of one convolution, destroyed with the object.
+struct Conv {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  ~Conv() {
+    if (x)
+      cudnnDestroyTensorDescriptor(x);
+    if (y)
+      cudnnDestroyTensorDescriptor(y);
+    if (b)
+      cudnnDestroyTensorDescriptor(b);
+    if (w)
+      cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+/// The geometry, when the call is one the GPU path takes (else false: the
+/// CPU code runs, and reports any error).
+struct Geometry {
+  Window2d g;
+  int64_t M = 0, G = 1;
+};
+
+bool geometry(amprt_context *ctx, const char *k, T x, T w,
+              const amprt_window *win, Geometry &s) {
+  if (!win || w->rank != x->rank || win->ceil_mode)
+    return false;
+  if (makeWindow(ctx, k, x, w->shape + 2, win, s.g) != AMPRT_OK)
+    return false;
+  s.G = win->group ? win->group : 1;
+  s.M = w->shape[0];
+  if (s.G < 1 || s.g.C % s.G != 0 || s.M % s.G != 0 ||
+      w->shape[1] * s.G != s.g.C)
+    return false;
+  // cuDNN's legacy descriptors take one pad per dimension.
+  if (s.g.pt != s.g.pb || s.g.pl != s.g.pr)
+    return false;
+  // 32-bit dimensions.
+  const int64_t lim = INT32_MAX;
+  return s.g.N <= lim && s.g.C <= lim && s.g.H <= lim && s.g.W <= lim &&
+         s.M <= lim;
+}
+
+Shape outShape(const Geometry &s, int32_t sr) {
+  Shape o = {s.g.N, s.M};
+  if (sr == 2)
+    o.push_back(s.g.Ho);
+  o.push_back(s.g.Wo);
+  return o;
+}
+
+amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
+  State &st = state(ctx);
+  if (!st.cudnn) {
+    AMPRT_DNN(ctx, k, cudnnCreate(&st.cudnn));
+    AMPRT_DNN(ctx, k, cudnnSetStream(st.cudnn, st.stream));
+  }
+  h = st.cudnn;
+  return AMPRT_OK;
+}
+
+amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
+                      int32_t dt, Conv &c) {
+  const Window2d &g = s.g;
+  cudnnDataType_t t = dnnType(dt);
+  AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.x));
+  AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.y));
+  AMPRT_DNN(ctx, k, cudnnCreateFilterDescriptor(&c.w));
+  AMPRT_DNN(ctx, k, cudnnCreateConvolutionDescriptor(&c.conv));
+  AMPRT_DNN(ctx, k,
+            cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, t, int(g.N),
+                                       int(g.C), int(g.H), int(g.W)));
+  AMPRT_DNN(ctx, k,
+            cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NCHW, int(s.M),
+                                       int(g.C / s.G), int(g.kh), int(g.kw)));
+  AMPRT_DNN(ctx, k,
+            cudnnSetConvolution2dDescriptor(
+                c.conv, int(g.pt), int(g.pl), int(g.sh), int(g.sw), int(g.dh),
+                int(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  AMPRT_DNN(ctx, k, cudnnSetConvolutionGroupCount(c.conv, int(s.G)));
+  cudnnMathType_t math = dt != AMPRT_F32 ? CUDNN_TENSOR_OP_MATH
+                         : state(ctx).allowTf32 ? CUDNN_DEFAULT_MATH
+                                                : CUDNN_FMA_MATH;
+  AMPRT_DNN(ctx, k, cudnnSetConvolutionMathType(c.conv, math));
+  AMPRT_DNN(ctx, k,
+            cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, t, int(g.N),
+                                       int(s.M), int(g.Ho), int(g.Wo)));
+  return AMPRT_OK;
+}
+
+/// Picks the first algorithm cuDNN ranks that fits the workspace.
+template <typename Perf, typename Get>
+amprt_status pick(amprt_context *ctx, const char *k, Get get,
+                  decltype(Perf().algo) &algo) {
+  Perf perf[16];
+  int found = 0;
+  AMPRT_DNN(ctx, k, get(perf, 16, &found));
+  for (int i = 0; i < found; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
+        perf[i].memory <= state(ctx).workspaceBytes) {
+      algo = perf[i].algo;
+      return AMPRT_OK;
+    }
+  return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm", k);
+}
+
+/// db[m] = sum of dy[n, m, :] (double, as Conv.cpp), one block per channel.
+__global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
+                               int32_t ddb, int64_t N, int64_t M,
+                               int64_t P) {
+  __shared__ double part[32];
+  for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < N * P; i += blockDim.x) {
+      int64_t n = i / P, p = i % P;
+      acc += ldF(dy, ddy, (n * M + m) * P + p);
+    }
+    for (int o = 16; o > 0; o /= 2)
+      acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (threadIdx.x % 32 == 0)
+      part[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double t = 0;
+      for (int i = 0; i < int(blockDim.x / 32); ++i)
+        t += part[i];
+      stF(db, ddb, m, float(t));
+    }
+    __syncthreads();
+  }
+}
+
+amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
+                      const amprt_window *win) {
+  const char *k = "conv";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_conv(ctx, x, w, bias, y, win); };
+    Geometry s;
+    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "w", w) ||
+        checkFloat(ctx, k, "bias", bias, true) || checkFloat(ctx, k, "y", y) ||
+        !geometry(ctx, k, x, w, win, s) ||
+        checkShape(ctx, k, "y", y, outShape(s, win->spatial_rank)) ||
+        (bias && checkShape(ctx, k, "bias", bias, {s.M})))
+      return onHost(ctx, cpu);
+    int32_t dt = x->dtype;
+    if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt) ||
+        numel(y) == 0 || numel(x) == 0)
+      return onHost(ctx, cpu); // mixed dtypes, empty tensors
+    cudnnHandle_t h;
+    AMPRT_TRY(handle(ctx, k, h));
+    Conv c;
+    AMPRT_TRY(describe(ctx, k, s, dt, c));
+    cudnnConvolutionFwdAlgo_t algo;
+    amprt_status st = pick<cudnnConvolutionFwdAlgoPerf_t>(
+        ctx, k,
+        [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
+          return cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv,
+                                                        c.y, n, found, p);
+        },
+        algo);
+    if (st == AMPRT_ERR_UNSUPPORTED)
+      return onHost(ctx, cpu);
+    AMPRT_TRY(st);
+    float one = 1.f, zero = 0.f;
+    State &S = state(ctx);
+    AMPRT_DNN(ctx, k,
+              cudnnConvolutionForward(h, &one, c.x, x->data, c.w, w->data,
+                                      c.conv, algo, S.workspace,
+                                      S.workspaceBytes, &zero, c.y, y->data));
+    if (bias) {
+      AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
+      AMPRT_DNN(ctx, k,
+                cudnnSetTensor4dDescriptor(c.b, CUDNN_TENSOR_NCHW,
+                                           dnnType(dt), 1, int(s.M), 1, 1));
+      AMPRT_DNN(ctx, k,
+                cudnnAddTensor(h, &one, c.b, bias->data, &one, c.y, y->data));
+    }
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
+                          T db, const amprt_window *win) {
+  const char *k = "conv_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_conv_grad(ctx, dy, x, w, dx, dw, db, win);
+    };
+    Geometry s;
+    if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "x", x) ||
+        checkFloat(ctx, k, "w", w) || checkFloat(ctx, k, "dx", dx, true) ||
+        checkFloat(ctx, k, "dw", dw, true) ||
+        checkFloat(ctx, k, "db", db, true) ||
+        !geometry(ctx, k, x, w, win, s) ||
+        checkShape(ctx, k, "dy", dy, outShape(s, win->spatial_rank)) ||
+        (dx && checkShape(ctx, k, "dx", dx, shapeOf(x))) ||
+        (dw && checkShape(ctx, k, "dw", dw, shapeOf(w))) ||
+        (db && checkShape(ctx, k, "db", db, {s.M})))
+      return onHost(ctx, cpu);
+    int32_t dt = x->dtype;
+    if (w->dtype != dt || dy->dtype != dt || (dx && dx->dtype != dt) ||
+        (dw && dw->dtype != dt) || numel(x) == 0 || numel(dy) == 0)
+      return onHost(ctx, cpu); // mixed dtypes, empty tensors
+    if (db) {
+      int64_t P = s.g.Ho * s.g.Wo;
+      biasGradKernel<<<unsigned(std::min<int64_t>(s.M, 65535)), 256, 0,
+                       stream(ctx)>>>(dy->data, dy->dtype, db->data,
+                                      db->dtype, s.g.N, s.M, P);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    if (!dx && !dw)
+      return AMPRT_OK;
+    cudnnHandle_t h;
+    AMPRT_TRY(handle(ctx, k, h));
+    Conv c;
+    AMPRT_TRY(describe(ctx, k, s, dt, c));
+    float one = 1.f, zero = 0.f;
+    State &S = state(ctx);
+    if (dx) {
+      cudnnConvolutionBwdDataAlgo_t algo;
+      amprt_status st = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
+          ctx, k,
+          [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                h, c.w, c.y, c.conv, c.x, n, found, p);
+          },
+          algo);
+      if (st == AMPRT_ERR_UNSUPPORTED)
+        return onHost(ctx, cpu);
+      AMPRT_TRY(st);
+      AMPRT_DNN(ctx, k,
+                cudnnConvolutionBackwardData(h, &one, c.w, w->data, c.y,
+                                             dy->data, c.conv, algo,
+                                             S.workspace, S.workspaceBytes,
+                                             &zero, c.x, dx->data));
+    }
+    if (dw) {
+      cudnnConvolutionBwdFilterAlgo_t algo;
+      amprt_status st = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          ctx, k,
+          [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                h, c.x, c.y, c.conv, c.w, n, found, p);
+          },
+          algo);
+      if (st == AMPRT_ERR_UNSUPPORTED)
+        return onHost(ctx, cpu);
+      AMPRT_TRY(st);
+      AMPRT_DNN(ctx, k,
+                cudnnConvolutionBackwardFilter(h, &one, c.x, x->data, c.y,
+                                               dy->data, c.conv, algo,
+                                               S.workspace, S.workspaceBytes,
+                                               &zero, c.w, dw->data));
+    }
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerConv(KernelTable &t) {
+  t.conv = cudaConv;
+  t.conv_grad = cudaConvGrad;
+}
+
+#else // !AMPRT_HAVE_CUDNN
+
+void amprt::cuda::registerConv(KernelTable &) {}
+
+#endif
