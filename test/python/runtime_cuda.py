@@ -15,7 +15,12 @@ dtype's ulp at the larger of the two values:
   adamw f32: 2 ulp per step (device pow in the bias corrections);
   gelu(_grad) f32: 4 ulp (device erff/expf vs glibc);
   softmax family, losses, reduce_sum in f32: 4 ulp + (terms + 4) 2^-24 scale
-      (the sums run as a tree instead of a sequence);
+      (the sums run as a tree instead of a sequence); log_softmax,
+      softmax_grad and log_prob keep that absolute part in f16/bf16 too
+      (x - max - log(sum) cancels);
+  conv / conv_grad (cuDNN): 1 ulp + (K + 4) 2^-24 4 max|out|, plus one ulp
+      of the largest |conv| + |bias| for f16/bf16 conv with a bias (cuDNN
+      adds the bias to the rounded convolution);
   gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
       accumulation in a different order; TF32 is off unless
       AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
