@@ -24,7 +24,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -351,7 +353,9 @@ private:
   MLIRContext mctx;
   amprt_context *ctx = nullptr;
   std::unique_ptr<Program> trainProg, optProg;
-  OwningOpRef<ModuleOp> trainMod, optMod;
+  OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
+  /// The lowered training and optimizer modules (each with func @main).
+  ModuleOp trainLowered, optLowered;
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
   std::vector<std::string> params;     // training graph order
@@ -400,6 +404,14 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   return llvm::Error::success();
 }
 
+/// One training-graph input: its ONNX name, static shape (dynamic dims
+/// are negative) and element type.
+struct InputInfo {
+  std::string name;
+  SmallVector<int64_t> shape;
+  Type elem;
+};
+
 llvm::Error Trainer::load() {
   DialectRegistry registry;
   registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
@@ -407,39 +419,89 @@ llvm::Error Trainer::load() {
   mctx.appendDialectRegistry(registry);
   mctx.loadAllAvailableDialects();
 
-  trainMod = importOnnxFile(opts.trainingModel, &mctx);
-  if (!trainMod)
-    return fail(opts.trainingModel + ": import failed");
-  optMod = importOnnxFile(opts.optimizerModel, &mctx);
-  if (!optMod)
-    return fail(opts.optimizerModel + ": import failed");
-  if (opts.amp) {
-    train::AMPPipelineOptions po;
-    po.lossScaling = true;
-    if (failed(train::runAMPPipeline(*trainMod, po)) ||
-        failed(train::runAMPPipeline(*optMod, po)))
-      return fail("the AMP + loss-scaling pipeline failed");
+  // A lowered program (amp-run --dump-lowered): one file, two nested
+  // modules @training and @optimizer. Otherwise an ONNX pair.
+  bool isLowered = opts.optimizerModel.empty();
+  SmallVector<InputInfo> inputs;
+  train::GraphOp graph;
+  if (isLowered) {
+    if (opts.amp)
+      return fail("--amp applies to ONNX models; a lowered program already "
+                  "has its precision");
+    llvm::SourceMgr sm;
+    SourceMgrDiagnosticHandler handler(sm, &mctx);
+    loweredTop = parseSourceFile<ModuleOp>(opts.trainingModel, sm,
+                                           ParserConfig(&mctx));
+    if (!loweredTop)
+      return fail(opts.trainingModel + ": cannot parse the lowered program");
+    for (auto m : loweredTop->getOps<ModuleOp>()) {
+      if (m.getSymName() == "training")
+        trainLowered = m;
+      else if (m.getSymName() == "optimizer")
+        optLowered = m;
+    }
+    if (!trainLowered || !optLowered)
+      return fail(opts.trainingModel +
+                  ": a lowered program holds two modules, @training and "
+                  "@optimizer (as amp-run --dump-lowered writes them)");
+    auto main = trainLowered.lookupSymbol<func::FuncOp>("main");
+    if (!main)
+      return fail(opts.trainingModel + ": module @training has no func @main");
+    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+      auto n = main.getArgAttrOfType<StringAttr>(i, kNameAttr);
+      auto t = dyn_cast<MemRefType>(main.getArgumentTypes()[i]);
+      if (!n || !t)
+        return fail(opts.trainingModel + ": argument " + Twine(i) +
+                    " of @training::@main has no amprt.name or no memref "
+                    "type");
+      inputs.push_back({n.str(), SmallVector<int64_t>(t.getShape()),
+                        t.getElementType()});
+    }
+  } else {
+    trainMod = importOnnxFile(opts.trainingModel, &mctx);
+    if (!trainMod)
+      return fail(opts.trainingModel + ": import failed");
+    optMod = importOnnxFile(opts.optimizerModel, &mctx);
+    if (!optMod)
+      return fail(opts.optimizerModel + ": import failed");
+    if (opts.amp) {
+      train::AMPPipelineOptions po;
+      po.lossScaling = true;
+      if (failed(train::runAMPPipeline(*trainMod, po)) ||
+          failed(train::runAMPPipeline(*optMod, po)))
+        return fail("the AMP + loss-scaling pipeline failed");
+    }
+    graph = *trainMod->getOps<train::GraphOp>().begin();
+    // Bind the leading symbolic dim of the graph inputs to --batch.
+    std::string dims = opts.dims;
+    if (opts.batch > 0) {
+      llvm::StringMap<bool> seen;
+      for (unsigned i = 0; i < graph.getNumArguments(); ++i)
+        if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+          if (!d.empty())
+            if (auto s = dyn_cast<StringAttr>(d[0]))
+              if (!s.getValue().empty() && !seen[s.getValue()]) {
+                seen[s.getValue()] = true;
+                dims += (dims.empty() ? "" : ",") + s.str() + "=" +
+                        std::to_string(opts.batch);
+              }
+    }
+    const_cast<TrainOptions &>(opts).dims = dims;
+    for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
+      auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
+      auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
+      InputInfo info{n ? n.str() : "", {}, nullptr};
+      if (t) {
+        info.shape.assign(t.getShape().begin(), t.getShape().end());
+        info.elem = t.getElementType();
+      }
+      inputs.push_back(std::move(info));
+    }
   }
-
-  // Bind the leading symbolic dim of the graph inputs to --batch.
-  std::string dims = opts.dims;
-  auto graph = *trainMod->getOps<train::GraphOp>().begin();
-  if (opts.batch > 0) {
-    llvm::StringMap<bool> seen;
-    for (unsigned i = 0; i < graph.getNumArguments(); ++i)
-      if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
-        if (!d.empty())
-          if (auto s = dyn_cast<StringAttr>(d[0]))
-            if (!s.getValue().empty() && !seen[s.getValue()]) {
-              seen[s.getValue()] = true;
-              dims += (dims.empty() ? "" : ",") + s.str() + "=" +
-                      std::to_string(opts.batch);
-            }
-  }
-  const_cast<TrainOptions &>(opts).dims = dims;
 
   // Parameters: training inputs named in the weights file (or in a resumed
-  // checkpoint); their types give the optimizer's sequences.
+  // checkpoint, or every trainable one with --init); their types give the
+  // optimizer's sequences.
   std::map<std::string, HostTensor> weights;
   if (!opts.weights.empty()) {
     onnx::ModelProto model;
@@ -465,27 +527,24 @@ llvm::Error Trainer::load() {
   }
   SmallVector<Attribute> seqTypes;
   llvm::StringSet<> inputNames;
-  for (unsigned i = 0; i < graph.getNumArguments(); ++i)
-    if (auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name"))
-      inputNames.insert(n.getValue());
-  for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
-    auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
-    if (!n)
+  for (const InputInfo &in : inputs)
+    inputNames.insert(in.name);
+  for (const InputInfo &in : inputs) {
+    if (in.name.empty())
       continue;
-    std::string name = n.str();
-    bool initialized = opts.initSeed && opts.weights.empty() &&
-                       inputNames.contains(name + "_grad.accumulation.buffer");
-    if (weights.count(name) || resumed.count("param:" + name) ||
-        initialized) {
-      params.push_back(name);
-      auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
-      if (!t || !t.hasStaticShape())
-        return fail("parameter '" + name + "' has no static shape");
-      if (!inputNames.contains(name + "_grad.accumulation.buffer"))
-        continue;
-      trainable.push_back(name);
-      seqTypes.push_back(TypeAttr::get(t));
-    }
+    bool hasGrad = inputNames.contains(in.name + "_grad.accumulation.buffer");
+    bool initialized = opts.initSeed && opts.weights.empty() && hasGrad;
+    if (!weights.count(in.name) && !resumed.count("param:" + in.name) &&
+        !initialized)
+      continue;
+    params.push_back(in.name);
+    if (!in.elem || llvm::any_of(in.shape, [](int64_t d) { return d < 0; }))
+      return fail("parameter '" + in.name + "' has no static shape");
+    if (!hasGrad)
+      continue;
+    trainable.push_back(in.name);
+    seqTypes.push_back(
+        TypeAttr::get(RankedTensorType::get(in.shape, in.elem)));
   }
   if (params.empty())
     return fail("no parameters: give --weights <model.onnx> whose "
@@ -497,65 +556,74 @@ llvm::Error Trainer::load() {
     // without their checkpoint. fan_in = product of the dims after the
     // first (Gemm/Conv weights are [out, in, ...]); one splitmix stream per
     // parameter name so the order of inputs does not matter.
-    for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
-      auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
-      if (!n || !llvm::is_contained(params, n.str()))
+    for (const InputInfo &in : inputs) {
+      if (!llvm::is_contained(params, in.name))
         continue;
-      auto t = cast<RankedTensorType>(graph.getArgumentTypes()[i]);
-      if (!t.getElementType().isF32())
-        return fail("--init: parameter '" + n.str() + "' is not f32");
+      if (!in.elem.isF32())
+        return fail("--init: parameter '" + in.name + "' is not f32");
       HostTensor h;
-      h.shape.assign(t.getShape().begin(), t.getShape().end());
+      h.shape.assign(in.shape.begin(), in.shape.end());
       h.data.resize(h.numel() * 4);
-      if (t.getRank() >= 2) {
+      if (in.shape.size() >= 2) {
         int64_t fanIn = h.numel() / std::max<int64_t>(h.shape[0], 1);
         double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
-        uint64_t s = *opts.initSeed ^ fnv1a(n.getValue());
+        uint64_t s = *opts.initSeed ^ fnv1a(in.name);
         auto *f = reinterpret_cast<float *>(h.data.data());
         for (int64_t k = 0; k < h.numel(); ++k) {
           double u = double(splitmix(s) >> 11) * 0x1.0p-53;
           f[k] = float((2 * u - 1) * bound);
         }
       }
-      weights[n.str()] = std::move(h);
+      weights[in.name] = std::move(h);
     }
   }
-  auto optGraph = *optMod->getOps<train::GraphOp>().begin();
-  for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
-    if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
-      optGraph.setArgAttr(i, kSeqTypesAttr,
-                          ArrayAttr::get(&mctx, seqTypes));
-
-  if (auto e = lower(*trainMod, opts.trainingModel))
-    return e;
-  if (auto e = lower(*optMod, opts.optimizerModel))
-    return e;
+  if (!isLowered) {
+    auto optGraph = *optMod->getOps<train::GraphOp>().begin();
+    for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
+      if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
+        optGraph.setArgAttr(i, kSeqTypesAttr,
+                            ArrayAttr::get(&mctx, seqTypes));
+    if (auto e = lower(*trainMod, opts.trainingModel))
+      return e;
+    if (auto e = lower(*optMod, opts.optimizerModel))
+      return e;
+    trainLowered = *trainMod;
+    optLowered = *optMod;
+  }
   if (!opts.loweredPath.empty()) {
+    // One file that amp-run runs again: module { module @training {...}
+    // module @optimizer {...} }.
+    OpBuilder b(&mctx);
+    auto top = ModuleOp::create(b.getUnknownLoc());
+    for (auto [name, m] : {std::pair<StringRef, ModuleOp>{"training",
+                                                           trainLowered},
+                           {"optimizer", optLowered}}) {
+      auto inner = cast<ModuleOp>(m->clone());
+      inner.setSymName(name);
+      top.push_back(inner);
+    }
     std::error_code ec;
     llvm::raw_fd_ostream os(opts.loweredPath, ec);
-    if (ec)
+    if (ec) {
+      top->erase();
       return fail(opts.loweredPath + ": " + ec.message());
-    trainMod->print(os);
-    optMod->print(os);
+    }
+    top->print(os);
+    top->erase();
   }
 
-  if (opts.device == "cuda")
-    return fail("--device cuda: this build of amp-run has no CUDA backend "
-                "(the runtime was built for the CPU only)");
-  if (opts.device != "cpu")
+  if (opts.device != "cpu" && opts.device != "cuda")
     return fail("--device must be cpu or cuda, not '" + opts.device + "'");
-  if (amprt_context_create("cpu", &ctx) != AMPRT_OK)
-    return fail(Twine("cannot create the runtime context: ") +
+  // The runtime says why a backend is missing (not built, or no device).
+  if (amprt_context_create(opts.device.c_str(), &ctx) != AMPRT_OK)
+    return fail("--device " + opts.device + ": " +
                 amprt_last_error(nullptr));
 
-  auto tp = Program::create(*trainMod, graph.getSymName().str() == ""
-                                           ? "main"
-                                           : "main",
-                            ctx);
+  auto tp = Program::create(trainLowered, "main", ctx);
   if (!tp)
     return tp.takeError();
   trainProg = std::move(*tp);
-  auto op = Program::create(*optMod, "main", ctx);
+  auto op = Program::create(optLowered, "main", ctx);
   if (!op)
     return op.takeError();
   optProg = std::move(*op);
@@ -685,7 +753,7 @@ llvm::Error Trainer::load() {
 /// loss kernel that reads it (16 when no loss reads it).
 int64_t Trainer::numClasses(StringRef input) {
   int64_t classes = 16;
-  trainMod->walk([&](amprt::CallOp call) {
+  trainLowered->walk([&](amprt::CallOp call) {
     if (call.getKernel() != "softmax_cross_entropy_loss")
       return;
     auto operands = call.getTensors();
@@ -879,7 +947,7 @@ llvm::Error Trainer::run() {
   status << "amp-run: " << params.size() << " parameters, "
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
-         << optProg->arenaBytes() << " bytes, " << (opts.amp ? "AMP" : "fp32")
+         << optProg->arenaBytes() << " bytes, " << (opts.amp || state.count("amp.loss_scale") ? "AMP" : "fp32")
          << ", device cpu\n";
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();

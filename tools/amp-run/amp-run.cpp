@@ -14,10 +14,10 @@ namespace cl = llvm::cl;
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::opt<std::string> training(cl::Positional, cl::Required,
-                                cl::desc("<training_model.onnx>"));
-  cl::opt<std::string> optimizer(cl::Positional, cl::Required,
-                                 cl::desc("<optimizer_model.onnx>"));
+  cl::list<std::string> models(
+      cl::Positional, cl::OneOrMore,
+      cl::desc("<training_model.onnx> <optimizer_model.onnx> | "
+               "<lowered.mlir>"));
   cl::opt<std::string> weights(
       "weights", cl::desc("ONNX model whose initializers are the initial "
                           "parameters (e.g. the forward model)"));
@@ -58,8 +58,15 @@ int main(int argc, char **argv) {
                               "amp-run: train ONNX Runtime training "
                               "artifacts on the amp runtime\n");
   amp::exec::TrainOptions o;
-  o.trainingModel = training;
-  o.optimizerModel = optimizer;
+  if (models.size() > 2 ||
+      (models.size() == 1 && !llvm::StringRef(models[0]).ends_with(".mlir"))) {
+    llvm::errs() << "amp-run: give an ONNX training + optimizer model pair, "
+                    "or one lowered program (.mlir, from --dump-lowered)\n";
+    return 1;
+  }
+  o.trainingModel = models[0];
+  if (models.size() == 2)
+    o.optimizerModel = models[1];
   o.weights = weights;
   if (initSeed.getNumOccurrences()) {
     uint64_t seed;
