@@ -226,6 +226,15 @@ private:
   Type resultElemOr(unsigned i, Type fallback);
   /// Records result i as the host value `h`.
   void setHost(unsigned i, HostTensor h);
+  /// A constant buffer (memref.global) holding `h`.
+  int constBuffer(const HostTensor &h) {
+    Buffer b;
+    b.kind = Buffer::Const;
+    b.value = toAttr(h);
+    b.shape = h.shape;
+    b.elem = h.elem;
+    return newBuffer(b);
+  }
 
   Type resultElem(unsigned i) {
     return cast<ShapedType>(current->getResult(i).getType()).getElementType();
@@ -310,6 +319,8 @@ private:
   std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
     if (auto d = attrOf<DenseI64ArrayAttr>(n))
       return SmallVector<int64_t>(d.asArrayRef());
+    if (auto i = attrOf<IntegerAttr>(n)) // a scalar where a list is meant
+      return SmallVector<int64_t>{i.getInt()};
     auto a = attrOf<ArrayAttr>(n);
     if (!a)
       return std::nullopt;

@@ -386,13 +386,26 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"has_ignore_index", i32(ign ? 1 : 0)},
                  {"ignore_index", i64(ign ? ign.getInt() : 0)}});
   }
-  if (ms && type == "SoftmaxCrossEntropyLossGrad") {
-    auto d = in(0), lp = in(1), l = in(2);
-    if (failed(d) || failed(lp) || failed(l))
+  if ((ms || onnx) && type == "SoftmaxCrossEntropyLossGrad") {
+    // ORT's form: (dloss, log_prob, labels[, weight]). Deeploy's training
+    // graphs use (log_prob, labels): the loss gradient seed is 1.
+    bool seeded = current->getNumOperands() >= 3;
+    unsigned base = seeded ? 1 : 0;
+    auto lp = in(base), l = in(base + 1);
+    if (failed(lp) || failed(l))
       return failure();
-    SmallVector<TArg> ts = {{"dloss", {*d}}, {"log_prob", {*lp}},
+    int d;
+    if (seeded) {
+      auto dl = in(0);
+      if (failed(dl))
+        return failure();
+      d = *dl;
+    } else {
+      d = constBuffer({{}, Float32Type::get(ctx), {1.0}});
+    }
+    SmallVector<TArg> ts = {{"dloss", {d}}, {"log_prob", {*lp}},
                             {"labels", {*l}}};
-    if (failed(optionalIn(ts, "weight", 3)))
+    if (failed(optionalIn(ts, "weight", base + 2)))
       return failure();
     auto dx = out(0, shapeOf(*lp));
     if (failed(dx))
@@ -405,13 +418,61 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"has_ignore_index", i32(ign ? 1 : 0)},
                  {"ignore_index", i64(ign ? ign.getInt() : 0)}});
   }
+  // Deeploy's training graphs: MSELoss(x, target) (mean), MSELossGrad(x,
+  // target) with seed 1, and per-parameter SGD(param, grad) with an `lr`
+  // attribute whose output is the updated parameter.
+  if (onnx && (type == "MSELoss" || type == "MSELossGrad")) {
+    auto x = in(0), t = in(1);
+    if (failed(x) || failed(t))
+      return failure();
+    if (shapeOf(*x) != shapeOf(*t))
+      return err() << "input and target shapes differ";
+    if (type == "MSELoss") {
+      auto loss = out(0, {});
+      if (failed(loss))
+        return failure();
+      return call("mse_loss", {{"x", {*x}}, {"target", {*t}}, {"loss", {*loss}}});
+    }
+    auto dx = out(0, shapeOf(*x));
+    if (failed(dx))
+      return failure();
+    return call("mse_loss_grad",
+                {{"x", {*x}}, {"target", {*t}}, {"dx", {*dx}}});
+  }
+  if (onnx && type == "SGD" && current->getNumOperands() == 2) {
+    auto p = in(0), g = in(1);
+    if (failed(p) || failed(g))
+      return failure();
+    if (shapeOf(*p) != shapeOf(*g))
+      return err() << "parameter and gradient shapes differ";
+    auto y = out(0, shapeOf(*p));
+    if (failed(y))
+      return failure();
+    if (failed(call("identity", {{"x", {*p}}, {"y", {*y}}})))
+      return failure();
+    int lr = constBuffer({{}, Float32Type::get(ctx), {attrFloat("lr", 0.01)}});
+    return call("sgd", {{"params", {*y}}, {"grads", {*g}}, {"lr", {lr}}},
+                {{"n", i64(1)},
+                 {"momentum", f32(0)},
+                 {"dampening", f32(0)},
+                 {"weight_decay", f32(0)},
+                 {"nesterov", i32(0)}});
+  }
   if (ms && type == "InPlaceAccumulatorV2") {
     auto buf = in(0), v = in(1);
     if (failed(buf) || failed(v))
       return failure();
     SmallVector<TArg> ts = {{"buffer", {*buf}}, {"value", {*v}}};
-    if (failed(optionalIn(ts, "overwrite", 2)) ||
-        failed(optionalOut(ts, "updated", 0, {1})))
+    if (failed(optionalIn(ts, "overwrite", 2)))
+      return failure();
+    // ORT's output 0 is the `updated` flag; Deeploy's graphs type it as the
+    // accumulated buffer itself (same shape, no flag): alias it then.
+    auto r0 = dyn_cast<ShapedType>(current->getResult(0).getType());
+    bool isBuffer = r0 && r0.hasRank() && numel(shapeOf(*buf)) > 1 &&
+                    r0.getShape() == ArrayRef<int64_t>(shapeOf(*buf));
+    if (isBuffer)
+      valueBuf[current->getResult(0)] = *buf;
+    else if (failed(optionalOut(ts, "updated", 0, {1})))
       return failure();
     if (resultUsed(1))
       valueBuf[current->getResult(1)] = *buf; // the buffer, updated in place
