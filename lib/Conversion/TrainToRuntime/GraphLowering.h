@@ -218,6 +218,12 @@ private:
       out.push_back(int64_t(d));
     return out;
   }
+  /// `axes`: input i (opset >= 13) when present, else the attribute.
+  FailureOr<SmallVector<int64_t>> axesOf(unsigned i) {
+    if (has(i))
+      return hostInts(i);
+    return attrInts("axes").value_or(SmallVector<int64_t>());
+  }
   /// Host value of input i, when it is one.
   std::optional<HostTensor> hostIn(unsigned i);
   /// The static shape of input i (a buffer or a host value).

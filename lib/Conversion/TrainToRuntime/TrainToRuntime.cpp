@@ -135,15 +135,10 @@ FailureOr<Shape> GraphLowering::reshapedShape(StringRef type,
     if (infer >= 0)
       s[infer] = known ? numel(sx) / known : 0;
   } else {
-    SmallVector<int64_t> axes;
-    if (has(1)) {
-      auto h = hostInts(1);
-      if (failed(h))
-        return failure();
-      axes = *h;
-    } else if (auto a = attrInts("axes")) {
-      axes = *a;
-    }
+    auto axesOr = axesOf(1);
+    if (failed(axesOr))
+      return failure();
+    SmallVector<int64_t> axes = *axesOr;
     int64_t outRank = type == "Squeeze" ? rank : rank + int64_t(axes.size());
     SmallVector<bool> marked(outRank, type == "Squeeze" && axes.empty());
     for (int64_t a : axes) {
@@ -320,15 +315,10 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto x = in(0);
     if (failed(x))
       return failure();
-    SmallVector<int64_t> axes;
-    if (has(1)) {
-      auto h = hostInts(1);
-      if (failed(h))
-        return failure();
-      axes = *h;
-    } else if (auto a = attrInts("axes")) {
-      axes = *a;
-    }
+    auto axesOr = axesOf(1);
+    if (failed(axesOr))
+      return failure();
+    SmallVector<int64_t> axes = *axesOr;
     int64_t keep = attrInt("keepdims", 1);
     int64_t noop = attrInt("noop_with_empty_axes", 0);
     const Shape &sx = shapeOf(*x);
