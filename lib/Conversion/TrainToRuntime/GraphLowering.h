@@ -218,6 +218,15 @@ private:
       out.push_back(int64_t(d));
     return out;
   }
+  /// Normalizes `axis` in place against `rank` (negative counts from the
+  /// end); an error naming it when it is out of range.
+  LogicalResult normAxis(int64_t &axis, int64_t rank) {
+    if (axis < -rank || axis >= rank)
+      return err() << "axis " << axis << " out of range";
+    if (axis < 0)
+      axis += rank;
+    return success();
+  }
   /// `axes`: input i (opset >= 13) when present, else the attribute.
   FailureOr<SmallVector<int64_t>> axesOf(unsigned i) {
     if (has(i))

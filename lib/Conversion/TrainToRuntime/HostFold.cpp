@@ -397,10 +397,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       return false;
     int64_t rank = x.shape.size();
     int64_t axis = attrInt("axis", 0);
-    if (axis < -rank || axis >= rank)
-      return err() << "axis " << axis << " out of range";
-    if (axis < 0)
-      axis += rank;
+    if (failed(normAxis(axis, rank)))
+      return failure();
     const HostTensor &idx = *ins[1];
     HostTensor h;
     h.elem = x.elem;
@@ -458,10 +456,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
   if ((onnx && type == "Concat") || (ms && type == "ConcatTraining")) {
     int64_t rank = x.shape.size();
     int64_t axis = attrInt("axis", 0);
-    if (axis < -rank || axis >= rank)
-      return err() << "axis " << axis << " out of range";
-    if (axis < 0)
-      axis += rank;
+    if (failed(normAxis(axis, rank)))
+      return failure();
     HostTensor h;
     h.elem = x.elem;
     h.shape = x.shape;

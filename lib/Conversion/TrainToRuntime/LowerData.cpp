@@ -24,10 +24,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
       return failure();
     const Shape &sd = shapeOf(*d);
     int64_t rank = sd.size(), axis = attrInt("axis", 0);
-    if (axis < -rank || axis >= rank)
-      return err() << "axis " << axis << " out of range";
-    if (axis < 0)
-      axis += rank;
+    if (failed(normAxis(axis, rank)))
+      return failure();
     Shape sy(sd.begin(), sd.begin() + axis);
     sy.append(shapeOf(*idx).begin(), shapeOf(*idx).end());
     sy.append(sd.begin() + axis + 1, sd.end());
@@ -47,10 +45,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(idx) || failed(dy))
       return failure();
     int64_t rank = shape->size(), axis = attrInt("axis", 0);
-    if (axis < -rank || axis >= rank)
-      return err() << "axis " << axis << " out of range";
-    if (axis < 0)
-      axis += rank;
+    if (failed(normAxis(axis, rank)))
+      return failure();
     auto dx = out(0, *shape);
     if (failed(dx))
       return failure();
@@ -136,10 +132,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
       const Shape &s = shapeOf(*b);
       int64_t rank = s.size();
       if (list.empty()) {
-        if (axis < -rank || axis >= rank)
-          return err() << "axis " << axis << " out of range";
-        if (axis < 0)
-          axis += rank;
+        if (failed(normAxis(axis, rank)))
+          return failure();
         sy = s;
         sy[axis] = 0;
       }

@@ -329,10 +329,8 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
       return failure();
     const Shape &sx = shapeOf(*x);
     int64_t rank = sx.size(), axis = attrInt("axis", -1);
-    if (axis < -rank || axis >= rank)
-      return err() << "axis " << axis << " out of range";
-    if (axis < 0)
-      axis += rank;
+    if (failed(normAxis(axis, rank)))
+      return failure();
     Shape stat(sx.begin(), sx.begin() + axis);
     stat.append(rank - axis, 1);
     Shape sp(sx.begin() + axis, sx.end());
