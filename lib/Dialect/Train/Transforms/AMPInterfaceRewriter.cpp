@@ -51,7 +51,7 @@ public:
 
   void run() {
     collect();
-    paint = paintAMP(pv, mode);
+    paint = paintAMP(pv, edges, mode);
     if (!paint.nothingToDo) {
       report.foundAllowOps = true;
       rewrite();
@@ -84,6 +84,7 @@ private:
 
   std::vector<Node> nodes;
   std::vector<AMPVertex> pv;
+  AMPEdges edges;
   std::vector<std::pair<unsigned, unsigned>> vertexGroup; ///< (node, group)
   DenseMap<OpOperand *, unsigned> operandVertex;
   AMPPaint paint;
@@ -160,13 +161,11 @@ void InterfaceRewriter::collect() {
     for (unsigned r : nodes[ni].groups[gi].results)
       for (OpOperand &use : op->getResult(r).getUses()) {
         auto it = operandVertex.find(&use);
-        if (it == operandVertex.end() ||
-            llvm::is_contained(pv[v].fanout, it->second))
-          continue;
-        pv[v].fanout.push_back(it->second);
-        pv[it->second].fanin.push_back(v);
+        if (it != operandVertex.end())
+          edges.add(v, it->second);
       }
   }
+  edges.finalize(pv.size());
 }
 
 Value InterfaceRewriter::getCast(Value value, Type type, Operation *consumer) {

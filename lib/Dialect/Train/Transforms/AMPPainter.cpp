@@ -10,12 +10,43 @@
 using namespace llvm;
 using namespace amp::train;
 
+void AMPEdges::add(unsigned from, unsigned to) {
+  if (pending.empty() || pending.back().first != from)
+    runStart = pending.size();
+  for (size_t i = runStart; i < pending.size(); ++i)
+    if (pending[i].second == to)
+      return;
+  pending.push_back({from, to});
+}
+
+void AMPEdges::finalize(unsigned numVertices) {
+  // Counting sorts by producer and by consumer: stable, so each list keeps
+  // the order its edges were added in.
+  auto build = [&](std::vector<unsigned> &start, std::vector<unsigned> &list,
+                   bool byFrom) {
+    start.assign(numVertices + 1, 0);
+    for (auto [from, to] : pending)
+      ++start[(byFrom ? from : to) + 1];
+    for (unsigned v = 0; v < numVertices; ++v)
+      start[v + 1] += start[v];
+    list.resize(pending.size());
+    std::vector<unsigned> next(start.begin(), start.end() - 1);
+    for (auto [from, to] : pending)
+      list[next[byFrom ? from : to]++] = byFrom ? to : from;
+  };
+  build(outStart, outList, /*byFrom=*/true);
+  build(inStart, inList, /*byFrom=*/false);
+  pending.clear();
+  pending.shrink_to_fit();
+}
+
 /// Iterative DFS from `roots` over fan-in and/or fan-out edges, entering a
 /// vertex when `enter` says so; `visit(v, parent)` on every vertex reached.
 template <typename Enter, typename Visit>
-static void dfs(ArrayRef<AMPVertex> vertices, ArrayRef<unsigned> roots,
+static void dfs(const AMPEdges &edges, unsigned numVertices,
+                ArrayRef<unsigned> roots,
                 bool inputs, bool outputs, Enter enter, Visit visit) {
-  std::vector<char> seen(vertices.size(), 0);
+  std::vector<char> seen(numVertices, 0);
   SmallVector<std::pair<unsigned, int>> stack;
   for (unsigned r : roots) {
     if (seen[r])
@@ -33,14 +64,15 @@ static void dfs(ArrayRef<AMPVertex> vertices, ArrayRef<unsigned> roots,
           }
       };
       if (inputs)
-        step(vertices[v].fanin);
+        step(edges.fanin(v));
       if (outputs)
-        step(vertices[v].fanout);
+        step(edges.fanout(v));
     }
   }
 }
 
-AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
+AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices,
+                              const AMPEdges &edges, AMPMode mode) {
   unsigned numV = vertices.size();
   AMPPaint p;
   p.allow.assign(numV, 0);
@@ -77,11 +109,11 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
   // a deny or infer op.
   std::vector<char> upstream(numV, 0);
   dfs(
-      vertices, denyOrInferOps, /*inputs=*/true, /*outputs=*/false,
+      edges, numV, denyOrInferOps, /*inputs=*/true, /*outputs=*/false,
       [&](unsigned w) { return listOf(w) == AMPList::Clear && !upstream[w]; },
       [&](unsigned v, int) { upstream[v] = 1; });
   dfs(
-      vertices, denyOps, /*inputs=*/false, /*outputs=*/true,
+      edges, numV, denyOps, /*inputs=*/false, /*outputs=*/true,
       [&](unsigned w) { return !deny[w] && upstream[w]; },
       [&](unsigned v, int parent) {
         deny[v] = 1;
@@ -94,7 +126,7 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
   // Pass 3: clear/infer between allow ops.
   std::vector<char> downstream(numV, 0);
   dfs(
-      vertices, allowOps, false, true,
+      edges, numV, allowOps, false, true,
       [&](unsigned w) {
         AMPList l = listOf(w);
         return (l == AMPList::Clear || l == AMPList::Infer) && canTake(w) &&
@@ -102,7 +134,7 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
       },
       [&](unsigned v, int) { downstream[v] = 1; });
   dfs(
-      vertices, allowOps, true, false,
+      edges, numV, allowOps, true, false,
       [&](unsigned w) { return downstream[w] && listOf(w) != AMPList::Allow; },
       [&](unsigned v, int parent) {
         if (allow[v])
@@ -119,7 +151,7 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
         continue;
       int from = -1;
       bool anyDeny = false;
-      for (unsigned w : vertices[v].fanin) {
+      for (unsigned w : edges.fanin(v)) {
         if (deny[w])
           anyDeny = true;
         if (allow[w] && from < 0)
@@ -139,7 +171,7 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices, AMPMode mode) {
     if (allow[v])
       allowNow.push_back(v);
   dfs(
-      vertices, allowNow, true, true,
+      edges, numV, allowNow, true, true,
       [&](unsigned w) {
         return listOf(w) == AMPList::Clear && !allow[w] && canTake(w);
       },

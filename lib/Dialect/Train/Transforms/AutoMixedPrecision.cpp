@@ -37,37 +37,41 @@ using namespace amp::train;
 
 namespace {
 
-/// One (node, type constraint) pair: its ports. Its edges, list and
-/// candidacy are the AMPVertex of the same index (what painting sees).
-struct Vertex {
-  unsigned node;
-  StringRef constraint;
-  SmallVector<unsigned, 4> inPorts, outPorts;
-  /// Control-flow groups (If/Loop/Scan): besides the node's own ports, the
-  /// body terminators' operands it consumes and the body arguments it
-  /// defines. One group is one value across the boundary (and across loop
-  /// iterations), so all its members have one type.
-  SmallVector<OpOperand *, 2> extraIns;
-  SmallVector<Value, 2> extraOuts;
+// A vertex is one (node, type constraint) pair: the ports of the node whose
+// portVertex is the vertex (plus, for control flow, its ControlFlowPorts).
+// Its list, candidacy and edges are the AMPVertex and AMPEdges entries of
+// the same index (what painting sees). The tables are flat arrays: at a
+// million nodes, memory first touched costs more than the work done on it.
+
+/// Control-flow groups (If/Loop/Scan): besides the node's own ports, the
+/// body terminators' operands a group consumes and the body arguments it
+/// defines. One group is one value across the boundary (and across loop
+/// iterations), so all its members have one type.
+struct ControlFlowPorts {
+  SmallVector<OpOperand *, 2> ins;
+  SmallVector<Value, 2> outs;
 };
 
 struct NodeInfo {
   Operation *op;
   const OnnxOpSchema *schema = nullptr;
-  /// Views of attribute and schema-table storage (live as long as the op).
-  StringRef name, domain, opType;
-  AMPList list = AMPList::None;
-  bool processable = false;
-  bool keep = false;       ///< keep-fp32
-  /// Holds subgraphs the pass cannot see through (not If/Loop/Scan): the
-  /// node stays fp32 and its subgraphs' boundaries keep their types.
-  bool structural = false;
-  SmallVector<unsigned, 2> vertices;
   /// The vertex of input port i is portVertex[ports + i], that of output
   /// port i portVertex[ports + numInputs + i]; -1 for none.
   unsigned ports = 0, numInputs = 0;
+  /// Its vertices: firstVertex, ..., firstVertex + numVertices - 1.
+  unsigned firstVertex = 0, numVertices = 0;
+  AMPList list = AMPList::None;
+  bool processable = false;
+  bool keep = false; ///< keep-fp32
+  /// Holds subgraphs the pass cannot see through (not If/Loop/Scan): the
+  /// node stays fp32 and its subgraphs' boundaries keep their types.
+  bool structural = false;
   bool converted = false;
   bool retargetedCast = false;
+
+  auto vertices() const {
+    return llvm::seq(firstVertex, firstVertex + numVertices);
+  }
 };
 
 using PaintWhy = AMPPaintWhy;
@@ -131,6 +135,36 @@ private:
   }
   void collectUsedNames();
   bool isLowOnlySource(Value value);
+  /// Calls in(i) for each input port i and out(i) for each output port i
+  /// of vertex `vi` (the node's own ports).
+  template <typename In, typename Out>
+  void forEachPort(unsigned vi, In in, Out out) const {
+    const NodeInfo &n = nodes[vertexNode[vi]];
+    for (unsigned i = 0; i < n.numInputs; ++i)
+      if (portVertex[n.ports + i] == (int)vi)
+        in(i);
+    for (unsigned i = 0, e = n.op->getNumResults(); i < e; ++i)
+      if (portVertex[n.ports + n.numInputs + i] == (int)vi)
+        out(i);
+  }
+  const ControlFlowPorts *controlFlowPortsOf(unsigned vi) const {
+    if (controlFlowPorts.empty())
+      return nullptr;
+    auto it = controlFlowPorts.find(vi);
+    return it == controlFlowPorts.end() ? nullptr : &it->second;
+  }
+  StringRef nodeName(const NodeInfo &n) const {
+    auto a = n.op->getAttrOfType<StringAttr>(nodeNameId);
+    return a ? a.getValue() : StringRef();
+  }
+  static StringRef domainOf(const NodeInfo &n) {
+    return normalizeOnnxDomain(
+        cast<OnnxNodeOpInterface>(n.op).getOnnxDomain());
+  }
+  static StringRef opTypeOf(const NodeInfo &n) {
+    return cast<OnnxNodeOpInterface>(n.op).getOnnxOpType();
+  }
+
   int inVertex(const NodeInfo &n, unsigned i) const {
     return portVertex[n.ports + i];
   }
@@ -163,8 +197,10 @@ private:
   std::vector<NodeInfo> nodes;
   DenseMap<Operation *, unsigned> nodeIndex;
   std::vector<int> portVertex;
-  std::vector<Vertex> vertices;
-  std::vector<AMPVertex> pv; ///< painting view of `vertices`
+  std::vector<unsigned> vertexNode; ///< the node of each vertex
+  DenseMap<unsigned, ControlFlowPorts> controlFlowPorts; ///< by vertex
+  std::vector<AMPVertex> pv; ///< painting view of the vertices
+  AMPEdges edges;
   DenseMap<OpOperand *, unsigned> useVertex; ///< terminator operands
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
@@ -244,9 +280,13 @@ void AMPGraphRewriter::collect() {
     const OnnxOpSchema *schema;
   };
   DenseMap<std::tuple<StringRef, StringRef, int64_t>, Kind> kinds;
+  // A typed op's domain, op_type and schema version are those of its class:
+  // at the graph's top level its kind is that of its operation name.
+  DenseMap<const void *, Kind> typedKinds;
   llvm::StringMap<int64_t> importedVersion; // of the graph, by domain
   StringAttr opsetImportId =
       StringAttr::get(graph.getContext(), attrs::kOpsetImport);
+  bool checkKeep = !keepNames.empty() || !keepRegexes.empty();
   // Room for the graph's top-level nodes at once: no regrowth at 1M nodes.
   size_t numOps = graph.getBody().front().getOperations().size();
   nodes.reserve(numOps);
@@ -258,33 +298,42 @@ void AMPGraphRewriter::collect() {
       return;
     NodeInfo info;
     info.op = op;
-    if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
-      info.name = n.getValue();
-    info.domain = normalizeOnnxDomain(iface.getOnnxDomain());
-    info.opType = iface.getOnnxOpType();
     info.structural = op->getNumRegions() != 0 && !isa<IfOp, LoopOp, ScanOp>(op);
-    info.keep = isKept(info.name);
+    info.keep = checkKeep && isKept(nodeName(info));
     info.processable = !info.structural && !info.keep;
-    if (op->getParentOp() == graph.getOperation() &&
-        !op->hasAttr(opsetImportId)) {
+    auto kindOf = [&]() -> Kind {
+      StringRef domain = domainOf(info), opType = opTypeOf(info);
       // getSchemaFor's version: the import of the node's parents (here the
       // graph and the module), else the typed op's own.
-      auto [vit, fresh] = importedVersion.try_emplace(info.domain, 0);
+      auto [vit, fresh] = importedVersion.try_emplace(domain, 0);
       if (fresh)
-        vit->second = getImportedOpsetVersion(graph, info.domain);
+        vit->second = getImportedOpsetVersion(graph, domain);
       int64_t version =
           vit->second < 0 ? iface.getOnnxSinceVersion() : vit->second;
       auto [kit, inserted] =
-          kinds.try_emplace({info.domain, info.opType, version}, Kind{});
+          kinds.try_emplace({domain, opType, version}, Kind{});
       if (inserted)
-        kit->second = {lists.classify(info.domain, info.opType),
-                       getSchemaFor(iface)};
-      info.list = kit->second.list;
-      info.schema = kit->second.schema;
+        kit->second = {lists.classify(domain, opType), getSchemaFor(iface)};
+      return kit->second;
+    };
+    Kind kind;
+    if (op->getParentOp() == graph.getOperation() &&
+        !op->hasAttr(opsetImportId)) {
+      if (isa<NodeOp>(op)) {
+        kind = kindOf();
+      } else {
+        auto [tit, fresh] =
+            typedKinds.try_emplace(op->getName().getAsOpaquePointer());
+        if (fresh)
+          tit->second = kindOf();
+        kind = tit->second;
+      }
     } else {
-      info.list = lists.classify(info.domain, info.opType);
-      info.schema = getSchemaFor(iface);
+      kind = {lists.classify(domainOf(info), opTypeOf(info)),
+              getSchemaFor(iface)};
     }
+    info.list = kind.list;
+    info.schema = kind.schema;
     info.ports = portVertex.size();
     info.numInputs = op->getNumOperands();
     portVertex.resize(portVertex.size() + op->getNumOperands() +
@@ -296,16 +345,18 @@ void AMPGraphRewriter::collect() {
   });
 
   // Vertices: ports grouped by type constraint.
-  vertices.reserve(nodes.size() + nodes.size() / 2);
+  vertexNode.reserve(nodes.size() + nodes.size() / 2);
   pv.reserve(nodes.size() + nodes.size() / 2);
   StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   DenseMap<const OnnxTypeConstraintSchema *, bool> supports;
   for (unsigned n = 0; n < nodes.size(); ++n) {
     NodeInfo &info = nodes[n];
+    info.firstVertex = vertexNode.size();
     if (!info.processable || !info.schema)
       continue;
     if (info.op->getNumRegions()) {
       addControlFlowGroups(n);
+      info.numVertices = vertexNode.size() - info.firstVertex;
       continue;
     }
     const OnnxOpSchema &schema = *info.schema;
@@ -322,44 +373,36 @@ void AMPGraphRewriter::collect() {
       for (auto &[name, index] : byConstraint)
         if (name == param->typeStr)
           return index;
-      unsigned index = vertices.size();
+      unsigned index = vertexNode.size();
       byConstraint.push_back({param->typeStr, index});
-      Vertex v;
-      v.node = n;
-      v.constraint = tc->name;
       auto [sit, fresh] = supports.try_emplace(tc, false);
       if (fresh)
         sit->second = llvm::is_contained(tc->getAllowedTypes(), low);
-      vertices.push_back(std::move(v));
+      vertexNode.push_back(n);
       pv.emplace_back();
       pv.back().supports = sit->second;
-      info.vertices.push_back(index);
       return index;
     };
     for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
       if (isa<NoneType>(operand.getType()))
         continue;
       int v = vertexFor(schema.getInputParam(i));
-      if (v < 0)
-        continue;
-      vertices[v].inPorts.push_back(i);
-      portVertex[info.ports + i] = v;
+      if (v >= 0)
+        portVertex[info.ports + i] = v;
     }
     for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
       if (isa<NoneType>(result.getType()))
         continue;
       int v = vertexFor(schema.getOutputParam(i));
-      if (v < 0)
-        continue;
-      vertices[v].outPorts.push_back(i);
-      portVertex[info.ports + info.numInputs + i] = v;
+      if (v >= 0)
+        portVertex[info.ports + info.numInputs + i] = v;
     }
+    info.numVertices = vertexNode.size() - info.firstVertex;
   }
 
   // Which vertices are f32 now.
-  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
-    Vertex &v = vertices[vi];
-    Operation *op = nodes[v.node].op;
+  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
+    Operation *op = nodes[vertexNode[vi]].op;
     bool anyF32 = false, other = false;
     auto look = [&](Type t) {
       // A port of unknown type (!train.unknown, a sequence, ...) may be f32
@@ -367,38 +410,36 @@ void AMPGraphRewriter::collect() {
       Type e = getElementTypeOrNull(t);
       (e == f32Type ? anyF32 : other) = true;
     };
-    for (unsigned p : v.inPorts)
-      look(op->getOperand(p).getType());
-    for (unsigned p : v.outPorts)
-      look(op->getResult(p).getType());
-    for (OpOperand *use : v.extraIns)
-      look(use->get().getType());
-    for (Value value : v.extraOuts)
-      look(value.getType());
+    forEachPort(
+        vi, [&](unsigned p) { look(op->getOperand(p).getType()); },
+        [&](unsigned p) { look(op->getResult(p).getType()); });
+    if (const ControlFlowPorts *cf = controlFlowPortsOf(vi)) {
+      for (OpOperand *use : cf->ins)
+        look(use->get().getType());
+      for (Value value : cf->outs)
+        look(value.getType());
+    }
     pv[vi].isF32 = anyF32 && !other;
   }
 
   // Edges follow SSA use-def: producer output port -> consumer input port
   // (body arguments and terminator operands for control-flow groups).
-  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
-    Operation *op = nodes[vertices[vi].node].op;
+  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
+    Operation *op = nodes[vertexNode[vi]].op;
     auto addUses = [&](Value value) {
       for (OpOperand &use : value.getUses()) {
         int ci = consumerVertex(use);
-        if (ci < 0)
-          continue;
-        AMPVertex &v = pv[vi];
-        if (!llvm::is_contained(v.fanout, (unsigned)ci)) {
-          v.fanout.push_back(ci);
-          pv[ci].fanin.push_back(vi);
-        }
+        if (ci >= 0)
+          edges.add(vi, ci);
       }
     };
-    for (unsigned p : vertices[vi].outPorts)
-      addUses(op->getResult(p));
-    for (unsigned k = 0; k < vertices[vi].extraOuts.size(); ++k)
-      addUses(vertices[vi].extraOuts[k]);
+    forEachPort(
+        vi, [](unsigned) {}, [&](unsigned p) { addUses(op->getResult(p)); });
+    if (const ControlFlowPorts *cf = controlFlowPortsOf(vi))
+      for (Value value : cf->outs)
+        addUses(value);
   }
+  edges.finalize(vertexNode.size());
 }
 
 void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
@@ -423,7 +464,6 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
       param ? info.schema->findConstraint(param->typeStr) : nullptr;
   StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   bool supports = tc && llvm::is_contained(tc->getAllowedTypes(), low);
-  StringRef constraint = tc ? StringRef(tc->name) : StringRef("V");
 
   struct Member {
     int inPort = -1, outPort = -1;
@@ -498,27 +538,20 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
     return;
   }
   for (Member &m : groups) {
-    unsigned index = vertices.size();
-    Vertex v;
-    v.node = n;
-    v.constraint = constraint;
-    if (m.inPort >= 0) {
-      v.inPorts.push_back(m.inPort);
+    unsigned index = vertexNode.size();
+    if (m.inPort >= 0)
       portVertex[info.ports + m.inPort] = index;
-    }
-    if (m.outPort >= 0) {
-      v.outPorts.push_back(m.outPort);
+    if (m.outPort >= 0)
       portVertex[info.ports + info.numInputs + m.outPort] = index;
-    }
+    ControlFlowPorts &cf = controlFlowPorts[index];
     for (OpOperand *use : m.yields) {
-      v.extraIns.push_back(use);
+      cf.ins.push_back(use);
       useVertex[use] = index;
     }
-    v.extraOuts.append(m.args.begin(), m.args.end());
-    vertices.push_back(std::move(v));
+    cf.outs.append(m.args.begin(), m.args.end());
+    vertexNode.push_back(n);
     pv.emplace_back();
     pv.back().supports = supports;
-    info.vertices.push_back(index);
   }
 }
 
@@ -527,9 +560,9 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
 //===----------------------------------------------------------------------===//
 
 void AMPGraphRewriter::paint() {
-  for (unsigned v = 0; v < vertices.size(); ++v)
-    pv[v].list = nodes[vertices[v].node].list;
-  AMPPaint painted = paintAMP(pv, mode);
+  for (unsigned v = 0; v < vertexNode.size(); ++v)
+    pv[v].list = nodes[vertexNode[v]].list;
+  AMPPaint painted = paintAMP(pv, edges, mode);
   allow = std::move(painted.allow);
   deny = std::move(painted.deny);
   why = std::move(painted.why);
@@ -723,11 +756,10 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
 void AMPGraphRewriter::rewrite() {
   // Change the types of ALLOW vertices.
   originalTypes.reserve(llvm::count(allow, 1));
-  for (unsigned vi = 0; vi < vertices.size(); ++vi) {
+  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
     if (!allow[vi])
       continue;
-    Vertex &v = vertices[vi];
-    NodeInfo &info = nodes[v.node];
+    NodeInfo &info = nodes[vertexNode[vi]];
     info.converted = true;
     auto lower = [&](Value r) {
       auto t = dyn_cast<TensorType>(r.getType());
@@ -739,10 +771,11 @@ void AMPGraphRewriter::rewrite() {
         lowT = t.clone(lowType);
       r.setType(lowT);
     };
-    for (unsigned p : v.outPorts)
-      lower(info.op->getResult(p));
-    for (Value arg : v.extraOuts) // body arguments of a control-flow group
-      lower(arg);
+    forEachPort(
+        vi, [](unsigned) {}, [&](unsigned p) { lower(info.op->getResult(p)); });
+    if (const ControlFlowPorts *cf = controlFlowPortsOf(vi))
+      for (Value arg : cf->outs) // body arguments of a control-flow group
+        lower(arg);
     if (auto cast = dyn_cast<CastOp>(info.op))
       cast.setToAttr(
           OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
@@ -838,13 +871,14 @@ void AMPGraphRewriter::record() {
   auto nodeNameOf = [&](int v) -> std::string {
     if (v < 0)
       return "?";
-    const NodeInfo &n = nodes[vertices[v].node];
-    return (n.name.empty() ? n.opType : n.name).str();
+    const NodeInfo &n = nodes[vertexNode[v]];
+    StringRef name = nodeName(n);
+    return (name.empty() ? opTypeOf(n) : name).str();
   };
   for (NodeInfo &info : nodes) {
     bool isDenied = false;
     int deniedVertex = -1;
-    for (unsigned v : info.vertices)
+    for (unsigned v : info.vertices())
       if (deny[v]) {
         isDenied = true;
         deniedVertex = v;
@@ -856,14 +890,15 @@ void AMPGraphRewriter::record() {
       continue;
 
     AMPNodeRecord rec;
-    rec.name = info.name.str();
-    rec.domain = info.domain.str();
-    rec.opType = info.opType.str();
+    StringRef domain = domainOf(info), opType = opTypeOf(info);
+    rec.name = nodeName(info).str();
+    rec.domain = domain.str();
+    rec.opType = opType.str();
     rec.list = info.list;
     rec.lowPrecision = info.converted;
     std::string listed =
         (getAMPListName(info.list) + ": " +
-         (info.domain.empty() ? info.opType : info.domain + ":" + info.opType))
+         (domain.empty() ? opType : domain + ":" + opType))
             .str();
 
     if (info.structural)
@@ -889,7 +924,7 @@ void AMPGraphRewriter::record() {
         rec.reason += " via " + nodeNameOf(via);
     } else if (info.converted) {
       rec.reason = listed;
-      for (unsigned v : info.vertices) {
+      for (unsigned v : info.vertices()) {
         if (!allow[v])
           continue;
         switch (why[v]) {

@@ -20,12 +20,39 @@
 
 namespace amp::train {
 
-/// One (node, type constraint) vertex as painting sees it.
+/// One (node, type constraint) vertex as painting sees it. Its edges are
+/// in the AMPEdges of the graph.
 struct AMPVertex {
   AMPList list = AMPList::None; ///< the list of its node
-  llvm::SmallVector<unsigned, 4> fanin, fanout;
   bool isF32 = false;    ///< its ports are f32 now
   bool supports = false; ///< its constraint allows the low type
+};
+
+/// The edges between vertices, in compressed sparse rows: one flat array per
+/// direction, so that a graph of a million nodes costs a few bytes per edge
+/// and no allocation per vertex. Built by add() in producer order, then
+/// finalize(); fanout(v) and fanin(v) keep the order edges were added in.
+class AMPEdges {
+public:
+  /// Adds the edge from -> to unless it is there already. The edges of one
+  /// producer are added one after the other (duplicates are looked for
+  /// among them only).
+  void add(unsigned from, unsigned to);
+  /// Builds both directions for `numVertices` vertices.
+  void finalize(unsigned numVertices);
+
+  llvm::ArrayRef<unsigned> fanout(unsigned v) const {
+    return llvm::ArrayRef(outList).slice(outStart[v],
+                                         outStart[v + 1] - outStart[v]);
+  }
+  llvm::ArrayRef<unsigned> fanin(unsigned v) const {
+    return llvm::ArrayRef(inList).slice(inStart[v], inStart[v + 1] - inStart[v]);
+  }
+
+private:
+  std::vector<std::pair<unsigned, unsigned>> pending;
+  size_t runStart = 0; ///< first pending edge of the current producer
+  std::vector<unsigned> outStart, outList, inStart, inList;
 };
 
 /// Why a vertex was painted ALLOW.
@@ -55,7 +82,8 @@ inline bool canTakeLowType(const AMPVertex &v, bool denied) {
 }
 
 /// Runs Grappler's passes 1-6 (docs/AutoMixedPrecision.md, "Painting").
-AMPPaint paintAMP(llvm::ArrayRef<AMPVertex> vertices, AMPMode mode);
+AMPPaint paintAMP(llvm::ArrayRef<AMPVertex> vertices, const AMPEdges &edges,
+                  AMPMode mode);
 
 } // namespace amp::train
 
