@@ -15,6 +15,7 @@
 #include "amp/Tools/AmpOptMain.h"
 #include "amp/Target/ONNX/ExportONNX.h"
 #include "amp/Target/ONNX/ImportONNX.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -43,6 +44,17 @@ static bool isOnnxPath(llvm::StringRef path) {
   return path.ends_with_insensitive(".onnx");
 }
 
+/// The AMP pass leaves the casts it inserts unnamed; the ONNX exporter names
+/// them as it writes them. When MLIR is printed instead, the pipeline ends
+/// with train-name-casts so that the printed casts carry the same names.
+static void nameCastsBeforePrinting(PassManager &pm) {
+  bool amp = llvm::any_of(pm.getPasses(), [](Pass &p) {
+    return p.getArgument() == "auto-mixed-precision";
+  });
+  if (amp)
+    pm.addPass(amp::train::createNameCasts());
+}
+
 int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   registerVersionPrinter();
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
@@ -54,6 +66,13 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
   if (!isOnnxPath(inputFilename) && !isOnnxPath(outputFilename)) {
+    config.setPassPipelineSetupFn(
+        [base = config](PassManager &pm) -> LogicalResult {
+          if (failed(base.setupPassPipeline(pm)))
+            return failure();
+          nameCastsBeforePrinting(pm);
+          return success();
+        });
     std::string errorMessage;
     auto file = openInputFile(inputFilename, &errorMessage);
     if (!file) {
@@ -107,7 +126,11 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   pm.enableVerifier(config.shouldVerifyPasses());
   pm.enableTiming(timing);
   if (failed(applyPassManagerCLOptions(pm)) ||
-      failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
+      failed(config.setupPassPipeline(pm)))
+    return 1;
+  if (!isOnnxPath(outputFilename))
+    nameCastsBeforePrinting(pm);
+  if (failed(pm.run(*module)))
     return 1;
 
   TimingScope outputTiming =

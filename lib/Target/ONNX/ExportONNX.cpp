@@ -15,8 +15,10 @@
 
 #include "amp/Target/ONNX/ExportONNX.h"
 #include "ONNXInternals.h"
+#include "amp/Dialect/Train/IR/CastNames.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/CastNamer.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinDialect.h"
@@ -24,6 +26,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringSet.h"
+#include <optional>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -89,6 +92,19 @@ private:
   DenseMap<Value, std::string> names;
   llvm::StringSet<> usedNames;
   unsigned generated = 0;
+  /// Casts a pass left unnamed in the main graph are named here, by the
+  /// rule of CastNames.h, without interning the names in the context.
+  GraphOp mainGraph;
+  std::optional<CastNameScope> castNames;
+  DenseMap<Operation *, StringRef> castNodeNames; ///< given here
+  CastNameScope &castNameScope() {
+    if (!castNames)
+      castNames.emplace(mainGraph);
+    return *castNames;
+  }
+  bool isGeneratedCast(Operation *op) {
+    return mainGraph && isa<CastOp>(op) && mainGraph->isProperAncestor(op);
+  }
 };
 
 } // namespace
@@ -99,6 +115,17 @@ std::string Exporter::nameOf(Value v) {
     return it->second;
   if (isa<NoneType>(v.getType()))
     return "";
+  Operation *def = v.getDefiningOp();
+  if (def && isGeneratedCast(def) && hasUnnamedCastOutput(def)) {
+    auto castOp = cast<CastOp>(def);
+    std::string name = castNameScope()
+                           .takeValueName(getCastValueNameBase(
+                               castOp, nameOf(castOp.getInput())))
+                           .str();
+    usedNames.insert(name);
+    names[v] = name;
+    return name;
+  }
   // A value a pass created: give it a fresh unique name.
   std::string name;
   do {
@@ -479,6 +506,17 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
   node.set_op_type(iface.getOnnxOpType().str());
   if (auto name = op->getAttrOfType<StringAttr>(attrs::kNodeName))
     node.set_name(name.getValue().str());
+  else if (isGeneratedCast(op) && isUnnamedCast(op)) {
+    auto castOp = cast<CastOp>(op);
+    StringRef name = castNameScope().takeNodeName(getCastNodeNameBase(
+        castOp, nameOf(castOp.getInput()), [&](Operation *def) -> StringRef {
+          if (auto n = def->getAttrOfType<StringAttr>(attrs::kNodeName))
+            return n.getValue();
+          return castNodeNames.lookup(def);
+        }));
+    castNodeNames[op] = name;
+    node.set_name(name.str());
+  }
   if (auto doc = op->getAttrOfType<StringAttr>(attrs::kDocString))
     node.set_doc_string(doc.getValue().str());
 
@@ -814,6 +852,7 @@ LogicalResult Exporter::exportModel(onnx::ModelProto &model,
   }
   if (!graphOp)
     return module.emitError("no train.graph to export");
+  mainGraph = graphOp;
 
   // The main graph: arg/res attributes hold the input/output value infos.
   NamedAttrList info(graphOp->getAttrDictionary());

@@ -18,6 +18,7 @@
 #include "amp/Dialect/Train/Transforms/AMPInterfaceRewriter.h"
 #include "amp/Dialect/Train/Transforms/AMPPainter.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
+#include "amp/Dialect/Train/Transforms/CastNamer.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"
@@ -89,13 +90,13 @@ public:
                    const llvm::StringSet<> &keepNames, AMPReport &report,
                    bool records)
       : graph(graph), lists(lists), mode(mode), keepRegexes(keepRegexes),
-        keepNames(keepNames), report(report), records(records), dom(graph) {
+        keepNames(keepNames), report(report), records(records), namer(graph),
+        dom(graph) {
     MLIRContext *ctx = graph.getContext();
     lowType = mode == AMPMode::BF16 ? Type(BFloat16Type::get(ctx))
                                     : Type(Float16Type::get(ctx));
     f32Type = Float32Type::get(ctx);
     nodeNameId = StringAttr::get(ctx, attrs::kNodeName);
-    outputNamesId = StringAttr::get(ctx, attrs::kOutputNames);
   }
 
   void run() {
@@ -126,14 +127,6 @@ private:
 
   Value getCast(Value value, Type elementType, Operation *consumer);
   std::string valueName(Value value);
-  std::string producerName(Value value);
-  /// The first of `base`, `base_1`, `base_2`, ... not in `used` (names in
-  /// use before the pass plus those it gave), now taken.
-  StringAttr uniqueNameAttr(DenseSet<StringRef> &used, StringRef base);
-  std::string uniqueName(DenseSet<StringRef> &used, StringRef base) {
-    return uniqueNameAttr(used, base).getValue().str();
-  }
-  void collectUsedNames();
   bool isLowOnlySource(Value value);
   /// Calls in(i) for each input port i and out(i) for each output port i
   /// of vertex `vi` (the node's own ports).
@@ -192,7 +185,7 @@ private:
   /// allowlist ops found, nothing to do").
   bool nothingToDo = false;
   Type lowType, f32Type;
-  StringAttr nodeNameId, outputNamesId;
+  StringAttr nodeNameId;
 
   std::vector<NodeInfo> nodes;
   DenseMap<Operation *, unsigned> nodeIndex;
@@ -209,12 +202,13 @@ private:
 
   DenseMap<Value, Type> originalTypes;
   DenseMap<std::pair<Value, Type>, Value> castCache;
-  bool namesCollected = false;
-  /// Views of StringAttr storage: candidates are checked without being
-  /// interned.
-  DenseSet<StringRef> usedNodeNames, usedValueNames;
+  /// Names new casts only where a name is needed at once (graph and
+  /// subgraph outputs, the report); the others are named when the graph is
+  /// written (CastNames.h).
+  CastNamer namer;
+  /// The casts the pass created, in creation order, with their inputs.
+  std::vector<std::pair<CastOp, Value>> newCasts;
   DenseMap<Type, Type> lowered; ///< f32 tensor type -> low tensor type
-  DenseSet<Operation *> createdCasts;
   DenseMap<Block *, Operation *> argCastTail;
   /// Graph outputs that became low precision: the cast back to f32 takes
   /// the output's name (the producer's output was renamed).
@@ -227,50 +221,6 @@ private:
 //===----------------------------------------------------------------------===//
 // Graph construction
 //===----------------------------------------------------------------------===//
-
-/// Whether `name` has the form of a name the pass gives: `<base><suffix>`
-/// or `<base><suffix>_<k>` for one of `suffixes`. Other names can never
-/// equal one, so the sets of names in use skip them.
-static bool mayBeGivenName(StringRef name, ArrayRef<StringRef> suffixes) {
-  size_t us = name.rfind('_');
-  if (us != StringRef::npos && us + 1 < name.size() &&
-      llvm::all_of(name.substr(us + 1), [](char c) { return llvm::isDigit(c); }))
-    name = name.take_front(us);
-  return llvm::any_of(suffixes,
-                      [&](StringRef s) { return name.ends_with(s); });
-}
-
-void AMPGraphRewriter::collectUsedNames() {
-  // Names in use, so new casts get fresh ones. Only needed once the first
-  // cast is named; until then the pass renames nothing.
-  namesCollected = true;
-  const StringRef nodeSuffixes[] = {"_CastToFp16", "_CastToBf16",
-                                    "_CastToFp32"};
-  const StringRef valueSuffixes[] = {"_fp16", "_bf16", "_fp32"};
-  auto addNode = [&](StringRef n) {
-    if (mayBeGivenName(n, nodeSuffixes))
-      usedNodeNames.insert(n);
-  };
-  auto addValue = [&](StringRef n) {
-    if (mayBeGivenName(n, valueSuffixes))
-      usedValueNames.insert(n);
-  };
-  for (BlockArgument arg : graph.getBody().getArguments())
-    if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
-      if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
-        addValue(n.getValue());
-  graph.getBody().walk([&](Operation *op) {
-    if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
-      addNode(n.getValue());
-    if (auto outs = op->getAttrOfType<ArrayAttr>(outputNamesId))
-      for (Attribute a : outs)
-        if (auto s = dyn_cast<StringAttr>(a))
-          addValue(s.getValue());
-    if (auto init = dyn_cast<InitializerOp>(op))
-      addValue(init.getNameAttr().getValue());
-    forEachSubgraphIOName(op, addValue);
-  });
-}
 
 void AMPGraphRewriter::collect() {
   // List and schema per (domain, op_type, opset version): the same for
@@ -618,31 +568,6 @@ std::string AMPGraphRewriter::valueName(Value value) {
   return getOnnxValueName(graph, value);
 }
 
-std::string AMPGraphRewriter::producerName(Value value) {
-  if (Operation *op = value.getDefiningOp())
-    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
-      if (!n.getValue().empty()) {
-        if (op->getNumResults() > 1)
-          return (n.getValue() + "_" +
-                  Twine(cast<OpResult>(value).getResultNumber()))
-              .str();
-        return n.getValue().str();
-      }
-  return valueName(value);
-}
-
-StringAttr AMPGraphRewriter::uniqueNameAttr(DenseSet<StringRef> &used,
-                                            StringRef base) {
-  if (!namesCollected)
-    collectUsedNames();
-  SmallString<64> name(base);
-  for (unsigned k = 1; used.contains(name); ++k)
-    (base + "_" + Twine(k)).toVector((name.clear(), name));
-  StringAttr attr = StringAttr::get(graph.getContext(), name);
-  used.insert(attr.getValue());
-  return attr;
-}
-
 bool AMPGraphRewriter::isLowOnlySource(Value value) {
   // Graph inputs, initializers and Constant nodes: their casts are "Const
   // and Variable casts" and do not count in the summary.
@@ -718,35 +643,19 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
   } else
     b.setInsertionPointAfter(value.getDefiningOp());
   Type type = cast<TensorType>(value.getType()).clone(elementType);
-  StringRef suffix = elementType == f32Type           ? "Fp32"
-                     : isa<BFloat16Type>(elementType) ? "Bf16"
-                                                      : "Fp16";
   int64_t to = elementType == f32Type           ? 1
                : isa<BFloat16Type>(elementType) ? 16
                                                 : 10;
-  std::string producer = producerName(value);
-  StringAttr nodeName =
-      uniqueNameAttr(usedNodeNames, producer + "_CastTo" + suffix.str());
-  StringAttr outName;
-  if (auto it = outputCastNames.find(value);
-      it != outputCastNames.end() && elementType == f32Type)
-    outName = b.getStringAttr(it->second);
-  else
-    outName = uniqueNameAttr(usedValueNames,
-                             valueName(value) + "_" + suffix.lower());
   auto castOp =
       CastOp::create(b, value.getLoc(), type, value, /*round_mode=*/nullptr,
                      /*saturate=*/nullptr, b.getI64IntegerAttr(to));
-  castOp->setDiscardableAttrs(
-      {b.getNamedAttr(nodeNameId, nodeName),
-       b.getNamedAttr(outputNamesId, b.getArrayAttr({outName}))});
-  createdCasts.insert(castOp);
+  // A graph output's cast back to f32 takes the output's name.
+  if (auto it = outputCastNames.find(value);
+      it != outputCastNames.end() && elementType == f32Type)
+    namer.name(castOp, it->second);
+  newCasts.push_back({castOp, value});
   if (auto arg = dyn_cast<BlockArgument>(value))
     argCastTail[arg.getOwner()] = castOp;
-  if (records)
-    report.casts.push_back(
-        {nodeName.getValue().str(), valueName(value),
-         elementType == f32Type ? "fp32" : getAMPModeName(mode).str()});
   if (elementType != f32Type && !isLowOnlySource(value))
     ++report.summary.lowPrecisionCasts;
   castCache[key] = castOp.getResult();
@@ -799,7 +708,7 @@ void AMPGraphRewriter::rewrite() {
     StringRef suffix = mode == AMPMode::BF16 ? "_bf16" : "_fp16";
     names[r] = StringAttr::get(
         graph.getContext(),
-        uniqueName(usedValueNames, (outName.getValue() + suffix).str()));
+        namer.uniqueValueName((outName.getValue() + suffix).str()));
     def->setAttr(attrs::kOutputNames,
                  ArrayAttr::get(graph.getContext(), names));
     outputCastNames[value] = outName.getValue().str();
@@ -810,8 +719,6 @@ void AMPGraphRewriter::rewrite() {
   graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
   unsigned cursor = 0; // without subgraphs, ops come in node order
   for (Operation *op : ops) {
-    if (createdCasts.contains(op))
-      continue;
     const NodeInfo *info = nullptr;
     if (cursor < nodes.size() && nodes[cursor].op == op)
       info = &nodes[cursor++];
@@ -845,10 +752,26 @@ void AMPGraphRewriter::rewrite() {
       // A subgraph output is named after the value its terminator returns.
       Operation *holder = op->getParentOp();
       if (!info && op->hasTrait<OpTrait::IsTerminator>() &&
-          holder != graph.getOperation())
+          holder != graph.getOperation()) {
+        if (auto c = casted.getDefiningOp<CastOp>())
+          namer.name(c);
         setSubgraphOutputName(holder, op->getParentRegion()->getRegionNumber(),
                               operand.getOperandNumber(), valueName(casted));
+      }
     }
+  }
+
+  // The report names every cast: name them now, as writing the graph
+  // would.
+  if (records) {
+    nameUnnamedCasts(graph);
+    for (auto [c, input] : newCasts)
+      report.casts.push_back(
+          {c->getAttrOfType<StringAttr>(attrs::kNodeName).getValue().str(),
+           valueName(input),
+           getElementTypeOrNull(c.getType()) == f32Type
+               ? "fp32"
+               : getAMPModeName(mode).str()});
   }
 
   // Retargeted casts that now cast low to low fold away.

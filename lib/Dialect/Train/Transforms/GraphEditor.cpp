@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
+#include "amp/Dialect/Train/IR/CastNames.h"
 
 using namespace mlir;
 using namespace amp::train;
@@ -61,6 +62,10 @@ std::string amp::train::getOnnxValueName(GraphOp graph, Value value) {
         return s.getValue().str();
   if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
     return (n.getValue() + "_out" + Twine(i)).str();
+  // A cast not yet named: the name writing the graph gives it, before it
+  // is made unique.
+  if (auto c = dyn_cast<CastOp>(op); c && hasUnnamedCastOutput(c))
+    return getCastValueNameBase(c, getOnnxValueName(graph, c.getInput()));
   return "value";
 }
 

@@ -50,6 +50,10 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
     train.return %y32 : tensor<2x3xf32>
     ```
 
+    The new casts are shown named: the pass itself leaves them unnamed and
+    they get these names when the graph is written (ONNX export, or the
+    `train-name-casts` pass, which amp-opt runs before printing MLIR).
+
     The lists can be changed with `lists=` (a JSON file that replaces the
     defaults), the `*-add` / `*-remove` options and Grappler's
     `TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_*` environment variables (applied
@@ -88,6 +92,21 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
     Option<"summary", "summary", "bool", /*default=*/"true",
            "Print the pass summary to stderr">,
   ];
+}
+
+def NameCasts : Pass<"train-name-casts", "::mlir::ModuleOp"> {
+  let summary = "Give the casts passes left unnamed their ONNX node and "
+                "output names";
+  let description = [{
+    The AMP pass inserts its `train.Cast` nodes without `train.name` and
+    `train.outputs` (interning two fresh names per cast was most of its time
+    on large graphs). The ONNX exporter names them as it writes them; this
+    pass gives them the same names in the IR: node
+    `<producer>_CastTo<Fp16|Bf16|Fp32>`, output `<input>_<fp16|bf16|fp32>`,
+    made unique with `_1`, `_2`, ... (amp/Dialect/Train/IR/CastNames.h).
+    `amp-opt` runs it after the pipeline whenever it prints MLIR. Casts that
+    have names keep them.
+  }];
 }
 
 def LossScaling : Pass<"loss-scaling", "::mlir::ModuleOp"> {
