@@ -48,6 +48,7 @@ static void dfs(const AMPEdges &edges, unsigned numVertices,
                 bool inputs, bool outputs, Enter enter, Visit visit) {
   std::vector<char> seen(numVertices, 0);
   SmallVector<std::pair<unsigned, int>> stack;
+  stack.reserve(std::min<size_t>(numVertices, 1 << 16));
   for (unsigned r : roots) {
     if (seen[r])
       continue;
@@ -87,7 +88,16 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices,
   };
 
   // Pass 1: allow-list ops.
-  SmallVector<unsigned> allowOps, denyOps, denyOrInferOps;
+  std::vector<unsigned> allowOps, denyOps, denyOrInferOps;
+  size_t numAllow = 0, numDeny = 0, numInfer = 0;
+  for (const AMPVertex &v : vertices) {
+    numAllow += v.list == AMPList::Allow;
+    numDeny += v.list == AMPList::Deny;
+    numInfer += v.list == AMPList::Infer;
+  }
+  allowOps.reserve(numAllow);
+  denyOps.reserve(numDeny);
+  denyOrInferOps.reserve(numDeny + numInfer);
   for (unsigned v = 0; v < numV; ++v) {
     AMPList l = listOf(v);
     if (l == AMPList::Allow) {
@@ -166,7 +176,8 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices,
   }
 
   // Pass 5: allow through clear ops, both directions.
-  SmallVector<unsigned> allowNow;
+  std::vector<unsigned> allowNow;
+  allowNow.reserve(llvm::count(allow, 1));
   for (unsigned v = 0; v < numV; ++v)
     if (allow[v])
       allowNow.push_back(v);

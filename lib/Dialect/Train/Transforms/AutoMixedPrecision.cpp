@@ -158,6 +158,17 @@ private:
     return cast<OnnxNodeOpInterface>(n.op).getOnnxOpType();
   }
 
+  bool wasLowered(Value value) const {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return loweredArgs.contains(arg);
+    auto it = nodeIndex.find(value.getDefiningOp());
+    if (it == nodeIndex.end())
+      return false;
+    const NodeInfo &n = nodes[it->second];
+    return loweredPort[n.ports + n.numInputs +
+                       cast<OpResult>(value).getResultNumber()];
+  }
+
   int inVertex(const NodeInfo &n, unsigned i) const {
     return portVertex[n.ports + i];
   }
@@ -200,7 +211,10 @@ private:
   std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
   std::vector<int> denyRoot;  ///< deny-list vertex a deny paint came from
 
-  DenseMap<Value, Type> originalTypes;
+  /// The values the pass changed from f32 to the low type: node outputs by
+  /// port index (as portVertex), body arguments of control-flow groups.
+  std::vector<char> loweredPort;
+  DenseSet<Value> loweredArgs;
   DenseMap<std::pair<Value, Type>, Value> castCache;
   /// Names new casts only where a name is needed at once (graph and
   /// subgraph outputs, the report); the others are named when the graph is
@@ -298,7 +312,41 @@ void AMPGraphRewriter::collect() {
   vertexNode.reserve(nodes.size() + nodes.size() / 2);
   pv.reserve(nodes.size() + nodes.size() / 2);
   StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
-  DenseMap<const OnnxTypeConstraintSchema *, bool> supports;
+  // Per schema, the type constraint group of each port (-1: fixed type, or
+  // a heterogeneous variadic), worked out once per (schema, port).
+  struct PortGroups {
+    SmallVector<int, 8> in, out;
+    SmallVector<bool, 4> supports; ///< per group: allows the low type
+    SmallVector<const OnnxTypeConstraintSchema *, 4> constraints;
+  };
+  DenseMap<const OnnxOpSchema *, PortGroups> portGroups;
+  auto groupOf = [&](PortGroups &pg, const OnnxOpSchema &schema, bool input,
+                     unsigned i) -> int {
+    SmallVector<int, 8> &known = input ? pg.in : pg.out;
+    while (known.size() <= i) {
+      unsigned k = known.size();
+      const OnnxParamSchema *param =
+          input ? schema.getInputParam(k) : schema.getOutputParam(k);
+      const OnnxTypeConstraintSchema *tc =
+          param ? schema.findConstraint(param->typeStr) : nullptr;
+      if (tc && param->option == OnnxParamOption::Variadic &&
+          !param->homogeneous)
+        tc = nullptr;
+      int g = -1;
+      if (tc) {
+        auto it = llvm::find(pg.constraints, tc);
+        g = it - pg.constraints.begin();
+        if (it == pg.constraints.end()) {
+          pg.constraints.push_back(tc);
+          pg.supports.push_back(
+              llvm::is_contained(tc->getAllowedTypes(), low));
+        }
+      }
+      known.push_back(g);
+    }
+    return known[i];
+  };
+  SmallVector<int, 8> groupVertex;
   for (unsigned n = 0; n < nodes.size(); ++n) {
     NodeInfo &info = nodes[n];
     info.firstVertex = vertexNode.size();
@@ -310,40 +358,33 @@ void AMPGraphRewriter::collect() {
       continue;
     }
     const OnnxOpSchema &schema = *info.schema;
-    SmallVector<std::pair<StringRef, unsigned>, 4> byConstraint;
-    auto vertexFor = [&](const OnnxParamSchema *param) -> int {
-      if (!param)
+    PortGroups &pg = portGroups[&schema];
+    groupVertex.clear();
+    // One vertex per group, in the order the ports first name the groups.
+    auto vertexFor = [&](int g) -> int {
+      if (g < 0)
         return -1;
-      const OnnxTypeConstraintSchema *tc =
-          schema.findConstraint(param->typeStr);
-      if (!tc) // fixed-type port
-        return -1;
-      if (param->option == OnnxParamOption::Variadic && !param->homogeneous)
-        return -1;
-      for (auto &[name, index] : byConstraint)
-        if (name == param->typeStr)
-          return index;
-      unsigned index = vertexNode.size();
-      byConstraint.push_back({param->typeStr, index});
-      auto [sit, fresh] = supports.try_emplace(tc, false);
-      if (fresh)
-        sit->second = llvm::is_contained(tc->getAllowedTypes(), low);
-      vertexNode.push_back(n);
-      pv.emplace_back();
-      pv.back().supports = sit->second;
-      return index;
+      if ((int)groupVertex.size() <= g)
+        groupVertex.resize(g + 1, -1);
+      if (groupVertex[g] < 0) {
+        groupVertex[g] = vertexNode.size();
+        vertexNode.push_back(n);
+        pv.emplace_back();
+        pv.back().supports = pg.supports[g];
+      }
+      return groupVertex[g];
     };
     for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
       if (isa<NoneType>(operand.getType()))
         continue;
-      int v = vertexFor(schema.getInputParam(i));
+      int v = vertexFor(groupOf(pg, schema, /*input=*/true, i));
       if (v >= 0)
         portVertex[info.ports + i] = v;
     }
     for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
       if (isa<NoneType>(result.getType()))
         continue;
-      int v = vertexFor(schema.getOutputParam(i));
+      int v = vertexFor(groupOf(pg, schema, /*input=*/false, i));
       if (v >= 0)
         portVertex[info.ports + info.numInputs + i] = v;
     }
@@ -372,6 +413,7 @@ void AMPGraphRewriter::collect() {
     pv[vi].isF32 = anyF32 && !other;
   }
 
+  edges.reserve(portVertex.size());
   // Edges follow SSA use-def: producer output port -> consumer input port
   // (body arguments and terminator operands for control-flow groups).
   for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
@@ -664,7 +706,7 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
 
 void AMPGraphRewriter::rewrite() {
   // Change the types of ALLOW vertices.
-  originalTypes.reserve(llvm::count(allow, 1));
+  loweredPort.assign(portVertex.size(), 0);
   for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
     if (!allow[vi])
       continue;
@@ -673,18 +715,23 @@ void AMPGraphRewriter::rewrite() {
     auto lower = [&](Value r) {
       auto t = dyn_cast<TensorType>(r.getType());
       if (!t || t.getElementType() != f32Type)
-        return;
-      originalTypes[r] = t;
+        return false;
       Type &lowT = lowered[t];
       if (!lowT)
         lowT = t.clone(lowType);
       r.setType(lowT);
+      return true;
     };
     forEachPort(
-        vi, [](unsigned) {}, [&](unsigned p) { lower(info.op->getResult(p)); });
+        vi, [](unsigned) {},
+        [&](unsigned p) {
+          if (lower(info.op->getResult(p)))
+            loweredPort[info.ports + info.numInputs + p] = 1;
+        });
     if (const ControlFlowPorts *cf = controlFlowPortsOf(vi))
       for (Value arg : cf->outs) // body arguments of a control-flow group
-        lower(arg);
+        if (lower(arg))
+          loweredArgs.insert(arg);
     if (auto cast = dyn_cast<CastOp>(info.op))
       cast.setToAttr(
           OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
@@ -697,7 +744,7 @@ void AMPGraphRewriter::rewrite() {
   for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
     Operation *def = value.getDefiningOp();
     auto outName = graph.getResultAttrOfType<StringAttr>(i, attrs::kValueName);
-    if (!def || !outName || !originalTypes.count(value) ||
+    if (!def || !outName || !wasLowered(value) ||
         outputCastNames.count(value) || valueName(value) != outName.getValue())
       continue;
     auto outs = def->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
@@ -735,10 +782,10 @@ void AMPGraphRewriter::rewrite() {
       bool lowConsumer = vi >= 0 && allow[vi];
       if (lowConsumer)
         want = lowType;
-      else if (cur != lowType) // values in originalTypes are all low now
+      else if (cur != lowType) // the values the pass lowered are all low now
         continue;
-      else if (auto it = originalTypes.find(value); it != originalTypes.end())
-        want = cast<TensorType>(it->second).getElementType();
+      else if (wasLowered(value))
+        want = f32Type; // the pass lowers f32 values only
       else
         continue;
       if (want == cur)

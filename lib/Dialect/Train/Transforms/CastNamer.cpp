@@ -32,10 +32,14 @@ void CastNameScope::collect() {
     if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
       if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
         addValue(n.getValue());
+  // The names as identifiers: looked up by pointer, not by string.
+  MLIRContext *ctx = graph.getContext();
+  auto nodeNameId = StringAttr::get(ctx, attrs::kNodeName);
+  auto outputNamesId = StringAttr::get(ctx, attrs::kOutputNames);
   graph.getBody().walk([&](Operation *op) {
-    if (auto n = op->getAttrOfType<StringAttr>(attrs::kNodeName))
+    if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
       addNode(n.getValue());
-    if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames))
+    if (auto outs = op->getAttrOfType<ArrayAttr>(outputNamesId))
       for (Attribute a : outs)
         if (auto s = dyn_cast<StringAttr>(a))
           addValue(s.getValue());

@@ -38,6 +38,8 @@ public:
   /// producer are added one after the other (duplicates are looked for
   /// among them only).
   void add(unsigned from, unsigned to);
+  /// Room for `n` edges before finalize().
+  void reserve(size_t n) { pending.reserve(n); }
   /// Builds both directions for `numVertices` vertices.
   void finalize(unsigned numVertices);
 
