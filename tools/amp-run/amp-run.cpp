@@ -14,46 +14,51 @@ namespace cl = llvm::cl;
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --help lists amp-run's options only, not every LLVM library option the
+  // linked libraries register (--help-hidden still shows them all).
+  cl::OptionCategory category("amp-run options");
   cl::list<std::string> models(
       cl::Positional, cl::OneOrMore,
       cl::desc("<training_model.onnx> <optimizer_model.onnx> | "
-               "<lowered.mlir>"));
+               "<lowered.mlir>"), cl::cat(category));
   cl::opt<std::string> weights(
       "weights", cl::desc("ONNX model whose initializers are the initial "
-                          "parameters (e.g. the forward model)"));
+                          "parameters (e.g. the forward model)"), cl::cat(category));
   cl::opt<std::string> initSeed(
       "init", cl::value_desc("seed"),
       cl::desc("without --weights: initialize the trainable parameters "
                "from this seed (uniform +-1/sqrt(fan_in) for rank >= 2, "
-               "zeros for biases)"));
-  cl::opt<std::string> device("device", cl::desc("cpu | cuda"),
+               "zeros for biases)"),
+      cl::cat(category));
+  cl::opt<std::string> device("device", cl::desc("cpu | cuda"), cl::cat(category),
                               cl::init("cpu"));
-  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::init(1));
+  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::cat(category), cl::init(1));
   cl::opt<int64_t> batch("batch", cl::desc("batch size (binds the leading "
-                                           "symbolic dim of the inputs)"),
+                                           "symbolic dim of the inputs)"), cl::cat(category),
                          cl::init(0));
   cl::opt<std::string> data("data",
                             cl::desc("synthetic:<seed> or a folder of "
-                                     "<input>.npy / <input>.pb files"),
+                                     "<input>.npy / <input>.pb files"), cl::cat(category),
                             cl::init("synthetic:0"));
-  cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::init(0));
-  cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"));
-  cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."));
+  cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::cat(category), cl::init(0));
+  cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"), cl::cat(category));
+  cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."), cl::cat(category));
   cl::opt<bool> amp("amp", cl::desc("run auto-mixed-precision and "
-                                    "loss-scaling before lowering"));
-  cl::opt<double> lr("lr", cl::desc("learning rate"), cl::init(1e-3));
-  cl::opt<std::string> log("log", cl::desc("per-step CSV log"));
+                                    "loss-scaling before lowering"), cl::cat(category));
+  cl::opt<double> lr("lr", cl::desc("learning rate"), cl::cat(category), cl::init(1e-3));
+  cl::opt<std::string> log("log", cl::desc("per-step CSV log"), cl::cat(category));
   cl::opt<std::string> out("o", cl::desc("write the trained weights as "
-                                         "ONNX initializers"));
+                                         "ONNX initializers"), cl::cat(category));
   cl::opt<std::string> checkpoint("checkpoint",
-                                  cl::desc("write a checkpoint at the end"));
-  cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"));
+                                  cl::desc("write a checkpoint at the end"), cl::cat(category));
+  cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"), cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
-                               cl::desc("write the lowered modules here"));
+                               cl::desc("write the lowered modules here"), cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
-                          cl::desc("testing: NaN in step k's batch"),
+                          cl::desc("testing: NaN in step k's batch"), cl::cat(category),
                           cl::init(-1));
-  cl::opt<bool> quiet("quiet", cl::desc("no progress line"));
+  cl::opt<bool> quiet("quiet", cl::desc("no progress line"), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "amp-run: train ONNX Runtime training "
                               "artifacts on the amp runtime\n");
