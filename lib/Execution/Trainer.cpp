@@ -630,6 +630,7 @@ llvm::Error Trainer::load() {
 
   // Training inputs: params, accumulation buffers, flags, scaler state,
   // data.
+  auto trainMain = trainLowered.lookupSymbol<func::FuncOp>("main");
   for (auto [i, p] : llvm::enumerate(trainProg->inputs())) {
     DeviceBuffer &b = alloc(p.name, p);
     trainProg->bind(i, b.data);
@@ -649,6 +650,12 @@ llvm::Error Trainer::load() {
         float s = 65536.0f;
         amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
       }
+    } else if (trainMain.getArgAttr(i, kAccumulateSignalAttr)) {
+      // An InPlaceAccumulator v1 signal (ORT's 2022 graphs name it
+      // lazy_reset_grad too, but read it as "accumulate"): no accumulation
+      // across steps.
+      uint8_t zero = 0;
+      amprt_memcpy(ctx, b.data, &zero, 1, AMPRT_HOST_TO_DEVICE);
     } else if (p.name == "lazy_reset_grad") {
       uint8_t one = 1;
       amprt_memcpy(ctx, b.data, &one, 1, AMPRT_HOST_TO_DEVICE);

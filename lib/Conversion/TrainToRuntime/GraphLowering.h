@@ -149,6 +149,8 @@ private:
   DenseMap<int, Shape> poolInput;
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  /// Arguments read as an InPlaceAccumulator v1 signal (kAccumulateSignalAttr).
+  llvm::SmallDenseSet<int, 2> accumulateSignals;
   SmallVector<int> results;
   SmallVector<std::string> resultNames;
   std::string nodeName;

@@ -448,6 +448,33 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"weight_decay", f32(0)},
                  {"nesterov", i32(0)}});
   }
+  if (ms && type == "InPlaceAccumulator") {
+    // Version 1, as ONNX Runtime's kernel (on-device training build): adds
+    // the value when the signal (input 2) is true or absent, otherwise
+    // writes the value itself; the output is the new sum. That is
+    // inplace_accumulate with overwrite = NOT signal, in place on the buffer.
+    auto buf = in(0), v = in(1);
+    if (failed(buf) || failed(v))
+      return failure();
+    SmallVector<TArg> ts = {{"buffer", {*buf}}, {"value", {*v}}};
+    if (has(2)) {
+      auto signal = in(2);
+      if (failed(signal))
+        return failure();
+      if (bufs[*signal].kind == Buffer::Arg)
+        accumulateSignals.insert(bufs[*signal].argIndex);
+      Buffer t;
+      t.shape = bufs[*signal].shape;
+      t.elem = bufs[*signal].elem;
+      int overwrite = newBuffer(t);
+      if (failed(call("logical_not", {{"x", {*signal}}, {"y", {overwrite}}})))
+        return failure();
+      ts.push_back({"overwrite", {overwrite}});
+    }
+    if (resultUsed(0))
+      valueBuf[current->getResult(0)] = *buf;
+    return call("inplace_accumulate", ts);
+  }
   if (ms && type == "InPlaceAccumulatorV2") {
     auto buf = in(0), v = in(1);
     if (failed(buf) || failed(v))
@@ -653,6 +680,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
                                                            resultTypes));
   for (auto [i, n] : llvm::enumerate(argNames))
     func.setArgAttr(i, kNameAttr, builder.getStringAttr(n));
+  for (int i : accumulateSignals)
+    func.setArgAttr(i, kAccumulateSignalAttr, builder.getUnitAttr());
   for (auto [i, n] : llvm::enumerate(resultNames))
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(n));
   func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arenaBytes));

@@ -40,6 +40,12 @@ inline constexpr const char *kSeqTypesAttr = "amprt.seq_types";
 /// Arg/result attribute of the lowered function: the ONNX name of a graph
 /// input or output (a sequence element: "<name>[i]").
 inline constexpr const char *kNameAttr = "amprt.name";
+/// Arg attribute of the lowered function on a boolean input that an
+/// `InPlaceAccumulator` (version 1) reads as its signal: "accumulate" (true
+/// adds to the buffer, false overwrites it). A training loop that never
+/// accumulates across steps feeds it false; the `lazy_reset_grad` input of
+/// `InPlaceAccumulatorV2` graphs means "overwrite" and is fed true.
+inline constexpr const char *kAccumulateSignalAttr = "amprt.accumulate_signal";
 /// Module attribute: arena bytes (peak activation memory) per function.
 inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
 
