@@ -6,7 +6,8 @@
 //
 // ONNX Runtime training-API semantics (orttraining/training_api): the
 // training graph's gradient accumulation buffers are state, reset lazily
-// (lazy_reset_grad = true every step: no accumulation across steps); the
+// (lazy_reset_grad = true every step, or false for the "accumulate" signal
+// of a version-1 InPlaceAccumulator: no accumulation across steps); the
 // optimizer gets `step + 1` and the step counter grows only when the
 // optimizer reports an update; learning_rate is an input.
 //
