@@ -125,62 +125,8 @@ inline unsigned gridFor(int64_t n, int threads, int per = 1) {
 // Device conversions: the CPU backend's rounding (Internal.h, Convert.cpp)
 //===----------------------------------------------------------------------===//
 
-/// f32 -> f16, round to nearest even; NaN keeps sign and top payload bits
-/// exactly as f32ToF16 does.
-__device__ __forceinline__ uint16_t devToF16(float f) {
-  uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu));
-  return __half_as_ushort(__float2half_rn(f));
-}
-__device__ __forceinline__ float devF16ToF32(uint16_t h) {
-  return __half2float(__ushort_as_half(h));
-}
-/// f32 -> bf16, round to nearest even (the integer rule of f32ToBf16).
-__device__ __forceinline__ uint16_t devToBf16(float f) {
-  uint32_t x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-__device__ __forceinline__ float devBf16ToF32(uint16_t b) {
-  return __uint_as_float(uint32_t(b) << 16);
-}
-
-/// Element i of a float tensor (f32/f16/bf16/f64) as float.
-__device__ __forceinline__ float ldF(const void *p, int32_t dt, int64_t i) {
-  switch (dt) {
-  case AMPRT_F32:
-    return static_cast<const float *>(p)[i];
-  case AMPRT_F16:
-    return devF16ToF32(static_cast<const uint16_t *>(p)[i]);
-  case AMPRT_BF16:
-    return devBf16ToF32(static_cast<const uint16_t *>(p)[i]);
-  case AMPRT_F64:
-    return float(static_cast<const double *>(p)[i]);
-  default:
-    return 0.f;
-  }
-}
-__device__ __forceinline__ void stF(void *p, int32_t dt, int64_t i, float v) {
-  switch (dt) {
-  case AMPRT_F32:
-    static_cast<float *>(p)[i] = v;
-    break;
-  case AMPRT_F16:
-    static_cast<uint16_t *>(p)[i] = devToF16(v);
-    break;
-  case AMPRT_BF16:
-    static_cast<uint16_t *>(p)[i] = devToBf16(v);
-    break;
-  case AMPRT_F64:
-    static_cast<double *>(p)[i] = v;
-    break;
-  default:
-    break;
-  }
-}
+// f32ToF16, f16ToF32, f32ToBf16, bf16ToF32, loadF, storeF, readD, writeD,
+// ... are ElementAccess.h's (via Internal.h), compiled for the device too.
 
 /// True when the stored value is NaN or Inf (exponent bits all ones).
 __device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,

@@ -161,7 +161,7 @@ __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
     double acc = 0;
     for (int64_t i = threadIdx.x; i < N * P; i += blockDim.x) {
       int64_t n = i / P, p = i % P;
-      acc += ldF(dy, ddy, (n * M + m) * P + p);
+      acc += loadF(dy, ddy, (n * M + m) * P + p);
     }
     for (int o = 16; o > 0; o /= 2)
       acc += __shfl_xor_sync(0xffffffffu, acc, o);
@@ -172,7 +172,7 @@ __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
       double t = 0;
       for (int i = 0; i < int(blockDim.x / 32); ++i)
         t += part[i];
-      stF(db, ddb, m, float(t));
+      storeF(db, ddb, m, float(t));
     }
     __syncthreads();
   }

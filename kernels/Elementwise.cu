@@ -34,124 +34,6 @@ __host__ __device__ inline bool isFloatDt(int32_t dt) {
 }
 
 /// f64 -> f32 rounded to odd (Convert.cpp's f64ToF32Odd).
-__host__ __device__ inline float f64ToF32Odd(double d) {
-  float f = float(d);
-  if (d != d || isinf(f) || double(f) == d)
-    return f;
-  if (fabs(double(f)) > fabs(d))
-    f = nextafterf(f, 0.f);
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u |= 1u;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-template <typename I> __device__ I saturateD(double v);
-#define AMPRT_SATURATE(I, LO, HI)                                              \
-  template <> __device__ inline I saturateD<I>(double v) {                            \
-    if (v != v)                                                                \
-      return 0;                                                                \
-    double t = trunc(v);                                                       \
-    if (t <= double(LO))                                                       \
-      return LO;                                                               \
-    if (t >= double(HI))                                                       \
-      return HI;                                                               \
-    return I(t);                                                               \
-  }
-AMPRT_SATURATE(int64_t, INT64_MIN, INT64_MAX)
-AMPRT_SATURATE(int32_t, INT32_MIN, INT32_MAX)
-AMPRT_SATURATE(int8_t, INT8_MIN, INT8_MAX)
-AMPRT_SATURATE(uint8_t, 0, UINT8_MAX)
-#undef AMPRT_SATURATE
-
-__device__ double readD(const void *p, int32_t dt, int64_t i) {
-  switch (dt) {
-  case AMPRT_F64:
-    return static_cast<const double *>(p)[i];
-  case AMPRT_F32:
-  case AMPRT_F16:
-  case AMPRT_BF16:
-    return ldF(p, dt, i);
-  case AMPRT_I64:
-    return double(static_cast<const int64_t *>(p)[i]);
-  case AMPRT_I32:
-    return static_cast<const int32_t *>(p)[i];
-  case AMPRT_I8:
-    return static_cast<const int8_t *>(p)[i];
-  default:
-    return static_cast<const uint8_t *>(p)[i];
-  }
-}
-
-__device__ int64_t readI(const void *p, int32_t dt, int64_t i) {
-  switch (dt) {
-  case AMPRT_I64:
-    return static_cast<const int64_t *>(p)[i];
-  case AMPRT_I32:
-    return static_cast<const int32_t *>(p)[i];
-  case AMPRT_I8:
-    return static_cast<const int8_t *>(p)[i];
-  default:
-    return static_cast<const uint8_t *>(p)[i];
-  }
-}
-
-__device__ void writeI(void *p, int32_t dt, int64_t i, int64_t v) {
-  switch (dt) {
-  case AMPRT_I64:
-    static_cast<int64_t *>(p)[i] = v;
-    break;
-  case AMPRT_I32:
-    static_cast<int32_t *>(p)[i] = int32_t(v);
-    break;
-  case AMPRT_I8:
-    static_cast<int8_t *>(p)[i] = int8_t(v);
-    break;
-  case AMPRT_U8:
-    static_cast<uint8_t *>(p)[i] = uint8_t(v);
-    break;
-  case AMPRT_BOOL:
-    static_cast<uint8_t *>(p)[i] = v != 0;
-    break;
-  default:
-    break;
-  }
-}
-
-__device__ void writeD(void *p, int32_t dt, int64_t i, double v) {
-  switch (dt) {
-  case AMPRT_F64:
-    static_cast<double *>(p)[i] = v;
-    break;
-  case AMPRT_F32:
-    static_cast<float *>(p)[i] = float(v);
-    break;
-  case AMPRT_F16:
-    static_cast<uint16_t *>(p)[i] = devToF16(f64ToF32Odd(v));
-    break;
-  case AMPRT_BF16:
-    static_cast<uint16_t *>(p)[i] = devToBf16(f64ToF32Odd(v));
-    break;
-  case AMPRT_I64:
-    static_cast<int64_t *>(p)[i] = saturateD<int64_t>(v);
-    break;
-  case AMPRT_I32:
-    static_cast<int32_t *>(p)[i] = saturateD<int32_t>(v);
-    break;
-  case AMPRT_I8:
-    static_cast<int8_t *>(p)[i] = saturateD<int8_t>(v);
-    break;
-  case AMPRT_U8:
-    static_cast<uint8_t *>(p)[i] = saturateD<uint8_t>(v);
-    break;
-  case AMPRT_BOOL:
-    static_cast<uint8_t *>(p)[i] = v != 0 || v != v;
-    break;
-  default:
-    break;
-  }
-}
 
 __host__ __device__ inline bool isLow(int32_t dt) {
   return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16;
@@ -162,7 +44,7 @@ __global__ void castKernel(const void *x, int32_t s, void *y, int32_t d,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     if (isLow(s) && isLow(d))
-      stF(y, d, i, ldF(x, s, i)); // f16/bf16 -> f32 is exact: one rounding
+      storeF(y, d, i, loadF(x, s, i)); // f16/bf16 -> f32 is exact: one rounding
     else if (isFloatDt(s))
       writeD(y, d, i, readD(x, s, i));
     else if (isFloatDt(d))
@@ -235,7 +117,7 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
       oa = off[0];
       ob = off[1];
     }
-    stF(y, dy, i, binOp(op, ldF(a, da, oa), ldF(b, db, ob)));
+    storeF(y, dy, i, binOp(op, loadF(a, da, oa), loadF(b, db, ob)));
   }
 }
 
@@ -280,10 +162,10 @@ __global__ void actKernel(Act act, const void *x, int32_t dx, void *y,
                           int32_t dy, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float v = ldF(x, dx, i);
+    float v = loadF(x, dx, i);
     float r = act == Act::Relu ? (v > 0.f ? v : 0.f)
                                : 0.5f * v * (1.f + erff(v * kSqrt1_2));
-    stF(y, dy, i, r);
+    storeF(y, dy, i, r);
   }
 }
 
@@ -292,12 +174,12 @@ __global__ void actGradKernel(Act act, const void *g, int32_t dg,
                               int32_t dout, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float gv = ldF(g, dg, i), v = ldF(x, dx, i);
+    float gv = loadF(g, dg, i), v = loadF(x, dx, i);
     float r = act == Act::Relu
                   ? (v > 0.f ? gv : 0.f)
                   : gv * (0.5f * (1.f + erff(v * kSqrt1_2)) +
                           v * kInvSqrt2Pi * expf(-0.5f * v * v));
-    stF(out, dout, i, r);
+    storeF(out, dout, i, r);
   }
 }
 
@@ -416,8 +298,8 @@ __global__ void accumulateKernel(void *buf, int32_t db, const void *v,
   bool ow = ldFlag(overwrite, false);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float x = ldF(v, dv, i);
-    stF(buf, db, i, ow ? x : ldF(buf, db, i) + x);
+    float x = loadF(v, dv, i);
+    storeF(buf, db, i, ow ? x : loadF(buf, db, i) + x);
   }
   if (updated && blockIdx.x == 0 && threadIdx.x == 0)
     *updated = 1;

@@ -38,14 +38,14 @@ cudaDataType_t cudaType(int32_t dt) {
 __global__ void toF32Kernel(const void *x, int32_t dt, float *y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = ldF(x, dt, i);
+    y[i] = loadF(x, dt, i);
 }
 
 __global__ void fromF32Kernel(const float *x, void *y, int32_t dt,
                               int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    stF(y, dt, i, x[i]);
+    storeF(y, dt, i, x[i]);
 }
 
 /// d[i, j] = c[i * s0 + j * s1] (Gemm's broadcast c, widened to f32).
@@ -54,7 +54,7 @@ __global__ void broadcastCKernel(const void *c, int32_t dt, int64_t s0,
   int64_t n = M * N;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    d[i] = ldF(c, dt, (i / N) * s0 + (i % N) * s1);
+    d[i] = loadF(c, dt, (i / N) * s0 + (i % N) * s1);
 }
 
 /// Largest power of two (<= 256) dividing the address and every batch step.

@@ -54,12 +54,12 @@ __global__ void unscaleKernel(const Entry *tab, int count,
   const Entry e = tab[findEntry(tab, count, chunk)];
   int64_t begin = (chunk - e.firstChunk) * kChunk;
   int64_t end = min(e.n, begin + kChunk);
-  float s = invScale ? ldF(invScale, scaleDt, 0) : 1.f;
+  float s = invScale ? loadF(invScale, scaleDt, 0) : 1.f;
   int bad = 0;
   for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     bad |= nonFinite(e.in, e.inDt, i);
     if (e.out)
-      stF(e.out, e.outDt, i, ldF(e.in, e.inDt, i) * s);
+      storeF(e.out, e.outDt, i, loadF(e.in, e.inDt, i) * s);
   }
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     *flag = 0;

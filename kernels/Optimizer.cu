@@ -69,7 +69,7 @@ __global__ void sgdKernel(const Entry *tab, int count, SgdArgs a) {
   bool first = a.step && *a.step == 0;
   for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
     float pj = e.p[j];
-    float d = ldF(e.g, e.gDt, j) + a.weightDecay * pj;
+    float d = loadF(e.g, e.gDt, j) + a.weightDecay * pj;
     if (e.s1) {
       float b = first ? d : a.momentum * e.s1[j] + (1.f - a.dampening) * d;
       e.s1[j] = b;
@@ -124,7 +124,7 @@ __global__ void adamwKernel(const Entry *tab, int count, AdamArgs a) {
   int64_t end = min(e.n, begin + kChunk);
   const float b1 = a.beta1, b2 = a.beta2, wd = a.weightDecay;
   for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    float gj = ldF(e.g, e.gDt, j);
+    float gj = loadF(e.g, e.gDt, j);
     float p = e.p[j];
     if (a.mode == 0)
       p -= p * rate * wd;

@@ -53,20 +53,20 @@ __global__ void softmaxKernel(const void *x, int32_t dx, void *y, int32_t dy,
     int64_t base = r * len;
     float mx = -INFINITY;
     for (int64_t i = lane; i < len; i += 32)
-      mx = fmaxf(mx, ldF(x, dx, base + i));
+      mx = fmaxf(mx, loadF(x, dx, base + i));
     mx = warpMax(mx);
     float s = 0.f;
     for (int64_t i = lane; i < len; i += 32)
-      s += expf(ldF(x, dx, base + i) - mx);
+      s += expf(loadF(x, dx, base + i) - mx);
     s = warpSum(s);
     if (logOut) {
       float ls = logf(s);
       for (int64_t i = lane; i < len; i += 32)
-        stF(y, dy, base + i, ldF(x, dx, base + i) - mx - ls);
+        storeF(y, dy, base + i, loadF(x, dx, base + i) - mx - ls);
     } else {
       float rs = 1.f / s;
       for (int64_t i = lane; i < len; i += 32)
-        stF(y, dy, base + i, expf(ldF(x, dx, base + i) - mx) * rs);
+        storeF(y, dy, base + i, expf(loadF(x, dx, base + i) - mx) * rs);
     }
   }
 }
@@ -80,11 +80,11 @@ __global__ void softmaxGradKernel(const void *g, int32_t dg, const void *y,
     int64_t base = r * len;
     float s = 0.f;
     for (int64_t i = lane; i < len; i += 32)
-      s += ldF(g, dg, base + i) * ldF(y, dy, base + i);
+      s += loadF(g, dg, base + i) * loadF(y, dy, base + i);
     s = warpSum(s);
     for (int64_t i = lane; i < len; i += 32)
-      stF(out, dout, base + i,
-          ldF(y, dy, base + i) * (ldF(g, dg, base + i) - s));
+      storeF(out, dout, base + i,
+          loadF(y, dy, base + i) * (loadF(g, dg, base + i) - s));
   }
 }
 
@@ -170,7 +170,7 @@ __device__ __forceinline__ bool rowWeight(const Sce &s, int64_t i,
               (unsigned long long)i);
     return false;
   }
-  w = s.weight ? double(ldF(s.weight, s.weightDt, lab)) : 1.0;
+  w = s.weight ? double(loadF(s.weight, s.weightDt, lab)) : 1.0;
   return true;
 }
 
@@ -187,22 +187,22 @@ __global__ void sceRowsKernel(Sce s, const void *scores, int32_t ds,
     int64_t base = n * s.C * s.D + d;
     float mx = -INFINITY;
     for (int64_t c = lane; c < s.C; c += 32)
-      mx = fmaxf(mx, ldF(scores, ds, base + c * s.D));
+      mx = fmaxf(mx, loadF(scores, ds, base + c * s.D));
     mx = warpMax(mx);
     double sum = 0;
     for (int64_t c = lane; c < s.C; c += 32)
-      sum += exp(double(ldF(scores, ds, base + c * s.D)) - mx);
+      sum += exp(double(loadF(scores, ds, base + c * s.D)) - mx);
     sum = warpSum(sum);
     double ls = log(sum);
     if (logProb)
       for (int64_t c = lane; c < s.C; c += 32)
-        stF(logProb, dlp, base + c * s.D,
-            float(double(ldF(scores, ds, base + c * s.D)) - mx - ls));
+        storeF(logProb, dlp, base + c * s.D,
+            float(double(loadF(scores, ds, base + c * s.D)) - mx - ls));
     if (lane == 0) {
       int64_t lab;
       double w = 0, l = 0;
       if (rowWeight(s, r, lab, w, status)) {
-        float lp = float(double(ldF(scores, ds, base + lab * s.D)) - mx - ls);
+        float lp = float(double(loadF(scores, ds, base + lab * s.D)) - mx - ls);
         l = -w * lp;
       } else {
         w = 0;
@@ -239,9 +239,9 @@ __global__ void sceReduceKernel(const double *rowLoss, const double *rowW,
       wsum += sw[i];
     }
     if (reduction == 1)
-      stF(loss, dl, 0, float(total));
+      storeF(loss, dl, 0, float(total));
     else
-      stF(loss, dl, 0, float(wsum != 0 ? total / wsum : 0));
+      storeF(loss, dl, 0, float(wsum != 0 ? total / wsum : 0));
   }
 }
 
@@ -249,7 +249,7 @@ __global__ void sceNoneKernel(const double *rowLoss, int64_t rows, void *loss,
                               int32_t dl) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < rows;
        i += int64_t(gridDim.x) * blockDim.x)
-    stF(loss, dl, i, float(rowLoss[i]));
+    storeF(loss, dl, i, float(rowLoss[i]));
 }
 
 /// Loss.cpp's sceCheck; non-OK means "let the CPU report it".
@@ -390,13 +390,13 @@ __global__ void sceGradKernel(Sce s, const void *dloss, int32_t ddl,
     bool ignored = s.hasIgnore && lab == s.ignore;
     double f = 0;
     if (!ignored && lab >= 0 && lab < s.C) {
-      double w = s.weight ? double(ldF(s.weight, s.weightDt, lab)) : 1.0;
-      double g = reduction == 0 ? double(ldF(dloss, ddl, i))
-                                : double(ldF(dloss, ddl, 0));
+      double w = s.weight ? double(loadF(s.weight, s.weightDt, lab)) : 1.0;
+      double g = reduction == 0 ? double(loadF(dloss, ddl, i))
+                                : double(loadF(dloss, ddl, 0));
       f = reduction == 2 ? (wsum != 0 ? g * w / wsum : 0) : g * w;
     }
-    double p = exp(double(ldF(logProb, dlp, o)));
-    stF(dx, ddx, o, float(f * (p - (c == lab ? 1.0 : 0.0))));
+    double p = exp(double(loadF(logProb, dlp, o)));
+    storeF(dx, ddx, o, float(f * (p - (c == lab ? 1.0 : 0.0))));
   }
 }
 
@@ -471,8 +471,8 @@ __global__ void reduceThreadKernel(ReduceMap m, const void *x, int32_t dx,
     int64_t base = decompose(o, m.nk, m.kd, m.ks);
     double acc = 0;
     for (int64_t r = 0; r < count; ++r)
-      acc += ldF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
-    stF(y, dy, o, float(acc));
+      acc += loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
+    storeF(y, dy, o, float(acc));
   }
 }
 
@@ -485,7 +485,7 @@ __global__ void reduceBlockKernel(ReduceMap m, const void *x, int32_t dx,
     int64_t base = decompose(o, m.nk, m.kd, m.ks);
     double acc = 0;
     for (int64_t r = threadIdx.x; r < count; r += blockDim.x)
-      acc += ldF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
+      acc += loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
     acc = warpSum(acc);
     if (threadIdx.x % 32 == 0)
       part[threadIdx.x / 32] = acc;
@@ -494,7 +494,7 @@ __global__ void reduceBlockKernel(ReduceMap m, const void *x, int32_t dx,
       double t = 0;
       for (int i = 0; i < int(blockDim.x / 32); ++i)
         t += part[i];
-      stF(y, dy, o, float(t));
+      storeF(y, dy, o, float(t));
     }
     __syncthreads();
   }

@@ -14,6 +14,7 @@
 #define AMP_LIB_RUNTIME_INTERNAL_H
 
 #include "amp/Runtime/Kernels.h"
+#include "ElementAccess.h"
 
 #include <cstdint>
 #include <cstring>
@@ -164,112 +165,8 @@ amprt_status checkNumel(amprt_context *ctx, const char *kernel,
 amprt_status normAxis(amprt_context *ctx, const char *kernel, int64_t axis,
                       int64_t rank, int64_t &out);
 
-//===----------------------------------------------------------------------===//
-// f16 / bf16 conversion (round to nearest even)
-//===----------------------------------------------------------------------===//
-
-inline uint32_t bitsOf(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float floatOf(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-/// IEEE binary32 -> binary16, round to nearest even; overflow gives Inf,
-/// NaN stays NaN (quiet, sign and top payload bits kept).
-inline uint16_t f32ToF16(float f) {
-  uint32_t x = bitsOf(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) {
-    if (ax > 0x7f800000u)
-      return uint16_t(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    return uint16_t(sign | 0x7c00u);
-  }
-  if (ax >= 0x477ff000u) // >= 65520: rounds to Inf
-    return uint16_t(sign | 0x7c00u);
-  if (ax >= 0x38800000u) { // normal binary16 (>= 2^-14)
-    ax += 0xfffu + ((ax >> 13) & 1u);
-    return uint16_t(sign | ((ax - 0x38000000u) >> 13));
-  }
-  if (ax <= 0x33000000u) // <= 2^-25: rounds to (signed) zero
-    return uint16_t(sign);
-  // Subnormal binary16: units of 2^-24.
-  uint32_t e = ax >> 23;
-  uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-  uint32_t shift = 126u - e; // 14..24
-  uint32_t r = m >> shift;
-  uint32_t rem = m & ((1u << shift) - 1u);
-  uint32_t half = 1u << (shift - 1u);
-  if (rem > half || (rem == half && (r & 1u)))
-    ++r;
-  return uint16_t(sign | r);
-}
-
-/// IEEE binary16 -> binary32 (exact).
-inline float f16ToF32(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t e = (h >> 10) & 0x1fu;
-  uint32_t m = h & 0x3ffu;
-  if (e == 0x1f)
-    return floatOf(sign | 0x7f800000u | (m << 13));
-  if (e == 0) {
-    if (m == 0)
-      return floatOf(sign);
-    // Subnormal: m * 2^-24, exact in binary32.
-    float v = float(m) * floatOf(0x33800000u); // 2^-24
-    return floatOf(sign | bitsOf(v));
-  }
-  return floatOf(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-/// binary32 -> bfloat16, round to nearest even; NaN stays a quiet NaN.
-inline uint16_t f32ToBf16(float f) {
-  uint32_t x = bitsOf(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
-}
-inline float bf16ToF32(uint16_t b) { return floatOf(uint32_t(b) << 16); }
-
-/// Reads element i of a float tensor (f32/f16/bf16/f64) as float.
-inline float loadF(const void *p, int32_t dt, int64_t i) {
-  switch (dt) {
-  case AMPRT_F32:
-    return static_cast<const float *>(p)[i];
-  case AMPRT_F16:
-    return f16ToF32(static_cast<const uint16_t *>(p)[i]);
-  case AMPRT_BF16:
-    return bf16ToF32(static_cast<const uint16_t *>(p)[i]);
-  case AMPRT_F64:
-    return float(static_cast<const double *>(p)[i]);
-  default:
-    return 0.f;
-  }
-}
-inline void storeF(void *p, int32_t dt, int64_t i, float v) {
-  switch (dt) {
-  case AMPRT_F32:
-    static_cast<float *>(p)[i] = v;
-    break;
-  case AMPRT_F16:
-    static_cast<uint16_t *>(p)[i] = f32ToF16(v);
-    break;
-  case AMPRT_BF16:
-    static_cast<uint16_t *>(p)[i] = f32ToBf16(v);
-    break;
-  case AMPRT_F64:
-    static_cast<double *>(p)[i] = v;
-    break;
-  default:
-    break;
-  }
-}
+// Element conversions, loads and stores: ElementAccess.h (shared with the
+// CUDA kernels).
 
 /// Bulk conversions (Convert.cpp).
 void toF32(const void *src, int32_t dt, float *dst, int64_t n);
