@@ -28,6 +28,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Allocator.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -52,8 +53,15 @@ namespace {
 
 /// Names visible in a graph: its inputs, initializers and node outputs, then
 /// those of the enclosing graphs.
+// The name tables hold an entry per value or node: their entries come from
+// a bump allocator, so a graph of a million nodes frees them as a few slabs
+// rather than as millions of heap chunks for later passes to wade through.
+using NameSet = llvm::StringSet<llvm::BumpPtrAllocator>;
+template <typename T>
+using NameMap = llvm::StringMap<T, llvm::BumpPtrAllocator>;
+
 struct Scope {
-  llvm::StringMap<Value> values;
+  NameMap<Value> values;
   const Scope *parent = nullptr;
   Value lookup(StringRef name) const {
     for (const Scope *s = this; s; s = s->parent) {
@@ -136,7 +144,7 @@ private:
   /// Local functions, "domain\0name".
   llvm::StringSet<> localFunctions;
   /// Node names seen so far (to make generated names unique).
-  llvm::StringSet<> nodeNames;
+  NameSet nodeNames;
   /// Per op_type, where the search for a free generated name resumes.
   llvm::StringMap<unsigned> nextUnnamedIndex;
   llvm::DenseMap<Block *, Value> noneValues;
@@ -606,8 +614,10 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
         ArrayRef<char>(mb->getBufferStart(), mb->getBufferSize()), align,
         [mb](void *, size_t, size_t) { delete mb; }, /*dataIsMutable=*/false);
   } else {
+    // Moved, not released: the model is on an arena, where release_*
+    // copies; the string's heap buffer moves without a copy either way.
     if (tensor.has_raw_data())
-      owned = tensor.release_raw_data();
+      owned = new std::string(std::move(*tensor.mutable_raw_data()));
     else
       owned = new std::string(std::move(converted));
     blob = AsmResourceBlob(ArrayRef<char>(owned->data(), owned->size()), align,
@@ -1392,7 +1402,7 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
   // Nodes, in a stable topological order: among ready nodes, always the one
   // that comes first in the file.
   int n = graph.node_size();
-  llvm::StringMap<int> producer;
+  NameMap<int> producer;
   for (int i = 0; i < n; ++i)
     for (const std::string &o : graph.node(i).output())
       if (!o.empty()) {
@@ -1703,7 +1713,12 @@ importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
     emitError(loc) << "file is empty: not an ONNX model";
     return nullptr;
   }
-  onnx::ModelProto model;
+  // On an arena: a model of a million nodes is parsed into a few large
+  // blocks and freed as them, not as millions of small heap chunks (which
+  // would leave glibc's heap to sort them on the passes' next allocations).
+  google::protobuf::Arena arena;
+  onnx::ModelProto &model =
+      *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
   if (!model.ParseFromCodedStream(&coded) ||
