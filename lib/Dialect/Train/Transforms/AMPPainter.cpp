@@ -10,34 +10,48 @@
 using namespace llvm;
 using namespace amp::train;
 
-void AMPEdges::add(unsigned from, unsigned to) {
-  if (pending.empty() || pending.back().first != from)
-    runStart = pending.size();
-  for (size_t i = runStart; i < pending.size(); ++i)
-    if (pending[i].second == to)
-      return;
-  pending.push_back({from, to});
-}
-
 void AMPEdges::finalize(unsigned numVertices) {
-  // Counting sorts by producer and by consumer: stable, so each list keeps
-  // the order its edges were added in.
-  auto build = [&](std::vector<unsigned> &start, std::vector<unsigned> &list,
-                   bool byFrom) {
-    start.assign(numVertices + 1, 0);
+  // Counting sort by producer: stable, so each fan-out list keeps the order
+  // its edges were added in.
+  outStart.assign(numVertices + 1, 0);
+  for (auto [from, to] : pending)
+    ++outStart[from + 1];
+  for (unsigned v = 0; v < numVertices; ++v)
+    outStart[v + 1] += outStart[v];
+  outList.resize(pending.size());
+  {
+    std::vector<unsigned> next(outStart.begin(), outStart.end() - 1);
     for (auto [from, to] : pending)
-      ++start[(byFrom ? from : to) + 1];
-    for (unsigned v = 0; v < numVertices; ++v)
-      start[v + 1] += start[v];
-    list.resize(pending.size());
-    std::vector<unsigned> next(start.begin(), start.end() - 1);
-    for (auto [from, to] : pending)
-      list[next[byFrom ? from : to]++] = byFrom ? to : from;
-  };
-  build(outStart, outList, /*byFrom=*/true);
-  build(inStart, inList, /*byFrom=*/false);
+      outList[next[from]++] = to;
+  }
   pending.clear();
   pending.shrink_to_fit();
+  // Repeats (a value read twice by one node, two results of one group read
+  // by one node) dropped, each list keeping its first occurrences.
+  std::vector<unsigned> seenFrom(numVertices, ~0u);
+  size_t kept = 0;
+  for (unsigned v = 0; v < numVertices; ++v) {
+    size_t begin = outStart[v], end = outStart[v + 1];
+    outStart[v] = kept;
+    for (size_t e = begin; e < end; ++e)
+      if (seenFrom[outList[e]] != v) {
+        seenFrom[outList[e]] = v;
+        outList[kept++] = outList[e];
+      }
+  }
+  outStart[numVertices] = kept;
+  outList.resize(kept);
+  // Fan-in lists in producer order.
+  inStart.assign(numVertices + 1, 0);
+  for (unsigned to : outList)
+    ++inStart[to + 1];
+  for (unsigned v = 0; v < numVertices; ++v)
+    inStart[v + 1] += inStart[v];
+  inList.resize(kept);
+  std::vector<unsigned> next(inStart.begin(), inStart.end() - 1);
+  for (unsigned v = 0; v < numVertices; ++v)
+    for (unsigned to : fanout(v))
+      inList[next[to]++] = v;
 }
 
 /// Iterative DFS from `roots` over fan-in and/or fan-out edges, entering a

@@ -69,6 +69,7 @@ struct NodeInfo {
   bool structural = false;
   bool converted = false;
   bool retargetedCast = false;
+  bool isCast = false;
 
   auto vertices() const {
     return llvm::seq(firstVertex, firstVertex + numVertices);
@@ -120,7 +121,13 @@ private:
   }
 
   void collect();
+  void addVertices(unsigned n);
   void addControlFlowGroups(unsigned n);
+  /// The type-constraint group of input (output) port `i` of `schema`: -1
+  /// for a fixed type or a heterogeneous variadic.
+  int groupOf(const OnnxOpSchema &schema, bool input, unsigned i);
+  /// The vertex of the port or body argument that defines `value`, or -1.
+  int sourceVertex(Value value) const;
   void paint();
   void rewrite();
   void record();
@@ -169,11 +176,36 @@ private:
                        cast<OpResult>(value).getResultNumber()];
   }
 
+  /// Whether rewrite() lowers `value` (wasLowered, before it does).
+  bool willLower(Value value) const {
+    if (getElementTypeOrNull(value.getType()) != f32Type)
+      return false;
+    if (auto result = dyn_cast<OpResult>(value)) {
+      auto it = nodeIndex.find(result.getOwner());
+      if (it == nodeIndex.end())
+        return false;
+      int v = outVertex(nodes[it->second], result.getResultNumber());
+      return v >= 0 && allow[v];
+    }
+    auto it = argVertex.find(value);
+    return it != argVertex.end() && allow[it->second];
+  }
+
+  /// wasLowered for input `i` of node `n`, whose value is `value`, without
+  /// a map lookup when its producer is a node.
+  bool inputWasLowered(const NodeInfo &n, unsigned i, Value value) const {
+    int src = srcPort[n.ports + i];
+    return src >= 0 ? loweredPort[src] : wasLowered(value);
+  }
+
   int inVertex(const NodeInfo &n, unsigned i) const {
     return portVertex[n.ports + i];
   }
   int outVertex(const NodeInfo &n, unsigned i) const {
-    return portVertex[n.ports + n.numInputs + i];
+    return portVertex[outPort(n, i)];
+  }
+  static unsigned outPort(const NodeInfo &n, unsigned i) {
+    return n.ports + n.numInputs + i;
   }
   /// The vertex consuming `use`: a node's input port, or a body terminator
   /// operand of a control-flow group; -1 for none.
@@ -200,12 +232,28 @@ private:
 
   std::vector<NodeInfo> nodes;
   DenseMap<Operation *, unsigned> nodeIndex;
+  /// Ops with operands that are not nodes (terminators, ...), each with the
+  /// number of nodes that come before it in a pre-order walk.
+  std::vector<std::pair<unsigned, Operation *>> otherOps;
+  /// Some op holds regions: walk orders differ, nodes are not in one block.
+  bool hasRegions = false;
   std::vector<int> portVertex;
+  /// For an input port, the output port (index as portVertex) producing its
+  /// value; -1 for none (a block argument, a value of no node).
+  std::vector<int> srcPort;
   std::vector<unsigned> vertexNode; ///< the node of each vertex
   DenseMap<unsigned, ControlFlowPorts> controlFlowPorts; ///< by vertex
   std::vector<AMPVertex> pv; ///< painting view of the vertices
   AMPEdges edges;
   DenseMap<OpOperand *, unsigned> useVertex; ///< terminator operands
+  DenseMap<Value, unsigned> argVertex;       ///< body arguments of groups
+  /// Per schema, the type-constraint group of each port, worked out once.
+  struct PortGroups {
+    SmallVector<int, 8> in, out;
+    SmallVector<bool, 4> supports; ///< per group: allows the low type
+    SmallVector<const OnnxTypeConstraintSchema *, 4> constraints;
+  };
+  DenseMap<const OnnxOpSchema *, PortGroups> portGroups;
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
   std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
@@ -223,6 +271,9 @@ private:
   /// The casts the pass created, in creation order, with their inputs.
   std::vector<std::pair<CastOp, Value>> newCasts;
   DenseMap<Type, Type> lowered; ///< f32 tensor type -> low tensor type
+  DenseMap<std::pair<Type, Type>, Type> castTypes; ///< (type, element) -> type
+  DenseMap<Type, IntegerAttr> castTo; ///< element type -> Cast's `to`
+  std::optional<OperationName> castName;
   DenseMap<Block *, Operation *> argCastTail;
   /// Graph outputs that became low precision: the cast back to f32 takes
   /// the output's name (the producer's output was renamed).
@@ -251,18 +302,24 @@ void AMPGraphRewriter::collect() {
   StringAttr opsetImportId =
       StringAttr::get(graph.getContext(), attrs::kOpsetImport);
   bool checkKeep = !keepNames.empty() || !keepRegexes.empty();
-  // Room for the graph's top-level nodes at once: no regrowth at 1M nodes.
-  size_t numOps = graph.getBody().front().getOperations().size();
-  nodes.reserve(numOps);
-  nodeIndex.reserve(numOps);
-  portVertex.reserve(3 * numOps);
+  // Vertices are made in node order. While no op with regions has been
+  // seen, a node's vertices and edges are made as the walk reaches it, when
+  // its op and its producers are in cache; after one, once the walk is done
+  // (a control-flow node's groups reach into its bodies).
+  unsigned verticesMade = 0;
   graph.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto iface = dyn_cast<OnnxNodeOpInterface>(op);
-    if (!iface)
+    if (op->getNumRegions())
+      hasRegions = true;
+    if (!iface) {
+      if (op->getNumOperands())
+        otherOps.push_back({(unsigned)nodes.size(), op});
       return;
+    }
     NodeInfo info;
     info.op = op;
     info.structural = op->getNumRegions() != 0 && !isa<IfOp, LoopOp, ScanOp>(op);
+    info.isCast = isa<CastOp>(op);
     info.keep = checkKeep && isKept(nodeName(info));
     info.processable = !info.structural && !info.keep;
     auto kindOf = [&]() -> Kind {
@@ -281,8 +338,10 @@ void AMPGraphRewriter::collect() {
       return kit->second;
     };
     Kind kind;
+    // The import is a discardable attribute, on functions and modules, or
+    // on a node only in hand-written IR.
     if (op->getParentOp() == graph.getOperation() &&
-        !op->hasAttr(opsetImportId)) {
+        !op->getDiscardableAttr(opsetImportId)) {
       if (isa<NodeOp>(op)) {
         kind = kindOf();
       } else {
@@ -300,138 +359,159 @@ void AMPGraphRewriter::collect() {
     info.schema = kind.schema;
     info.ports = portVertex.size();
     info.numInputs = op->getNumOperands();
-    portVertex.resize(portVertex.size() + op->getNumOperands() +
-                          op->getNumResults(),
-                      -1);
-    unsigned index = nodes.size();
-    nodeIndex[op] = index;
+    unsigned numPorts = op->getNumOperands() + op->getNumResults();
+    portVertex.resize(portVertex.size() + numPorts, -1);
+    srcPort.resize(srcPort.size() + numPorts, -1);
+    // Each operand's producing port. Producers come first in a pre-order
+    // walk (SSA dominance), so they are in the map already.
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      if (auto result = dyn_cast<OpResult>(operand))
+        if (auto it = nodeIndex.find(result.getOwner()); it != nodeIndex.end())
+          srcPort[info.ports + i] =
+              outPort(nodes[it->second], result.getResultNumber());
+    unsigned n = nodes.size();
+    nodeIndex[op] = n;
     nodes.push_back(std::move(info));
+    if (!hasRegions)
+      addVertices(verticesMade++);
   });
+  while (verticesMade < nodes.size())
+    addVertices(verticesMade++);
 
-  // Vertices: ports grouped by type constraint.
-  vertexNode.reserve(nodes.size() + nodes.size() / 2);
-  pv.reserve(nodes.size() + nodes.size() / 2);
-  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
-  // Per schema, the type constraint group of each port (-1: fixed type, or
-  // a heterogeneous variadic), worked out once per (schema, port).
-  struct PortGroups {
-    SmallVector<int, 8> in, out;
-    SmallVector<bool, 4> supports; ///< per group: allows the low type
-    SmallVector<const OnnxTypeConstraintSchema *, 4> constraints;
-  };
-  DenseMap<const OnnxOpSchema *, PortGroups> portGroups;
-  auto groupOf = [&](PortGroups &pg, const OnnxOpSchema &schema, bool input,
-                     unsigned i) -> int {
-    SmallVector<int, 8> &known = input ? pg.in : pg.out;
-    while (known.size() <= i) {
-      unsigned k = known.size();
-      const OnnxParamSchema *param =
-          input ? schema.getInputParam(k) : schema.getOutputParam(k);
-      const OnnxTypeConstraintSchema *tc =
-          param ? schema.findConstraint(param->typeStr) : nullptr;
-      if (tc && param->option == OnnxParamOption::Variadic &&
-          !param->homogeneous)
-        tc = nullptr;
-      int g = -1;
-      if (tc) {
-        auto it = llvm::find(pg.constraints, tc);
-        g = it - pg.constraints.begin();
-        if (it == pg.constraints.end()) {
-          pg.constraints.push_back(tc);
-          pg.supports.push_back(
-              llvm::is_contained(tc->getAllowedTypes(), low));
-        }
-      }
-      known.push_back(g);
-    }
-    return known[i];
-  };
-  SmallVector<int, 8> groupVertex;
-  for (unsigned n = 0; n < nodes.size(); ++n) {
-    NodeInfo &info = nodes[n];
-    info.firstVertex = vertexNode.size();
-    if (!info.processable || !info.schema)
-      continue;
-    if (info.op->getNumRegions()) {
-      addControlFlowGroups(n);
-      info.numVertices = vertexNode.size() - info.firstVertex;
-      continue;
-    }
-    const OnnxOpSchema &schema = *info.schema;
-    PortGroups &pg = portGroups[&schema];
-    groupVertex.clear();
-    // One vertex per group, in the order the ports first name the groups.
-    auto vertexFor = [&](int g) -> int {
-      if (g < 0)
-        return -1;
-      if ((int)groupVertex.size() <= g)
-        groupVertex.resize(g + 1, -1);
-      if (groupVertex[g] < 0) {
-        groupVertex[g] = vertexNode.size();
-        vertexNode.push_back(n);
-        pv.emplace_back();
-        pv.back().supports = pg.supports[g];
-      }
-      return groupVertex[g];
-    };
-    for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
-      if (isa<NoneType>(operand.getType()))
-        continue;
-      int v = vertexFor(groupOf(pg, schema, /*input=*/true, i));
-      if (v >= 0)
-        portVertex[info.ports + i] = v;
-    }
-    for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
-      if (isa<NoneType>(result.getType()))
-        continue;
-      int v = vertexFor(groupOf(pg, schema, /*input=*/false, i));
-      if (v >= 0)
-        portVertex[info.ports + info.numInputs + i] = v;
-    }
-    info.numVertices = vertexNode.size() - info.firstVertex;
-  }
-
-  // Which vertices are f32 now.
-  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
-    Operation *op = nodes[vertexNode[vi]].op;
-    bool anyF32 = false, other = false;
-    auto look = [&](Type t) {
-      // A port of unknown type (!train.unknown, a sequence, ...) may be f32
-      // at run time and would get no cast: such a vertex is not a candidate.
-      Type e = getElementTypeOrNull(t);
-      (e == f32Type ? anyF32 : other) = true;
-    };
-    forEachPort(
-        vi, [&](unsigned p) { look(op->getOperand(p).getType()); },
-        [&](unsigned p) { look(op->getResult(p).getType()); });
-    if (const ControlFlowPorts *cf = controlFlowPortsOf(vi)) {
-      for (OpOperand *use : cf->ins)
-        look(use->get().getType());
-      for (Value value : cf->outs)
-        look(value.getType());
-    }
-    pv[vi].isF32 = anyF32 && !other;
-  }
-
-  edges.reserve(portVertex.size());
-  // Edges follow SSA use-def: producer output port -> consumer input port
-  // (body arguments and terminator operands for control-flow groups).
-  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
-    Operation *op = nodes[vertexNode[vi]].op;
-    auto addUses = [&](Value value) {
-      for (OpOperand &use : value.getUses()) {
-        int ci = consumerVertex(use);
-        if (ci >= 0)
-          edges.add(vi, ci);
-      }
-    };
-    forEachPort(
-        vi, [](unsigned) {}, [&](unsigned p) { addUses(op->getResult(p)); });
-    if (const ControlFlowPorts *cf = controlFlowPortsOf(vi))
-      for (Value value : cf->outs)
-        addUses(value);
-  }
+  // Control-flow groups: the edges into a group from the values its body
+  // terminators return (their producers have vertices only now).
+  for (auto &[vi, cf] : controlFlowPorts)
+    for (OpOperand *use : cf.ins)
+      if (int src = sourceVertex(use->get()); src >= 0)
+        edges.add(src, vi);
+  for (unsigned vi = 0; vi < vertexNode.size(); ++vi)
+    pv[vi].list = nodes[vertexNode[vi]].list;
   edges.finalize(vertexNode.size());
+}
+
+int AMPGraphRewriter::sourceVertex(Value value) const {
+  if (auto result = dyn_cast<OpResult>(value)) {
+    auto it = nodeIndex.find(result.getOwner());
+    return it == nodeIndex.end()
+               ? -1
+               : outVertex(nodes[it->second], result.getResultNumber());
+  }
+  auto it = argVertex.find(value);
+  return it == argVertex.end() ? -1 : (int)it->second;
+}
+
+int AMPGraphRewriter::groupOf(const OnnxOpSchema &schema, bool input,
+                              unsigned i) {
+  PortGroups &pg = portGroups[&schema];
+  SmallVector<int, 8> &known = input ? pg.in : pg.out;
+  while (known.size() <= i) {
+    unsigned k = known.size();
+    const OnnxParamSchema *param =
+        input ? schema.getInputParam(k) : schema.getOutputParam(k);
+    const OnnxTypeConstraintSchema *tc =
+        param ? schema.findConstraint(param->typeStr) : nullptr;
+    if (tc && param->option == OnnxParamOption::Variadic && !param->homogeneous)
+      tc = nullptr;
+    int g = -1;
+    if (tc) {
+      auto it = llvm::find(pg.constraints, tc);
+      g = it - pg.constraints.begin();
+      if (it == pg.constraints.end()) {
+        StringRef low =
+            mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+        pg.constraints.push_back(tc);
+        pg.supports.push_back(llvm::is_contained(tc->getAllowedTypes(), low));
+      }
+    }
+    known.push_back(g);
+  }
+  return known[i];
+}
+
+void AMPGraphRewriter::addVertices(unsigned n) {
+  NodeInfo &info = nodes[n];
+  info.firstVertex = vertexNode.size();
+  if (!info.processable || !info.schema)
+    return;
+  if (info.op->getNumRegions()) {
+    addControlFlowGroups(n);
+    info.numVertices = vertexNode.size() - info.firstVertex;
+    // Its groups are f32 when every member is.
+    for (unsigned vi : info.vertices()) {
+      bool anyF32 = false, other = false;
+      auto look = [&](Type t) {
+        (getElementTypeOrNull(t) == f32Type ? anyF32 : other) = true;
+      };
+      forEachPort(
+          vi, [&](unsigned p) { look(info.op->getOperand(p).getType()); },
+          [&](unsigned p) { look(info.op->getResult(p).getType()); });
+      const ControlFlowPorts &cf = controlFlowPorts.find(vi)->second;
+      for (OpOperand *use : cf.ins)
+        look(use->get().getType());
+      for (Value value : cf.outs)
+        look(value.getType());
+      pv[vi].isF32 = anyF32 && !other;
+    }
+    return;
+  }
+  const OnnxOpSchema &schema = *info.schema;
+  // One vertex per type-constraint group, in the order the ports first
+  // name the groups. A vertex is a candidate when all its ports are f32: a
+  // port of unknown type (!train.unknown, a sequence, ...) may be f32 at
+  // run time and would get no cast.
+  SmallVector<int, 8> groupVertex;
+  SmallVector<char, 8> anyF32, other;
+  auto vertexFor = [&](int g) -> int {
+    if (g < 0)
+      return -1;
+    if ((int)groupVertex.size() <= g) {
+      groupVertex.resize(g + 1, -1);
+      anyF32.resize(g + 1, 0);
+      other.resize(g + 1, 0);
+    }
+    if (groupVertex[g] < 0) {
+      groupVertex[g] = vertexNode.size();
+      vertexNode.push_back(n);
+      pv.emplace_back();
+      pv.back().supports = portGroups[&schema].supports[g];
+    }
+    return groupVertex[g];
+  };
+  auto look = [&](int g, Type t) {
+    (getElementTypeOrNull(t) == f32Type ? anyF32 : other)[g] = 1;
+  };
+  for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
+    Type t = operand.getType();
+    if (isa<NoneType>(t))
+      continue;
+    int g = groupOf(schema, /*input=*/true, i);
+    int v = vertexFor(g);
+    if (v < 0)
+      continue;
+    portVertex[info.ports + i] = v;
+    look(g, t);
+    // Edges follow SSA use-def: producer output port -> this input port.
+    int src = srcPort[info.ports + i] >= 0 ? portVertex[srcPort[info.ports + i]]
+              : isa<BlockArgument>(operand) ? sourceVertex(operand)
+                                            : -1;
+    if (src >= 0)
+      edges.add(src, v);
+  }
+  for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
+    Type t = result.getType();
+    if (isa<NoneType>(t))
+      continue;
+    int g = groupOf(schema, /*input=*/false, i);
+    int v = vertexFor(g);
+    if (v < 0)
+      continue;
+    portVertex[outPort(info, i)] = v;
+    look(g, t);
+  }
+  for (auto [g, v] : llvm::enumerate(groupVertex))
+    if (v >= 0)
+      pv[v].isF32 = anyF32[g] && !other[g];
+  info.numVertices = vertexNode.size() - info.firstVertex;
 }
 
 void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
@@ -541,6 +621,8 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
       useVertex[use] = index;
     }
     cf.outs.append(m.args.begin(), m.args.end());
+    for (Value a : m.args)
+      argVertex[a] = index;
     vertexNode.push_back(n);
     pv.emplace_back();
     pv.back().supports = supports;
@@ -552,8 +634,6 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
 //===----------------------------------------------------------------------===//
 
 void AMPGraphRewriter::paint() {
-  for (unsigned v = 0; v < vertexNode.size(); ++v)
-    pv[v].list = nodes[vertexNode[v]].list;
   AMPPaint painted = paintAMP(pv, edges, mode);
   allow = std::move(painted.allow);
   deny = std::move(painted.deny);
@@ -639,39 +719,40 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
   bool namedOutput = elementType == f32Type && outputCastNames.count(value);
 
   // Reuse an existing cast of this value to this type that dominates the
-  // consumer.
-  for (Operation *user : value.getUsers())
-    if (auto cast = dyn_cast<CastOp>(user); cast && !namedOutput)
-      if (getElementTypeOrNull(cast.getType()) == elementType &&
-          dom.properlyDominates(cast.getOperation(), consumer)) {
-        castCache[key] = cast.getResult();
-        return cast.getResult();
-      }
-
-  // One that comes after the consumer in the value's block moves up to where
-  // a new cast would go, so the value keeps a single cast to this type.
+  // consumer. Else one that comes after the consumer in the value's block
+  // moves up to where a new cast would go, so the value keeps a single cast
+  // to this type.
   Block *home = isa<BlockArgument>(value)
                     ? cast<BlockArgument>(value).getOwner()
                     : value.getDefiningOp()->getBlock();
-  for (Operation *user : value.getUsers()) {
-    auto existing = dyn_cast<CastOp>(user);
-    if (!existing || namedOutput || existing->getBlock() != home ||
-        getElementTypeOrNull(existing.getType()) != elementType)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
+  CastOp movable;
+  if (!namedOutput)
+    for (Operation *user : value.getUsers()) {
+      auto existing = dyn_cast<CastOp>(user);
+      if (!existing || getElementTypeOrNull(existing.getType()) != elementType)
+        continue;
+      if (dom.properlyDominates(existing.getOperation(), consumer)) {
+        castCache[key] = existing.getResult();
+        return existing.getResult();
+      }
+      if (!movable && existing->getBlock() == home)
+        movable = existing;
+    }
+  if (movable) {
+    if (isa<BlockArgument>(value)) {
       auto tail = argCastTail.find(home);
       if (tail != argCastTail.end())
-        existing->moveAfter(tail->second);
+        movable->moveAfter(tail->second);
       else
-        existing->moveBefore(&home->front());
-      argCastTail[home] = existing;
+        movable->moveBefore(&home->front());
+      argCastTail[home] = movable;
     } else {
-      existing->moveAfter(value.getDefiningOp());
+      movable->moveAfter(value.getDefiningOp());
     }
     // Exported right after the node before it, not at its old file position.
-    existing->removeAttr(attrs::kOrder);
-    castCache[key] = existing.getResult();
-    return existing.getResult();
+    movable->removeAttr(attrs::kOrder);
+    castCache[key] = movable.getResult();
+    return movable.getResult();
   }
 
   OpBuilder b(graph.getContext());
@@ -684,13 +765,22 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
       b.setInsertionPointToStart(arg.getOwner());
   } else
     b.setInsertionPointAfter(value.getDefiningOp());
-  Type type = cast<TensorType>(value.getType()).clone(elementType);
-  int64_t to = elementType == f32Type           ? 1
-               : isa<BFloat16Type>(elementType) ? 16
-                                                : 10;
-  auto castOp =
-      CastOp::create(b, value.getLoc(), type, value, /*round_mode=*/nullptr,
-                     /*saturate=*/nullptr, b.getI64IntegerAttr(to));
+  // The result type and the `to` attribute come from caches, and the op
+  // name is resolved once: a graph of a million nodes gets ~10^5 casts.
+  Type &type = castTypes[{value.getType(), elementType}];
+  if (!type)
+    type = cast<TensorType>(value.getType()).clone(elementType);
+  IntegerAttr &to = castTo[elementType];
+  if (!to)
+    to = b.getI64IntegerAttr(elementType == f32Type           ? 1
+                             : isa<BFloat16Type>(elementType) ? 16
+                                                              : 10);
+  if (!castName)
+    castName = OperationName(CastOp::getOperationName(), graph.getContext());
+  OperationState state(value.getLoc(), *castName);
+  CastOp::build(b, state, type, value, /*round_mode=*/nullptr,
+                /*saturate=*/nullptr, to);
+  auto castOp = cast<CastOp>(b.create(state));
   // A graph output's cast back to f32 takes the output's name.
   if (auto it = outputCastNames.find(value);
       it != outputCastNames.end() && elementType == f32Type)
@@ -705,11 +795,9 @@ Value AMPGraphRewriter::getCast(Value value, Type elementType,
 }
 
 void AMPGraphRewriter::rewrite() {
-  // Change the types of ALLOW vertices.
+  // Changes the types of an ALLOW vertex.
   loweredPort.assign(portVertex.size(), 0);
-  for (unsigned vi = 0; vi < vertexNode.size(); ++vi) {
-    if (!allow[vi])
-      continue;
+  auto lowerVertex = [&](unsigned vi) {
     NodeInfo &info = nodes[vertexNode[vi]];
     info.converted = true;
     auto lower = [&](Value r) {
@@ -735,7 +823,12 @@ void AMPGraphRewriter::rewrite() {
     if (auto cast = dyn_cast<CastOp>(info.op))
       cast.setToAttr(
           OpBuilder(cast).getI64IntegerAttr(mode == AMPMode::BF16 ? 16 : 10));
-  }
+  };
+  auto lowerNode = [&](unsigned n) {
+    for (unsigned vi : nodes[n].vertices())
+      if (allow[vi])
+        lowerVertex(vi);
+  };
 
   // A graph output must stay the f32 value of its name: the low-precision
   // producer's output is renamed `<name>_fp16` and the cast back to f32
@@ -744,8 +837,8 @@ void AMPGraphRewriter::rewrite() {
   for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
     Operation *def = value.getDefiningOp();
     auto outName = graph.getResultAttrOfType<StringAttr>(i, attrs::kValueName);
-    if (!def || !outName || !wasLowered(value) ||
-        outputCastNames.count(value) || valueName(value) != outName.getValue())
+    if (!def || !outName || !willLower(value) || outputCastNames.count(value) ||
+        valueName(value) != outName.getValue())
       continue;
     auto outs = def->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
     unsigned r = cast<OpResult>(value).getResultNumber();
@@ -761,16 +854,17 @@ void AMPGraphRewriter::rewrite() {
     outputCastNames[value] = outName.getValue().str();
   }
 
-  // Fix every edge whose ends disagree.
-  SmallVector<Operation *> ops;
-  graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
-  unsigned cursor = 0; // without subgraphs, ops come in node order
-  for (Operation *op : ops) {
-    const NodeInfo *info = nullptr;
-    if (cursor < nodes.size() && nodes[cursor].op == op)
-      info = &nodes[cursor++];
-    else if (auto ni = nodeIndex.find(op); ni != nodeIndex.end())
-      info = &nodes[ni->second];
+  // Without regions, each node is lowered just before its operands are
+  // fixed below (its producers come before it): one visit per node. Cast
+  // nodes go first: getCast() looks for a value's casts among its users,
+  // wherever they are, and must see their final types.
+  for (unsigned n = 0; n < nodes.size(); ++n)
+    if (hasRegions || nodes[n].isCast)
+      lowerNode(n);
+
+  // Fix every edge whose ends disagree, in post-order (casts of a block
+  // argument are created, and so ordered, as their consumers come).
+  auto fixOperands = [&](Operation *op, const NodeInfo *info) {
     for (OpOperand &operand : op->getOpOperands()) {
       Value value = operand.get();
       Type cur = getElementTypeOrNull(value.getType());
@@ -784,7 +878,8 @@ void AMPGraphRewriter::rewrite() {
         want = lowType;
       else if (cur != lowType) // the values the pass lowered are all low now
         continue;
-      else if (wasLowered(value))
+      else if (info ? inputWasLowered(*info, operand.getOperandNumber(), value)
+                    : wasLowered(value))
         want = f32Type; // the pass lowers f32 values only
       else
         continue;
@@ -805,6 +900,27 @@ void AMPGraphRewriter::rewrite() {
         setSubgraphOutputName(holder, op->getParentRegion()->getRegionNumber(),
                               operand.getOperandNumber(), valueName(casted));
       }
+    }
+  };
+  if (!hasRegions) {
+    // One block: post-order is the collected order, the nodes interleaved
+    // with the other ops, and no walk of the IR is needed.
+    unsigned other = 0;
+    for (unsigned n = 0; n <= nodes.size(); ++n) {
+      for (; other < otherOps.size() && otherOps[other].first == n; ++other)
+        fixOperands(otherOps[other].second, nullptr);
+      if (n < nodes.size()) {
+        if (!nodes[n].isCast)
+          lowerNode(n);
+        fixOperands(nodes[n].op, &nodes[n]);
+      }
+    }
+  } else {
+    SmallVector<Operation *> ops;
+    graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
+    for (Operation *op : ops) {
+      auto ni = nodeIndex.find(op);
+      fixOperands(op, ni == nodeIndex.end() ? nullptr : &nodes[ni->second]);
     }
   }
 
@@ -1011,7 +1127,9 @@ struct AutoMixedPrecisionPass
     }
     // Functions of other dialects' ops (linalg, arith, math, tosa, ...):
     // painted through AMPOpInterface.
-    module.walk([&](FunctionOpInterface fn) {
+    // Pre-order, so that skipping a function skips its body: a train.graph
+    // of a million nodes is not walked again here.
+    module.walk<WalkOrder::PreOrder>([&](FunctionOpInterface fn) {
       if (isa<TrainDialect>(fn->getDialect()) || fn.isExternal())
         return WalkResult::skip();
       runAMPOnFunction(fn, amLists, *parsedMode, keepRegexes, keepNames, rep,

@@ -83,3 +83,25 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %0, %1 : tensor<4x4xf32>, tensor<4x4xf32>
   }
 }
+
+// -----
+
+// An existing Cast(x -> f32) after the first fp16 consumer of x, that the
+// pass retargets to fp16 because its consumers are all fp16: the earlier
+// consumer shares it (moved up) rather than getting a second x -> fp16 cast.
+// The pass lowers nodes as it goes; cast nodes are lowered first so that
+// this reuse sees their final types.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  // CHECK-LABEL: train.graph @later_retargeted_cast
+  train.graph @later_retargeted_cast(%x: tensor<4x4xf32> {train.name = "x"}, %w: tensor<4x4xf32> {train.name = "w"}) -> (tensor<4x4xf32> {train.name = "y"}, tensor<4x4xf32> {train.name = "z"}) {
+    // CHECK: %[[XC:.*]] = Cast(%arg0) {to = 10 : i64, train.name = "existing"{{.*}} -> tensor<4x4xf16>
+    // CHECK-NOT: Cast(%arg0)
+    // CHECK: MatMul(%[[XC]],
+    // CHECK-NOT: Cast(%arg0)
+    // CHECK: MatMul(%[[XC]],
+    %0 = train.MatMul(%x, %w) {train.name = "mm1", train.outputs = ["y"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %c = train.Cast(%x) {to = 1 : i64, train.name = "existing", train.outputs = ["xc"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %1 = train.MatMul(%c, %w) {train.name = "mm2", train.outputs = ["z"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    train.return %0, %1 : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}

@@ -30,14 +30,13 @@ struct AMPVertex {
 
 /// The edges between vertices, in compressed sparse rows: one flat array per
 /// direction, so that a graph of a million nodes costs a few bytes per edge
-/// and no allocation per vertex. Built by add() in producer order, then
-/// finalize(); fanout(v) and fanin(v) keep the order edges were added in.
+/// and no allocation per vertex. Built by add(), in any order, then
+/// finalize(); fanout(v) and fanin(v) keep the order edges were first added
+/// in.
 class AMPEdges {
 public:
-  /// Adds the edge from -> to unless it is there already. The edges of one
-  /// producer are added one after the other (duplicates are looked for
-  /// among them only).
-  void add(unsigned from, unsigned to);
+  /// Adds the edge from -> to; finalize() drops repeats.
+  void add(unsigned from, unsigned to) { pending.push_back({from, to}); }
   /// Room for `n` edges before finalize().
   void reserve(size_t n) { pending.reserve(n); }
   /// Builds both directions for `numVertices` vertices.
@@ -53,7 +52,6 @@ public:
 
 private:
   std::vector<std::pair<unsigned, unsigned>> pending;
-  size_t runStart = 0; ///< first pending edge of the current producer
   std::vector<unsigned> outStart, outList, inStart, inList;
 };
 
