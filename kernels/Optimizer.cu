@@ -104,10 +104,10 @@ __global__ void adamwKernel(const Entry *tab, int count, AdamArgs a) {
   float rate = *a.lr;
   if (threadIdx.x == 0) {
     // As ONNX Runtime (and Optimizer.cpp): corrections from pow in double,
-    // kept as float.
+    // kept as float; none before step 1.
     int64_t t = *a.step;
     float bc1 = 1.f, bc2 = 1.f, rc = rate;
-    if (a.correctBias) {
+    if (a.correctBias && t > 0) {
       bc1 = 1.f - float(pow(double(a.beta1), double(t)));
       bc2 = 1.f - float(pow(double(a.beta2), double(t)));
       rc *= sqrtf(bc2) / bc1;

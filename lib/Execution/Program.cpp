@@ -366,7 +366,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
           };
           auto getv = [&](StringRef n, int64_t *dst, size_t cap) {
             if (auto a = dict.getAs<DenseI64ArrayAttr>(n))
-              for (size_t i = 0; i < a.size() && i < cap; ++i)
+              for (size_t i = 0; i < size_t(a.size()) && i < cap; ++i)
                 dst[i] = a[i];
           };
           w.spatial_rank = geti("spatial_rank");

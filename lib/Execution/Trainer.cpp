@@ -360,6 +360,9 @@ private:
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
   std::vector<std::string> params;     // training graph order
+  /// Per-parameter update signals of the optimizer (AdamOptimizer's
+  /// <p>.should_update): fed the step's all-finite flag.
+  std::vector<std::string> updateIns;
   /// The parameters with a gradient (`<p>_grad.accumulation.buffer` is a
   /// training input): the optimizer's sequences, in this order. The others
   /// (BatchNorm running statistics) are state the training graph updates.
@@ -679,6 +682,25 @@ llvm::Error Trainer::load() {
         key = trainable[k] + "_grad.accumulation.buffer";
       else
         key = seq.str() + ":" + trainable[k];
+    } else {
+      // The per-tensor layout of ORTTrainer's AdamOptimizer graphs:
+      // <p>_grad.accumulation.out (the accumulated gradient, which the
+      // training graph leaves in its buffer), <p>.exp_avg, <p>.exp_avg_sq
+      // (the moments, kept as the sequences' would be) and <p>.should_update.
+      auto perParam = [&](StringRef suffix) -> std::optional<std::string> {
+        StringRef base = name;
+        if (!base.consume_back(suffix) || !llvm::is_contained(trainable, base))
+          return std::nullopt;
+        return base.str();
+      };
+      if (auto q = perParam("_grad.accumulation.out"))
+        key = *q + "_grad.accumulation.buffer";
+      else if (auto q = perParam(".exp_avg"))
+        key = "first_order_moments:" + *q;
+      else if (auto q = perParam(".exp_avg_sq"))
+        key = "second_order_moments:" + *q;
+      else if (perParam(".should_update"))
+        updateIns.push_back(p.name);
     }
     if (!state.count(key) && StringRef(key).ends_with("_grad.accumulation.buffer"))
       return fail("optimizer gradient '" + key +
@@ -931,7 +953,14 @@ llvm::Error Trainer::run() {
         writeBack.push_back({unsigned(i), b});
     }
   }
-  int updatedOut = optProg->outputs().empty() ? -1 : 0;
+  // The optimizer's "updated" flag: AdamWOptimizer's output 0 (a bool);
+  // graphs without one update when their update signals are fed true.
+  int updatedOut = -1;
+  if (!optProg->outputs().empty() && optProg->outputs()[0].dtype == AMPRT_BOOL)
+    updatedOut = 0;
+  std::vector<DeviceBuffer *> updateSignals;
+  for (const std::string &n : updateIns)
+    updateSignals.push_back(state[n].get());
   DeviceBuffer *lr = state.count("learning_rate") ? state["learning_rate"].get()
                                                   : nullptr;
   DeviceBuffer *stepIn = state.count("step") ? state["step"].get() : nullptr;
@@ -979,9 +1008,11 @@ llvm::Error Trainer::run() {
       int64_t s = int64_t(optimizerStep) + 1;
       amprt_memcpy(ctx, stepIn->data, &s, 8, AMPRT_HOST_TO_DEVICE);
     }
+    for (DeviceBuffer *b : updateSignals)
+      amprt_memcpy(ctx, b->data, &finite, 1, AMPRT_HOST_TO_DEVICE);
     if (auto e = optProg->run())
       return e;
-    uint8_t updated = 1;
+    uint8_t updated = updateSignals.empty() ? 1 : finite;
     if (updatedOut >= 0)
       amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
                    AMPRT_DEVICE_TO_HOST);

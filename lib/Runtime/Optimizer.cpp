@@ -150,9 +150,10 @@ amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads,
       return AMPRT_OK;
     float rate = *f32(lr);
     int64_t t = i64(step);
-    // As ONNX Runtime: corrections from std::pow in double, kept as float.
+    // As ONNX Runtime: corrections from std::pow in double, kept as float;
+    // none before step 1 (its compute_bias_correction_coefficient).
     float bc1 = 1.f, bc2 = 1.f, rateCorrected = rate;
-    if (correct_bias) {
+    if (correct_bias && t > 0) {
       bc1 = 1.f - float(std::pow(beta1, double(t)));
       bc2 = 1.f - float(std::pow(beta2, double(t)));
       rateCorrected *= std::sqrt(bc2) / bc1;

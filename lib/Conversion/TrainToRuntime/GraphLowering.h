@@ -172,6 +172,19 @@ private:
     bufs.push_back(std::move(b));
     return int(bufs.size()) - 1;
   }
+  /// A new temporary of `buf`'s shape and element type.
+  int newBufferLike(int buf) {
+    Buffer t;
+    t.shape = bufs[buf].shape;
+    t.elem = bufs[buf].elem;
+    return newBuffer(t);
+  }
+  /// Whether input `i` (in buffer `buf`) is state the node may update in
+  /// place: a graph input that nothing else reads (the framework keeps it
+  /// across steps, as it keeps running statistics and optimizer moments).
+  bool isExclusiveState(unsigned i, int buf) {
+    return bufs[buf].kind == Buffer::Arg && current->getOperand(i).hasOneUse();
+  }
 
   // --- operand access -----------------------------------------------------
   bool has(unsigned i) {

@@ -272,18 +272,14 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     Shape sc1 = {sx[1]};
     auto running = [&](unsigned res, unsigned input,
                        int buf) -> FailureOr<int> {
-      Value inV = current->getOperand(input);
-      if (bufs[buf].kind == Buffer::Arg && inV.hasOneUse()) {
+      if (isExclusiveState(input, buf)) {
         if (resultUsed(res))
           valueBuf[current->getResult(res)] = buf;
         return buf;
       }
       if (resultUsed(res))
         return out(res, sc1);
-      Buffer t;
-      t.shape = sc1;
-      t.elem = bufs[buf].elem;
-      return newBuffer(t);
+      return newBufferLike(buf);
     };
     auto mo = running(1, 3, *m), vo = running(2, 4, *v);
     if (failed(mo) || failed(vo))

@@ -495,6 +495,78 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       valueBuf[current->getResult(1)] = *buf; // the buffer, updated in place
     return call("inplace_accumulate", ts);
   }
+  if (ms && type == "AdamOptimizer") {
+    // ORTTrainer's per-tensor Adam (training_api's 2022 optimizer_graph):
+    // outputs step + 1, the new moments and the new weight. It is the adamw
+    // kernel on one tensor: weight_decay_mode 0 adds lambda * w to the
+    // update, which is decoupled decay (our mode 0), 1 is HuggingFace's
+    // (our mode 1), as ORT's CUDA kernel reads the attribute (its CPU
+    // kernel ignores it). Input 6 is the update signal when it is a bool
+    // (where that graph has it), mixed-precision weights otherwise.
+    auto lr = in(0), step = in(1), w = in(2), g = in(3), m1 = in(4), m2 = in(5);
+    if (failed(lr) || failed(step) || failed(w) || failed(g) || failed(m1) ||
+        failed(m2))
+      return failure();
+    int64_t wdMode = attrInt("weight_decay_mode", 0);
+    if (wdMode != 0 && wdMode != 1)
+      return err() << "weight_decay_mode " << wdMode
+                   << " is not supported (0 or 1)";
+    unsigned signal = 9;
+    if (has(6)) {
+      auto t = dyn_cast<ShapedType>(current->getOperand(6).getType());
+      if (!t || !t.getElementType().isInteger(1))
+        return err() << "input 6 (mixed-precision weights) is not supported: "
+                        "the update is on the fp32 weights";
+      signal = 6;
+    }
+    if (has(7) || has(8))
+      return err() << "inputs 7 and 8 (loss scale, global gradient norm) are "
+                      "not supported: unscale and clip before the optimizer";
+    if (resultUsed(4) || resultUsed(5))
+      return err() << "outputs 4 and 5 (gradient, mixed-precision weights) "
+                      "are not supported";
+    // Weight and moments are updated in place: in the graph input itself
+    // when nothing else reads it (state the framework keeps), else in a
+    // copy that the output names.
+    auto state = [&](unsigned res, unsigned input, int buf) -> FailureOr<int> {
+      if (isExclusiveState(input, buf)) {
+        if (resultUsed(res))
+          valueBuf[current->getResult(res)] = buf;
+        return buf;
+      }
+      FailureOr<int> copy = resultUsed(res)
+                                ? out(res, shapeOf(buf))
+                                : FailureOr<int>(newBufferLike(buf));
+      if (failed(copy) ||
+          failed(call("identity", {{"x", {buf}}, {"y", {*copy}}})))
+        return failure();
+      return copy;
+    };
+    auto nw = state(3, 2, *w), nm1 = state(1, 4, *m1), nm2 = state(2, 5, *m2);
+    if (failed(nw) || failed(nm1) || failed(nm2))
+      return failure();
+    if (resultUsed(0)) {
+      auto ns = out(0, shapeOf(*step));
+      if (failed(ns))
+        return failure();
+      int one = constBuffer({shapeOf(*step), bufs[*step].elem, {1.0}});
+      if (failed(call("add", {{"a", {*step}}, {"b", {one}}, {"y", {*ns}}})))
+        return failure();
+    }
+    SmallVector<TArg> ts = {{"params", {*nw}}, {"grads", {*g}},
+                            {"m1", {*nm1}},    {"m2", {*nm2}},
+                            {"lr", {*lr}},     {"step", {*step}}};
+    if (failed(optionalIn(ts, "update", signal)))
+      return failure();
+    return call("adamw", ts,
+                {{"n", i64(1)},
+                 {"beta1", f32(attrFloat("alpha", 0.9))},
+                 {"beta2", f32(attrFloat("beta", 0.999))},
+                 {"epsilon", f32(attrFloat("epsilon", 1e-8))},
+                 {"weight_decay", f32(attrFloat("lambda", 0))},
+                 {"mode", i32(wdMode)},
+                 {"correct_bias", i32(attrInt("do_bias_correction", 1))}});
+  }
   if (ms && type == "AdamWOptimizer") {
     auto lr = in(0), step = in(1);
     if (failed(lr) || failed(step))
