@@ -480,16 +480,23 @@ void AMPGraphRewriter::addVertices(unsigned n) {
   auto look = [&](int g, Type t) {
     (getElementTypeOrNull(t) == f32Type ? anyF32 : other)[g] = 1;
   };
-  for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
-    Type t = operand.getType();
+  // Puts input (output) port i, of type t, into its group's vertex: that
+  // vertex, or -1 for none.
+  auto assign = [&](bool input, unsigned i, Type t) -> int {
     if (isa<NoneType>(t))
-      continue;
-    int g = groupOf(schema, /*input=*/true, i);
+      return -1;
+    int g = groupOf(schema, input, i);
     int v = vertexFor(g);
     if (v < 0)
-      continue;
-    portVertex[info.ports + i] = v;
+      return -1;
+    portVertex[input ? info.ports + i : outPort(info, i)] = v;
     look(g, t);
+    return v;
+  };
+  for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
+    int v = assign(/*input=*/true, i, operand.getType());
+    if (v < 0)
+      continue;
     // Edges follow SSA use-def: producer output port -> this input port.
     int src = srcPort[info.ports + i] >= 0 ? portVertex[srcPort[info.ports + i]]
               : isa<BlockArgument>(operand) ? sourceVertex(operand)
@@ -497,17 +504,8 @@ void AMPGraphRewriter::addVertices(unsigned n) {
     if (src >= 0)
       edges.add(src, v);
   }
-  for (auto [i, result] : llvm::enumerate(info.op->getResults())) {
-    Type t = result.getType();
-    if (isa<NoneType>(t))
-      continue;
-    int g = groupOf(schema, /*input=*/false, i);
-    int v = vertexFor(g);
-    if (v < 0)
-      continue;
-    portVertex[outPort(info, i)] = v;
-    look(g, t);
-  }
+  for (auto [i, result] : llvm::enumerate(info.op->getResults()))
+    assign(/*input=*/false, i, result.getType());
   for (auto [g, v] : llvm::enumerate(groupVertex))
     if (v >= 0)
       pv[v].isF32 = anyF32[g] && !other[g];
