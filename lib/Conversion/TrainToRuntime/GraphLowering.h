@@ -21,6 +21,7 @@
 
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
+#include "amp/Dialect/Train/IR/OnnxSchema.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -172,6 +173,34 @@ private:
     bufs.push_back(std::move(b));
     return int(bufs.size()) - 1;
   }
+  /// Inputs 0 and 1 multiplied over their last two dims (each transposed
+  /// when ta / tb), batched over the broadcast leading dims, times alpha,
+  /// into result 0: FusedMatMul, and Deeploy's Gemm on rank-3 operands.
+  LogicalResult lowerBatchedMatMul(int64_t ta, int64_t tb, double alpha);
+  /// The element type of the first input of the current node that its
+  /// ONNX schema gives the type constraint of output `res`, or null.
+  Type elementFromTypeConstraint(unsigned res) {
+    auto node = dyn_cast<train::OnnxNodeOpInterface>(current);
+    const train::OnnxOpSchema *schema =
+        node ? train::getSchemaFor(node) : nullptr;
+    const train::OnnxParamSchema *o =
+        schema ? schema->getOutputParam(res) : nullptr;
+    if (!o)
+      return {};
+    for (unsigned k = 0; k < current->getNumOperands(); ++k) {
+      const train::OnnxParamSchema *p = schema->getInputParam(k);
+      auto t = dyn_cast<ShapedType>(current->getOperand(k).getType());
+      if (p && t && p->typeStr == o->typeStr &&
+          t.getElementType().isIntOrFloat())
+        return t.getElementType();
+    }
+    return {};
+  }
+  /// The buffer an optimizer updates input `input` (in `buf`) in, which
+  /// result `res` then names: the input itself when it is exclusive state
+  /// (the framework keeps the update, as ORT's kernels alias them), else a
+  /// copy.
+  FailureOr<int> updatedInPlace(unsigned res, unsigned input, int buf);
   /// A new temporary of `buf`'s shape and element type.
   int newBufferLike(int buf) {
     Buffer t;
@@ -300,7 +329,23 @@ private:
   FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
                      Type elem = nullptr) {
     Value r = current->getResult(i);
-    auto type = cast<ShapedType>(r.getType());
+    auto type = dyn_cast<ShapedType>(r.getType());
+    if (!type) {
+      err() << "output " << i << " has type " << r.getType()
+            << ", not a tensor";
+      return failure();
+    }
+    if (!elem && !type.getElementType().isIntOrFloat()) {
+      // An element type the graph left unknown (`!train.unknown`, from a
+      // value_info without elem_type): that of the input sharing the
+      // output's type constraint.
+      elem = elementFromTypeConstraint(i);
+      if (!elem) {
+        err() << "output " << i << " has element type " << type.getElementType()
+              << " and no input shares its type constraint";
+        return failure();
+      }
+    }
     if (type.hasRank()) {
       bool ok = type.getRank() == int64_t(shape.size());
       for (size_t d = 0; ok && d < shape.size(); ++d)

@@ -165,30 +165,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
   if (ms && type == "FusedMatMul") {
     if (attrInt("transBatchA", 0) || attrInt("transBatchB", 0))
       return err() << "transBatchA/transBatchB are not supported";
-    auto a = in(0), b = in(1);
-    if (failed(a) || failed(b))
-      return failure();
-    Shape sa = shapeOf(*a), sb = shapeOf(*b);
-    if (sa.size() < 2 || sb.size() < 2)
-      return err() << "operands must have rank 2 or more";
-    int64_t ta = attrInt("transA", 0), tb = attrInt("transB", 0);
-    int64_t m = sa[sa.size() - (ta ? 1 : 2)], ka = sa[sa.size() - (ta ? 2 : 1)];
-    int64_t kb = sb[sb.size() - (tb ? 1 : 2)], n = sb[sb.size() - (tb ? 2 : 1)];
-    if (ka != kb)
-      return err() << "inner dims " << ka << " and " << kb << " differ";
-    Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), s;
-    if (!broadcast({ba, bb}, s))
-      return err() << "batch dims do not broadcast";
-    s.push_back(m);
-    s.push_back(n);
-    auto y = out(0, s);
-    if (failed(y))
-      return failure();
-    return succeeded(call("fused_matmul",
-                          {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}},
-                          {{"trans_a", i32(ta)},
-                           {"trans_b", i32(tb)},
-                           {"alpha", f32(attrFloat("alpha", 1.0))}}));
+    return succeeded(lowerBatchedMatMul(
+        attrInt("transA", 0), attrInt("transB", 0), attrFloat("alpha", 1.0)));
   }
   if (ms && type == "Scale") {
     auto x = in(0), s = in(1);

@@ -292,8 +292,15 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       return call("matmul", {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
     }
     int64_t ta = attrInt("transA", 0), tb = attrInt("transB", 0);
+    // Deeploy's training graphs have Gemm on operands of rank 3 (invalid
+    // ONNX; its runtime multiplies the last two dims batched over the
+    // rest) without C: that is FusedMatMul.
+    if ((sa.size() > 2 || sb.size() > 2) && sa.size() >= 2 && sb.size() >= 2 &&
+        (!has(2) || attrFloat("beta", 1.0) == 0.0))
+      return lowerBatchedMatMul(ta, tb, attrFloat("alpha", 1.0));
     if (sa.size() != 2 || sb.size() != 2)
-      return err() << "Gemm operands must be 2-D";
+      return err() << "Gemm operands must be 2-D (or, as Deeploy writes "
+                      "them, of rank 3 and more without C)";
     int64_t m = ta ? sa[1] : sa[0], ka = ta ? sa[0] : sa[1];
     int64_t kb = tb ? sb[1] : sb[0], n = tb ? sb[0] : sb[1];
     if (ka != kb)
@@ -435,10 +442,10 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       return failure();
     if (shapeOf(*p) != shapeOf(*g))
       return err() << "parameter and gradient shapes differ";
-    auto y = out(0, shapeOf(*p));
+    // In place on the parameter when it is exclusive state (its output
+    // names it), so that amp-run's parameter is the one updated.
+    auto y = updatedInPlace(0, 0, *p);
     if (failed(y))
-      return failure();
-    if (failed(call("identity", {{"x", {*p}}, {"y", {*y}}})))
       return failure();
     int lr = constBuffer({{}, Float32Type::get(ctx), {attrFloat("lr", 0.01)}});
     return call("sgd", {{"params", {*y}}, {"grads", {*g}}, {"lr", {lr}}},
@@ -525,24 +532,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (resultUsed(4) || resultUsed(5))
       return err() << "outputs 4 and 5 (gradient, mixed-precision weights) "
                       "are not supported";
-    // Weight and moments are updated in place: in the graph input itself
-    // when nothing else reads it (state the framework keeps), else in a
-    // copy that the output names.
-    auto state = [&](unsigned res, unsigned input, int buf) -> FailureOr<int> {
-      if (isExclusiveState(input, buf)) {
-        if (resultUsed(res))
-          valueBuf[current->getResult(res)] = buf;
-        return buf;
-      }
-      FailureOr<int> copy = resultUsed(res)
-                                ? out(res, shapeOf(buf))
-                                : FailureOr<int>(newBufferLike(buf));
-      if (failed(copy) ||
-          failed(call("identity", {{"x", {buf}}, {"y", {*copy}}})))
-        return failure();
-      return copy;
-    };
-    auto nw = state(3, 2, *w), nm1 = state(1, 4, *m1), nm2 = state(2, 5, *m2);
+    // Weight and moments are updated in place (in copies when shared).
+    auto nw = updatedInPlace(3, 2, *w), nm1 = updatedInPlace(1, 4, *m1),
+         nm2 = updatedInPlace(2, 5, *m2);
     if (failed(nw) || failed(nm1) || failed(nm2))
       return failure();
     if (resultUsed(0)) {
@@ -646,6 +638,45 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                 {{"perm", ints(perm)}, {"nperm", i64(perm.size())}});
   }
   return err() << "no runtime implementation (supported: docs/Lowering.md)";
+}
+
+FailureOr<int> GraphLowering::updatedInPlace(unsigned res, unsigned input,
+                                             int buf) {
+  if (isExclusiveState(input, buf)) {
+    if (resultUsed(res))
+      valueBuf[current->getResult(res)] = buf;
+    return buf;
+  }
+  FailureOr<int> copy = resultUsed(res) ? out(res, shapeOf(buf))
+                                        : FailureOr<int>(newBufferLike(buf));
+  if (failed(copy) || failed(call("identity", {{"x", {buf}}, {"y", {*copy}}})))
+    return failure();
+  return copy;
+}
+
+LogicalResult GraphLowering::lowerBatchedMatMul(int64_t ta, int64_t tb,
+                                                double alpha) {
+  auto a = in(0), b = in(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Shape sa = shapeOf(*a), sb = shapeOf(*b);
+  if (sa.size() < 2 || sb.size() < 2)
+    return err() << "operands must have rank 2 or more";
+  int64_t m = sa[sa.size() - (ta ? 1 : 2)], ka = sa[sa.size() - (ta ? 2 : 1)];
+  int64_t kb = sb[sb.size() - (tb ? 1 : 2)], n = sb[sb.size() - (tb ? 2 : 1)];
+  if (ka != kb)
+    return err() << "inner dims " << ka << " and " << kb << " differ";
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), s;
+  if (!broadcast({ba, bb}, s))
+    return err() << "batch dims do not broadcast";
+  s.push_back(m);
+  s.push_back(n);
+  auto y = out(0, s);
+  if (failed(y))
+    return failure();
+  return call(
+      "fused_matmul", {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}},
+      {{"trans_a", i32(ta)}, {"trans_b", i32(tb)}, {"alpha", f32(alpha)}});
 }
 
 LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
