@@ -1,4 +1,5 @@
-//===- Trainer.cpp - the amp-run training loop -----------------------------===//
+//===- Trainer.cpp - the amp-run training loop
+//-----------------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -6,10 +7,11 @@
 //
 // ONNX Runtime training-API semantics (orttraining/training_api): the
 // training graph's gradient accumulation buffers are state, reset lazily
-// (lazy_reset_grad = true every step, or false for the "accumulate" signal
-// of a version-1 InPlaceAccumulator: no accumulation across steps); the
-// optimizer gets `step + 1` and the step counter grows only when the
-// optimizer reports an update; learning_rate is an input.
+// (lazy_reset_grad = true on the first step of each group of --accumulate
+// steps, 1 by default; a version-1 InPlaceAccumulator's "accumulate" signal
+// the opposite); the optimizer runs on each group's last step, gets
+// `step + 1`, and the step counter grows only when the optimizer reports an
+// update; learning_rate is an input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -363,6 +365,10 @@ private:
   /// Per-parameter update signals of the optimizer (AdamOptimizer's
   /// <p>.should_update): fed the step's all-finite flag.
   std::vector<std::string> updateIns;
+  /// The training graph's gradient-buffer signals, fed per step: V2's
+  /// lazy_reset_grad (overwrite) is true on the first step of each
+  /// accumulation group, v1's accumulate signal the opposite.
+  std::vector<DeviceBuffer *> resetSignals, accumulateSignals;
   /// The parameters with a gradient (`<p>_grad.accumulation.buffer` is a
   /// training input): the optimizer's sequences, in this order. The others
   /// (BatchNorm running statistics) are state the training graph updates.
@@ -417,6 +423,8 @@ struct InputInfo {
 };
 
 llvm::Error Trainer::load() {
+  if (opts.accumulate < 1 || opts.steps % opts.accumulate != 0)
+    return fail("accumulate must be at least 1 and divide the steps");
   DialectRegistry registry;
   registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
                   memref::MemRefDialect, arith::ArithDialect>();
@@ -656,13 +664,10 @@ llvm::Error Trainer::load() {
       }
     } else if (trainMain.getArgAttr(i, kAccumulateSignalAttr)) {
       // An InPlaceAccumulator v1 signal (ORT's 2022 graphs name it
-      // lazy_reset_grad too, but read it as "accumulate"): no accumulation
-      // across steps.
-      uint8_t zero = 0;
-      amprt_memcpy(ctx, b.data, &zero, 1, AMPRT_HOST_TO_DEVICE);
+      // lazy_reset_grad too, but read it as "accumulate"): fed per step.
+      accumulateSignals.push_back(&b);
     } else if (p.name == "lazy_reset_grad") {
-      uint8_t one = 1;
-      amprt_memcpy(ctx, b.data, &one, 1, AMPRT_HOST_TO_DEVICE);
+      resetSignals.push_back(&b);
     } else {
       dataInputs.push_back(p.name);
     }
@@ -989,37 +994,49 @@ llvm::Error Trainer::run() {
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();
   uint64_t first = stepsDone;
+  // Gradient accumulation: the optimizer runs on the last step of each
+  // group of opts.accumulate steps, if every step of the group was finite.
+  uint8_t groupFinite = 1;
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (auto e = fillBatch(stepsDone))
       return e;
+    uint8_t first = stepsDone % opts.accumulate == 0, notFirst = !first;
+    for (DeviceBuffer *b : resetSignals)
+      amprt_memcpy(ctx, b->data, &first, 1, AMPRT_HOST_TO_DEVICE);
+    for (DeviceBuffer *b : accumulateSignals)
+      amprt_memcpy(ctx, b->data, &notFirst, 1, AMPRT_HOST_TO_DEVICE);
     if (auto e = trainProg->run())
       return e;
     for (auto &[i, b] : writeBack)
       amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
                    AMPRT_DEVICE_TO_DEVICE);
     uint8_t finite = 1;
-    if (finiteOut >= 0) {
+    if (finiteOut >= 0)
       amprt_memcpy(ctx, &finite, trainProg->output(finiteOut), 1,
                    AMPRT_DEVICE_TO_HOST);
+    groupFinite &= finite;
+    if ((stepsDone + 1) % opts.accumulate == 0) {
       if (finiteIn)
-        amprt_memcpy(ctx, finiteIn->data, &finite, 1, AMPRT_HOST_TO_DEVICE);
+        amprt_memcpy(ctx, finiteIn->data, &groupFinite, 1,
+                     AMPRT_HOST_TO_DEVICE);
+      if (stepIn) {
+        int64_t s = int64_t(optimizerStep) + 1;
+        amprt_memcpy(ctx, stepIn->data, &s, 8, AMPRT_HOST_TO_DEVICE);
+      }
+      for (DeviceBuffer *b : updateSignals)
+        amprt_memcpy(ctx, b->data, &groupFinite, 1, AMPRT_HOST_TO_DEVICE);
+      if (auto e = optProg->run())
+        return e;
+      uint8_t updated = updateSignals.empty() ? 1 : groupFinite;
+      if (updatedOut >= 0)
+        amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
+                     AMPRT_DEVICE_TO_HOST);
+      if (updated)
+        ++optimizerStep;
+      if (!groupFinite)
+        ++skipped;
+      groupFinite = 1;
     }
-    if (stepIn) {
-      int64_t s = int64_t(optimizerStep) + 1;
-      amprt_memcpy(ctx, stepIn->data, &s, 8, AMPRT_HOST_TO_DEVICE);
-    }
-    for (DeviceBuffer *b : updateSignals)
-      amprt_memcpy(ctx, b->data, &finite, 1, AMPRT_HOST_TO_DEVICE);
-    if (auto e = optProg->run())
-      return e;
-    uint8_t updated = updateSignals.empty() ? 1 : finite;
-    if (updatedOut >= 0)
-      amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
-                   AMPRT_DEVICE_TO_HOST);
-    if (updated)
-      ++optimizerStep;
-    if (!finite)
-      ++skipped;
     float loss = NAN, scale = 1.0f;
     if (lossOut >= 0)
       amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,

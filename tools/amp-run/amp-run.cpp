@@ -57,6 +57,11 @@ int main(int argc, char **argv) {
   cl::opt<int64_t> inject("inject-nonfinite",
                           cl::desc("testing: NaN in step k's batch"), cl::cat(category),
                           cl::init(-1));
+  cl::opt<int64_t> accumulate(
+      "accumulate",
+      cl::desc("gradient accumulation: one optimizer step every N training "
+               "steps, on their summed gradients (--steps a multiple of N)"),
+      cl::cat(category), cl::init(1));
   cl::opt<bool> quiet("quiet", cl::desc("no progress line"), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
@@ -101,6 +106,12 @@ int main(int argc, char **argv) {
   o.resumePath = resume;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
+  if (accumulate < 1 || steps % accumulate != 0) {
+    llvm::errs() << "amp-run: --accumulate must be at least 1 and divide "
+                    "--steps (checkpoints fall between groups)\n";
+    return 1;
+  }
+  o.accumulate = accumulate;
   o.progress = !quiet;
   if (llvm::Error e = amp::exec::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")

@@ -41,6 +41,9 @@ struct TrainOptions {
   bool shuffle = true;
   bool amp = false;
   double lr = 1e-3;
+  /// Gradient accumulation: the optimizer runs every `accumulate` steps on
+  /// the gradients summed over them (steps must be a multiple).
+  int64_t accumulate = 1;
   int64_t injectNonFiniteStep = -1; ///< makes step k's batch NaN (testing)
   bool progress = true;
 };
