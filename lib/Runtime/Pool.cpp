@@ -45,6 +45,32 @@ int64_t avgCount(const Window2d &g, int64_t oh, int64_t ow,
   return ch * cw;
 }
 
+/// Calls visit(o, oh, ow, base, taps) for every output position o of the
+/// window (N, C, then output rows and columns), where base is the offset of
+/// that (n, c) plane in the input and taps(fn) calls fn(h * W + w) for each
+/// window element inside the input, in kernel order: the one traversal of
+/// the pooling kernels forward and backward.
+template <typename Visit> void forEachWindow(const Window2d &g, Visit visit) {
+  int64_t o = 0;
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+        auto taps = [&](auto fn) {
+          for (int64_t i = 0; i < g.kh; ++i) {
+            int64_t h = oh * g.sh - g.pt + i * g.dh;
+            if (h < 0 || h >= g.H)
+              continue;
+            for (int64_t j = 0; j < g.kw; ++j) {
+              int64_t w = ow * g.sw - g.pl + j * g.dw;
+              if (w >= 0 && w < g.W)
+                fn(h * g.W + w);
+            }
+          }
+        };
+        visit(o, oh, ow, nc * g.H * g.W, taps);
+      }
+}
+
 } // namespace
 
 extern "C" {
@@ -68,34 +94,21 @@ amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
     F32In ix(x);
     F32Out out(y);
     auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
-    int64_t o = 0;
-    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
-      const float *xs = ix.p + nc * g.H * g.W;
-      for (int64_t oh = 0; oh < g.Ho; ++oh)
-        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t arg = -1;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            int64_t h = oh * g.sh - g.pt + i * g.dh;
-            if (h < 0 || h >= g.H)
-              continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              int64_t w = ow * g.sw - g.pl + j * g.dw;
-              if (w < 0 || w >= g.W)
-                continue;
-              float v = xs[h * g.W + w];
-              // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
-              if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-                best = v;
-                arg = h * g.W + w;
-              }
-            }
-          }
-          out.p[o] = best;
-          if (idx)
-            idx[o] = arg < 0 ? -1 : nc * g.H * g.W + arg;
+    forEachWindow(g, [&](int64_t o, int64_t, int64_t, int64_t base, auto taps) {
+      float best = -std::numeric_limits<float>::infinity();
+      int64_t arg = -1;
+      taps([&](int64_t t) {
+        float v = ix.p[base + t];
+        // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
+        if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+          best = v;
+          arg = t;
         }
-    }
+      });
+      out.p[o] = best;
+      if (idx)
+        idx[o] = arg < 0 ? -1 : base + arg;
+    });
     out.commit();
     return AMPRT_OK;
   });
@@ -142,26 +155,13 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
     AMPRT_TRY(checkShape(ctx, k, "y", y, poolShape(g, win->spatial_rank)));
     F32In ix(x);
     F32Out out(y);
-    int64_t o = 0;
-    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
-      const float *xs = ix.p + nc * g.H * g.W;
-      for (int64_t oh = 0; oh < g.Ho; ++oh)
-        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+    forEachWindow(
+        g, [&](int64_t o, int64_t oh, int64_t ow, int64_t base, auto taps) {
           float s = 0.f;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            int64_t h = oh * g.sh - g.pt + i * g.dh;
-            if (h < 0 || h >= g.H)
-              continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              int64_t w = ow * g.sw - g.pl + j * g.dw;
-              if (w >= 0 && w < g.W)
-                s += xs[h * g.W + w];
-            }
-          }
+          taps([&](int64_t t) { s += ix.p[base + t]; });
           int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
           out.p[o] = cnt ? s / float(cnt) : 0.f;
-        }
-    }
+        });
     out.commit();
     return AMPRT_OK;
   });
@@ -181,27 +181,14 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
     AMPRT_TRY(checkShape(ctx, k, "dy", dy, poolShape(g, win->spatial_rank)));
     F32In idy(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
-    int64_t o = 0;
-    for (int64_t nc = 0; nc < g.N * g.C; ++nc) {
-      float *ds = acc.data() + nc * g.H * g.W;
-      for (int64_t oh = 0; oh < g.Ho; ++oh)
-        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+    forEachWindow(
+        g, [&](int64_t o, int64_t oh, int64_t ow, int64_t base, auto taps) {
           int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
           if (!cnt)
-            continue;
+            return;
           float v = idy.p[o] / float(cnt);
-          for (int64_t i = 0; i < g.kh; ++i) {
-            int64_t h = oh * g.sh - g.pt + i * g.dh;
-            if (h < 0 || h >= g.H)
-              continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              int64_t w = ow * g.sw - g.pl + j * g.dw;
-              if (w >= 0 && w < g.W)
-                ds[h * g.W + w] += v;
-            }
-          }
-        }
-    }
+          taps([&](int64_t t) { acc[size_t(base + t)] += v; });
+        });
     fromF32(acc.data(), dx->data, dx->dtype, numel(dx));
     return AMPRT_OK;
   });
