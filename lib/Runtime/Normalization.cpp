@@ -60,6 +60,18 @@ amprt_status lnShape(amprt_context *ctx, const char *k, T x, int64_t axis,
   return AMPRT_OK;
 }
 
+/// The optional outputs of a normalization gradient: dx shaped as x,
+/// dscale and dbias of n elements.
+amprt_status checkGradOutputs(amprt_context *ctx, const char *k, T x, T dx,
+                              T dscale, T dbias, int64_t n) {
+  AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
+  if (dx)
+    AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
+  AMPRT_TRY(checkVec(ctx, k, "dscale", dscale, n, true));
+  AMPRT_TRY(checkVec(ctx, k, "dbias", dbias, n, true));
+  return AMPRT_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -192,11 +204,7 @@ amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
     AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
     AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C));
     AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
-    if (dx)
-      AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
-    AMPRT_TRY(checkVec(ctx, k, "dscale", dscale, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "dbias", dbias, C, true));
+    AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, C));
     std::vector<float> sc = vec(scale, C, 1.f), mu = vec(saved_mean, C, 0.f),
                        is = vec(saved_inv_std, C, 1.f);
     F32In idy(dy), ix(x);
@@ -292,11 +300,7 @@ amprt_status amprt_layer_norm_grad(amprt_context *ctx, T dy, T x, T scale,
     AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
     AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer));
     AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
-    if (dx)
-      AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
-    AMPRT_TRY(checkVec(ctx, k, "dscale", dscale, inner, true));
-    AMPRT_TRY(checkVec(ctx, k, "dbias", dbias, inner, true));
+    AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, inner));
     std::vector<float> sc = vec(scale, inner, 1.f), mu = vec(mean, outer, 0.f),
                        is = vec(inv_std, outer, 1.f);
     F32In idy(dy), ix(x);
