@@ -128,6 +128,15 @@ private:
   int groupOf(const OnnxOpSchema &schema, bool input, unsigned i);
   /// The vertex of the port or body argument that defines `value`, or -1.
   int sourceVertex(Value value) const;
+  /// Edges follow SSA use-def: the vertex defining input `i` (`operand`)
+  /// of `n` -> that input's vertex `v`.
+  void addInputEdge(const NodeInfo &n, unsigned i, Value operand, int v) {
+    int src = srcPort[n.ports + i] >= 0     ? portVertex[srcPort[n.ports + i]]
+              : isa<BlockArgument>(operand) ? sourceVertex(operand)
+                                            : -1;
+    if (src >= 0)
+      edges.add(src, v);
+  }
   void paint();
   void rewrite();
   void record();
@@ -436,6 +445,10 @@ void AMPGraphRewriter::addVertices(unsigned n) {
   if (info.op->getNumRegions()) {
     addControlFlowGroups(n);
     info.numVertices = vertexNode.size() - info.firstVertex;
+    // Edges into its input groups (Loop's carried values, Scan's inputs).
+    for (auto [i, operand] : llvm::enumerate(info.op->getOperands()))
+      if (int v = inVertex(info, i); v >= 0)
+        addInputEdge(info, i, operand, v);
     // Its groups are f32 when every member is.
     for (unsigned vi : info.vertices()) {
       bool anyF32 = false, other = false;
@@ -497,12 +510,7 @@ void AMPGraphRewriter::addVertices(unsigned n) {
     int v = assign(/*input=*/true, i, operand.getType());
     if (v < 0)
       continue;
-    // Edges follow SSA use-def: producer output port -> this input port.
-    int src = srcPort[info.ports + i] >= 0 ? portVertex[srcPort[info.ports + i]]
-              : isa<BlockArgument>(operand) ? sourceVertex(operand)
-                                            : -1;
-    if (src >= 0)
-      edges.add(src, v);
+    addInputEdge(info, i, operand, v);
   }
   for (auto [i, result] : llvm::enumerate(info.op->getResults()))
     assign(/*input=*/false, i, result.getType());

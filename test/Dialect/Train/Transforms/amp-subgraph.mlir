@@ -117,3 +117,30 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 // CHECK: train.Add({{.*}} -> tensor<8xf16>
 // CHECK-NEXT: train.return %{{.*}} : tensor<8xf16>, tensor<8xf16>
 // CHECK: -> (tensor<8xf16>, tensor<5x8xf16>)
+
+// -----
+
+// Loop whose initial value comes from a node (not a graph input): the edge
+// from the producer into the Loop's carried group is what paints the group
+// next to the fp16 MatMul (a regression of the single-walk graph build,
+// which added only the edges from the bodies' terminators into a group).
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @loop_from_node(%x: tensor<4x8xf32> {train.name = "x"}, %w: tensor<8x8xf32> {train.name = "W"}, %m: tensor<i64> {train.name = "M"}) -> (tensor<4x8xf32> {train.name = "h_final"}) {
+    %none = none
+    %y = train.MatMul(%x, %w) {train.name = "pre_mm", train.outputs = ["y"]} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = "train.Loop"(%m, %none, %y) ({
+    ^bb0(%i: tensor<i64>, %cond: tensor<i1>, %h: tensor<4x8xf32>):
+      %relu = train.Relu(%h) {train.name = "body_relu", train.outputs = ["h_out"]} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+      %c2 = train.Identity(%cond) {train.name = "body_cond", train.outputs = ["cond_out"]} : (tensor<i1>) -> tensor<i1>
+      train.return %c2, %relu : tensor<i1>, tensor<4x8xf32>
+    }) {train.name = "loop", train.outputs = ["h_final"], train.subgraphs = {body = {inputs = [{name = "iter", type = tensor<i64>}, {name = "cond_in", type = tensor<i1>}, {name = "h_in", type = tensor<4x8xf32>}], outputs = [{name = "cond_out", type = tensor<i1>}, {name = "h_out", type = tensor<4x8xf32>}]}}} : (tensor<i64>, none, tensor<4x8xf32>) -> (tensor<4x8xf32>)
+    train.return %r : tensor<4x8xf32>
+  }
+}
+
+// CHECK-LABEL: train.graph @loop_from_node
+// CHECK: %[[Y:.*]] = MatMul({{.*}}) {train.name = "pre_mm"{{.*}} -> tensor<4x8xf16>
+// CHECK-NOT: Cast
+// CHECK: "train.Loop"(%arg2, %{{.*}}, %[[Y]]) ({
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<i64>, %{{.*}}: tensor<i1>, %{{.*}}: tensor<4x8xf16>):
+// CHECK: Cast(%{{.*}}) {to = 1 : i64, train.name = "loop_CastToFp32", train.outputs = ["h_final"]}
