@@ -717,6 +717,11 @@ llvm::Error Trainer::load() {
     optProg->bind(i, b.data);
   }
   if (ckpt) {
+    if (ckpt->steps % uint64_t(opts.accumulate) != 0)
+      return fail(opts.resumePath + ": the checkpoint is " +
+                  std::to_string(ckpt->steps) +
+                  " steps in, inside a group of --accumulate " +
+                  std::to_string(opts.accumulate) + "; nothing was loaded");
     for (auto &[n, t] : ckpt->tensors) {
       StringRef key = n;
       key.consume_front("param:");
@@ -1000,11 +1005,12 @@ llvm::Error Trainer::run() {
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (auto e = fillBatch(stepsDone))
       return e;
-    uint8_t first = stepsDone % opts.accumulate == 0, notFirst = !first;
+    uint8_t groupStart = stepsDone % opts.accumulate == 0,
+            inGroup = !groupStart;
     for (DeviceBuffer *b : resetSignals)
-      amprt_memcpy(ctx, b->data, &first, 1, AMPRT_HOST_TO_DEVICE);
+      amprt_memcpy(ctx, b->data, &groupStart, 1, AMPRT_HOST_TO_DEVICE);
     for (DeviceBuffer *b : accumulateSignals)
-      amprt_memcpy(ctx, b->data, &notFirst, 1, AMPRT_HOST_TO_DEVICE);
+      amprt_memcpy(ctx, b->data, &inGroup, 1, AMPRT_HOST_TO_DEVICE);
     if (auto e = trainProg->run())
       return e;
     for (auto &[i, b] : writeBack)
@@ -1027,7 +1033,9 @@ llvm::Error Trainer::run() {
         amprt_memcpy(ctx, b->data, &groupFinite, 1, AMPRT_HOST_TO_DEVICE);
       if (auto e = optProg->run())
         return e;
-      uint8_t updated = updateSignals.empty() ? 1 : groupFinite;
+      // Without an "updated" output, the flag fed to the optimizer says.
+      uint8_t updated =
+          updateSignals.empty() && !finiteIn ? uint8_t(1) : groupFinite;
       if (updatedOut >= 0)
         amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
                      AMPRT_DEVICE_TO_HOST);

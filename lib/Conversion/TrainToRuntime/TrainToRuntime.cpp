@@ -548,8 +548,22 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     SmallVector<TArg> ts = {{"params", {*nw}}, {"grads", {*g}},
                             {"m1", {*nm1}},    {"m2", {*nm2}},
                             {"lr", {*lr}},     {"step", {*step}}};
-    if (failed(optionalIn(ts, "update", signal)))
+    if (signal == 6 && has(9)) {
+      // Both the graph's signal and one at the schema's position (where the
+      // loss-scaling pass puts its all-finite flag): update when both are
+      // true, a AND b = where(a, b, a).
+      auto a = in(6), b = in(9);
+      if (failed(a) || failed(b))
+        return failure();
+      int both = newBufferLike(*a);
+      if (failed(
+              call("where",
+                   {{"cond", {*a}}, {"a", {*b}}, {"b", {*a}}, {"y", {both}}})))
+        return failure();
+      ts.push_back({"update", {both}});
+    } else if (failed(optionalIn(ts, "update", signal))) {
       return failure();
+    }
     return call("adamw", ts,
                 {{"n", i64(1)},
                  {"beta1", f32(attrFloat("alpha", 0.9))},
@@ -647,8 +661,15 @@ FailureOr<int> GraphLowering::updatedInPlace(unsigned res, unsigned input,
       valueBuf[current->getResult(res)] = buf;
     return buf;
   }
-  FailureOr<int> copy = resultUsed(res) ? out(res, shapeOf(buf))
-                                        : FailureOr<int>(newBufferLike(buf));
+  // A copy nothing reads would lose the update.
+  if (!resultUsed(res)) {
+    err() << "input " << input
+          << " is read elsewhere too, so it would be updated in a copy, but "
+             "output "
+          << res << " that would hold the copy is unused";
+    return failure();
+  }
+  FailureOr<int> copy = out(res, shapeOf(buf));
   if (failed(copy) || failed(call("identity", {{"x", {buf}}, {"y", {*copy}}})))
     return failure();
   return copy;

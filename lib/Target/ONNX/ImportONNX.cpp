@@ -1567,7 +1567,13 @@ LogicalResult Importer::importFunction(onnx::FunctionProto &fn,
   for (auto [i, in] : llvm::enumerate(fn.input()))
     scope.values[in] = body->getArgument(i);
   // Function bodies: same ordering and checks as graphs.
-  onnx::GraphProto asGraph;
+  // On the function's arena, so that the Swap below moves the nodes
+  // rather than deep-copying them across arenas.
+  std::unique_ptr<onnx::GraphProto> onHeap;
+  onnx::GraphProto &asGraph =
+      fn.GetArena() ? *google::protobuf::Arena::CreateMessage<onnx::GraphProto>(
+                          fn.GetArena())
+                    : *(onHeap = std::make_unique<onnx::GraphProto>());
   asGraph.set_name(fn.name());
   for (const std::string &o : fn.output())
     asGraph.add_output()->set_name(o);
