@@ -140,8 +140,10 @@ int64_t amp::train::getImportedOpsetVersion(Operation *op, StringRef domain) {
 const OnnxOpSchema *amp::train::getSchemaFor(OnnxNodeOpInterface op) {
   // The version the model imports decides (an older schema with the same
   // signature may map to the typed op); without an import, the typed op's.
+  // Imports belong to graphs, functions and models, as in ONNX (a node has
+  // none), so the search starts at the node's parent.
   StringRef domain = normalizeOnnxDomain(op.getOnnxDomain());
-  int64_t version = getImportedOpsetVersion(op, domain);
+  int64_t version = getImportedOpsetVersion(op->getParentOp(), domain);
   if (version < 0)
     version = op.getOnnxSinceVersion();
   if (version < 0)

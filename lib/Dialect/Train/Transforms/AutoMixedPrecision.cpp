@@ -308,8 +308,6 @@ void AMPGraphRewriter::collect() {
   // at the graph's top level its kind is that of its operation name.
   DenseMap<const void *, Kind> typedKinds;
   llvm::StringMap<int64_t> importedVersion; // of the graph, by domain
-  StringAttr opsetImportId =
-      StringAttr::get(graph.getContext(), attrs::kOpsetImport);
   bool checkKeep = !keepNames.empty() || !keepRegexes.empty();
   // Vertices are made in node order. While no op with regions has been
   // seen, a node's vertices and edges are made as the walk reaches it, when
@@ -347,10 +345,9 @@ void AMPGraphRewriter::collect() {
       return kit->second;
     };
     Kind kind;
-    // The import is a discardable attribute, on functions and modules, or
-    // on a node only in hand-written IR.
-    if (op->getParentOp() == graph.getOperation() &&
-        !op->getDiscardableAttr(opsetImportId)) {
+    // At the graph's top level, the import is the graph's (getSchemaFor
+    // reads no node's own).
+    if (op->getParentOp() == graph.getOperation()) {
       if (isa<NodeOp>(op)) {
         kind = kindOf();
       } else {

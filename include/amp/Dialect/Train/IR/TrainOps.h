@@ -28,8 +28,9 @@ mlir::LogicalResult verifyOnnxNode(mlir::Operation *op);
 #include "amp/Dialect/Train/IR/TrainOps.h.inc"
 
 namespace amp::train {
-/// The schema of an ONNX node op under the module's opset imports (typed
-/// ops: the schema they were generated from), or nullptr if unknown.
+/// The schema of an ONNX node op under the opset imports of its enclosing
+/// graph, function or module (typed ops without one: the schema they were
+/// generated from), or nullptr if unknown.
 const OnnxOpSchema *getSchemaFor(OnnxNodeOpInterface op);
 /// The opset version of `domain` ("" = ONNX) imported by the nearest
 /// enclosing op with opset imports (the last entry wins), or -1.
