@@ -180,25 +180,6 @@ AMPRT_SATURATE(int8_t, INT8_MIN, INT8_MAX)
 AMPRT_SATURATE(uint8_t, 0, UINT8_MAX)
 #undef AMPRT_SATURATE
 
-AMPRT_HD inline double readD(const void *p, int32_t dt, int64_t i) {
-  switch (dt) {
-  case AMPRT_F64:
-    return static_cast<const double *>(p)[i];
-  case AMPRT_F32:
-  case AMPRT_F16:
-  case AMPRT_BF16:
-    return loadF(p, dt, i);
-  case AMPRT_I64:
-    return double(static_cast<const int64_t *>(p)[i]);
-  case AMPRT_I32:
-    return static_cast<const int32_t *>(p)[i];
-  case AMPRT_I8:
-    return static_cast<const int8_t *>(p)[i];
-  default:
-    return static_cast<const uint8_t *>(p)[i];
-  }
-}
-
 AMPRT_HD inline int64_t readI(const void *p, int32_t dt, int64_t i) {
   switch (dt) {
   case AMPRT_I64:
@@ -209,6 +190,19 @@ AMPRT_HD inline int64_t readI(const void *p, int32_t dt, int64_t i) {
     return static_cast<const int8_t *>(p)[i];
   default:
     return static_cast<const uint8_t *>(p)[i];
+  }
+}
+
+AMPRT_HD inline double readD(const void *p, int32_t dt, int64_t i) {
+  switch (dt) {
+  case AMPRT_F64:
+    return static_cast<const double *>(p)[i];
+  case AMPRT_F32:
+  case AMPRT_F16:
+  case AMPRT_BF16:
+    return loadF(p, dt, i);
+  default:
+    return double(readI(p, dt, i));
   }
 }
 
