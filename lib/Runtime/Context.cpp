@@ -119,11 +119,14 @@ amprt_status amprt_context_create(const char *backend, amprt_context **out) {
       return st;
     }
   }
+  ctx->profile = profileCreate(b);
   *out = ctx;
   return AMPRT_OK;
 }
 
 amprt_status amprt_context_destroy(amprt_context *ctx) {
+  if (ctx)
+    profileDestroy(ctx);
   if (ctx && ctx->backend && ctx->backend->close)
     ctx->backend->close(ctx);
   delete ctx;

@@ -118,10 +118,10 @@ float floatOp(Bin op, float a, float b) {
     return std::fmod(a, b);
   case Bin::Pow:
     return std::pow(a, b);
-  case Bin::Min: // NaN propagates, as in ONNX Min/Max
-    return (a != a || b != b) ? a + b : std::fmin(a, b);
+  case Bin::Min: // NaN propagates, as in ONNX Min/Max; a on ties (+-0)
+    return (a != a || b != b) ? a + b : (b < a ? b : a);
   case Bin::Max:
-    return (a != a || b != b) ? a + b : std::fmax(a, b);
+    return (a != a || b != b) ? a + b : (b > a ? b : a);
   }
   return 0.f;
 }
@@ -276,10 +276,12 @@ AMPRT_UNARY(exp, return std::exp(v))
 AMPRT_UNARY(log, return std::log(v))
 AMPRT_UNARY(sqrt, return std::sqrt(v))
 AMPRT_UNARY(reciprocal, return 1.f / v)
-AMPRT_UNARY(gelu, return 0.5f * v * (1.f + std::erf(v * kSqrt1_2)))
-AMPRT_UNARY(fast_gelu, return 0.5f * v *
-                              (1.f + std::tanh(kSqrt2_Pi *
-                                               (v + kGeluC * v * v * v))))
+// 1 + erf(z) as erfc(-z), and 0.5 (1 + tanh(u)) as 1 / (1 + exp(-2u)): the
+// sums cancel for negative inputs (1 + erf(-4) keeps 6 of f32's 24 bits).
+AMPRT_UNARY(gelu, return 0.5f * v * std::erfc(-v * kSqrt1_2))
+AMPRT_UNARY(fast_gelu,
+            return v / (1.f + std::exp(-2.f * kSqrt2_Pi *
+                                       (v + kGeluC * v * v * v))))
 #undef AMPRT_UNARY
 
 #define AMPRT_GRAD(name, expr)                                                 \
@@ -294,14 +296,14 @@ AMPRT_GRAD(relu_grad, return v > 0.f ? g : 0.f)
 AMPRT_GRAD(sigmoid_grad, return g * v * (1.f - v))
 AMPRT_GRAD(tanh_grad, return g * (1.f - v * v))
 AMPRT_GRAD(gelu_grad,
-           return g * (0.5f * (1.f + std::erf(v * kSqrt1_2)) +
+           return g * (0.5f * std::erfc(-v * kSqrt1_2) +
                        v * kInvSqrt2Pi * std::exp(-0.5f * v * v)))
+// With s = 0.5 (1 + tanh(u)): 0.5 (1 - tanh(u)^2) = 2 s (1 - s).
 AMPRT_GRAD(fast_gelu_grad, {
-  float u = kSqrt2_Pi * (v + kGeluC * v * v * v);
-  float t = std::tanh(u);
-  return g * (0.5f * (1.f + t) +
-              0.5f * v * (1.f - t * t) * kSqrt2_Pi *
-                  (1.f + 3.f * kGeluC * v * v));
+  float s = 1.f / (1.f + std::exp(-2.f * kSqrt2_Pi *
+                                  (v + kGeluC * v * v * v)));
+  return g * (s + 2.f * v * s * (1.f - s) * kSqrt2_Pi *
+                      (1.f + 3.f * kGeluC * v * v));
 })
 #undef AMPRT_GRAD
 

@@ -57,11 +57,17 @@ const Backend *cudaBackend(std::string &why);
 
 } // namespace amprt
 
+namespace amprt {
+struct Profile;
+} // namespace amprt
+
 struct amprt_context {
   const amprt::Backend *backend = nullptr;
   /// Backend-owned per-context state (NULL for the CPU).
   void *state = nullptr;
   std::string error;
+  /// AMPRT_PROFILE=1 on a device context (Profile.cpp), else NULL.
+  amprt::Profile *profile = nullptr;
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
       __attribute__((format(printf, 3, 4)));
@@ -86,6 +92,23 @@ amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
   }
 }
 
+/// Per-kernel profile of a device context, switched on by the environment
+/// variable AMPRT_PROFILE (not "0"): every kernel call is timed between two
+/// waits for the device, calls that ran (partly) on the host are counted,
+/// and the table goes to stderr when the context is destroyed
+/// (AMPRT_PROFILE_SKIP=N leaves out the first N calls). Serializes the
+/// device: for finding slow or host-bound kernels, not for timings.
+Profile *profileCreate(const Backend *b);
+void profileDestroy(amprt_context *ctx);
+void profileHostCall(amprt_context *ctx);
+amprt_status profileCall(amprt_context *ctx, const char *kernel,
+                         amprt_status (*call)(void *), void *arg);
+template <typename F>
+amprt_status profiled(amprt_context *ctx, const char *kernel, F &f) {
+  return profileCall(
+      ctx, kernel, [](void *p) { return (*static_cast<F *>(p))(); }, &f);
+}
+
 /// Runs `cpuCall` (a public amprt_ kernel) on the CPU for a context of
 /// another backend: waits for the device first (its memory is managed, so
 /// the host may touch it once the queued work is done) and binds the CPU
@@ -94,6 +117,8 @@ amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
 template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
   const Backend *b = ctx->backend;
   ctx->error.clear();
+  if (ctx->profile)
+    profileHostCall(ctx);
   amprt_status st = b->sync(ctx);
   if (st != AMPRT_OK)
     return st;
@@ -108,10 +133,14 @@ template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
 #define AMPRT_DISPATCH(name, ctx, ...)                                         \
   do {                                                                         \
     if ((ctx) && (ctx)->backend && (ctx)->backend != amprt::cpuBackend()) {    \
-      if ((ctx)->backend->kernels && (ctx)->backend->kernels->name)            \
-        return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);              \
-      return amprt::onHost(                                                    \
-          (ctx), [&] { return amprt_##name((ctx), __VA_ARGS__); });            \
+      auto amprt_run_ = [&]() -> amprt_status {                                \
+        if ((ctx)->backend->kernels && (ctx)->backend->kernels->name)          \
+          return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);            \
+        return amprt::onHost(                                                  \
+            (ctx), [&] { return amprt_##name((ctx), __VA_ARGS__); });          \
+      };                                                                       \
+      return (ctx)->profile ? amprt::profiled((ctx), #name, amprt_run_)        \
+                            : amprt_run_();                                    \
     }                                                                          \
   } while (0)
 
@@ -223,6 +252,72 @@ bool broadcastShapes(const std::vector<Shape> &shapes, Shape &out);
 /// Strides (in elements) of `in` seen through the broadcast to `out`
 /// (0 on broadcast dims), aligned to out's rank.
 Shape broadcastStrides(const Shape &in, const Shape &out);
+
+/// Row-major element strides of a shape.
+Shape stridesOf(const Shape &s);
+
+/// Transpose: y's shape `so` and, per y dim, the element stride into x
+/// (perm NULL reverses the dims). Fails on a bad permutation.
+amprt_status transposeGeometry(amprt_context *ctx, const char *k,
+                               const amprt_tensor *x, const int64_t *perm,
+                               int64_t nperm, Shape &so, Shape &st);
+
+/// Gather: index dtype i64 or i32.
+amprt_status checkIndices(amprt_context *ctx, const char *k,
+                          const amprt_tensor *idx);
+/// Index i of an i64 / i32 tensor.
+int64_t indexAt(const amprt_tensor *idx, int64_t i);
+/// Gather geometry for data shape `sd`: outer (dims before the axis), len
+/// (the axis), inner (dims after) and the output shape; with `values`, also
+/// reads the indices (host memory) and fails on one outside [-len, len).
+amprt_status gatherShape(amprt_context *ctx, const char *k, const Shape &sd,
+                         const amprt_tensor *idx, int64_t axis, int64_t &a,
+                         int64_t &outer, int64_t &len, int64_t &inner,
+                         Shape &so, bool values = true);
+
+/// The argument checks of the normalization and pooling kernels
+/// (Normalization.cpp, Pool.cpp), shared with the CUDA backend. They return
+/// the geometry: BatchNorm's x as [N, C, S], LayerNorm's as [outer, inner],
+/// MaxPool's window and output shape.
+amprt_status checkBatchNormTraining(
+    amprt_context *ctx, const amprt_tensor *x, const amprt_tensor *scale,
+    const amprt_tensor *bias, const amprt_tensor *running_mean,
+    const amprt_tensor *running_var, const amprt_tensor *y,
+    const amprt_tensor *running_mean_out, const amprt_tensor *running_var_out,
+    const amprt_tensor *saved_mean, const amprt_tensor *saved_inv_std,
+    int64_t &N, int64_t &C, int64_t &S);
+amprt_status checkBatchNormGrad(amprt_context *ctx, const amprt_tensor *dy,
+                                const amprt_tensor *x,
+                                const amprt_tensor *scale,
+                                const amprt_tensor *saved_mean,
+                                const amprt_tensor *saved_inv_std,
+                                const amprt_tensor *dx,
+                                const amprt_tensor *dscale,
+                                const amprt_tensor *dbias, int64_t &N,
+                                int64_t &C, int64_t &S);
+amprt_status checkLayerNorm(amprt_context *ctx, const amprt_tensor *x,
+                            const amprt_tensor *scale,
+                            const amprt_tensor *bias, int64_t axis,
+                            const amprt_tensor *y, const amprt_tensor *mean,
+                            const amprt_tensor *inv_std, int64_t &outer,
+                            int64_t &inner);
+amprt_status checkLayerNormGrad(amprt_context *ctx, const amprt_tensor *dy,
+                                const amprt_tensor *x,
+                                const amprt_tensor *scale,
+                                const amprt_tensor *mean,
+                                const amprt_tensor *inv_std, int64_t axis,
+                                const amprt_tensor *dx,
+                                const amprt_tensor *dscale,
+                                const amprt_tensor *dbias, int64_t &outer,
+                                int64_t &inner);
+struct Window2d;
+amprt_status checkMaxPool(amprt_context *ctx, const amprt_tensor *x,
+                          const amprt_tensor *y, const amprt_tensor *indices,
+                          const amprt_window *win, Window2d &g, Shape &so);
+/// Everything but the index values (checked while scattering).
+amprt_status checkMaxPoolGrad(amprt_context *ctx, const amprt_tensor *dy,
+                              const amprt_tensor *indices,
+                              const amprt_tensor *dx);
 
 /// Calls f(outIndex, off[0..k)) for every element of `out`, where off[j] is
 /// the element offset into input j under broadcasting.

@@ -74,6 +74,78 @@ amprt_status checkGradOutputs(amprt_context *ctx, const char *k, T x, T dx,
 
 } // namespace
 
+amprt_status amprt::checkBatchNormTraining(
+    amprt_context *ctx, T x, T scale, T bias, T running_mean, T running_var,
+    T y, T running_mean_out, T running_var_out, T saved_mean,
+    T saved_inv_std, int64_t &N, int64_t &C, int64_t &S) {
+  const char *k = "batch_norm_training";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
+  AMPRT_TRY(checkVec(ctx, k, "bias", bias, C));
+  AMPRT_TRY(checkVec(ctx, k, "running_mean", running_mean, C, true));
+  AMPRT_TRY(checkVec(ctx, k, "running_var", running_var, C, true));
+  AMPRT_TRY(checkVec(ctx, k, "running_mean_out", running_mean_out, C, true));
+  AMPRT_TRY(checkVec(ctx, k, "running_var_out", running_var_out, C, true));
+  AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C, true));
+  AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C, true));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  if ((running_mean_out && !running_mean) ||
+      (running_var_out && !running_var))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: running_*_out needs the running_* input", k);
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkBatchNormGrad(amprt_context *ctx, T dy, T x,
+                                       T scale, T saved_mean,
+                                       T saved_inv_std, T dx, T dscale,
+                                       T dbias, int64_t &N, int64_t &C,
+                                       int64_t &S) {
+  const char *k = "batch_norm_grad";
+  AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+  AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
+  AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C));
+  AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C));
+  AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, C));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkLayerNorm(amprt_context *ctx, T x, T scale, T bias,
+                                   int64_t axis, T y, T mean, T inv_std,
+                                   int64_t &outer, int64_t &inner) {
+  const char *k = "layer_norm";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+  AMPRT_TRY(checkVec(ctx, k, "bias", bias, inner, true));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer, true));
+  AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer, true));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkLayerNormGrad(amprt_context *ctx, T dy, T x,
+                                       T scale, T mean, T inv_std,
+                                       int64_t axis, T dx, T dscale, T dbias,
+                                       int64_t &outer, int64_t &inner) {
+  const char *k = "layer_norm_grad";
+  AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+  AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+  AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer));
+  AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
+  AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, inner));
+  return AMPRT_OK;
+}
+
 extern "C" {
 
 amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
@@ -85,24 +157,11 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
                  running_var, momentum, epsilon, y, running_mean_out,
                  running_var_out, saved_mean, saved_inv_std);
   return guard(ctx, "batch_norm_training", [&]() -> amprt_status {
-    const char *k = "batch_norm_training";
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
     int64_t N, C, S;
-    AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
-    AMPRT_TRY(checkVec(ctx, k, "bias", bias, C));
-    AMPRT_TRY(checkVec(ctx, k, "running_mean", running_mean, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "running_var", running_var, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "running_mean_out", running_mean_out, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "running_var_out", running_var_out, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C, true));
-    AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C, true));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-    if ((running_mean_out && !running_mean) ||
-        (running_var_out && !running_var))
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: running_*_out needs the running_* input", k);
+    AMPRT_TRY(checkBatchNormTraining(ctx, x, scale, bias, running_mean,
+                                     running_var, y, running_mean_out,
+                                     running_var_out, saved_mean,
+                                     saved_inv_std, N, C, S));
     F32In ix(x);
     std::vector<float> sc = vec(scale, C, 1.f), bs = vec(bias, C, 0.f);
     std::vector<float> rm = vec(running_mean, C, 0.f),
@@ -195,16 +254,9 @@ amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
   AMPRT_DISPATCH(batch_norm_grad, ctx, dy, x, scale, saved_mean,
                  saved_inv_std, dx, dscale, dbias);
   return guard(ctx, "batch_norm_grad", [&]() -> amprt_status {
-    const char *k = "batch_norm_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
     int64_t N, C, S;
-    AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, C));
-    AMPRT_TRY(checkVec(ctx, k, "saved_mean", saved_mean, C));
-    AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C));
-    AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, C));
+    AMPRT_TRY(checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std,
+                                 dx, dscale, dbias, N, C, S));
     std::vector<float> sc = vec(scale, C, 1.f), mu = vec(saved_mean, C, 0.f),
                        is = vec(saved_inv_std, C, 1.f);
     F32In idy(dy), ix(x);
@@ -246,16 +298,9 @@ amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,
   AMPRT_DISPATCH(layer_norm, ctx, x, scale, bias, axis, epsilon, y, mean,
                  inv_std);
   return guard(ctx, "layer_norm", [&]() -> amprt_status {
-    const char *k = "layer_norm";
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
     int64_t outer, inner;
-    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
-    AMPRT_TRY(checkVec(ctx, k, "bias", bias, inner, true));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-    AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer, true));
-    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer, true));
+    AMPRT_TRY(checkLayerNorm(ctx, x, scale, bias, axis, y, mean, inv_std,
+                             outer, inner));
     std::vector<float> sc = vec(scale, inner, 1.f),
                        bs = vec(bias, inner, 0.f);
     F32In ix(x);
@@ -291,16 +336,9 @@ amprt_status amprt_layer_norm_grad(amprt_context *ctx, T dy, T x, T scale,
   AMPRT_DISPATCH(layer_norm_grad, ctx, dy, x, scale, mean, inv_std, axis, dx,
                  dscale, dbias);
   return guard(ctx, "layer_norm_grad", [&]() -> amprt_status {
-    const char *k = "layer_norm_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
     int64_t outer, inner;
-    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
-    AMPRT_TRY(checkVec(ctx, k, "mean", mean, outer));
-    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
-    AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, dbias, inner));
+    AMPRT_TRY(checkLayerNormGrad(ctx, dy, x, scale, mean, inv_std, axis, dx,
+                                 dscale, dbias, outer, inner));
     std::vector<float> sc = vec(scale, inner, 1.f), mu = vec(mean, outer, 0.f),
                        is = vec(inv_std, outer, 1.f);
     F32In idy(dy), ix(x);

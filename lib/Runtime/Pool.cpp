@@ -73,24 +73,42 @@ template <typename Visit> void forEachWindow(const Window2d &g, Visit visit) {
 
 } // namespace
 
+amprt_status amprt::checkMaxPool(amprt_context *ctx, T x, T y, T indices,
+                                 const amprt_window *win, Window2d &g,
+                                 Shape &so) {
+  const char *k = "max_pool";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64, true));
+  if (!win)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
+  AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
+  so = poolShape(g, win->spatial_rank);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  if (indices)
+    AMPRT_TRY(checkShape(ctx, k, "indices", indices, so));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkMaxPoolGrad(amprt_context *ctx, T dy, T indices,
+                                     T dx) {
+  const char *k = "max_pool_grad";
+  AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+  AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64));
+  AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+  AMPRT_TRY(checkShape(ctx, k, "indices", indices, shapeOf(dy)));
+  return AMPRT_OK;
+}
+
 extern "C" {
 
 amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
                             const amprt_window *win) {
   AMPRT_DISPATCH(max_pool, ctx, x, y, indices, win);
   return guard(ctx, "max_pool", [&]() -> amprt_status {
-    const char *k = "max_pool";
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64, true));
     Window2d g;
-    if (!win)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
-    AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
-    Shape so = poolShape(g, win->spatial_rank);
-    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
-    if (indices)
-      AMPRT_TRY(checkShape(ctx, k, "indices", indices, so));
+    Shape so;
+    AMPRT_TRY(checkMaxPool(ctx, x, y, indices, win, g, so));
     F32In ix(x);
     F32Out out(y);
     auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
@@ -118,10 +136,7 @@ amprt_status amprt_max_pool_grad(amprt_context *ctx, T dy, T indices, T dx) {
   AMPRT_DISPATCH(max_pool_grad, ctx, dy, indices, dx);
   return guard(ctx, "max_pool_grad", [&]() -> amprt_status {
     const char *k = "max_pool_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkDtype(ctx, k, "indices", indices, AMPRT_I64));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
-    AMPRT_TRY(checkShape(ctx, k, "indices", indices, shapeOf(dy)));
+    AMPRT_TRY(checkMaxPoolGrad(ctx, dy, indices, dx));
     F32In idy(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
     auto *idx = static_cast<const int64_t *>(indices->data);

@@ -17,16 +17,16 @@
 
 using namespace amprt;
 
-namespace {
-
 using T = const amprt_tensor *;
 
-Shape stridesOf(const Shape &s) {
+Shape amprt::stridesOf(const Shape &s) {
   Shape st(s.size(), 1);
   for (size_t i = s.size(); i-- > 1;)
     st[i - 1] = st[i] * s[i];
   return st;
 }
+
+namespace {
 
 /// Copies the elements of x at base + sum(idx[d] * strides[d]) in the order
 /// of `so` into y.
@@ -47,12 +47,14 @@ void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
   });
 }
 
-int64_t indexAt(T idx, int64_t i) {
+} // namespace
+
+int64_t amprt::indexAt(T idx, int64_t i) {
   return idx->dtype == AMPRT_I64 ? static_cast<const int64_t *>(idx->data)[i]
                                  : static_cast<const int32_t *>(idx->data)[i];
 }
 
-amprt_status checkIndices(amprt_context *ctx, const char *k, T idx) {
+amprt_status amprt::checkIndices(amprt_context *ctx, const char *k, T idx) {
   AMPRT_TRY(checkTensor(ctx, k, "indices", idx));
   if (idx->dtype != AMPRT_I64 && idx->dtype != AMPRT_I32)
     return ctx->fail(AMPRT_ERR_DTYPE,
@@ -61,11 +63,10 @@ amprt_status checkIndices(amprt_context *ctx, const char *k, T idx) {
   return AMPRT_OK;
 }
 
-/// Resolves the gather geometry: outer (dims before axis), len (the axis),
-/// inner (dims after), and the output shape.
-amprt_status gatherShape(amprt_context *ctx, const char *k, const Shape &sd,
-                         T idx, int64_t axis, int64_t &a, int64_t &outer,
-                         int64_t &len, int64_t &inner, Shape &so) {
+amprt_status amprt::gatherShape(amprt_context *ctx, const char *k,
+                                const Shape &sd, T idx, int64_t axis,
+                                int64_t &a, int64_t &outer, int64_t &len,
+                                int64_t &inner, Shape &so, bool values) {
   AMPRT_TRY(normAxis(ctx, k, axis, int64_t(sd.size()), a));
   outer = inner = 1;
   for (int64_t i = 0; i < int64_t(sd.size()); ++i)
@@ -78,7 +79,7 @@ amprt_status gatherShape(amprt_context *ctx, const char *k, const Shape &sd,
   for (int32_t i = 0; i < idx->rank; ++i)
     so.push_back(idx->shape[i]);
   so.insert(so.end(), sd.begin() + a + 1, sd.end());
-  int64_t n = numel(idx);
+  int64_t n = values ? numel(idx) : 0;
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = indexAt(idx, i);
     if (v < -len || v >= len)
@@ -89,6 +90,40 @@ amprt_status gatherShape(amprt_context *ctx, const char *k, const Shape &sd,
   }
   return AMPRT_OK;
 }
+
+amprt_status amprt::transposeGeometry(amprt_context *ctx, const char *k, T x,
+                                      const int64_t *perm, int64_t nperm,
+                                      Shape &so, Shape &st) {
+  Shape sx = shapeOf(x), p(size_t(x->rank));
+  if (perm) {
+    if (nperm != x->rank)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: perm has %lld entries for rank %d", k,
+                       (long long)nperm, x->rank);
+    std::vector<bool> seen(size_t(x->rank), false);
+    for (int64_t i = 0; i < nperm; ++i) {
+      if (perm[i] < 0 || perm[i] >= x->rank || seen[size_t(perm[i])])
+        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                         "%s: perm is not a permutation of 0..%d", k,
+                         x->rank - 1);
+      seen[size_t(perm[i])] = true;
+      p[size_t(i)] = perm[i];
+    }
+  } else {
+    for (int32_t i = 0; i < x->rank; ++i)
+      p[size_t(i)] = x->rank - 1 - i;
+  }
+  Shape sxs = stridesOf(sx);
+  so.assign(sx.size(), 0);
+  st.assign(sx.size(), 0);
+  for (size_t i = 0; i < sx.size(); ++i) {
+    so[i] = sx[size_t(p[i])];
+    st[i] = sxs[size_t(p[i])];
+  }
+  return AMPRT_OK;
+}
+
+namespace {
 
 uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -143,30 +178,8 @@ amprt_status amprt_transpose(amprt_context *ctx, T x, const int64_t *perm,
     const char *k = "transpose";
     AMPRT_TRY(checkTensor(ctx, k, "x", x));
     AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
-    Shape sx = shapeOf(x), p(size_t(x->rank));
-    if (perm) {
-      if (nperm != x->rank)
-        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                         "%s: perm has %lld entries for rank %d", k,
-                         (long long)nperm, x->rank);
-      std::vector<bool> seen(size_t(x->rank), false);
-      for (int64_t i = 0; i < nperm; ++i) {
-        if (perm[i] < 0 || perm[i] >= x->rank || seen[size_t(perm[i])])
-          return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                           "%s: perm is not a permutation of 0..%d", k,
-                           x->rank - 1);
-        seen[size_t(perm[i])] = true;
-        p[size_t(i)] = perm[i];
-      }
-    } else {
-      for (int32_t i = 0; i < x->rank; ++i)
-        p[size_t(i)] = x->rank - 1 - i;
-    }
-    Shape so(sx.size()), st(sx.size()), sxs = stridesOf(sx);
-    for (size_t i = 0; i < sx.size(); ++i) {
-      so[i] = sx[size_t(p[i])];
-      st[i] = sxs[size_t(p[i])];
-    }
+    Shape so, st;
+    AMPRT_TRY(transposeGeometry(ctx, k, x, perm, nperm, so, st));
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
     gatherStrided(x, y, so, st, 0);
     return AMPRT_OK;
