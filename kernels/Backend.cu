@@ -153,6 +153,9 @@ KernelTable makeTable() {
   registerOptimizer(t);
   registerSoftmax(t);
   registerConv(t);
+  registerShape(t);
+  registerNormalization(t);
+  registerPool(t);
   return t;
 }
 

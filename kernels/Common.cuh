@@ -144,6 +144,32 @@ __device__ __forceinline__ bool ldFlag(const uint8_t *p, bool dflt) {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions inside a warp / a block
+//===----------------------------------------------------------------------===//
+
+template <typename V> __device__ __forceinline__ V warpSum(V v) {
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Sum of v over the block (blockDim.x a multiple of 32, at most 1024),
+/// returned to every thread; `part` is 32 elements of shared memory. The
+/// order is fixed by the launch shape, so results repeat run to run.
+template <typename V>
+__device__ __forceinline__ V blockSum(V v, V *part) {
+  v = warpSum(v);
+  __syncthreads(); // part may still be read by a previous call
+  if (threadIdx.x % 32 == 0)
+    part[threadIdx.x / 32] = v;
+  __syncthreads();
+  V t = 0;
+  for (int i = 0; i < int(blockDim.x / 32); ++i)
+    t += part[i];
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
 // Broadcasting (numpy) index maps, passed by value to kernels
 //===----------------------------------------------------------------------===//
 
@@ -182,6 +208,9 @@ void registerMultiTensor(KernelTable &t); // MultiTensor.cu
 void registerOptimizer(KernelTable &t);   // Optimizer.cu
 void registerSoftmax(KernelTable &t);     // Softmax.cu
 void registerConv(KernelTable &t);        // Conv.cu (cuDNN)
+void registerShape(KernelTable &t);       // Shape.cu
+void registerNormalization(KernelTable &t); // Normalization.cu
+void registerPool(KernelTable &t);        // Pool.cu
 
 } // namespace cuda
 } // namespace amprt

@@ -22,6 +22,11 @@
 
 #include "Common.cuh"
 
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+
 using namespace amprt;
 using namespace amprt::cuda;
 
@@ -136,20 +141,50 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
   return AMPRT_OK;
 }
 
-/// Picks the first algorithm cuDNN ranks that fits the workspace.
-template <typename Perf, typename Get>
-amprt_status pick(amprt_context *ctx, const char *k, Get get,
-                  decltype(Perf().algo) &algo) {
+/// Runs exec(algo) with the algorithms cuDNN's heuristics rank for the
+/// problem, best first, skipping those that need more than the workspace
+/// and those that then refuse to run (the heuristics can offer one that
+/// answers CUDNN_STATUS_BAD_PARAM, e.g. for a 3-channel f16 input's
+/// backward filter). AMPRT_ERR_UNSUPPORTED, with what each one answered in
+/// `why`, when none ran.
+template <typename Perf, typename Get, typename Exec>
+amprt_status runAlgos(amprt_context *ctx, const char *k, Get get, Exec exec,
+                      std::string &why) {
   Perf perf[16];
   int found = 0;
   AMPRT_DNN(ctx, k, get(perf, 16, &found));
-  for (int i = 0; i < found; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS &&
-        perf[i].memory <= state(ctx).workspaceBytes) {
-      algo = perf[i].algo;
-      return AMPRT_OK;
+  for (int i = 0; i < found; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS)
+      continue;
+    why += " algo " + std::to_string(int(perf[i].algo)) + ": ";
+    if (perf[i].memory > state(ctx).workspaceBytes) {
+      why += "needs " + std::to_string(perf[i].memory) + " bytes;";
+      continue;
     }
-  return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: cuDNN has no algorithm", k);
+    cudnnStatus_t st = exec(perf[i].algo);
+    if (st == CUDNN_STATUS_SUCCESS)
+      return AMPRT_OK;
+    why += std::string(cudnnGetErrorString(st)) + ";";
+  }
+  return AMPRT_ERR_UNSUPPORTED;
+}
+
+/// No cuDNN algorithm ran the call: it runs on the CPU (managed memory),
+/// which is right but slow, so say so once per kernel and problem kind.
+template <typename F>
+amprt_status cpuFallback(amprt_context *ctx, const char *k,
+                         const std::string &why, F cpu) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (said.insert(std::string(k) + why).second)
+      std::fprintf(stderr,
+                   "amprt: %s: no cuDNN algorithm ran (%s ); running it on "
+                   "the CPU\n",
+                   k, why.c_str());
+  }
+  return onHost(ctx, cpu);
 }
 
 /// db[m] = sum of dy[n, m, :] (double, as Conv.cpp), one block per channel.
@@ -163,18 +198,9 @@ __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
       int64_t n = i / P, p = i % P;
       acc += loadF(dy, ddy, (n * M + m) * P + p);
     }
-    for (int o = 16; o > 0; o /= 2)
-      acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (threadIdx.x % 32 == 0)
-      part[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double t = 0;
-      for (int i = 0; i < int(blockDim.x / 32); ++i)
-        t += part[i];
-      storeF(db, ddb, m, float(t));
-    }
-    __syncthreads();
+    acc = blockSum(acc, part);
+    if (threadIdx.x == 0)
+      storeF(db, ddb, m, float(acc));
   }
 }
 
@@ -198,23 +224,25 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
     AMPRT_TRY(handle(ctx, k, h));
     Conv c;
     AMPRT_TRY(describe(ctx, k, s, dt, c));
-    cudnnConvolutionFwdAlgo_t algo;
-    amprt_status st = pick<cudnnConvolutionFwdAlgoPerf_t>(
+    float one = 1.f, zero = 0.f;
+    State &S = state(ctx);
+    std::string why;
+    amprt_status st = runAlgos<cudnnConvolutionFwdAlgoPerf_t>(
         ctx, k,
         [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
           return cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv,
                                                         c.y, n, found, p);
         },
-        algo);
+        [&](cudnnConvolutionFwdAlgo_t algo) {
+          return cudnnConvolutionForward(h, &one, c.x, x->data, c.w, w->data,
+                                         c.conv, algo, S.workspace,
+                                         S.workspaceBytes, &zero, c.y,
+                                         y->data);
+        },
+        why);
     if (st == AMPRT_ERR_UNSUPPORTED)
-      return onHost(ctx, cpu);
+      return cpuFallback(ctx, k, why, cpu);
     AMPRT_TRY(st);
-    float one = 1.f, zero = 0.f;
-    State &S = state(ctx);
-    AMPRT_DNN(ctx, k,
-              cudnnConvolutionForward(h, &one, c.x, x->data, c.w, w->data,
-                                      c.conv, algo, S.workspace,
-                                      S.workspaceBytes, &zero, c.y, y->data));
     if (bias) {
       AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
       AMPRT_DNN(ctx, k,
@@ -265,40 +293,40 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     float one = 1.f, zero = 0.f;
     State &S = state(ctx);
     if (dx) {
-      cudnnConvolutionBwdDataAlgo_t algo;
-      amprt_status st = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
+      std::string why;
+      amprt_status st = runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
           ctx, k,
           [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 h, c.w, c.y, c.conv, c.x, n, found, p);
           },
-          algo);
+          [&](cudnnConvolutionBwdDataAlgo_t algo) {
+            return cudnnConvolutionBackwardData(
+                h, &one, c.w, w->data, c.y, dy->data, c.conv, algo,
+                S.workspace, S.workspaceBytes, &zero, c.x, dx->data);
+          },
+          why);
       if (st == AMPRT_ERR_UNSUPPORTED)
-        return onHost(ctx, cpu);
+        return cpuFallback(ctx, k, why, cpu);
       AMPRT_TRY(st);
-      AMPRT_DNN(ctx, k,
-                cudnnConvolutionBackwardData(h, &one, c.w, w->data, c.y,
-                                             dy->data, c.conv, algo,
-                                             S.workspace, S.workspaceBytes,
-                                             &zero, c.x, dx->data));
     }
     if (dw) {
-      cudnnConvolutionBwdFilterAlgo_t algo;
-      amprt_status st = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      std::string why;
+      amprt_status st = runAlgos<cudnnConvolutionBwdFilterAlgoPerf_t>(
           ctx, k,
           [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, c.x, c.y, c.conv, c.w, n, found, p);
           },
-          algo);
+          [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+            return cudnnConvolutionBackwardFilter(
+                h, &one, c.x, x->data, c.y, dy->data, c.conv, algo,
+                S.workspace, S.workspaceBytes, &zero, c.w, dw->data);
+          },
+          why);
       if (st == AMPRT_ERR_UNSUPPORTED)
-        return onHost(ctx, cpu);
+        return cpuFallback(ctx, k, why, cpu);
       AMPRT_TRY(st);
-      AMPRT_DNN(ctx, k,
-                cudnnConvolutionBackwardFilter(h, &one, c.x, x->data, c.y,
-                                               dy->data, c.conv, algo,
-                                               S.workspace, S.workspaceBytes,
-                                               &zero, c.w, dw->data));
     }
     return AMPRT_OK;
   });

@@ -6,10 +6,12 @@
 //
 // The CUDA versions of Convert.cpp's cast (every dtype pair, the same
 // rounding: RNE, f64 -> f16/bf16 through an f32 rounded to odd, saturating
-// float -> integer), the float binary ops add/sub/mul/div with numpy
-// broadcasting (integer ones stay on the CPU), relu, gelu and their
-// gradients, fill, identity/reshape (a device copy) and inplace_accumulate.
-// Float math is f32 with one rounding into the output dtype.
+// float -> integer), Elementwise.cpp's float binary ops and comparisons with
+// numpy broadcasting (integer ones stay on the CPU), the unary float ops and
+// activation gradients, isnan/isinf/logical_not, sum, scale, where, fill,
+// identity/reshape (a device copy) and inplace_accumulate. Float math is
+// Elementwise.cpp's f32 expression with one rounding into the output dtype;
+// the transcendental functions are CUDA's (a few ulp from glibc's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,7 +89,7 @@ amprt_status cudaCast(amprt_context *ctx, T x, T y) {
 // Binary float ops with broadcasting
 //===----------------------------------------------------------------------===//
 
-enum class Bin : int { Add, Sub, Mul, Div };
+enum class Bin : int { Add, Sub, Mul, Div, Mod, Pow, Min, Max };
 
 __device__ __forceinline__ float binOp(Bin op, float a, float b) {
   switch (op) {
@@ -97,12 +99,36 @@ __device__ __forceinline__ float binOp(Bin op, float a, float b) {
     return a - b;
   case Bin::Mul:
     return a * b;
-  default:
+  case Bin::Div:
     return a / b;
+  case Bin::Mod:
+    return fmodf(a, b);
+  case Bin::Pow:
+    return powf(a, b);
+  case Bin::Min:
+    return (a != a || b != b) ? a + b : (b < a ? b : a);
+  default:
+    return (a != a || b != b) ? a + b : (b > a ? b : a);
   }
 }
 
-/// mode 0: same shapes; 1: b is one element; 2: general broadcast.
+/// True when `s` (leading 1s dropped) is the trailing dims of `out`: its
+/// element i broadcasts to every out element o with o % numel(s) == i.
+bool isSuffixOf(const Shape &s, const Shape &out) {
+  size_t lead = 0;
+  while (lead < s.size() && s[lead] == 1)
+    ++lead;
+  size_t n = s.size() - lead;
+  if (n > out.size())
+    return false;
+  for (size_t i = 0; i < n; ++i)
+    if (s[lead + i] != out[out.size() - n + i])
+      return false;
+  return true;
+}
+
+/// mode 0: same shapes; 1: b is one element; 2: general broadcast; 3: b is
+/// a suffix of a's shape (a bias row); 4: a is a suffix of b's shape.
 __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
                              int32_t da, const void *b, int32_t db, void *y,
                              int32_t dy, int64_t n) {
@@ -111,6 +137,10 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
     int64_t oa = i, ob = i;
     if (mode == 1) {
       ob = 0;
+    } else if (mode == 3) {
+      ob = i % bc.dims[0];
+    } else if (mode == 4) {
+      oa = i % bc.dims[0];
     } else if (mode == 2) {
       int64_t off[2];
       bcastOffsets<2>(bc, i, off);
@@ -123,7 +153,8 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
 
 template <Bin Op, amprt_status (*Cpu)(amprt_context *, T, T, T)>
 amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
-  static const char *names[] = {"add", "sub", "mul", "div"};
+  static const char *names[] = {"add", "sub", "mul", "div",
+                                "mod", "pow", "min", "max"};
   const char *k = names[int(Op)];
   return guard(ctx, k, [&]() -> amprt_status {
     Shape so;
@@ -137,10 +168,16 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
     if (n == 0)
       return AMPRT_OK;
     Shape sa = shapeOf(a), sb = shapeOf(b);
-    int mode = sa == so && sb == so ? 0 : sa == so && numel(sb) == 1 ? 1 : 2;
+    int mode = sa == so && sb == so       ? 0
+               : sa == so && numel(sb) == 1 ? 1
+               : sa == so && isSuffixOf(sb, so) ? 3
+               : sb == so && isSuffixOf(sa, so) ? 4
+                                                : 2;
     Bcast bc;
     if (mode == 2)
       bc = makeBcast(so, {sa, sb});
+    else if (mode >= 3)
+      bc.dims[0] = numel(mode == 3 ? sb : sa); // the suffix's length
     binaryKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         Op, mode, bc, a->data, a->dtype, b->data, b->dtype, y->data, y->dtype,
         n);
@@ -150,42 +187,185 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
 }
 
 //===----------------------------------------------------------------------===//
+// Comparisons of floats (bool out; integer and bool inputs stay on the CPU)
+//===----------------------------------------------------------------------===//
+
+enum class Cmp : int { Less, Greater, Equal };
+
+__global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
+                              const void *b, int32_t db, uint8_t *y,
+                              int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[2];
+    bcastOffsets<2>(bc, i, off);
+    float u = loadF(a, da, off[0]), v = loadF(b, db, off[1]);
+    y[i] = op == Cmp::Less ? u < v : op == Cmp::Greater ? u > v : u == v;
+  }
+}
+
+template <Cmp Op, amprt_status (*Cpu)(amprt_context *, T, T, T)>
+amprt_status cudaCompare(amprt_context *ctx, T a, T b, T y) {
+  static const char *names[] = {"less", "greater", "equal"};
+  const char *k = names[int(Op)];
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so;
+    if (checkTensor(ctx, k, "a", a) || checkTensor(ctx, k, "b", b) ||
+        checkDtype(ctx, k, "y", y, AMPRT_BOOL) ||
+        !broadcastShapes({shapeOf(a), shapeOf(b)}, so) ||
+        checkShape(ctx, k, "y", y, so) || !isLowOrF32(a->dtype) ||
+        !isLowOrF32(b->dtype))
+      return onHost(ctx, [&] { return Cpu(ctx, a, b, y); });
+    int64_t n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    compareKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        Op, makeBcast(so, {shapeOf(a), shapeOf(b)}), a->data, a->dtype,
+        b->data, b->dtype, static_cast<uint8_t *>(y->data), n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// isnan, isinf, logical_not
+//===----------------------------------------------------------------------===//
+
+enum class Cls : int { IsNan, IsInf, Not };
+
+__global__ void classifyKernel(Cls op, const void *x, int32_t dx, uint8_t *y,
+                               int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    if (op == Cls::Not) {
+      y[i] = !static_cast<const uint8_t *>(x)[i];
+      continue;
+    }
+    float v = loadF(x, dx, i);
+    y[i] = op == Cls::IsNan ? isnan(v) : isinf(v);
+  }
+}
+
+template <Cls Op, amprt_status (*Cpu)(amprt_context *, T, T)>
+amprt_status cudaClassify(amprt_context *ctx, T x, T y) {
+  static const char *names[] = {"isnan", "isinf", "logical_not"};
+  const char *k = names[int(Op)];
+  return guard(ctx, k, [&]() -> amprt_status {
+    if ((Op == Cls::Not ? checkDtype(ctx, k, "x", x, AMPRT_BOOL)
+                        : checkFloat(ctx, k, "x", x)) ||
+        checkDtype(ctx, k, "y", y, AMPRT_BOOL) ||
+        checkShape(ctx, k, "y", y, shapeOf(x)))
+      return onHost(ctx, [&] { return Cpu(ctx, x, y); });
+    int64_t n = numel(x);
+    if (n == 0)
+      return AMPRT_OK;
+    classifyKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        Op, x->data, x->dtype, static_cast<uint8_t *>(y->data), n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
 // Activations and their gradients (Elementwise.cpp's formulas)
 //===----------------------------------------------------------------------===//
 
-enum class Act : int { Relu, Gelu };
+enum class Act : int {
+  Relu,
+  Gelu,
+  Neg,
+  Abs,
+  Sigmoid,
+  Tanh,
+  Exp,
+  Log,
+  Sqrt,
+  Recip,
+  FastGelu
+};
 
 constexpr float kSqrt1_2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+constexpr float kSqrt2_Pi = 0.79788456080286535588f;
+constexpr float kGeluC = 0.044715f;
+
+/// Elementwise.cpp's AMPRT_UNARY expressions.
+__device__ __forceinline__ float actOp(Act act, float v) {
+  switch (act) {
+  case Act::Relu:
+    return v > 0.f ? v : 0.f;
+  case Act::Gelu:
+    return 0.5f * v * erfcf(-v * kSqrt1_2);
+  case Act::Neg:
+    return -v;
+  case Act::Abs:
+    return fabsf(v);
+  case Act::Sigmoid:
+    return 1.f / (1.f + expf(-v));
+  case Act::Tanh:
+    return tanhf(v);
+  case Act::Exp:
+    return expf(v);
+  case Act::Log:
+    return logf(v);
+  case Act::Sqrt:
+    return sqrtf(v);
+  case Act::Recip:
+    return 1.f / v;
+  default:
+    return v / (1.f + expf(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
+  }
+}
+
+/// Elementwise.cpp's AMPRT_GRAD expressions (Relu, Gelu, Sigmoid, Tanh,
+/// FastGelu).
+__device__ __forceinline__ float gradOp(Act act, float g, float v) {
+  switch (act) {
+  case Act::Relu:
+    return v > 0.f ? g : 0.f;
+  case Act::Gelu:
+    return g * (0.5f * erfcf(-v * kSqrt1_2) +
+                v * kInvSqrt2Pi * expf(-0.5f * v * v));
+  case Act::Sigmoid:
+    return g * v * (1.f - v);
+  case Act::Tanh:
+    return g * (1.f - v * v);
+  default: {
+    float s = 1.f / (1.f + expf(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
+    return g * (s + 2.f * v * s * (1.f - s) * kSqrt2_Pi *
+                        (1.f + 3.f * kGeluC * v * v));
+  }
+  }
+}
 
 __global__ void actKernel(Act act, const void *x, int32_t dx, void *y,
                           int32_t dy, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float v = loadF(x, dx, i);
-    float r = act == Act::Relu ? (v > 0.f ? v : 0.f)
-                               : 0.5f * v * (1.f + erff(v * kSqrt1_2));
-    storeF(y, dy, i, r);
-  }
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(y, dy, i, actOp(act, loadF(x, dx, i)));
 }
 
 __global__ void actGradKernel(Act act, const void *g, int32_t dg,
                               const void *x, int32_t dx, void *out,
                               int32_t dout, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float gv = loadF(g, dg, i), v = loadF(x, dx, i);
-    float r = act == Act::Relu
-                  ? (v > 0.f ? gv : 0.f)
-                  : gv * (0.5f * (1.f + erff(v * kSqrt1_2)) +
-                          v * kInvSqrt2Pi * expf(-0.5f * v * v));
-    storeF(out, dout, i, r);
-  }
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(out, dout, i, gradOp(act, loadF(g, dg, i), loadF(x, dx, i)));
+}
+
+const char *actName(Act a, bool grad) {
+  static const char *names[] = {"relu", "gelu",  "neg",  "abs",
+                                "sigmoid", "tanh", "exp", "log",
+                                "sqrt", "reciprocal", "fast_gelu"};
+  static const char *grads[] = {"relu_grad", "gelu_grad", "", "",
+                                "sigmoid_grad", "tanh_grad", "", "",
+                                "", "", "fast_gelu_grad"};
+  return (grad ? grads : names)[int(a)];
 }
 
 template <Act A, amprt_status (*Cpu)(amprt_context *, T, T)>
 amprt_status cudaUnary(amprt_context *ctx, T x, T y) {
-  const char *k = A == Act::Relu ? "relu" : "gelu";
+  const char *k = actName(A, false);
   return guard(ctx, k, [&]() -> amprt_status {
     if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
         checkShape(ctx, k, "y", y, shapeOf(x)))
@@ -202,7 +382,7 @@ amprt_status cudaUnary(amprt_context *ctx, T x, T y) {
 
 template <Act A, amprt_status (*Cpu)(amprt_context *, T, T, T)>
 amprt_status cudaGrad(amprt_context *ctx, T dy, T x, T dx) {
-  const char *k = A == Act::Relu ? "relu_grad" : "gelu_grad";
+  const char *k = actName(A, true);
   return guard(ctx, k, [&]() -> amprt_status {
     if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "x", x) ||
         checkFloat(ctx, k, "dx", dx) ||
@@ -214,6 +394,174 @@ amprt_status cudaGrad(amprt_context *ctx, T dy, T x, T dx) {
       return AMPRT_OK;
     actGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         A, dy->data, dy->dtype, x->data, x->dtype, dx->data, dx->dtype, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// sum, scale, where
+//===----------------------------------------------------------------------===//
+
+/// One input of sum: data, dtype and its broadcast strides into y.
+struct SumInput {
+  const void *data;
+  int32_t dtype;
+  bool dense; // y's shape: the offset is y's
+  int64_t st[AMPRT_MAX_RANK];
+};
+
+/// y = sum of the inputs in order, in f32, one rounding (amprt_sum).
+__global__ void sumKernel(const SumInput *in, int64_t nin, Bcast bc,
+                          bool allDense, void *y, int32_t dy, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t idx[AMPRT_MAX_RANK];
+    int64_t r = o;
+    for (int d = allDense ? -1 : bc.rank - 1; d >= 0; --d) {
+      idx[d] = r % bc.dims[d];
+      r /= bc.dims[d];
+    }
+    float acc = 0.f;
+    for (int64_t j = 0; j < nin; ++j) {
+      int64_t off = o;
+      if (!in[j].dense) {
+        off = 0;
+        for (int d = 0; d < bc.rank; ++d)
+          off += idx[d] * in[j].st[d];
+      }
+      acc += loadF(in[j].data, in[j].dtype, off);
+    }
+    storeF(y, dy, o, acc);
+  }
+}
+
+amprt_status cudaSum(amprt_context *ctx, T inputs, int64_t nin, T y) {
+  const char *k = "sum";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_sum(ctx, inputs, nin, y); };
+    if (nin < 1 || !inputs || checkFloat(ctx, k, "y", y))
+      return onHost(ctx, cpu);
+    std::vector<Shape> shapes;
+    for (int64_t i = 0; i < nin; ++i) {
+      if (checkFloat(ctx, k, "an input", &inputs[i]))
+        return onHost(ctx, cpu);
+      shapes.push_back(shapeOf(&inputs[i]));
+    }
+    Shape so;
+    if (!broadcastShapes(shapes, so) || checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, cpu);
+    int64_t n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    std::vector<SumInput> table(static_cast<size_t>(nin));
+    bool allDense = true;
+    for (int64_t i = 0; i < nin; ++i) {
+      Shape st = broadcastStrides(shapes[size_t(i)], so);
+      SumInput &e = table[size_t(i)];
+      e = {};
+      e.data = inputs[i].data;
+      e.dtype = inputs[i].dtype;
+      e.dense = shapes[size_t(i)] == so;
+      allDense &= e.dense;
+      for (size_t d = 0; d < st.size(); ++d)
+        e.st[d] = st[d];
+    }
+    Scratch dev;
+    AMPRT_TRY(upload(ctx, k, table.data(), table.size() * sizeof(SumInput),
+                     dev));
+    Bcast bc = makeBcast(so, {});
+    sumKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        static_cast<const SumInput *>(dev.p), nin, bc, allDense, y->data,
+        y->dtype, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+/// amprt_scale: y = x * s or x / s, s read on the device (scalarOf's
+/// value, rounded to f32).
+__global__ void scaleKernel(const void *x, int32_t dx, const void *s,
+                            int32_t ds, int32_t down, void *y, int32_t dy,
+                            int64_t n) {
+  float f = float(readD(s, ds, 0));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = loadF(x, dx, i);
+    storeF(y, dy, i, down ? v / f : v * f);
+  }
+}
+
+amprt_status cudaScale(amprt_context *ctx, T x, T s, int32_t down, T y) {
+  const char *k = "scale";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkTensor(ctx, k, "s", s) || checkNumel(ctx, k, "s", s, 1) ||
+        checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
+        checkShape(ctx, k, "y", y, shapeOf(x)))
+      return onHost(ctx, [&] { return amprt_scale(ctx, x, s, down, y); });
+    int64_t n = numel(x);
+    if (n == 0)
+      return AMPRT_OK;
+    scaleKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, s->data, s->dtype, down, y->data, y->dtype, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+template <typename E>
+__global__ void whereKernel(Bcast bc, const uint8_t *c, const E *a,
+                            const E *b, E *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[3];
+    bcastOffsets<3>(bc, i, off);
+    y[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+  }
+}
+
+amprt_status cudaWhere(amprt_context *ctx, T cond, T a, T b, T y) {
+  const char *k = "where";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so;
+    if (checkDtype(ctx, k, "cond", cond, AMPRT_BOOL) ||
+        checkTensor(ctx, k, "a", a) || checkDtype(ctx, k, "b", b, a->dtype) ||
+        checkDtype(ctx, k, "y", y, a->dtype) ||
+        !broadcastShapes({shapeOf(cond), shapeOf(a), shapeOf(b)}, so) ||
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, [&] { return amprt_where(ctx, cond, a, b, y); });
+    int64_t n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    Bcast bc = makeBcast(so, {shapeOf(cond), shapeOf(a), shapeOf(b)});
+    auto *c = static_cast<const uint8_t *>(cond->data);
+    unsigned grid = gridFor(n, kThreads, 4);
+    cudaStream_t st = stream(ctx);
+    switch (amprt_dtype_size(a->dtype)) {
+    case 8:
+      whereKernel<<<grid, kThreads, 0, st>>>(
+          bc, c, static_cast<const uint64_t *>(a->data),
+          static_cast<const uint64_t *>(b->data),
+          static_cast<uint64_t *>(y->data), n);
+      break;
+    case 4:
+      whereKernel<<<grid, kThreads, 0, st>>>(
+          bc, c, static_cast<const uint32_t *>(a->data),
+          static_cast<const uint32_t *>(b->data),
+          static_cast<uint32_t *>(y->data), n);
+      break;
+    case 2:
+      whereKernel<<<grid, kThreads, 0, st>>>(
+          bc, c, static_cast<const uint16_t *>(a->data),
+          static_cast<const uint16_t *>(b->data),
+          static_cast<uint16_t *>(y->data), n);
+      break;
+    default:
+      whereKernel<<<grid, kThreads, 0, st>>>(
+          bc, c, static_cast<const uint8_t *>(a->data),
+          static_cast<const uint8_t *>(b->data),
+          static_cast<uint8_t *>(y->data), n);
+    }
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -338,10 +686,35 @@ void amprt::cuda::registerElementwise(KernelTable &t) {
   t.sub = cudaBinary<Bin::Sub, amprt_sub>;
   t.mul = cudaBinary<Bin::Mul, amprt_mul>;
   t.div = cudaBinary<Bin::Div, amprt_div>;
+  t.mod = cudaBinary<Bin::Mod, amprt_mod>;
+  t.pow = cudaBinary<Bin::Pow, amprt_pow>;
+  t.min = cudaBinary<Bin::Min, amprt_min>;
+  t.max = cudaBinary<Bin::Max, amprt_max>;
+  t.less = cudaCompare<Cmp::Less, amprt_less>;
+  t.greater = cudaCompare<Cmp::Greater, amprt_greater>;
+  t.equal = cudaCompare<Cmp::Equal, amprt_equal>;
+  t.isnan = cudaClassify<Cls::IsNan, amprt_isnan>;
+  t.isinf = cudaClassify<Cls::IsInf, amprt_isinf>;
+  t.logical_not = cudaClassify<Cls::Not, amprt_logical_not>;
   t.relu = cudaUnary<Act::Relu, amprt_relu>;
   t.gelu = cudaUnary<Act::Gelu, amprt_gelu>;
+  t.neg = cudaUnary<Act::Neg, amprt_neg>;
+  t.abs = cudaUnary<Act::Abs, amprt_abs>;
+  t.sigmoid = cudaUnary<Act::Sigmoid, amprt_sigmoid>;
+  t.tanh = cudaUnary<Act::Tanh, amprt_tanh>;
+  t.exp = cudaUnary<Act::Exp, amprt_exp>;
+  t.log = cudaUnary<Act::Log, amprt_log>;
+  t.sqrt = cudaUnary<Act::Sqrt, amprt_sqrt>;
+  t.reciprocal = cudaUnary<Act::Recip, amprt_reciprocal>;
+  t.fast_gelu = cudaUnary<Act::FastGelu, amprt_fast_gelu>;
   t.relu_grad = cudaGrad<Act::Relu, amprt_relu_grad>;
   t.gelu_grad = cudaGrad<Act::Gelu, amprt_gelu_grad>;
+  t.sigmoid_grad = cudaGrad<Act::Sigmoid, amprt_sigmoid_grad>;
+  t.tanh_grad = cudaGrad<Act::Tanh, amprt_tanh_grad>;
+  t.fast_gelu_grad = cudaGrad<Act::FastGelu, amprt_fast_gelu_grad>;
+  t.sum = cudaSum;
+  t.scale = cudaScale;
+  t.where = cudaWhere;
   t.fill = cudaFill;
   t.identity = cudaIdentity;
   t.reshape = cudaReshape;

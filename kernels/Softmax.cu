@@ -7,7 +7,7 @@
 // softmax / log_softmax / softmax_grad along the last axis (one warp per
 // row; other axes run the CPU code), softmax_cross_entropy_loss and its
 // gradient (any [N, C, d...] layout; log-sum-exp and the reductions in
-// double as Loss.cpp), and reduce_sum over any axes (double accumulation
+// double as Loss.cpp), and reduce_sum/mean over any axes (double accumulation
 // as Reduce.cpp). The float formulas are the CPU code's; only the order of
 // the sums differs (a tree instead of a sequence).
 //
@@ -33,11 +33,6 @@ constexpr int kWarps = 8; // warps per block in the row kernels
 __device__ __forceinline__ float warpMax(float v) {
   for (int o = 16; o > 0; o /= 2)
     v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-template <typename V> __device__ __forceinline__ V warpSum(V v) {
-  for (int o = 16; o > 0; o /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
@@ -454,6 +449,8 @@ struct ReduceMap {
 __device__ __forceinline__ int64_t decompose(int64_t i, int32_t n,
                                              const int64_t *dims,
                                              const int64_t *strides) {
+  if (n == 1) // i < dims[0] always: no division (the common merged case)
+    return i * strides[0];
   int64_t off = 0;
   for (int d = n - 1; d >= 0; --d) {
     off += (i % dims[d]) * strides[d];
@@ -462,24 +459,51 @@ __device__ __forceinline__ int64_t decompose(int64_t i, int32_t n,
   return off;
 }
 
-/// One thread per output element (short reductions).
+/// mean: divide by count (0 when count is 0), as Reduce.cpp.
+__device__ __forceinline__ float reduceResult(double acc, int64_t count,
+                                             bool mean) {
+  return float(mean ? (count ? acc / double(count) : 0.0) : acc);
+}
+
+/// One thread per output element and run of `count` (short reductions into
+/// many outputs, e.g. a bias gradient): blockIdx.y's run of the count;
+/// with one run the thread stores the result, else its f64 partial sum goes
+/// to partial[y * outs + o] for reduceRunsKernel.
 __global__ void reduceThreadKernel(ReduceMap m, const void *x, int32_t dx,
                                    void *y, int32_t dy, int64_t outs,
-                                   int64_t count) {
+                                   int64_t count, bool mean, int64_t runs,
+                                   double *partial) {
+  int64_t len = (count + runs - 1) / runs;
+  int64_t lo = blockIdx.y * len, hi = lo + len < count ? lo + len : count;
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
        o += int64_t(gridDim.x) * blockDim.x) {
     int64_t base = decompose(o, m.nk, m.kd, m.ks);
     double acc = 0;
-    for (int64_t r = 0; r < count; ++r)
+    for (int64_t r = lo; r < hi; ++r)
       acc += loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
-    storeF(y, dy, o, float(acc));
+    if (runs == 1)
+      storeF(y, dy, o, reduceResult(acc, count, mean));
+    else
+      partial[blockIdx.y * outs + o] = acc;
+  }
+}
+
+__global__ void reduceRunsKernel(const double *partial, void *y, int32_t dy,
+                                 int64_t outs, int64_t count, int64_t runs,
+                                 bool mean) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    double acc = 0;
+    for (int64_t c = 0; c < runs; ++c)
+      acc += partial[c * outs + o];
+    storeF(y, dy, o, reduceResult(acc, count, mean));
   }
 }
 
 /// One block per output element (long reductions).
 __global__ void reduceBlockKernel(ReduceMap m, const void *x, int32_t dx,
                                   void *y, int32_t dy, int64_t outs,
-                                  int64_t count) {
+                                  int64_t count, bool mean) {
   __shared__ double part[32];
   for (int64_t o = blockIdx.x; o < outs; o += gridDim.x) {
     int64_t base = decompose(o, m.nk, m.kd, m.ks);
@@ -494,20 +518,71 @@ __global__ void reduceBlockKernel(ReduceMap m, const void *x, int32_t dx,
       double t = 0;
       for (int i = 0; i < int(blockDim.x / 32); ++i)
         t += part[i];
-      storeF(y, dy, o, float(t));
+      storeF(y, dy, o, reduceResult(t, count, mean));
     }
     __syncthreads();
   }
 }
 
-amprt_status cudaReduceSum(amprt_context *ctx, T x, const int64_t *axes,
-                           int64_t naxes, int32_t keepdims,
-                           int32_t noop_with_empty_axes, T y) {
-  const char *k = "reduce_sum";
+/// Long reductions into few outputs: output o's count splits into `chunks`
+/// equal runs, one block each, whose f64 partial sums go to part[o * chunks
+/// + c]; reduceChunksKernel adds them in chunk order.
+__global__ void reducePartialKernel(ReduceMap m, const void *x, int32_t dx,
+                                    double *partial, int64_t outs,
+                                    int64_t count, int64_t chunks) {
+  __shared__ double part[32];
+  int64_t len = (count + chunks - 1) / chunks;
+  for (int64_t b = blockIdx.x; b < outs * chunks; b += gridDim.x) {
+    int64_t o = b / chunks, c = b % chunks;
+    int64_t base = decompose(o, m.nk, m.kd, m.ks);
+    int64_t lo = c * len, hi = lo + len < count ? lo + len : count;
+    double acc = 0;
+    for (int64_t r = lo + threadIdx.x; r < hi; r += blockDim.x)
+      acc += loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
+    acc = blockSum(acc, part);
+    if (threadIdx.x == 0)
+      partial[b] = acc;
+  }
+}
+
+__global__ void reduceChunksKernel(const double *partial, void *y, int32_t dy,
+                                   int64_t outs, int64_t count,
+                                   int64_t chunks, bool mean) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    double acc = 0;
+    for (int64_t c = 0; c < chunks; ++c)
+      acc += partial[o * chunks + c];
+    storeF(y, dy, o, reduceResult(acc, count, mean));
+  }
+}
+
+/// Merges neighbouring dims of one list that are contiguous in x (dim i's
+/// stride = dim i+1's extent times its stride): fewer divisions per element.
+void mergeDims(int32_t &n, int64_t *dims, int64_t *strides) {
+  int32_t w = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (w > 0 && strides[w - 1] == dims[i] * strides[i]) {
+      dims[w - 1] *= dims[i];
+      strides[w - 1] = strides[i];
+      continue;
+    }
+    dims[w] = dims[i];
+    strides[w] = strides[i];
+    ++w;
+  }
+  n = w;
+}
+
+template <bool Mean>
+amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
+                        int64_t naxes, int32_t keepdims,
+                        int32_t noop_with_empty_axes, T y) {
+  const char *k = Mean ? "reduce_mean" : "reduce_sum";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_reduce_sum(ctx, x, axes, naxes, keepdims,
-                              noop_with_empty_axes, y);
+      return (Mean ? amprt_reduce_mean : amprt_reduce_sum)(
+          ctx, x, axes, naxes, keepdims, noop_with_empty_axes, y);
     };
     if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
         naxes < 0 || (naxes > 0 && !axes))
@@ -545,14 +620,50 @@ amprt_status cudaReduceSum(amprt_context *ctx, T x, const int64_t *axes,
       return onHost(ctx, cpu);
     if (outs == 0)
       return AMPRT_OK;
-    if (count >= 1024 || outs < 1024)
+    mergeDims(m.nk, m.kd, m.ks);
+    mergeDims(m.nr, m.rd, m.rs);
+    // Enough blocks to fill the device: few outputs split their count.
+    int64_t chunks = std::min<int64_t>(std::max<int64_t>(1024 / outs, 1),
+                                       (count + 4095) / 4096);
+    if (chunks > 1) {
+      Scratch partial;
+      AMPRT_TRY(partial.get(ctx, k, size_t(outs * chunks) * sizeof(double)));
+      auto *pp = static_cast<double *>(partial.p);
+      reducePartialKernel<<<unsigned(std::min<int64_t>(outs * chunks,
+                                                       65535LL * 32)),
+                            256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp,
+                                                   outs, count, chunks);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      reduceChunksKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+          pp, y->data, y->dtype, outs, count, chunks, Mean);
+    } else if (count >= 1024 || outs < 1024)
       reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
                           256, 0, stream(ctx)>>>(m, x->data, x->dtype,
                                                  y->data, y->dtype, outs,
-                                                 count);
-    else
-      reduceThreadKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
-          m, x->data, x->dtype, y->data, y->dtype, outs, count);
+                                                 count, Mean);
+    else {
+      // About 128K threads: split the count into runs when outs is short.
+      int64_t runs = std::max<int64_t>(
+          1, std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8,
+                                65535}));
+      Scratch partial;
+      double *pp = nullptr;
+      if (runs > 1) {
+        AMPRT_TRY(partial.get(ctx, k, size_t(outs * runs) * sizeof(double)));
+        pp = static_cast<double *>(partial.p);
+      }
+      reduceThreadKernel<<<dim3(unsigned(std::min<int64_t>(
+                                    (outs + 255) / 256, 65535LL * 32)),
+                                unsigned(runs)),
+                           256, 0, stream(ctx)>>>(m, x->data, x->dtype,
+                                                  y->data, y->dtype, outs,
+                                                  count, Mean, runs, pp);
+      if (runs > 1) {
+        AMPRT_CUDA_LAUNCHED(ctx, k);
+        reduceRunsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+            pp, y->data, y->dtype, outs, count, runs, Mean);
+      }
+    }
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -566,5 +677,6 @@ void amprt::cuda::registerSoftmax(KernelTable &t) {
   t.softmax_grad = cudaSoftmaxGrad;
   t.softmax_cross_entropy_loss = cudaSce;
   t.softmax_cross_entropy_loss_grad = cudaSceGrad;
-  t.reduce_sum = cudaReduceSum;
+  t.reduce_sum = cudaReduce<false>;
+  t.reduce_mean = cudaReduce<true>;
 }

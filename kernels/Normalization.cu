@@ -1,0 +1,403 @@
+//===- Normalization.cu - BatchNorm and LayerNorm, forward and backward ---===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of Normalization.cpp's training kernels. The arguments
+// are checked by the CPU backend's own functions (checkBatchNormTraining,
+// ...); the statistics and the reductions of the gradients accumulate in
+// f64 as there, in a block tree instead of a sequence, and the elementwise
+// results are the CPU's f32 expressions (compiled without FMA contraction).
+// One block per channel (BatchNorm) or per row (LayerNorm); LayerNorm's
+// dscale / dbias are column sums over runs of rows, then over the runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kBlock = 256;
+
+__device__ __forceinline__ float ldOr(const void *p, int32_t dt, int64_t i,
+                                      float dflt) {
+  return p ? loadF(p, dt, i) : dflt;
+}
+
+/// A tensor the kernels may read or write, or NULL.
+struct Opt {
+  void *p = nullptr;
+  int32_t dt = 0;
+};
+Opt opt(T t) {
+  Opt o;
+  if (t) {
+    o.p = t->data;
+    o.dt = t->dtype;
+  }
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// BatchNorm: x as [N, C, S]
+//===----------------------------------------------------------------------===//
+
+struct BnArgs {
+  int64_t N, C, S;
+  float momentum, epsilon;
+  Opt x, scale, bias, rm, rv, y, rmo, rvo, sm, sis;
+};
+
+__global__ void bnTrainingKernel(BnArgs a) {
+  __shared__ double part[32];
+  for (int64_t c = blockIdx.x; c < a.C; c += gridDim.x) {
+    double M = double(a.N * a.S);
+    double s = 0;
+    for (int64_t n = 0; n < a.N; ++n)
+      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x)
+        s += loadF(a.x.p, a.x.dt, (n * a.C + c) * a.S + i);
+    s = blockSum(s, part);
+    double m = M > 0 ? s / M : 0;
+    double q = 0;
+    for (int64_t n = 0; n < a.N; ++n)
+      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+        double d = loadF(a.x.p, a.x.dt, (n * a.C + c) * a.S + i) - m;
+        q += d * d;
+      }
+    q = blockSum(q, part);
+    double var = M > 0 ? q / M : 0;
+    float mf = float(m);
+    float inv = float(1.0 / sqrt(var + double(a.epsilon)));
+    float sc = loadF(a.scale.p, a.scale.dt, c);
+    float b = loadF(a.bias.p, a.bias.dt, c);
+    float al = inv * sc;
+    for (int64_t n = 0; n < a.N; ++n)
+      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+        int64_t o = (n * a.C + c) * a.S + i;
+        storeF(a.y.p, a.y.dt, o, (loadF(a.x.p, a.x.dt, o) - mf) * al + b);
+      }
+    if (threadIdx.x == 0) {
+      if (a.sm.p)
+        storeF(a.sm.p, a.sm.dt, c, mf);
+      if (a.sis.p)
+        storeF(a.sis.p, a.sis.dt, c, inv);
+      double mom = double(a.momentum);
+      if (a.rmo.p)
+        storeF(a.rmo.p, a.rmo.dt, c,
+               float(mom * ldOr(a.rm.p, a.rm.dt, c, 0.f) + (1.0 - mom) * m));
+      if (a.rvo.p)
+        storeF(a.rvo.p, a.rvo.dt, c,
+               float(mom * ldOr(a.rv.p, a.rv.dt, c, 1.f) +
+                     (1.0 - mom) * var));
+    }
+  }
+}
+
+amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
+                                   T running_mean, T running_var,
+                                   float momentum, float epsilon, T y,
+                                   T running_mean_out, T running_var_out,
+                                   T saved_mean, T saved_inv_std) {
+  const char *k = "batch_norm_training";
+  return guard(ctx, k, [&]() -> amprt_status {
+    BnArgs a;
+    if (checkBatchNormTraining(ctx, x, scale, bias, running_mean, running_var,
+                               y, running_mean_out, running_var_out,
+                               saved_mean, saved_inv_std, a.N, a.C, a.S))
+      return onHost(ctx, [&] {
+        return amprt_batch_norm_training(
+            ctx, x, scale, bias, running_mean, running_var, momentum,
+            epsilon, y, running_mean_out, running_var_out, saved_mean,
+            saved_inv_std);
+      });
+    if (a.C == 0)
+      return AMPRT_OK;
+    a.momentum = momentum;
+    a.epsilon = epsilon;
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.bias = opt(bias);
+    a.rm = opt(running_mean);
+    a.rv = opt(running_var);
+    a.y = opt(y);
+    a.rmo = opt(running_mean_out);
+    a.rvo = opt(running_var_out);
+    a.sm = opt(saved_mean);
+    a.sis = opt(saved_inv_std);
+    bnTrainingKernel<<<unsigned(std::min<int64_t>(a.C, 65535)), kBlock * 2, 0,
+                       stream(ctx)>>>(a);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+struct BnGradArgs {
+  int64_t N, C, S;
+  Opt dy, x, scale, sm, sis, dx, dscale, dbias;
+};
+
+__global__ void bnGradKernel(BnGradArgs a) {
+  __shared__ double part[32];
+  for (int64_t c = blockIdx.x; c < a.C; c += gridDim.x) {
+    double M = double(a.N * a.S);
+    float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
+    double sdy = 0, sdyx = 0;
+    for (int64_t n = 0; n < a.N; ++n)
+      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+        int64_t o = (n * a.C + c) * a.S + i;
+        float g = loadF(a.dy.p, a.dy.dt, o);
+        sdy += g;
+        sdyx += double(g) * double((loadF(a.x.p, a.x.dt, o) - m) * inv);
+      }
+    sdy = blockSum(sdy, part);
+    sdyx = blockSum(sdyx, part);
+    if (threadIdx.x == 0) {
+      if (a.dbias.p)
+        storeF(a.dbias.p, a.dbias.dt, c, float(sdy));
+      if (a.dscale.p)
+        storeF(a.dscale.p, a.dscale.dt, c, float(sdyx));
+    }
+    if (!a.dx.p)
+      continue;
+    float al = loadF(a.scale.p, a.scale.dt, c) * inv;
+    float mdy = M > 0 ? float(sdy / M) : 0.f;
+    float mdyx = M > 0 ? float(sdyx / M) : 0.f;
+    for (int64_t n = 0; n < a.N; ++n)
+      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+        int64_t o = (n * a.C + c) * a.S + i;
+        float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
+        storeF(a.dx.p, a.dx.dt, o,
+               al * (loadF(a.dy.p, a.dy.dt, o) - mdy - xh * mdyx));
+      }
+  }
+}
+
+amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                               T saved_mean, T saved_inv_std, T dx, T dscale,
+                               T dbias) {
+  const char *k = "batch_norm_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    BnGradArgs a;
+    if (checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std, dx,
+                           dscale, dbias, a.N, a.C, a.S))
+      return onHost(ctx, [&] {
+        return amprt_batch_norm_grad(ctx, dy, x, scale, saved_mean,
+                                     saved_inv_std, dx, dscale, dbias);
+      });
+    if (a.C == 0)
+      return AMPRT_OK;
+    a.dy = opt(dy);
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.sm = opt(saved_mean);
+    a.sis = opt(saved_inv_std);
+    a.dx = opt(dx);
+    a.dscale = opt(dscale);
+    a.dbias = opt(dbias);
+    bnGradKernel<<<unsigned(std::min<int64_t>(a.C, 65535)), kBlock * 2, 0,
+                   stream(ctx)>>>(a);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNorm: x as [outer, inner]
+//===----------------------------------------------------------------------===//
+
+struct LnArgs {
+  int64_t outer, inner;
+  float epsilon;
+  Opt x, scale, bias, y, mean, inv, dy, dx, dscale, dbias;
+};
+
+__global__ void lnKernel(LnArgs a) {
+  __shared__ double part[32];
+  for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
+    int64_t base = r * a.inner;
+    double s = 0;
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x)
+      s += loadF(a.x.p, a.x.dt, base + i);
+    s = blockSum(s, part);
+    double m = a.inner ? s / double(a.inner) : 0;
+    double q = 0;
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
+      double d = loadF(a.x.p, a.x.dt, base + i) - m;
+      q += d * d;
+    }
+    q = blockSum(q, part);
+    double var = a.inner ? q / double(a.inner) : 0;
+    float inv = float(1.0 / sqrt(var + double(a.epsilon)));
+    float mf = float(m);
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x)
+      storeF(a.y.p, a.y.dt, base + i,
+             (loadF(a.x.p, a.x.dt, base + i) - mf) * inv *
+                     loadF(a.scale.p, a.scale.dt, i) +
+                 ldOr(a.bias.p, a.bias.dt, i, 0.f));
+    if (threadIdx.x == 0) {
+      if (a.mean.p)
+        storeF(a.mean.p, a.mean.dt, r, mf);
+      if (a.inv.p)
+        storeF(a.inv.p, a.inv.dt, r, inv);
+    }
+  }
+}
+
+amprt_status cudaLayerNorm(amprt_context *ctx, T x, T scale, T bias,
+                           int64_t axis, float epsilon, T y, T mean,
+                           T inv_std) {
+  const char *k = "layer_norm";
+  return guard(ctx, k, [&]() -> amprt_status {
+    LnArgs a;
+    if (checkLayerNorm(ctx, x, scale, bias, axis, y, mean, inv_std, a.outer,
+                       a.inner))
+      return onHost(ctx, [&] {
+        return amprt_layer_norm(ctx, x, scale, bias, axis, epsilon, y, mean,
+                                inv_std);
+      });
+    if (a.outer == 0)
+      return AMPRT_OK;
+    a.epsilon = epsilon;
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.bias = opt(bias);
+    a.y = opt(y);
+    a.mean = opt(mean);
+    a.inv = opt(inv_std);
+    lnKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)), kBlock, 0,
+               stream(ctx)>>>(a);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+/// dx of one row per block.
+__global__ void lnGradDxKernel(LnArgs a) {
+  __shared__ double part[32];
+  for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
+    int64_t base = r * a.inner;
+    float m = loadF(a.mean.p, a.mean.dt, r), inv = loadF(a.inv.p, a.inv.dt, r);
+    double sg = 0, sgx = 0;
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
+      float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
+      float gs = loadF(a.dy.p, a.dy.dt, base + i) *
+                 loadF(a.scale.p, a.scale.dt, i);
+      sg += gs;
+      sgx += double(gs) * xh;
+    }
+    sg = blockSum(sg, part);
+    sgx = blockSum(sgx, part);
+    float mg = float(sg / double(a.inner)), mgx = float(sgx / double(a.inner));
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
+      float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
+      float g = loadF(a.dy.p, a.dy.dt, base + i);
+      storeF(a.dx.p, a.dx.dt, base + i,
+             inv * (g * loadF(a.scale.p, a.scale.dt, i) - mg - xh * mgx));
+    }
+  }
+}
+
+/// dscale and dbias: column sums down the rows. Block (x, y) sums rows
+/// [y * len, (y + 1) * len) of its columns into part[y][i] (ds) and
+/// part[chunks + y][i] (db); lnGradColumnsKernel adds the chunks in order.
+__global__ void lnGradPartialKernel(LnArgs a, double *part, int64_t chunks) {
+  int64_t len = (a.outer + chunks - 1) / chunks;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  for (int64_t c = blockIdx.y; c < chunks; c += gridDim.y) {
+    if (i >= a.inner)
+      continue;
+    double ds = 0, db = 0;
+    int64_t hi = (c + 1) * len < a.outer ? (c + 1) * len : a.outer;
+    for (int64_t r = c * len; r < hi; ++r) {
+      float m = loadF(a.mean.p, a.mean.dt, r);
+      float inv = loadF(a.inv.p, a.inv.dt, r);
+      int64_t o = r * a.inner + i;
+      float g = loadF(a.dy.p, a.dy.dt, o);
+      float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
+      ds += double(g) * xh;
+      db += g;
+    }
+    part[c * a.inner + i] = ds;
+    part[(chunks + c) * a.inner + i] = db;
+  }
+}
+
+__global__ void lnGradColumnsKernel(LnArgs a, const double *part,
+                                    int64_t chunks) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < a.inner; i += int64_t(gridDim.x) * blockDim.x) {
+    double ds = 0, db = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      ds += part[c * a.inner + i];
+      db += part[(chunks + c) * a.inner + i];
+    }
+    if (a.dscale.p)
+      storeF(a.dscale.p, a.dscale.dt, i, float(ds));
+    if (a.dbias.p)
+      storeF(a.dbias.p, a.dbias.dt, i, float(db));
+  }
+}
+
+amprt_status cudaLayerNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                               T mean, T inv_std, int64_t axis, T dx,
+                               T dscale, T dbias) {
+  const char *k = "layer_norm_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    LnArgs a;
+    if (checkLayerNormGrad(ctx, dy, x, scale, mean, inv_std, axis, dx, dscale,
+                           dbias, a.outer, a.inner))
+      return onHost(ctx, [&] {
+        return amprt_layer_norm_grad(ctx, dy, x, scale, mean, inv_std, axis,
+                                     dx, dscale, dbias);
+      });
+    a.dy = opt(dy);
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.mean = opt(mean);
+    a.inv = opt(inv_std);
+    a.dx = opt(dx);
+    a.dscale = opt(dscale);
+    a.dbias = opt(dbias);
+    cudaStream_t s = stream(ctx);
+    if (dx && a.outer > 0 && a.inner > 0) {
+      lnGradDxKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)),
+                       kBlock, 0, s>>>(a);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    if ((dscale || dbias) && a.inner > 0) {
+      // About 1024 blocks of 256 columns, at least 16 rows each.
+      int64_t colBlocks = (a.inner + kBlock - 1) / kBlock;
+      int64_t chunks = std::max<int64_t>(
+          1, std::min<int64_t>({(a.outer + 15) / 16,
+                                std::max<int64_t>(1024 / colBlocks, 1),
+                                65535}));
+      Scratch part;
+      AMPRT_TRY(part.get(ctx, k, size_t(2 * chunks * a.inner) *
+                                     sizeof(double)));
+      auto *pp = static_cast<double *>(part.p);
+      lnGradPartialKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)),
+                            kBlock, 0, s>>>(a, pp, chunks);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      lnGradColumnsKernel<<<gridFor(a.inner, kBlock), kBlock, 0, s>>>(
+          a, pp, chunks);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerNormalization(KernelTable &t) {
+  t.batch_norm_training = cudaBatchNormTraining;
+  t.batch_norm_grad = cudaBatchNormGrad;
+  t.layer_norm = cudaLayerNorm;
+  t.layer_norm_grad = cudaLayerNormGrad;
+}

@@ -1,0 +1,139 @@
+//===- Pool.cu - MaxPool and its gradient ---------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of Pool.cpp's max_pool (one thread per output element,
+// the window visited in the CPU's order with its NaN and tie rules, so the
+// values and the indices are the CPU's bit for bit) and max_pool_grad (a
+// scatter-add through the indices into f32 with atomics: overlapping
+// windows sum in another order than the CPU's). A bad index is reported as
+// the CPU reports it, and dx is then left untouched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void maxPoolKernel(Window2d g, const void *x, int32_t dx, void *y,
+                              int32_t dy, int64_t *indices, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ow = o % g.Wo, r = o / g.Wo;
+    int64_t oh = r % g.Ho, nc = r / g.Ho;
+    int64_t base = nc * g.H * g.W;
+    float best = -INFINITY;
+    int64_t arg = -1;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t h = oh * g.sh - g.pt + i * g.dh;
+      if (h < 0 || h >= g.H)
+        continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        int64_t w = ow * g.sw - g.pl + j * g.dw;
+        if (w < 0 || w >= g.W)
+          continue;
+        int64_t t = h * g.W + w;
+        float v = loadF(x, dx, base + t);
+        if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
+          best = v;
+          arg = t;
+        }
+      }
+    }
+    storeF(y, dy, o, best);
+    if (indices)
+      indices[o] = arg < 0 ? -1 : base + arg;
+  }
+}
+
+amprt_status cudaMaxPool(amprt_context *ctx, T x, T y, T indices,
+                         const amprt_window *win) {
+  const char *k = "max_pool";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Window2d g;
+    Shape so;
+    if (checkMaxPool(ctx, x, y, indices, win, g, so))
+      return onHost(ctx,
+                    [&] { return amprt_max_pool(ctx, x, y, indices, win); });
+    int64_t n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    maxPoolKernel<<<gridFor(n, kThreads), kThreads, 0, stream(ctx)>>>(
+        g, x->data, x->dtype, y->data, y->dtype,
+        indices ? static_cast<int64_t *>(indices->data) : nullptr, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+/// acc[indices[i]] += dy[i]; the smallest i with an index >= nx goes to
+/// *status.
+__global__ void maxPoolGradKernel(const void *dy, int32_t ddy,
+                                  const int64_t *indices, float *acc,
+                                  int64_t nx, int64_t n, int64_t *status) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = indices[i];
+    if (t < 0)
+      continue;
+    if (t >= nx) {
+      atomicMin(reinterpret_cast<unsigned long long *>(status),
+                static_cast<unsigned long long>(i));
+      continue;
+    }
+    atomicAdd(acc + t, loadF(dy, ddy, i));
+  }
+}
+
+__global__ void storeAccKernel(const float *acc, void *y, int32_t dy,
+                               int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(y, dy, i, acc[i]);
+}
+
+amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
+  const char *k = "max_pool_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_max_pool_grad(ctx, dy, indices, dx); };
+    if (checkMaxPoolGrad(ctx, dy, indices, dx))
+      return onHost(ctx, cpu);
+    int64_t n = numel(dy), nx = numel(dx);
+    if (nx == 0)
+      return onHost(ctx, cpu); // only index errors are left to report
+    Scratch tmp;
+    AMPRT_TRY(tmp.get(ctx, k, size_t(nx) * sizeof(float)));
+    auto *acc = static_cast<float *>(tmp.p);
+    cudaStream_t s = stream(ctx);
+    AMPRT_CUDA(ctx, k, cudaMemsetAsync(acc, 0, size_t(nx) * sizeof(float), s));
+    AMPRT_TRY(clearStatus(ctx, k));
+    if (n) {
+      maxPoolGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          dy->data, dy->dtype, static_cast<const int64_t *>(indices->data),
+          acc, nx, n, state(ctx).devStatus);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    int64_t bad;
+    AMPRT_TRY(readStatus(ctx, k, bad));
+    if (bad != kNoError)
+      return onHost(ctx, cpu); // the CPU code words the error
+    storeAccKernel<<<gridFor(nx, kThreads, 4), kThreads, 0, s>>>(
+        acc, dx->data, dx->dtype, nx);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerPool(KernelTable &t) {
+  t.max_pool = cudaMaxPool;
+  t.max_pool_grad = cudaMaxPoolGrad;
+}

@@ -1,0 +1,271 @@
+//===- Shape.cu - transpose, expand, gather and its gradient --------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of Shape.cpp's data movement that training graphs run
+// every step: transpose and expand (one strided copy of any dtype), gather
+// (embedding lookups) and gather_grad (scatter-add in f32 with atomics, so
+// the sum of the rows that share an index runs in another order than the
+// CPU's). The geometry is Shape.cpp's own (transposeGeometry, gatherShape);
+// the index values are checked on the device first, and a bad one is
+// reported by the CPU code, which words the error (nothing is written).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+/// y[o] = x[sum_d idx_d(o) * st[0][d]] for the elements of y's shape.
+template <typename E>
+__global__ void stridedCopyKernel(Bcast bc, const E *x, E *y, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[1];
+    bcastOffsets<1>(bc, o, off);
+    y[o] = x[off[0]];
+  }
+}
+
+amprt_status stridedCopy(amprt_context *ctx, const char *k, T x, T y,
+                         const Shape &so, const Shape &st) {
+  int64_t n = numel(so);
+  if (n == 0)
+    return AMPRT_OK;
+  Bcast bc;
+  bc.rank = int32_t(so.size());
+  for (size_t d = 0; d < so.size(); ++d) {
+    bc.dims[d] = so[d];
+    bc.st[0][d] = st[d];
+  }
+  unsigned grid = gridFor(n, kThreads, 4);
+  cudaStream_t s = stream(ctx);
+  switch (amprt_dtype_size(x->dtype)) {
+  case 8:
+    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
+        bc, static_cast<const uint64_t *>(x->data),
+        static_cast<uint64_t *>(y->data), n);
+    break;
+  case 4:
+    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
+        bc, static_cast<const uint32_t *>(x->data),
+        static_cast<uint32_t *>(y->data), n);
+    break;
+  case 2:
+    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
+        bc, static_cast<const uint16_t *>(x->data),
+        static_cast<uint16_t *>(y->data), n);
+    break;
+  default:
+    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
+        bc, static_cast<const uint8_t *>(x->data),
+        static_cast<uint8_t *>(y->data), n);
+  }
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+amprt_status cudaTranspose(amprt_context *ctx, T x, const int64_t *perm,
+                           int64_t nperm, T y) {
+  const char *k = "transpose";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so, st;
+    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
+        transposeGeometry(ctx, k, x, perm, nperm, so, st) ||
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx,
+                    [&] { return amprt_transpose(ctx, x, perm, nperm, y); });
+    return stridedCopy(ctx, k, x, y, so, st);
+  });
+}
+
+amprt_status cudaExpand(amprt_context *ctx, T x, T y) {
+  const char *k = "expand";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so;
+    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
+        !broadcastShapes({shapeOf(x), shapeOf(y)}, so) || so != shapeOf(y))
+      return onHost(ctx, [&] { return amprt_expand(ctx, x, y); });
+    return stridedCopy(ctx, k, x, y, so, broadcastStrides(shapeOf(x), so));
+  });
+}
+
+__device__ __forceinline__ int64_t ldIndex(const void *idx, int32_t dt,
+                                           int64_t j, int64_t len) {
+  int64_t v = dt == AMPRT_I64 ? static_cast<const int64_t *>(idx)[j]
+                              : static_cast<const int32_t *>(idx)[j];
+  return v < 0 ? v + len : v;
+}
+
+/// The smallest j with idx[j] outside [-len, len) goes to *status.
+__global__ void checkIndicesKernel(const void *idx, int32_t di, int64_t ni,
+                                   int64_t len, int64_t *status) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < ni;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    int64_t v = di == AMPRT_I64 ? static_cast<const int64_t *>(idx)[j]
+                                : static_cast<const int32_t *>(idx)[j];
+    if (v < -len || v >= len)
+      atomicMin(reinterpret_cast<unsigned long long *>(status),
+                static_cast<unsigned long long>(j));
+  }
+}
+
+/// Waits for the index check; true when every index is in range.
+amprt_status indicesInRange(amprt_context *ctx, const char *k, T indices,
+                            int64_t len, bool &ok) {
+  int64_t ni = numel(indices);
+  ok = true;
+  if (ni == 0)
+    return AMPRT_OK;
+  AMPRT_TRY(clearStatus(ctx, k));
+  checkIndicesKernel<<<gridFor(ni, kThreads), kThreads, 0, stream(ctx)>>>(
+      indices->data, indices->dtype, ni, len, state(ctx).devStatus);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  int64_t bad;
+  AMPRT_TRY(readStatus(ctx, k, bad));
+  ok = bad == kNoError;
+  return AMPRT_OK;
+}
+
+/// y[o, j, t] = data[o, idx[j], t]; one thread per output element.
+template <typename E>
+__global__ void gatherKernel(const E *data, const void *idx, int32_t di,
+                             E *y, int64_t ni, int64_t len, int64_t inner,
+                             int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = e % inner, r = e / inner;
+    int64_t j = r % ni, o = r / ni;
+    y[e] = data[(o * len + ldIndex(idx, di, j, len)) * inner + t];
+  }
+}
+
+/// acc[o, idx[j], t] += dy[o, j, t] (f32 atomics).
+__global__ void scatterAddKernel(const void *dy, int32_t ddy, const void *idx,
+                                 int32_t di, float *acc, int64_t ni,
+                                 int64_t len, int64_t inner, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = e % inner, r = e / inner;
+    int64_t j = r % ni, o = r / ni;
+    atomicAdd(acc + (o * len + ldIndex(idx, di, j, len)) * inner + t,
+              loadF(dy, ddy, e));
+  }
+}
+
+__global__ void fromF32Kernel(const float *acc, void *y, int32_t dy,
+                              int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(y, dy, i, acc[i]);
+}
+
+amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
+                        T y) {
+  const char *k = "gather";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_gather(ctx, data, indices, axis, y); };
+    int64_t a, outer, len, inner;
+    Shape so;
+    if (checkTensor(ctx, k, "data", data) || checkIndices(ctx, k, indices) ||
+        checkDtype(ctx, k, "y", y, data->dtype) ||
+        gatherShape(ctx, k, shapeOf(data), indices, axis, a, outer, len,
+                    inner, so, /*values=*/false) ||
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, len, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t ni = numel(indices), n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    unsigned grid = gridFor(n, kThreads, 4);
+    cudaStream_t s = stream(ctx);
+    const void *ix = indices->data;
+    int32_t di = indices->dtype;
+    switch (amprt_dtype_size(data->dtype)) {
+    case 8:
+      gatherKernel<<<grid, kThreads, 0, s>>>(
+          static_cast<const uint64_t *>(data->data), ix, di,
+          static_cast<uint64_t *>(y->data), ni, len, inner, n);
+      break;
+    case 4:
+      gatherKernel<<<grid, kThreads, 0, s>>>(
+          static_cast<const uint32_t *>(data->data), ix, di,
+          static_cast<uint32_t *>(y->data), ni, len, inner, n);
+      break;
+    case 2:
+      gatherKernel<<<grid, kThreads, 0, s>>>(
+          static_cast<const uint16_t *>(data->data), ix, di,
+          static_cast<uint16_t *>(y->data), ni, len, inner, n);
+      break;
+    default:
+      gatherKernel<<<grid, kThreads, 0, s>>>(
+          static_cast<const uint8_t *>(data->data), ix, di,
+          static_cast<uint8_t *>(y->data), ni, len, inner, n);
+    }
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
+                            T dx) {
+  const char *k = "gather_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_gather_grad(ctx, dy, indices, axis, dx); };
+    int64_t a, outer, len, inner;
+    Shape so;
+    if (checkFloat(ctx, k, "dy", dy) || checkIndices(ctx, k, indices) ||
+        checkFloat(ctx, k, "dx", dx) ||
+        gatherShape(ctx, k, shapeOf(dx), indices, axis, a, outer, len, inner,
+                    so, /*values=*/false) ||
+        checkShape(ctx, k, "dy", dy, so))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, len, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t nx = numel(dx), n = numel(dy);
+    if (nx == 0)
+      return AMPRT_OK;
+    Scratch tmp;
+    float *acc = static_cast<float *>(dx->data);
+    if (dx->dtype != AMPRT_F32) {
+      AMPRT_TRY(tmp.get(ctx, k, size_t(nx) * sizeof(float)));
+      acc = static_cast<float *>(tmp.p);
+    }
+    cudaStream_t s = stream(ctx);
+    AMPRT_CUDA(ctx, k,
+               cudaMemsetAsync(acc, 0, size_t(nx) * sizeof(float), s));
+    if (n) {
+      scatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          dy->data, dy->dtype, indices->data, indices->dtype, acc,
+          numel(indices), len, inner, n);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    if (dx->dtype != AMPRT_F32) {
+      fromF32Kernel<<<gridFor(nx, kThreads, 4), kThreads, 0, s>>>(
+          acc, dx->data, dx->dtype, nx);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerShape(KernelTable &t) {
+  t.transpose = cudaTranspose;
+  t.expand = cudaExpand;
+  t.gather = cudaGather;
+  t.gather_grad = cudaGatherGrad;
+}
