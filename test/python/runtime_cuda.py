@@ -6,14 +6,25 @@ random inputs (the seed is printed; --seed reproduces) on a "cuda" and a
 status and the message of bad calls. Tolerances, in units of the output
 dtype's ulp at the larger of the two values:
 
-  exact (bits, or both NaN): cast, add/sub/mul/div, relu(_grad), fill,
-      identity, reshape, inplace_accumulate, multi_tensor_unscale and its
-      flag, loss_scaler_update, sgd (the GPU code is the CPU's expressions,
+  exact (bits, or both NaN): cast, add/sub/mul/div/mod/min/max, the
+      comparisons, neg/abs/sqrt/reciprocal, relu/sigmoid/tanh gradients,
+      isnan/isinf/logical_not, sum, scale, where, fill, identity, reshape,
+      transpose, expand, gather, max_pool (values and indices),
+      inplace_accumulate, multi_tensor_unscale and its flag,
+      loss_scaler_update, sgd (the GPU code is the CPU's expressions,
       compiled without FMA contraction);
   1 ulp: f16/bf16 outputs of every kernel where the CPU rounds once from f32
       (a different f32 result can round to the neighbour);
   adamw f32: 2 ulp per step (device pow in the bias corrections);
-  gelu(_grad) f32: 4 ulp (device erff/expf vs glibc);
+  sigmoid, tanh, exp, log, pow in f32: 4 ulp (CUDA's expf/tanhf/logf/
+      powf against glibc's); gelu, fast_gelu and their gradients: 6 ulp
+      (erfcf), the gradients plus 16 2^-24 |dy| (1 + |x|) (two terms that
+      cancel); every f32 transcendental also 4 2^-126 (subnormal results);
+  gather_grad, max_pool_grad: 1 ulp + (terms + 4) 2^-24 sum|dy| (f32
+      atomics: rows sharing an index sum in another order);
+  layer_norm, batch_norm and their gradients: 2 ulp + 8 2^-24 (max|out| +
+      1) (the f64 statistics sum in another order, which can move the f32
+      mean or inverse deviation by an ulp);
   softmax family, losses, reduce_sum in f32: 4 ulp + (terms + 4) 2^-24 scale
       (the sums run as a tree instead of a sequence); log_softmax,
       softmax_grad and log_prob keep that absolute part in f16/bf16 too
@@ -222,7 +233,8 @@ def test_cast(rt, gpu):
 
 def test_binary(rt, gpu):
     shapes = [((4, 5), (4, 5)), ((4, 5), ()), ((3, 1, 5), (4, 1)),
-              ((1,), (2, 3)), ((2, 0, 3), (3,))]
+              ((1,), (2, 3)), ((2, 0, 3), (3,)), ((6, 4, 5), (1, 4, 5)),
+              ((1, 5), (3, 7, 5))]
     for name in ("add", "sub", "mul", "div"):
         for sa, sb in shapes:
             for da, db, dy in (("f32", "f32", "f32"), ("f16", "f16", "f16"),
@@ -245,18 +257,38 @@ def test_binary(rt, gpu):
          rt.empty((2, 4), "f16"))
 
 
+def act_tol(name, ydt, x=None, dy=None):
+    """Tolerance of an activation or its gradient computed with CUDA's
+    transcendental functions: 4 ulp in f32 (6 for the gelus; 1 in
+    f16/bf16), plus the
+    smallest normal f32 (results in the subnormal range), plus for the
+    gelu gradients 16 2^-24 |dy| (1 + |x|): their two terms cancel."""
+    if ydt != "f32":
+        return dict(ulps=1)
+    # gelu: CUDA's erfcf is within 4 ulp, glibc's 1, then two products.
+    tol = dict(ulps=6 if "gelu" in name else 4, atol=4 * 2.0 ** -126)
+    if name in ("gelu_grad", "fast_gelu_grad"):
+        tol.update(scale=np.abs(decode(dy)) * (1 + np.abs(decode(x))),
+                   terms=12)
+    return tol
+
+
 def test_activations(rt, gpu):
     for dt in FLOATS:
         for ydt in (dt, "f32"):
             x = special(rt, (7, 129), dt)
-            for name, ulps in (("relu", 0), ("gelu", 4 if ydt == "f32" else 1)):
-                c, g, _ = both(rt, gpu, name, x, rt.empty(x.shape, ydt))
-                same(rt, name, c[1], g[1], ulps=ulps)
+            c, g, _ = both(rt, gpu, "relu", x, rt.empty(x.shape, ydt))
+            same(rt, "relu", c[1], g[1])
+            c, g, _ = both(rt, gpu, "gelu", x, rt.empty(x.shape, ydt))
+            same(rt, "gelu", c[1], g[1], **act_tol("gelu", ydt))
             dy, xv = rt.randn((7, 129), dt), rt.randn((7, 129), dt, 2.0)
-            for name, ulps in (("relu_grad", 0),
-                               ("gelu_grad", 4 if ydt == "f32" else 1)):
-                c, g, _ = both(rt, gpu, name, dy, xv, rt.empty(xv.shape, ydt))
-                same(rt, name, c[2], g[2], ulps=ulps)
+            c, g, _ = both(rt, gpu, "relu_grad", dy, xv,
+                           rt.empty(xv.shape, ydt))
+            same(rt, "relu_grad", c[2], g[2])
+            c, g, _ = both(rt, gpu, "gelu_grad", dy, xv,
+                           rt.empty(xv.shape, ydt))
+            same(rt, "gelu_grad", c[2], g[2],
+                 **act_tol("gelu_grad", ydt, xv, dy))
     both(rt, gpu, "relu", Buf(np.zeros(3, np.int64), "i64"),
          rt.empty((3,), "f32"))
 
@@ -562,21 +594,268 @@ def test_reduce_sum(rt, gpu):
         for shape, axes, keep in (((4, 5, 6), [1], 1), ((4, 5, 6), [0, 2], 0),
                                   ((3000, 7), [0], 0), ((7, 3000), [1], 1),
                                   ((2, 3), [], 0), ((50, 40, 30), [-1, 0], 1),
-                                  ((5, 0), [1], 0)):
+                                  ((5, 0), [1], 0), ((700, 3000), [], 0),
+                                  ((3, 20, 9000), [2, 1], 1)):
             x = rt.randn(shape, dt)
             ref = np.sum(decode(x), axis=tuple(axes) or None, keepdims=bool(
                 keep))
             sc = np.sum(np.abs(decode(x)), axis=tuple(axes) or None,
                         keepdims=bool(keep))
-            for ydt in (dt, "f32"):
-                c, g, _ = both(rt, gpu, "reduce_sum", x, i64s(axes),
-                               len(axes), keep, 0, rt.empty(
-                                   np.shape(ref), ydt))
-                same(rt, "reduce_sum", c[5], g[5],
-                     ulps=1 if ydt != "f32" else 2,
-                     scale=sc if ydt == "f32" else None, terms=0)
+            count = max(1, x.arr.size // max(1, np.size(ref)))
+            for name, div in (("reduce_sum", 1), ("reduce_mean", count)):
+                for ydt in (dt, "f32"):
+                    c, g, _ = both(rt, gpu, name, x, i64s(axes),
+                                   len(axes), keep, 0, rt.empty(
+                                       np.shape(ref), ydt))
+                    same(rt, name, c[5], g[5],
+                         ulps=1 if ydt != "f32" else 2,
+                         scale=sc / div if ydt == "f32" else None, terms=0)
     both(rt, gpu, "reduce_sum", rt.randn((2, 3), "f32"), i64s([1, 1]), 2, 0,
          0, rt.empty((2,), "f32"))
+
+
+# ---------------------------------------------------------------------------
+# The rest of Elementwise.cpp: binary, comparisons, unary, select, sum
+# ---------------------------------------------------------------------------
+
+TRANSCENDENTAL = ("sigmoid", "tanh", "exp", "log", "gelu", "fast_gelu")
+
+
+def test_more_binary(rt, gpu):
+    shapes = [((4, 5), (4, 5)), ((4, 5), ()), ((3, 1, 5), (4, 1)),
+              ((2, 0, 3), (3,))]
+    for name in ("mod", "pow", "min", "max"):
+        for sa, sb in shapes:
+            for da, db, dy in (("f32", "f32", "f32"), ("f16", "f16", "f16"),
+                               ("bf16", "f32", "bf16")):
+                a, b = rt.randn(sa, da, 3.0), rt.randn(sb, db, 2.0)
+                so = np.broadcast_shapes(sa, sb)
+                c, g, _ = both(rt, gpu, name, a, b, rt.empty(so, dy))
+                ulps = 0 if name != "pow" else (4 if dy == "f32" else 1)
+                same(rt, name, c[2], g[2], ulps=ulps)
+    # NaN propagates through min/max; ties keep a.
+    a = Buf(np.array([np.nan, 1.0, -0.0, 2.0], np.float32), "f32")
+    b = Buf(np.array([1.0, np.nan, 0.0, 2.0], np.float32), "f32")
+    for name in ("min", "max"):
+        c, g, _ = both(rt, gpu, name, a, b, rt.empty((4,), "f32"))
+        same(rt, name + " specials", c[2], g[2])
+    for name in ("less", "greater", "equal"):
+        for sa, sb in shapes:
+            for da, db in (("f32", "f32"), ("f16", "bf16")):
+                a = rt.randn(sa, da)
+                b = rt.randn(sb, db)
+                if sa == sb and da == db:
+                    b.arr.reshape(-1)[::2] = a.arr.reshape(-1)[::2]
+                so = np.broadcast_shapes(sa, sb)
+                c, g, _ = both(rt, gpu, name, a, b, rt.empty(so, "bool"))
+                same(rt, name, c[2], g[2])
+    # Integers stay on the CPU; errors are the CPU's.
+    ia = Buf(np.array([3, -1, 7], np.int64), "i64")
+    c, g, _ = both(rt, gpu, "less", ia, Buf(np.array([2, 2, 2], np.int64),
+                                            "i64"), rt.empty((3,), "bool"))
+    same(rt, "less i64", c[2], g[2])
+    both(rt, gpu, "less", rt.randn((2, 3), "f32"), rt.randn((4,), "f32"),
+         rt.empty((2, 3), "bool"))
+    both(rt, gpu, "pow", rt.randn((2,), "f32"), rt.randn((2,), "f32"),
+         rt.empty((2,), "i64"))
+
+
+def test_more_unary(rt, gpu):
+    for dt in FLOATS:
+        for ydt in (dt, "f32"):
+            x = special(rt, (7, 129), dt)
+            for name in ("neg", "abs", "sqrt", "reciprocal") + TRANSCENDENTAL:
+                tol = act_tol(name, ydt) if name in TRANSCENDENTAL else {}
+                c, g, _ = both(rt, gpu, name, x, rt.empty(x.shape, ydt))
+                same(rt, name, c[1], g[1], **tol)
+            dy, xv = rt.randn((7, 129), dt), rt.randn((7, 129), dt, 3.0)
+            for name in ("sigmoid_grad", "tanh_grad", "fast_gelu_grad"):
+                tol = act_tol(name, ydt, xv, dy) \
+                    if name == "fast_gelu_grad" else {}
+                c, g, _ = both(rt, gpu, name, dy, xv, rt.empty(xv.shape, ydt))
+                same(rt, name, c[2], g[2], **tol)
+            for name in ("isnan", "isinf"):
+                c, g, _ = both(rt, gpu, name, x, rt.empty(x.shape, "bool"))
+                same(rt, name, c[1], g[1])
+    bits = Buf(rt.rng.integers(0, 2, (300,)), "bool")
+    c, g, _ = both(rt, gpu, "logical_not", bits, rt.empty((300,), "bool"))
+    same(rt, "logical_not", c[1], g[1])
+    both(rt, gpu, "logical_not", rt.randn((3,), "f32"),
+         rt.empty((3,), "bool"))
+    both(rt, gpu, "isnan", rt.randn((3,), "f32"), rt.empty((4,), "bool"))
+
+
+def test_where_sum_scale(rt, gpu):
+    for dt in ("f32", "f16", "bf16", "i64", "bool"):
+        for sc, sa, sb in (((6, 5), (6, 5), (6, 5)), ((6, 1), (5,), ()),
+                           ((), (2, 3), (2, 3)), ((0, 3), (3,), (1, 3))):
+            cond = Buf(rt.rng.integers(0, 2, sc), "bool")
+            if dt in FLOATS:
+                a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+            else:
+                a = Buf(rt.rng.integers(0, 2 if dt == "bool" else 99, sa), dt)
+                b = Buf(rt.rng.integers(0, 2 if dt == "bool" else 99, sb), dt)
+            so = np.broadcast_shapes(sc, sa, sb)
+            c, g, _ = both(rt, gpu, "where", cond, a, b, rt.empty(so, dt))
+            same(rt, "where " + dt, c[3], g[3])
+    both(rt, gpu, "where", Buf(np.array([1, 0]), "bool"),
+         rt.randn((2,), "f32"), rt.randn((2,), "f16"), rt.empty((2,), "f32"))
+    for shapes, dts, ydt in (([(4, 5)], ["f32"], "f32"),
+                             ([(4, 5), (5,), (4, 1)], ["f16", "f32", "bf16"],
+                              "f32"),
+                             ([(3, 2)] * 4, ["bf16"] * 4, "bf16"),
+                             ([(2, 0), (0,)], ["f32", "f32"], "f16")):
+        ins = [rt.randn(s, d, 10.0) for s, d in zip(shapes, dts)]
+        so = np.broadcast_shapes(*shapes)
+        c, g, _ = both(rt, gpu, "sum", ins, len(ins), rt.empty(so, ydt))
+        same(rt, "sum", c[2], g[2])
+    both(rt, gpu, "sum", [rt.randn((2,), "f32"), rt.randn((3,), "f32")], 2,
+         rt.empty((2,), "f32"))
+    for sdt in ("f32", "f16", "f64", "i64"):
+        for down in (0, 1):
+            x = special(rt, (5, 40), "f16")
+            s = {"f16": Buf(np.array(0.37, np.float16), "f16"),
+                 "i64": Buf(np.array(3), "i64")}.get(sdt) or \
+                Buf(np.array(0.37), sdt)
+            c, g, _ = both(rt, gpu, "scale", x, s, down,
+                           rt.empty(x.shape, "f32"))
+            same(rt, "scale", c[3], g[3])
+    both(rt, gpu, "scale", rt.randn((3,), "f32"), rt.randn((2,), "f32"), 0,
+         rt.empty((3,), "f32"))
+
+
+# ---------------------------------------------------------------------------
+# Shape.cpp: transpose, expand, gather and its gradient
+# ---------------------------------------------------------------------------
+
+def test_shape_ops(rt, gpu):
+    for dt in ("f32", "f16", "i64", "bool"):
+        x = (rt.randn((2, 3, 4, 5), dt) if dt in FLOATS else
+             Buf(rt.rng.integers(0, 2, (2, 3, 4, 5)), dt))
+        for perm in ([0, 2, 1, 3], [3, 2, 1, 0], [1, 0, 3, 2], None):
+            so = x.shape[::-1] if perm is None else tuple(x.shape[p]
+                                                          for p in perm)
+            c, g, _ = both(rt, gpu, "transpose", x,
+                           i64s(perm) if perm else None, len(perm or []),
+                           rt.empty(so, dt))
+            same(rt, "transpose %s" % perm, c[3], g[3])
+        c, g, _ = both(rt, gpu, "expand", rt.randn((3, 1, 5), "bf16"),
+                       rt.empty((2, 3, 4, 5), "bf16"))
+        same(rt, "expand", c[1], g[1])
+    both(rt, gpu, "transpose", rt.randn((2, 3), "f32"), i64s([0, 0]), 2,
+         rt.empty((2, 3), "f32"))
+    both(rt, gpu, "expand", rt.randn((3, 2), "f32"), rt.empty((3, 4), "f32"))
+    for dt in ("f32", "f16", "i64"):
+        data = (rt.randn((50, 16), dt) if dt in FLOATS else
+                Buf(rt.rng.integers(0, 1000, (50, 16)), dt))
+        for idt in ("i64", "i32"):
+            for axis, ishape in ((0, (4, 9)), (1, (3,)), (-1, ())):
+                n = data.shape[axis]
+                idx = Buf(rt.rng.integers(-n, n, ishape), idt)
+                so = np.take(np.zeros(data.shape), np.zeros(ishape, int),
+                             axis=axis).shape
+                c, g, _ = both(rt, gpu, "gather", data, idx, axis,
+                               rt.empty(so, dt))
+                same(rt, "gather", c[3], g[3])
+    for dt in FLOATS:
+        # Many repeats: atomics sum the rows that share an index.
+        idx = Buf(rt.rng.integers(-20, 20, (8, 64)), "i64")
+        dy = rt.randn((8, 64, 33), dt)
+        c, g, _ = both(rt, gpu, "gather_grad", dy, idx, 0,
+                       rt.empty((20, 33), dt))
+        sc = np.zeros((20, 33))
+        np.add.at(sc, np.mod(idx.arr.reshape(-1), 20),
+                  np.abs(decode(dy)).reshape(-1, 33))
+        same(rt, "gather_grad", c[3], g[3], ulps=1, scale=sc, terms=64)
+    bad = Buf(np.array([1, 50, 2], np.int64), "i64")
+    both(rt, gpu, "gather", rt.randn((50, 4), "f32"), bad, 0,
+         rt.empty((3, 4), "f32"))
+    both(rt, gpu, "gather_grad", rt.randn((3, 4), "f32"), bad, 0,
+         rt.empty((50, 4), "f32"))
+
+
+# ---------------------------------------------------------------------------
+# Normalization.cpp, Pool.cpp (max)
+# ---------------------------------------------------------------------------
+
+def norm_tol(c):
+    return dict(ulps=2, scale=np.max(np.abs(decode(c)), initial=0) + 1,
+                terms=4)
+
+
+def test_normalization(rt, gpu):
+    for dt in FLOATS:
+        for shape, axis in (((6, 40), -1), ((3, 4, 300), 2), ((2, 3, 4), 1),
+                            ((0, 8), 1), ((2048, 72), -1)):
+            inner = int(np.prod(shape[axis:] if axis >= 0 else shape[-1:]))
+            outer = int(np.prod(shape)) // max(inner, 1)
+            x = rt.randn(shape, dt, 2.0)
+            sc, bs = rt.randn((inner,), "f32"), rt.randn((inner,), dt)
+            mean, inv = rt.empty((outer,), "f32"), rt.empty((outer,), "f32")
+            c, g, _ = both(rt, gpu, "layer_norm", x, sc, bs, axis,
+                           C.c_float(1e-5), rt.empty(shape, dt), mean, inv)
+            for j, what in ((5, "y"), (6, "mean"), (7, "inv_std")):
+                same(rt, "layer_norm " + what, c[j], g[j], **norm_tol(c[j]))
+            dy = rt.randn(shape, dt)
+            c2, g2, _ = both(rt, gpu, "layer_norm_grad", dy, x, sc, c[6],
+                             c[7], axis, rt.empty(shape, dt),
+                             rt.empty((inner,), "f32"),
+                             rt.empty((inner,), "f32"))
+            for j, what in ((6, "dx"), (7, "dscale"), (8, "dbias")):
+                same(rt, "layer_norm_grad " + what, c2[j], g2[j],
+                     **norm_tol(c2[j]))
+        for shape in ((8, 5, 6, 7), (16, 3), (4, 2, 1000)):
+            C_ = shape[1]
+            x = rt.randn(shape, dt, 3.0)
+            sc, bs = rt.randn((C_,), dt), rt.randn((C_,), dt)
+            rm, rv = rt.randn((C_,), "f32"), rt.uniform((C_,), "f32", 0.5, 2)
+            outs = [rt.empty(shape, dt)] + [rt.empty((C_,), "f32")
+                                            for _ in range(4)]
+            c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, rm, rv,
+                           C.c_float(0.9), C.c_float(1e-5), *outs)
+            for j, what in ((7, "y"), (8, "running_mean"), (9, "running_var"),
+                            (10, "saved_mean"), (11, "saved_inv_std")):
+                same(rt, "batch_norm_training " + what, c[j], g[j],
+                     **norm_tol(c[j]))
+            dy = rt.randn(shape, dt)
+            c2, g2, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, c[10],
+                             c[11], rt.empty(shape, dt),
+                             rt.empty((C_,), "f32"), rt.empty((C_,), "f32"))
+            for j, what in ((5, "dx"), (6, "dscale"), (7, "dbias")):
+                same(rt, "batch_norm_grad " + what, c2[j], g2[j],
+                     **norm_tol(c2[j]))
+    both(rt, gpu, "layer_norm", rt.randn((2, 3), "f32"),
+         rt.randn((4,), "f32"), None, -1, C.c_float(1e-5),
+         rt.empty((2, 3), "f32"), None, None)
+    both(rt, gpu, "batch_norm_grad", rt.randn((2, 3), "f32"),
+         rt.randn((2, 4), "f32"), rt.randn((3,), "f32"),
+         rt.randn((3,), "f32"), rt.randn((3,), "f32"), None, None, None)
+
+
+def test_max_pool(rt, gpu):
+    for dt in FLOATS:
+        for xs, win in (((2, 3, 9, 11), window([3, 3], [2, 2], [1, 1, 1, 1])),
+                        ((2, 2, 8, 8), window([2, 2], [1, 1])),
+                        ((3, 4, 17), window([3], [1], [1, 1]))):
+            x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
+            sp = [(xs[2 + i] + win.pads[i] + win.pads[i + len(xs) - 2]
+                   - win.kernel[i]) // win.strides[i] + 1
+                  for i in range(len(xs) - 2)]
+            ys = xs[:2] + tuple(sp)
+            c, g, _ = both(rt, gpu, "max_pool", x, rt.empty(ys, dt),
+                           rt.empty(ys, "i64"), C.byref(win))
+            same(rt, "max_pool", c[1], g[1])
+            same(rt, "max_pool indices", c[2], g[2])
+            dy = rt.randn(ys, dt)
+            c2, g2, _ = both(rt, gpu, "max_pool_grad", dy, c[2],
+                             rt.empty(xs, dt))
+            sc = np.zeros(int(np.prod(xs)))
+            np.add.at(sc, c[2].arr.reshape(-1), np.abs(decode(dy)).reshape(-1))
+            same(rt, "max_pool_grad", c2[2], g2[2], ulps=1,
+                 scale=sc.reshape(xs), terms=9)
+    bad = Buf(np.array([[0, 3], [70, 1]], np.int64), "i64")
+    both(rt, gpu, "max_pool_grad", rt.randn((2, 2), "f32"), bad,
+         rt.empty((8, 8), "f32"))
 
 
 # ---------------------------------------------------------------------------
@@ -623,33 +902,35 @@ def test_conv(rt, gpu):
 def test_cpu_fallback(rt, gpu):
     # Kernels without a CUDA override run the CPU code on managed memory.
     x = rt.randn((4, 6, 5), "f16")
-    c, g, _ = both(rt, gpu, "transpose", x, i64s([2, 0, 1]), 3,
-                   rt.empty((5, 4, 6), "f16"))
-    same(rt, "transpose", c[3], g[3])
-    s, bsc = rt.randn((5,), "f32"), rt.randn((5,), "f32")
-    c, g, _ = both(rt, gpu, "layer_norm", x, s, bsc, -1, C.c_float(1e-5),
-                   rt.empty(x.shape, "f16"), None, None)
-    same(rt, "layer_norm", c[5], g[5])
+    c, g, _ = both(rt, gpu, "global_average_pool", x,
+                   rt.empty((4, 6, 1), "f16"))
+    same(rt, "global_average_pool", c[1], g[1])
+    c, g, _ = both(rt, gpu, "concat", [x, rt.randn((4, 2, 5), "f16")], 2, 1,
+                   rt.empty((4, 8, 5), "f16"))
+    same(rt, "concat", c[3], g[3])
     # A fallback after GPU work on the same buffers sees that work.
-    a = rt.randn((64, 64), "f32")
+    a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
-    y, yb = gpu.upload(rt.empty((64, 64), "f32"))
-    z, zb = gpu.upload(rt.empty((64, 64), "f32"))
+    y, yb = gpu.upload(rt.empty((2, 32, 64), "f32"))
+    z, zb = gpu.upload(rt.empty((2, 32, 1), "f32"))
     L = rt.lib
     assert L.amprt_relu(gpu.ctx, C.byref(t), C.byref(y)) == 0, gpu.err()
-    assert L.amprt_tanh(gpu.ctx, C.byref(y), C.byref(z)) == 0, gpu.err()
+    assert L.amprt_global_average_pool(gpu.ctx, C.byref(y),
+                                       C.byref(z)) == 0, gpu.err()
     gpu.download(z, zb)
     gpu.free_all()
-    want = rt.empty((64, 64), "f32")
-    rt.ok("relu", a.ref, want.ref)
-    rt.ok("tanh", want.ref, want.ref)
-    same(rt, "relu then tanh (fallback)", want, zb)
+    mid, want = rt.empty((2, 32, 64), "f32"), rt.empty((2, 32, 1), "f32")
+    rt.ok("relu", a.ref, mid.ref)
+    rt.ok("global_average_pool", mid.ref, want.ref)
+    same(rt, "relu then global_average_pool (fallback)", want, zb)
 
 
 TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_gemm, test_matmul, test_unscale_finite, test_loss_scaler,
          test_sgd, test_adamw, test_softmax, test_cross_entropy,
-         test_reduce_sum, test_conv, test_cpu_fallback]
+         test_reduce_sum, test_more_binary, test_more_unary,
+         test_where_sum_scale, test_shape_ops, test_normalization,
+         test_max_pool, test_conv, test_cpu_fallback]
 
 
 def main():
