@@ -13,6 +13,7 @@
 //                       dropout
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
 //   HostFold.cpp        shape computations evaluated at lowering time
+//   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <functional>
@@ -156,6 +158,13 @@ private:
   SmallVector<std::string> resultNames;
   std::string nodeName;
   Operation *current = nullptr;
+  /// Finite checks written IsNaN(Sum(ReduceSum(Mul(u_i, 0)))) (FiniteCheck.cpp):
+  /// the IsNaN node -> the u_i, and the nodes the fused call replaces.
+  DenseMap<Operation *, SmallVector<Value>> finiteChecks;
+  llvm::DenseSet<Operation *> fusedAway;
+  void planFiniteChecks();
+  LogicalResult lowerFiniteCheck(ArrayRef<Value> checked);
+  bool isConstantZero(Value v);
 
   InFlightDiagnostic err() {
     return current->emitError() << "node '" << nodeName << "' ("

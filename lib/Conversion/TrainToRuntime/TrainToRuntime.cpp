@@ -703,8 +703,11 @@ LogicalResult GraphLowering::lowerBatchedMatMul(int64_t ta, int64_t tb,
 LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   if (failed(bindArgs()))
     return failure();
+  planFiniteChecks();
   Block &body = graph.getBody().front();
   for (Operation &op : body) {
+    if (fusedAway.count(&op))
+      continue;
     current = &op;
     auto nameAttr = op.getAttrOfType<StringAttr>("train.name");
     nodeName = nameAttr ? nameAttr.str() : "";
@@ -746,7 +749,9 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
     if (!node)
       return op.emitError() << "op " << op.getName()
                             << " cannot be lowered to runtime calls";
-    if (failed(lowerNode(node)))
+    auto check = finiteChecks.find(&op);
+    if (failed(check != finiteChecks.end() ? lowerFiniteCheck(check->second)
+                                           : lowerNode(node)))
       return failure();
   }
 
