@@ -995,7 +995,7 @@ llvm::Error Trainer::run() {
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
          << optProg->arenaBytes() << " bytes, " << (opts.amp || state.count("amp.loss_scale") ? "AMP" : "fp32")
-         << ", device cpu\n";
+         << ", device " << opts.device << "\n";
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();
   uint64_t first = stepsDone;
