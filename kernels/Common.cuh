@@ -31,6 +31,8 @@
 #endif
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 namespace amprt {
 namespace cuda {
@@ -53,6 +55,9 @@ struct State {
   bool allowTf32 = false;
 #ifdef AMPRT_HAVE_CUDNN
   cudnnHandle_t cudnn = nullptr; // created on first use
+  /// The cuDNN algorithm that ran each convolution problem (Conv.cu's key:
+  /// direction, dtype, geometry): later calls skip the heuristics.
+  std::map<std::string, int> convAlgos;
 #endif
 };
 

@@ -102,6 +102,17 @@ Shape outShape(const Geometry &s, int32_t sr) {
   return o;
 }
 
+/// The algorithm cache key of a problem: direction, dtype and geometry.
+std::string algoKey(char dir, int32_t dt, const Geometry &s) {
+  const Window2d &g = s.g;
+  int64_t v[] = {dt,   g.N,  g.C,  g.H,  g.W,  s.M,  s.G,  g.kh, g.kw,
+                 g.sh, g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw};
+  std::string key(1, dir);
+  for (int64_t x : v)
+    key += "," + std::to_string(x);
+  return key;
+}
+
 amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
   State &st = state(ctx);
   if (!st.cudnn) {
@@ -148,8 +159,15 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
 /// backward filter). AMPRT_ERR_UNSUPPORTED, with what each one answered in
 /// `why`, when none ran.
 template <typename Perf, typename Get, typename Exec>
-amprt_status runAlgos(amprt_context *ctx, const char *k, Get get, Exec exec,
+amprt_status runAlgos(amprt_context *ctx, const char *k,
+                      const std::string &key, Get get, Exec exec,
                       std::string &why) {
+  using Algo = decltype(Perf().algo);
+  std::map<std::string, int> &cache = state(ctx).convAlgos;
+  auto hit = cache.find(key);
+  if (hit != cache.end() &&
+      exec(static_cast<Algo>(hit->second)) == CUDNN_STATUS_SUCCESS)
+    return AMPRT_OK;
   Perf perf[16];
   int found = 0;
   AMPRT_DNN(ctx, k, get(perf, 16, &found));
@@ -162,8 +180,10 @@ amprt_status runAlgos(amprt_context *ctx, const char *k, Get get, Exec exec,
       continue;
     }
     cudnnStatus_t st = exec(perf[i].algo);
-    if (st == CUDNN_STATUS_SUCCESS)
+    if (st == CUDNN_STATUS_SUCCESS) {
+      cache[key] = int(perf[i].algo);
       return AMPRT_OK;
+    }
     why += std::string(cudnnGetErrorString(st)) + ";";
   }
   return AMPRT_ERR_UNSUPPORTED;
@@ -228,7 +248,7 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
     State &S = state(ctx);
     std::string why;
     amprt_status st = runAlgos<cudnnConvolutionFwdAlgoPerf_t>(
-        ctx, k,
+        ctx, k, algoKey('f', dt, s),
         [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
           return cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv,
                                                         c.y, n, found, p);
@@ -295,7 +315,7 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     if (dx) {
       std::string why;
       amprt_status st = runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
-          ctx, k,
+          ctx, k, algoKey('d', dt, s),
           [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(
                 h, c.w, c.y, c.conv, c.x, n, found, p);
@@ -313,7 +333,7 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     if (dw) {
       std::string why;
       amprt_status st = runAlgos<cudnnConvolutionBwdFilterAlgoPerf_t>(
-          ctx, k,
+          ctx, k, algoKey('w', dt, s),
           [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, c.x, c.y, c.conv, c.w, n, found, p);

@@ -17,6 +17,7 @@
 
 #include "Common.cuh"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace amprt;
@@ -412,8 +413,17 @@ struct SumInput {
 };
 
 /// y = sum of the inputs in order, in f32, one rounding (amprt_sum).
-__global__ void sumKernel(const SumInput *in, int64_t nin, Bcast bc,
-                          bool allDense, void *y, int32_t dy, int64_t n) {
+/// Up to this many inputs travel in the kernel's parameters; more go
+/// through a table in device memory.
+constexpr int kSumInline = 16;
+struct SumTable {
+  SumInput in[kSumInline];
+};
+
+__global__ void sumKernel(SumTable inline_, const SumInput *table,
+                          int64_t nin, Bcast bc, bool allDense, void *y,
+                          int32_t dy, int64_t n) {
+  const SumInput *in = table ? table : inline_.in;
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
     int64_t idx[AMPRT_MAX_RANK];
@@ -468,12 +478,16 @@ amprt_status cudaSum(amprt_context *ctx, T inputs, int64_t nin, T y) {
         e.st[d] = st[d];
     }
     Scratch dev;
-    AMPRT_TRY(upload(ctx, k, table.data(), table.size() * sizeof(SumInput),
-                     dev));
+    SumTable inline_ = {};
+    if (nin <= kSumInline)
+      std::copy(table.begin(), table.end(), inline_.in);
+    else
+      AMPRT_TRY(upload(ctx, k, table.data(),
+                       table.size() * sizeof(SumInput), dev));
     Bcast bc = makeBcast(so, {});
     sumKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        static_cast<const SumInput *>(dev.p), nin, bc, allDense, y->data,
-        y->dtype, n);
+        inline_, static_cast<const SumInput *>(dev.p), nin, bc, allDense,
+        y->data, y->dtype, n);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -9,8 +9,9 @@
 // ...); the statistics and the reductions of the gradients accumulate in
 // f64 as there, in a block tree instead of a sequence, and the elementwise
 // results are the CPU's f32 expressions (compiled without FMA contraction).
-// One block per channel (BatchNorm) or per row (LayerNorm); LayerNorm's
-// dscale / dbias are column sums over runs of rows, then over the runs.
+// BatchNorm: blocks per (channel, run of images), with the partial sums in
+// a scratch table; LayerNorm: one block per row, and dscale / dbias as
+// column sums over runs of rows, then over the runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,55 +50,93 @@ Opt opt(T t) {
 // BatchNorm: x as [N, C, S]
 //===----------------------------------------------------------------------===//
 
+// Each channel's N images split into `chunks` runs, one block per (channel,
+// run): the f64 partial sums go to a scratch table, and every block adds a
+// channel's partials in run order, so all of them see the same statistics.
+
 struct BnArgs {
-  int64_t N, C, S;
+  int64_t N, C, S, chunks;
   float momentum, epsilon;
   Opt x, scale, bias, rm, rv, y, rmo, rvo, sm, sis;
+  double *part; // [2][C][chunks]
 };
 
-__global__ void bnTrainingKernel(BnArgs a) {
-  __shared__ double part[32];
-  for (int64_t c = blockIdx.x; c < a.C; c += gridDim.x) {
-    double M = double(a.N * a.S);
-    double s = 0;
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x)
-        s += loadF(a.x.p, a.x.dt, (n * a.C + c) * a.S + i);
-    s = blockSum(s, part);
-    double m = M > 0 ? s / M : 0;
-    double q = 0;
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
-        double d = loadF(a.x.p, a.x.dt, (n * a.C + c) * a.S + i) - m;
-        q += d * d;
-      }
-    q = blockSum(q, part);
-    double var = M > 0 ? q / M : 0;
-    float mf = float(m);
-    float inv = float(1.0 / sqrt(var + double(a.epsilon)));
-    float sc = loadF(a.scale.p, a.scale.dt, c);
-    float b = loadF(a.bias.p, a.bias.dt, c);
-    float al = inv * sc;
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
-        int64_t o = (n * a.C + c) * a.S + i;
-        storeF(a.y.p, a.y.dt, o, (loadF(a.x.p, a.x.dt, o) - mf) * al + b);
-      }
-    if (threadIdx.x == 0) {
-      if (a.sm.p)
-        storeF(a.sm.p, a.sm.dt, c, mf);
-      if (a.sis.p)
-        storeF(a.sis.p, a.sis.dt, c, inv);
-      double mom = double(a.momentum);
-      if (a.rmo.p)
-        storeF(a.rmo.p, a.rmo.dt, c,
-               float(mom * ldOr(a.rm.p, a.rm.dt, c, 0.f) + (1.0 - mom) * m));
-      if (a.rvo.p)
-        storeF(a.rvo.p, a.rvo.dt, c,
-               float(mom * ldOr(a.rv.p, a.rv.dt, c, 1.f) +
-                     (1.0 - mom) * var));
-    }
+/// The images [n0, n1) of block (c, j).
+__device__ __forceinline__ void bnRange(int64_t N, int64_t chunks, int64_t j,
+                                        int64_t &n0, int64_t &n1) {
+  int64_t len = (N + chunks - 1) / chunks;
+  n0 = j * len;
+  n1 = n0 + len < N ? n0 + len : N;
+}
+
+/// Sum of table t's partials of channel c, in run order.
+__device__ __forceinline__ double bnTotal(const double *part, int64_t C,
+                                          int64_t chunks, int t, int64_t c) {
+  double s = 0;
+  for (int64_t j = 0; j < chunks; ++j)
+    s += part[(t * C + c) * chunks + j];
+  return s;
+}
+
+/// pass 0: sum of x; pass 1: sum of (x - mean)^2.
+__global__ void bnStatsKernel(BnArgs a, int pass) {
+  __shared__ double sh[32];
+  int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
+  bnRange(a.N, a.chunks, j, n0, n1);
+  double M = double(a.N * a.S);
+  double m = 0;
+  if (pass == 1) {
+    double t = bnTotal(a.part, a.C, a.chunks, 0, c);
+    m = M > 0 ? t / M : 0;
   }
+  double acc = 0;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+      double v = loadF(a.x.p, a.x.dt, (n * a.C + c) * a.S + i);
+      acc += pass == 0 ? v : (v - m) * (v - m);
+    }
+  acc = blockSum(acc, sh);
+  if (threadIdx.x == 0)
+    a.part[(pass * a.C + c) * a.chunks + j] = acc;
+}
+
+__global__ void bnApplyKernel(BnArgs a) {
+  int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
+  bnRange(a.N, a.chunks, j, n0, n1);
+  double M = double(a.N * a.S);
+  double s = bnTotal(a.part, a.C, a.chunks, 0, c);
+  double q = bnTotal(a.part, a.C, a.chunks, 1, c);
+  double m = M > 0 ? s / M : 0;
+  double var = M > 0 ? q / M : 0;
+  float mf = float(m);
+  float inv = float(1.0 / sqrt(var + double(a.epsilon)));
+  float al = inv * loadF(a.scale.p, a.scale.dt, c);
+  float b = loadF(a.bias.p, a.bias.dt, c);
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+      int64_t o = (n * a.C + c) * a.S + i;
+      storeF(a.y.p, a.y.dt, o, (loadF(a.x.p, a.x.dt, o) - mf) * al + b);
+    }
+  if (j == 0 && threadIdx.x == 0) {
+    if (a.sm.p)
+      storeF(a.sm.p, a.sm.dt, c, mf);
+    if (a.sis.p)
+      storeF(a.sis.p, a.sis.dt, c, inv);
+    double mom = double(a.momentum);
+    if (a.rmo.p)
+      storeF(a.rmo.p, a.rmo.dt, c,
+             float(mom * ldOr(a.rm.p, a.rm.dt, c, 0.f) + (1.0 - mom) * m));
+    if (a.rvo.p)
+      storeF(a.rvo.p, a.rvo.dt, c,
+             float(mom * ldOr(a.rv.p, a.rv.dt, c, 1.f) + (1.0 - mom) * var));
+  }
+}
+
+/// About 2048 blocks, at most one run per image.
+int64_t bnChunks(int64_t N, int64_t C) {
+  return std::max<int64_t>(
+      1, std::min<int64_t>({N, (2048 + C - 1) / std::max<int64_t>(C, 1),
+                            65535}));
 }
 
 amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
@@ -110,7 +149,8 @@ amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
     BnArgs a;
     if (checkBatchNormTraining(ctx, x, scale, bias, running_mean, running_var,
                                y, running_mean_out, running_var_out,
-                               saved_mean, saved_inv_std, a.N, a.C, a.S))
+                               saved_mean, saved_inv_std, a.N, a.C, a.S) ||
+        a.C > 65535LL * 32767)
       return onHost(ctx, [&] {
         return amprt_batch_norm_training(
             ctx, x, scale, bias, running_mean, running_var, momentum,
@@ -131,52 +171,74 @@ amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
     a.rvo = opt(running_var_out);
     a.sm = opt(saved_mean);
     a.sis = opt(saved_inv_std);
-    bnTrainingKernel<<<unsigned(std::min<int64_t>(a.C, 65535)), kBlock * 2, 0,
-                       stream(ctx)>>>(a);
+    a.chunks = bnChunks(a.N, a.C);
+    Scratch part;
+    AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
+    a.part = static_cast<double *>(part.p);
+    dim3 grid(unsigned(a.C), unsigned(a.chunks));
+    cudaStream_t s = stream(ctx);
+    for (int pass = 0; pass < 2; ++pass) {
+      bnStatsKernel<<<grid, kBlock, 0, s>>>(a, pass);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    bnApplyKernel<<<grid, kBlock, 0, s>>>(a);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
 }
 
 struct BnGradArgs {
-  int64_t N, C, S;
+  int64_t N, C, S, chunks;
   Opt dy, x, scale, sm, sis, dx, dscale, dbias;
+  double *part; // [2][C][chunks]: sum dy, sum dy * xhat
 };
 
-__global__ void bnGradKernel(BnGradArgs a) {
-  __shared__ double part[32];
-  for (int64_t c = blockIdx.x; c < a.C; c += gridDim.x) {
-    double M = double(a.N * a.S);
-    float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
-    double sdy = 0, sdyx = 0;
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
-        int64_t o = (n * a.C + c) * a.S + i;
-        float g = loadF(a.dy.p, a.dy.dt, o);
-        sdy += g;
-        sdyx += double(g) * double((loadF(a.x.p, a.x.dt, o) - m) * inv);
-      }
-    sdy = blockSum(sdy, part);
-    sdyx = blockSum(sdyx, part);
-    if (threadIdx.x == 0) {
-      if (a.dbias.p)
-        storeF(a.dbias.p, a.dbias.dt, c, float(sdy));
-      if (a.dscale.p)
-        storeF(a.dscale.p, a.dscale.dt, c, float(sdyx));
+__global__ void bnGradSumsKernel(BnGradArgs a) {
+  __shared__ double sh[32];
+  int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
+  bnRange(a.N, a.chunks, j, n0, n1);
+  float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
+  double sdy = 0, sdyx = 0;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+      int64_t o = (n * a.C + c) * a.S + i;
+      float g = loadF(a.dy.p, a.dy.dt, o);
+      sdy += g;
+      sdyx += double(g) * double((loadF(a.x.p, a.x.dt, o) - m) * inv);
     }
-    if (!a.dx.p)
-      continue;
-    float al = loadF(a.scale.p, a.scale.dt, c) * inv;
-    float mdy = M > 0 ? float(sdy / M) : 0.f;
-    float mdyx = M > 0 ? float(sdyx / M) : 0.f;
-    for (int64_t n = 0; n < a.N; ++n)
-      for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
-        int64_t o = (n * a.C + c) * a.S + i;
-        float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
-        storeF(a.dx.p, a.dx.dt, o,
-               al * (loadF(a.dy.p, a.dy.dt, o) - mdy - xh * mdyx));
-      }
+  sdy = blockSum(sdy, sh);
+  sdyx = blockSum(sdyx, sh);
+  if (threadIdx.x == 0) {
+    a.part[c * a.chunks + j] = sdy;
+    a.part[(a.C + c) * a.chunks + j] = sdyx;
   }
+}
+
+__global__ void bnGradApplyKernel(BnGradArgs a) {
+  int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
+  bnRange(a.N, a.chunks, j, n0, n1);
+  double M = double(a.N * a.S);
+  double sdy = bnTotal(a.part, a.C, a.chunks, 0, c);
+  double sdyx = bnTotal(a.part, a.C, a.chunks, 1, c);
+  if (j == 0 && threadIdx.x == 0) {
+    if (a.dbias.p)
+      storeF(a.dbias.p, a.dbias.dt, c, float(sdy));
+    if (a.dscale.p)
+      storeF(a.dscale.p, a.dscale.dt, c, float(sdyx));
+  }
+  if (!a.dx.p)
+    return;
+  float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
+  float al = loadF(a.scale.p, a.scale.dt, c) * inv;
+  float mdy = M > 0 ? float(sdy / M) : 0.f;
+  float mdyx = M > 0 ? float(sdyx / M) : 0.f;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
+      int64_t o = (n * a.C + c) * a.S + i;
+      float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
+      storeF(a.dx.p, a.dx.dt, o,
+             al * (loadF(a.dy.p, a.dy.dt, o) - mdy - xh * mdyx));
+    }
 }
 
 amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
@@ -186,7 +248,8 @@ amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
   return guard(ctx, k, [&]() -> amprt_status {
     BnGradArgs a;
     if (checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std, dx,
-                           dscale, dbias, a.N, a.C, a.S))
+                           dscale, dbias, a.N, a.C, a.S) ||
+        a.C > 65535LL * 32767)
       return onHost(ctx, [&] {
         return amprt_batch_norm_grad(ctx, dy, x, scale, saved_mean,
                                      saved_inv_std, dx, dscale, dbias);
@@ -201,8 +264,15 @@ amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
     a.dx = opt(dx);
     a.dscale = opt(dscale);
     a.dbias = opt(dbias);
-    bnGradKernel<<<unsigned(std::min<int64_t>(a.C, 65535)), kBlock * 2, 0,
-                   stream(ctx)>>>(a);
+    a.chunks = bnChunks(a.N, a.C);
+    Scratch part;
+    AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
+    a.part = static_cast<double *>(part.p);
+    dim3 grid(unsigned(a.C), unsigned(a.chunks));
+    cudaStream_t s = stream(ctx);
+    bnGradSumsKernel<<<grid, kBlock, 0, s>>>(a);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    bnGradApplyKernel<<<grid, kBlock, 0, s>>>(a);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -23,50 +23,67 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/// y[o] = x[sum_d idx_d(o) * st[0][d]] for the elements of y's shape.
-template <typename E>
-__global__ void stridedCopyKernel(Bcast bc, const E *x, E *y, int64_t n) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
-       o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t off[1];
-    bcastOffsets<1>(bc, o, off);
-    y[o] = x[off[0]];
+/// The dims and strides of a strided copy in index type I (32-bit index
+/// math when every offset fits: 64-bit division is several times slower).
+template <typename I> struct StridedMap {
+  int32_t rank;
+  I dims[AMPRT_MAX_RANK], st[AMPRT_MAX_RANK];
+};
+
+/// y[o] = x[sum_d idx_d(o) * st[d]] for the elements of y's shape.
+template <typename E, typename I>
+__global__ void stridedCopyKernel(StridedMap<I> m, const E *x, E *y, I n) {
+  for (I o = blockIdx.x * I(blockDim.x) + threadIdx.x; o < n;
+       o += I(gridDim.x) * blockDim.x) {
+    I r = o, off = 0;
+    for (int d = m.rank - 1; d >= 0; --d) {
+      off += (r % m.dims[d]) * m.st[d];
+      r /= m.dims[d];
+    }
+    y[o] = x[off];
   }
+}
+
+template <typename E, typename I>
+void launchStridedCopy(const Shape &so, const Shape &st, const void *x,
+                       void *y, int64_t n, cudaStream_t s) {
+  StridedMap<I> m;
+  m.rank = int32_t(so.size());
+  for (size_t d = 0; d < so.size(); ++d) {
+    m.dims[d] = I(so[d]);
+    m.st[d] = I(st[d]);
+  }
+  stridedCopyKernel<<<gridFor(n, 256, 4), 256, 0, s>>>(
+      m, static_cast<const E *>(x), static_cast<E *>(y), I(n));
+}
+
+template <typename E>
+void stridedCopyAs(const Shape &so, const Shape &st, int64_t xElems,
+                   const void *x, void *y, int64_t n, cudaStream_t s) {
+  if (n < (int64_t(1) << 31) && xElems < (int64_t(1) << 31))
+    launchStridedCopy<E, int32_t>(so, st, x, y, n, s);
+  else
+    launchStridedCopy<E, int64_t>(so, st, x, y, n, s);
 }
 
 amprt_status stridedCopy(amprt_context *ctx, const char *k, T x, T y,
                          const Shape &so, const Shape &st) {
-  int64_t n = numel(so);
+  int64_t n = numel(so), nx = numel(x);
   if (n == 0)
     return AMPRT_OK;
-  Bcast bc;
-  bc.rank = int32_t(so.size());
-  for (size_t d = 0; d < so.size(); ++d) {
-    bc.dims[d] = so[d];
-    bc.st[0][d] = st[d];
-  }
-  unsigned grid = gridFor(n, kThreads, 4);
   cudaStream_t s = stream(ctx);
   switch (amprt_dtype_size(x->dtype)) {
   case 8:
-    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
-        bc, static_cast<const uint64_t *>(x->data),
-        static_cast<uint64_t *>(y->data), n);
+    stridedCopyAs<uint64_t>(so, st, nx, x->data, y->data, n, s);
     break;
   case 4:
-    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
-        bc, static_cast<const uint32_t *>(x->data),
-        static_cast<uint32_t *>(y->data), n);
+    stridedCopyAs<uint32_t>(so, st, nx, x->data, y->data, n, s);
     break;
   case 2:
-    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
-        bc, static_cast<const uint16_t *>(x->data),
-        static_cast<uint16_t *>(y->data), n);
+    stridedCopyAs<uint16_t>(so, st, nx, x->data, y->data, n, s);
     break;
   default:
-    stridedCopyKernel<<<grid, kThreads, 0, s>>>(
-        bc, static_cast<const uint8_t *>(x->data),
-        static_cast<uint8_t *>(y->data), n);
+    stridedCopyAs<uint8_t>(so, st, nx, x->data, y->data, n, s);
   }
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;

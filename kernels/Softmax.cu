@@ -622,10 +622,15 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
       return AMPRT_OK;
     mergeDims(m.nk, m.kd, m.ks);
     mergeDims(m.nr, m.rd, m.rs);
-    // Enough blocks to fill the device: few outputs split their count.
+    // When the reduced dims hold x's innermost one, a block reads each
+    // output's elements contiguously (few outputs split their count into
+    // chunks, one block each). Otherwise neighbouring outputs are
+    // neighbours in x (a column sum, e.g. a bias gradient): one thread per
+    // output reads coalesced with the others, over runs of the count.
+    bool rows = m.nr > 0 && m.rs[m.nr - 1] == 1;
     int64_t chunks = std::min<int64_t>(std::max<int64_t>(1024 / outs, 1),
                                        (count + 4095) / 4096);
-    if (chunks > 1) {
+    if (rows && chunks > 1) {
       Scratch partial;
       AMPRT_TRY(partial.get(ctx, k, size_t(outs * chunks) * sizeof(double)));
       auto *pp = static_cast<double *>(partial.p);
@@ -636,7 +641,7 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
       AMPRT_CUDA_LAUNCHED(ctx, k);
       reduceChunksKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
           pp, y->data, y->dtype, outs, count, chunks, Mean);
-    } else if (count >= 1024 || outs < 1024)
+    } else if (rows && (count >= 1024 || outs < 1024))
       reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
                           256, 0, stream(ctx)>>>(m, x->data, x->dtype,
                                                  y->data, y->dtype, outs,
@@ -645,7 +650,7 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
       // About 128K threads: split the count into runs when outs is short.
       int64_t runs = std::max<int64_t>(
           1, std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8,
-                                65535}));
+                                4096}));
       Scratch partial;
       double *pp = nullptr;
       if (runs > 1) {
