@@ -36,6 +36,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
@@ -398,6 +399,8 @@ private:
   llvm::Error loadCheckpoint(StringRef path);
   llvm::Error writeWeights(StringRef path);
   int64_t numClasses(StringRef input);
+  /// numClasses of each integer data input, found once.
+  llvm::StringMap<int64_t> classCounts;
 };
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
@@ -820,35 +823,48 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       StringRef(opts.data).drop_front(10).getAsInteger(10, seed);
       uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
       int64_t n = b.bytes / amprt_dtype_size(b.dtype);
-      int64_t classes = b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32
-                            ? numClasses(name)
-                            : 0;
-      for (int64_t i = 0; i < n; ++i) {
-        uint64_t r = splitmix(s);
-        double u = double(r >> 11) * (1.0 / 9007199254740992.0);
-        switch (b.dtype) {
-        case AMPRT_F32: {
-          float v = float(2 * u - 1);
-          std::memcpy(&host[i * 4], &v, 4);
-          break;
-        }
-        case AMPRT_I64: {
-          int64_t v = int64_t(r % uint64_t(classes));
-          std::memcpy(&host[i * 8], &v, 8);
-          break;
-        }
-        case AMPRT_I32: {
-          int32_t v = int32_t(r % uint64_t(classes));
-          std::memcpy(&host[i * 4], &v, 4);
-          break;
-        }
-        case AMPRT_BOOL:
-          host[i] = r & 1;
-          break;
-        default:
-          return fail("synthetic data: unsupported dtype for '" + name + "'");
-        }
+      if (b.dtype != AMPRT_F32 && b.dtype != AMPRT_I64 &&
+          b.dtype != AMPRT_I32 && b.dtype != AMPRT_BOOL)
+        return fail("synthetic data: unsupported dtype for '" + name + "'");
+      int64_t classes = 0;
+      if (b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32) {
+        auto it = classCounts.find(name);
+        if (it == classCounts.end())
+          it = classCounts.try_emplace(name, numClasses(name)).first;
+        classes = it->second;
       }
+      // Element i is the (i+1)-th draw of the splitmix stream from s, which
+      // needs no earlier draw: the batch is filled in parallel, the same
+      // values as one sequential pass (a CNN batch is millions of draws).
+      constexpr int64_t kChunk = 1 << 16;
+      char *out = host.data();
+      llvm::parallelFor(0, size_t((n + kChunk - 1) / kChunk), [&](size_t c) {
+        int64_t lo = int64_t(c) * kChunk, hi = std::min(n, lo + kChunk);
+        uint64_t st = s + uint64_t(lo) * 0x9e3779b97f4a7c15ull;
+        for (int64_t i = lo; i < hi; ++i) {
+          uint64_t r = splitmix(st);
+          double u = double(r >> 11) * (1.0 / 9007199254740992.0);
+          switch (b.dtype) {
+          case AMPRT_F32: {
+            float v = float(2 * u - 1);
+            std::memcpy(&out[i * 4], &v, 4);
+            break;
+          }
+          case AMPRT_I64: {
+            int64_t v = int64_t(r % uint64_t(classes));
+            std::memcpy(&out[i * 8], &v, 8);
+            break;
+          }
+          case AMPRT_I32: {
+            int32_t v = int32_t(r % uint64_t(classes));
+            std::memcpy(&out[i * 4], &v, 4);
+            break;
+          }
+          default:
+            out[i] = r & 1;
+          }
+        }
+      });
     } else {
       // Epoch e uses a permutation of the rows seeded by (seed, e); the
       // batch of a step is a pure function of the step, so a resumed run
