@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Every GPU check of issue 4 in one go, on a machine with a GPU, from a
+# folder made by utils/gpu-bundle.sh (no LLVM/MLIR needed there):
+#
+#   bench/gpu_session.sh BUNDLE OUT_DIR [STAGE...]
+#
+# Stages (all by default, in this order):
+#   env     the device, driver, CUDA libraries found, Python packages;
+#   lit     the lit tests that need a CUDA device (cuda-vs-cpu.test,
+#           device-cuda.test) plus the CPU stand-ins, through lit;
+#   seeds   test/python/runtime_cuda.py on three more random seeds;
+#   kernels bench/gpu_kernels.py (GEMM vs cuBLAS peak, AdamW vs bandwidth);
+#   train   bench/train_step_bench.py run --device cuda on the artifacts in
+#           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
+#   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
+#   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
+#           and AMP, 30 steps: where a step's time goes, kernel by kernel.
+# STAGE_TIMEOUT (seconds, default 400) bounds each stage's commands.
+# Each stage writes OUT_DIR/<stage>.log; the script goes on after a failed
+# stage and exits non-zero if any failed.
+set -uo pipefail
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|memcheck|profile]..." >&2
+  exit 2
+fi
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$(cd "$1" && pwd)
+out=$2
+shift 2
+stages=("$@")
+[[ ${#stages[@]} -eq 0 ]] && stages=(env lit seeds kernels train)
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+py=${PYTHON:-python3}
+tmo=${STAGE_TIMEOUT:-400}
+export PYTHONUNBUFFERED=1
+
+# CUDA's libraries on the GPU machine: the toolkit's, else the ones the
+# Python wheels (torch's nvidia-* packages) bring.
+cudalibs=()
+for name in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9; do
+  f=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+        -name "$name" 2>/dev/null | head -n 1)
+  [[ -n $f ]] && cudalibs+=("$(dirname "$f")")
+done
+libpath=$bundle/lib
+for d in "${cudalibs[@]}"; do
+  [[ :$libpath: == *:$d:* ]] || libpath=$libpath:$d
+done
+export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$bundle/bin:$PATH:/usr/local/cuda/bin
+
+failed=()
+run_stage() {
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$out/$name.log"
+  echo "=== $name: exit $rc, $((SECONDS - t0)) s"
+  [[ $rc -eq 0 ]] || failed+=("$name")
+}
+
+stage_env() {
+  nvidia-smi || true
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  ldd "$bundle/lib/libAmpRuntime.so"
+  ldd "$bundle/bin/amp-run"
+  "$py" -c "import sys, numpy, torch; print(sys.version); print('numpy', numpy.__version__, 'torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"
+  "$py" -c "import ctypes as C, sys; L = C.CDLL(sys.argv[1]); c = C.c_void_p(); r = L.amprt_context_create(b'cuda', C.byref(c)); L.amprt_last_error.restype = C.c_char_p; print('amprt_context_create(cuda) =', r, L.amprt_last_error(None)); sys.exit(r)" "$bundle/lib/libAmpRuntime.so"
+}
+
+stage_lit() {
+  # A lit site config for the bundle (the build tree's has this machine's
+  # paths in it); the tests and their inputs come from the checkout.
+  mkdir -p "$bundle/test"
+  cat > "$bundle/test/lit.site.cfg.py" <<EOF
+config.llvm_tools_dir = "$bundle/bin"
+config.llvm_shlib_ext = ".so"
+config.amp_obj_root = "$bundle"
+config.amp_src_root = "$repo"
+config.amp_tools_dir = "$bundle/bin"
+config.amp_testdata_dir = "$repo/../shared/testdata"
+config.python_executable = "$(command -v "$py")"
+config.ort_training_python = ""
+config.amp_sanitizers = "OFF"
+import lit.llvm
+lit.llvm.initialize(lit_config, config)
+lit_config.load_config(config, "$repo/test/lit.cfg.py")
+EOF
+  timeout "$tmo" "$py" -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from lit.main import main; main()" \
+    "$bundle/lit" -v -a "$bundle/test" --filter 'cuda' --show-unsupported
+}
+
+stage_seeds() {
+  local rc=0 s
+  for s in 11 22 33; do
+    timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" --lib "$bundle/lib/libAmpRuntime.so" \
+      --ops-def "$repo/include/amp/Runtime/Ops.def" --seed $s || rc=1
+  done
+  return $rc
+}
+
+stage_kernels() {
+  timeout "$tmo" "$py" "$repo/bench/gpu_kernels.py" --lib "$bundle/lib/libAmpRuntime.so" \
+    --ops-def "$repo/include/amp/Runtime/Ops.def"
+}
+
+stage_train() {
+  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --markdown "$out/train-step.md"
+}
+
+stage_memcheck() {
+  timeout "$tmo" compute-sanitizer --tool memcheck --leak-check no \
+    --error-exitcode 3 "$py" "$repo/test/python/runtime_cuda.py" \
+    --lib "$bundle/lib/libAmpRuntime.so" \
+    --ops-def "$repo/include/amp/Runtime/Ops.def" --seed 44
+}
+
+stage_profile() {
+  local d m rc=0
+  for d in "$bundle"/../artifacts/*/; do
+    m=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
+          "$bundle/../artifacts/sizes.json" "$(basename "$d")")
+    for amp in "" --amp; do
+      echo "== $(basename "$d") ${amp:-fp32} batch $m (first step left out)"
+      # One step's calls: the count amp-run prints ("N + 1 runtime calls").
+      local calls
+      calls=$(timeout "$tmo" "$bundle/bin/amp-run" "$d/training_model.onnx" \
+                "$d/optimizer_model.onnx" --init 1 --batch "$m" --steps 1 \
+                --data synthetic:1 --device cuda $amp --quiet 2>&1 |
+              sed -n 's/.* \([0-9]*\) + \([0-9]*\) runtime calls.*/\1 \2/p' |
+              awk '{print $1 + $2}')
+      AMPRT_PROFILE=1 AMPRT_PROFILE_SKIP=${calls:-0} timeout "$tmo" "$bundle/bin/amp-run" \
+        "$d/training_model.onnx" "$d/optimizer_model.onnx" --init 1 \
+        --batch "$m" --steps 30 --data synthetic:1 --device cuda $amp \
+        --quiet 2>&1 | tail -n 40 || rc=1
+    done
+  done
+  return $rc
+}
+
+for s in "${stages[@]}"; do
+  case $s in
+    env|lit|seeds|kernels|train|memcheck|profile) run_stage "$s" "stage_$s" ;;
+    *) echo "unknown stage $s" >&2; failed+=("$s") ;;
+  esac
+done
+echo "=== failed stages: ${failed[*]:-none}"
+[[ ${#failed[@]} -eq 0 ]]
