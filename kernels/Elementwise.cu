@@ -7,7 +7,8 @@
 // The CUDA versions of Convert.cpp's cast (every dtype pair, the same
 // rounding: RNE, f64 -> f16/bf16 through an f32 rounded to odd, saturating
 // float -> integer), Elementwise.cpp's float binary ops and comparisons with
-// numpy broadcasting (integer ones stay on the CPU), the unary float ops and
+// numpy broadcasting (integer add/sub/mul/min/max too; integer div/mod stay
+// on the CPU, which reports a division by zero), the unary float ops and
 // activation gradients, isnan/isinf/logical_not, sum, scale, where, fill,
 // identity/reshape (a device copy) and inplace_accumulate. Float math is
 // Elementwise.cpp's f32 expression with one rounding into the output dtype;
@@ -152,6 +153,51 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
   }
 }
 
+/// Elementwise.cpp's intOp for add/sub/mul/min/max (div and mod stay on the
+/// CPU, which reports a division by zero).
+template <typename I>
+__global__ void intBinaryKernel(Bin op, Bcast bc, const I *a, const I *b,
+                                I *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[2];
+    bcastOffsets<2>(bc, i, off);
+    I u = a[off[0]], v = b[off[1]];
+    y[i] = op == Bin::Add   ? I(u + v)
+           : op == Bin::Sub ? I(u - v)
+           : op == Bin::Mul ? I(u * v)
+           : op == Bin::Min ? (u < v ? u : v)
+                            : (u > v ? u : v);
+  }
+}
+
+/// Integer add/sub/mul/min/max with a, b and y of one dtype (i64 or i32):
+/// the scalar bookkeeping of loss scaling (the growth tracker) stays on the
+/// device instead of waiting for it and migrating its page to the host.
+bool intBinaryOnDevice(amprt_context *ctx, Bin op, T a, T b, T y,
+                       const Shape &so) {
+  if (a->dtype != b->dtype || a->dtype != y->dtype ||
+      (a->dtype != AMPRT_I64 && a->dtype != AMPRT_I32) || op == Bin::Div ||
+      op == Bin::Mod || op == Bin::Pow)
+    return false;
+  int64_t n = numel(so);
+  if (n == 0)
+    return true;
+  Bcast bc = makeBcast(so, {shapeOf(a), shapeOf(b)});
+  unsigned grid = gridFor(n, kThreads, 4);
+  if (a->dtype == AMPRT_I64)
+    intBinaryKernel<<<grid, kThreads, 0, stream(ctx)>>>(
+        op, bc, static_cast<const int64_t *>(a->data),
+        static_cast<const int64_t *>(b->data),
+        static_cast<int64_t *>(y->data), n);
+  else
+    intBinaryKernel<<<grid, kThreads, 0, stream(ctx)>>>(
+        op, bc, static_cast<const int32_t *>(a->data),
+        static_cast<const int32_t *>(b->data),
+        static_cast<int32_t *>(y->data), n);
+  return true;
+}
+
 template <Bin Op, amprt_status (*Cpu)(amprt_context *, T, T, T)>
 amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
   static const char *names[] = {"add", "sub", "mul", "div",
@@ -162,9 +208,15 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
     if (checkTensor(ctx, k, "a", a) || checkTensor(ctx, k, "b", b) ||
         checkTensor(ctx, k, "y", y) ||
         !broadcastShapes({shapeOf(a), shapeOf(b)}, so) ||
-        checkShape(ctx, k, "y", y, so) || !isLowOrF32(a->dtype) ||
-        !isLowOrF32(b->dtype) || !isLowOrF32(y->dtype))
-      return onHost(ctx, [&] { return Cpu(ctx, a, b, y); }); // + integers
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, [&] { return Cpu(ctx, a, b, y); });
+    if (!isLowOrF32(a->dtype) || !isLowOrF32(b->dtype) ||
+        !isLowOrF32(y->dtype)) {
+      if (!intBinaryOnDevice(ctx, Op, a, b, y, so))
+        return onHost(ctx, [&] { return Cpu(ctx, a, b, y); });
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      return AMPRT_OK;
+    }
     int64_t n = numel(so);
     if (n == 0)
       return AMPRT_OK;
@@ -188,20 +240,26 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
 }
 
 //===----------------------------------------------------------------------===//
-// Comparisons of floats (bool out; integer and bool inputs stay on the CPU)
+// Comparisons (bool out)
 //===----------------------------------------------------------------------===//
 
 enum class Cmp : int { Less, Greater, Equal };
 
+template <typename V> __device__ __forceinline__ uint8_t cmpOp(Cmp op, V u, V v) {
+  return op == Cmp::Less ? u < v : op == Cmp::Greater ? u > v : u == v;
+}
+
+/// Floats (f32/f16/bf16 mixed) as f32; i64/i32/bool of one dtype as
+/// integers (Elementwise.cpp's compare).
 __global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
                               const void *b, int32_t db, uint8_t *y,
-                              int64_t n) {
+                              int64_t n, bool ints) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[2];
     bcastOffsets<2>(bc, i, off);
-    float u = loadF(a, da, off[0]), v = loadF(b, db, off[1]);
-    y[i] = op == Cmp::Less ? u < v : op == Cmp::Greater ? u > v : u == v;
+    y[i] = ints ? cmpOp(op, readI(a, da, off[0]), readI(b, db, off[1]))
+                : cmpOp(op, loadF(a, da, off[0]), loadF(b, db, off[1]));
   }
 }
 
@@ -214,15 +272,20 @@ amprt_status cudaCompare(amprt_context *ctx, T a, T b, T y) {
     if (checkTensor(ctx, k, "a", a) || checkTensor(ctx, k, "b", b) ||
         checkDtype(ctx, k, "y", y, AMPRT_BOOL) ||
         !broadcastShapes({shapeOf(a), shapeOf(b)}, so) ||
-        checkShape(ctx, k, "y", y, so) || !isLowOrF32(a->dtype) ||
-        !isLowOrF32(b->dtype))
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, [&] { return Cpu(ctx, a, b, y); });
+    bool floats = isLowOrF32(a->dtype) && isLowOrF32(b->dtype);
+    bool ints = a->dtype == b->dtype &&
+                (a->dtype == AMPRT_I64 || a->dtype == AMPRT_I32 ||
+                 a->dtype == AMPRT_BOOL);
+    if (!floats && !ints)
       return onHost(ctx, [&] { return Cpu(ctx, a, b, y); });
     int64_t n = numel(so);
     if (n == 0)
       return AMPRT_OK;
     compareKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         Op, makeBcast(so, {shapeOf(a), shapeOf(b)}), a->data, a->dtype,
-        b->data, b->dtype, static_cast<uint8_t *>(y->data), n);
+        b->data, b->dtype, static_cast<uint8_t *>(y->data), n, ints);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -6,8 +6,8 @@ random inputs (the seed is printed; --seed reproduces) on a "cuda" and a
 status and the message of bad calls. Tolerances, in units of the output
 dtype's ulp at the larger of the two values:
 
-  exact (bits, or both NaN): cast, add/sub/mul/div/mod/min/max, the
-      comparisons, neg/abs/sqrt/reciprocal, relu/sigmoid/tanh gradients,
+  exact (bits, or both NaN): cast, add/sub/mul/div/mod/min/max (float and
+      integer), the comparisons, neg/abs/sqrt/reciprocal, relu/sigmoid/tanh gradients,
       isnan/isinf/logical_not, sum, scale, where, fill, identity, reshape,
       transpose, expand, gather, max_pool (values and indices),
       inplace_accumulate, multi_tensor_unscale and its flag,
@@ -244,12 +244,18 @@ def test_binary(rt, gpu):
                 so = np.broadcast_shapes(sa, sb)
                 c, g, _ = both(rt, gpu, name, a, b, rt.empty(so, dy))
                 same(rt, name, c[2], g[2])
-    # Integer ops stay on the CPU (and report the same errors).
+    # Integer add/sub/mul/min/max run on the device; div and mod on the CPU
+    # (which reports a division by zero).
     a = Buf(np.array([5, -7, 9], np.int64), "i64")
     z = Buf(np.array([1, 0, 2], np.int64), "i64")
     both(rt, gpu, "div", a, z, Buf(np.zeros(3, np.int64), "i64"))
-    c, g, _ = both(rt, gpu, "add", a, a, Buf(np.zeros(3, np.int64), "i64"))
-    same(rt, "add i64", c[2], g[2])
+    for idt in ("i64", "i32"):
+        for name in ("add", "sub", "mul", "min", "max", "div", "mod"):
+            ia = Buf(rt.rng.integers(-1000, 1000, (4, 3)), idt)
+            ib = Buf(rt.rng.integers(1, 50, (3,)), idt)
+            c, g, _ = both(rt, gpu, name, ia, ib,
+                           Buf(np.zeros((4, 3), np.int64), idt))
+            same(rt, "%s %s" % (name, idt), c[2], g[2])
     # Shape and dtype errors: same status and message.
     both(rt, gpu, "add", rt.randn((2, 3), "f32"), rt.randn((4,), "f32"),
          rt.empty((2, 3), "f32"))
@@ -649,11 +655,17 @@ def test_more_binary(rt, gpu):
                 so = np.broadcast_shapes(sa, sb)
                 c, g, _ = both(rt, gpu, name, a, b, rt.empty(so, "bool"))
                 same(rt, name, c[2], g[2])
-    # Integers stay on the CPU; errors are the CPU's.
-    ia = Buf(np.array([3, -1, 7], np.int64), "i64")
-    c, g, _ = both(rt, gpu, "less", ia, Buf(np.array([2, 2, 2], np.int64),
-                                            "i64"), rt.empty((3,), "bool"))
-    same(rt, "less i64", c[2], g[2])
+    # Integers and bools of one dtype compare as integers; errors are the
+    # CPU's (mixed integer dtypes stay there).
+    for name in ("less", "greater", "equal"):
+        for idt in ("i64", "i32", "bool"):
+            hi = 2 if idt == "bool" else 5
+            ia = Buf(rt.rng.integers(0, hi, (3, 4)), idt)
+            ib = Buf(rt.rng.integers(0, hi, (4,)), idt)
+            c, g, _ = both(rt, gpu, name, ia, ib, rt.empty((3, 4), "bool"))
+            same(rt, "%s %s" % (name, idt), c[2], g[2])
+    both(rt, gpu, "less", Buf(np.array([1]), "i64"),
+         Buf(np.array([1], np.int32), "i32"), rt.empty((1,), "bool"))
     both(rt, gpu, "less", rt.randn((2, 3), "f32"), rt.randn((4,), "f32"),
          rt.empty((2, 3), "bool"))
     both(rt, gpu, "pow", rt.randn((2,), "f32"), rt.randn((2,), "f32"),
