@@ -202,6 +202,26 @@ amprt_status amprt::cuda::upload(amprt_context *ctx, const char *k,
   return AMPRT_OK;
 }
 
+namespace {
+__global__ void fromF32Kernel(const float *acc, void *y, int32_t dt,
+                              int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(y, dt, i, acc[i]);
+}
+} // namespace
+
+amprt_status amprt::cuda::storeFromF32(amprt_context *ctx, const char *k,
+                                       const float *acc, T y) {
+  int64_t n = numel(y);
+  if (n == 0)
+    return AMPRT_OK;
+  fromF32Kernel<<<gridFor(n, 256, 4), 256, 0, stream(ctx)>>>(acc, y->data,
+                                                             y->dtype, n);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
 Bcast amprt::cuda::makeBcast(const Shape &out, std::initializer_list<Shape> ins) {
   Bcast b;
   b.rank = int32_t(out.size());

@@ -112,6 +112,11 @@ struct Scratch {
   }
 };
 
+/// y[i] = acc[i] rounded once into y's float dtype, for numel(y) elements
+/// (kernels that accumulate in an f32 scratch).
+amprt_status storeFromF32(amprt_context *ctx, const char *k, const float *acc,
+                          T y);
+
 /// Copies a host table to fresh scratch device memory on the stream.
 amprt_status upload(amprt_context *ctx, const char *k, const void *host,
                     size_t bytes, Scratch &dst);

@@ -41,13 +41,6 @@ __global__ void toF32Kernel(const void *x, int32_t dt, float *y, int64_t n) {
     y[i] = loadF(x, dt, i);
 }
 
-__global__ void fromF32Kernel(const float *x, void *y, int32_t dt,
-                              int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, dt, i, x[i]);
-}
-
 /// d[i, j] = c[i * s0 + j * s1] (Gemm's broadcast c, widened to f32).
 __global__ void broadcastCKernel(const void *c, int32_t dt, int64_t s0,
                                  int64_t s1, float *d, int64_t M, int64_t N) {
@@ -227,11 +220,7 @@ amprt_status prepare(amprt_context *ctx, const char *k, T a, T b, T y,
 amprt_status finish(amprt_context *ctx, const char *k, T y, Prepared &p) {
   if (!p.narrow)
     return AMPRT_OK;
-  int64_t n = numel(y);
-  fromF32Kernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-      static_cast<const float *>(p.d), y->data, y->dtype, n);
-  AMPRT_CUDA_LAUNCHED(ctx, k);
-  return AMPRT_OK;
+  return storeFromF32(ctx, k, static_cast<const float *>(p.d), y);
 }
 
 int64_t esize(int32_t dt) { return dt == AMPRT_F32 ? 4 : 2; }

@@ -132,11 +132,18 @@ __global__ void bnApplyKernel(BnArgs a) {
   }
 }
 
-/// About 2048 blocks, at most one run per image.
-int64_t bnChunks(int64_t N, int64_t C) {
-  return std::max<int64_t>(
-      1, std::min<int64_t>({N, (2048 + C - 1) / std::max<int64_t>(C, 1),
+/// Splits each channel's images into runs (about 2048 blocks, at most one
+/// run per image) and gets the partial-sum table; the grid is (C, runs).
+template <typename Args>
+amprt_status bnPlan(amprt_context *ctx, const char *k, Args &a, Scratch &part,
+                    dim3 &grid) {
+  a.chunks = std::max<int64_t>(
+      1, std::min<int64_t>({a.N, (2048 + a.C - 1) / std::max<int64_t>(a.C, 1),
                             65535}));
+  AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
+  a.part = static_cast<double *>(part.p);
+  grid = dim3(unsigned(a.C), unsigned(a.chunks));
+  return AMPRT_OK;
 }
 
 amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
@@ -171,11 +178,9 @@ amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
     a.rvo = opt(running_var_out);
     a.sm = opt(saved_mean);
     a.sis = opt(saved_inv_std);
-    a.chunks = bnChunks(a.N, a.C);
     Scratch part;
-    AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
-    a.part = static_cast<double *>(part.p);
-    dim3 grid(unsigned(a.C), unsigned(a.chunks));
+    dim3 grid;
+    AMPRT_TRY(bnPlan(ctx, k, a, part, grid));
     cudaStream_t s = stream(ctx);
     for (int pass = 0; pass < 2; ++pass) {
       bnStatsKernel<<<grid, kBlock, 0, s>>>(a, pass);
@@ -264,11 +269,9 @@ amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
     a.dx = opt(dx);
     a.dscale = opt(dscale);
     a.dbias = opt(dbias);
-    a.chunks = bnChunks(a.N, a.C);
     Scratch part;
-    AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
-    a.part = static_cast<double *>(part.p);
-    dim3 grid(unsigned(a.C), unsigned(a.chunks));
+    dim3 grid;
+    AMPRT_TRY(bnPlan(ctx, k, a, part, grid));
     cudaStream_t s = stream(ctx);
     bnGradSumsKernel<<<grid, kBlock, 0, s>>>(a);
     AMPRT_CUDA_LAUNCHED(ctx, k);

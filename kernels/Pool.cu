@@ -5,8 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of Pool.cpp's max_pool (one thread per output element,
-// the window visited in the CPU's order with its NaN and tie rules, so the
-// values and the indices are the CPU's bit for bit) and max_pool_grad (a
+// the window visited by the CPU's own forEachTap, with its NaN and tie
+// rules, so the values and the indices are the CPU's bit for bit) and
+// max_pool_grad (a
 // scatter-add through the indices into f32 with atomics: overlapping
 // windows sum in another order than the CPU's). A bad index is reported as
 // the CPU reports it, and dx is then left untouched.
@@ -31,22 +32,13 @@ __global__ void maxPoolKernel(Window2d g, const void *x, int32_t dx, void *y,
     int64_t base = nc * g.H * g.W;
     float best = -INFINITY;
     int64_t arg = -1;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      int64_t h = oh * g.sh - g.pt + i * g.dh;
-      if (h < 0 || h >= g.H)
-        continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        int64_t w = ow * g.sw - g.pl + j * g.dw;
-        if (w < 0 || w >= g.W)
-          continue;
-        int64_t t = h * g.W + w;
-        float v = loadF(x, dx, base + t);
-        if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
-          best = v;
-          arg = t;
-        }
+    forEachTap(g, oh, ow, [&](int64_t t) {
+      float v = loadF(x, dx, base + t);
+      if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        arg = t;
       }
-    }
+    });
     storeF(y, dy, o, best);
     if (indices)
       indices[o] = arg < 0 ? -1 : base + arg;
@@ -92,13 +84,6 @@ __global__ void maxPoolGradKernel(const void *dy, int32_t ddy,
   }
 }
 
-__global__ void storeAccKernel(const float *acc, void *y, int32_t dy,
-                               int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, dy, i, acc[i]);
-}
-
 amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
   const char *k = "max_pool_grad";
   return guard(ctx, k, [&]() -> amprt_status {
@@ -124,10 +109,7 @@ amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
     AMPRT_TRY(readStatus(ctx, k, bad));
     if (bad != kNoError)
       return onHost(ctx, cpu); // the CPU code words the error
-    storeAccKernel<<<gridFor(nx, kThreads, 4), kThreads, 0, s>>>(
-        acc, dx->data, dx->dtype, nx);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
+    return storeFromF32(ctx, k, acc, dx);
   });
 }
 

@@ -177,13 +177,6 @@ __global__ void scatterAddKernel(const void *dy, int32_t ddy, const void *idx,
   }
 }
 
-__global__ void fromF32Kernel(const float *acc, void *y, int32_t dy,
-                              int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, dy, i, acc[i]);
-}
-
 amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
                         T y) {
   const char *k = "gather";
@@ -269,11 +262,8 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
           numel(indices), len, inner, n);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
-    if (dx->dtype != AMPRT_F32) {
-      fromF32Kernel<<<gridFor(nx, kThreads, 4), kThreads, 0, s>>>(
-          acc, dx->data, dx->dtype, nx);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
+    if (dx->dtype != AMPRT_F32)
+      return storeFromF32(ctx, k, acc, dx);
     return AMPRT_OK;
   });
 }

@@ -468,7 +468,7 @@ __device__ __forceinline__ float reduceResult(double acc, int64_t count,
 /// One thread per output element and run of `count` (short reductions into
 /// many outputs, e.g. a bias gradient): blockIdx.y's run of the count;
 /// with one run the thread stores the result, else its f64 partial sum goes
-/// to partial[y * outs + o] for reduceRunsKernel.
+/// to partial[y * outs + o] for reducePartsKernel.
 __global__ void reduceThreadKernel(ReduceMap m, const void *x, int32_t dx,
                                    void *y, int32_t dy, int64_t outs,
                                    int64_t count, bool mean, int64_t runs,
@@ -488,14 +488,17 @@ __global__ void reduceThreadKernel(ReduceMap m, const void *x, int32_t dx,
   }
 }
 
-__global__ void reduceRunsKernel(const double *partial, void *y, int32_t dy,
-                                 int64_t outs, int64_t count, int64_t runs,
-                                 bool mean) {
+/// y[o] = the sum over c < parts of partial[o * so + c * sc], in c order
+/// (the second step of the chunked and the run-split reductions).
+__global__ void reducePartsKernel(const double *partial, int64_t so,
+                                  int64_t sc, int64_t parts, void *y,
+                                  int32_t dy, int64_t outs, int64_t count,
+                                  bool mean) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
        o += int64_t(gridDim.x) * blockDim.x) {
     double acc = 0;
-    for (int64_t c = 0; c < runs; ++c)
-      acc += partial[c * outs + o];
+    for (int64_t c = 0; c < parts; ++c)
+      acc += partial[o * so + c * sc];
     storeF(y, dy, o, reduceResult(acc, count, mean));
   }
 }
@@ -526,7 +529,7 @@ __global__ void reduceBlockKernel(ReduceMap m, const void *x, int32_t dx,
 
 /// Long reductions into few outputs: output o's count splits into `chunks`
 /// equal runs, one block each, whose f64 partial sums go to part[o * chunks
-/// + c]; reduceChunksKernel adds them in chunk order.
+/// + c]; reducePartsKernel adds them in chunk order.
 __global__ void reducePartialKernel(ReduceMap m, const void *x, int32_t dx,
                                     double *partial, int64_t outs,
                                     int64_t count, int64_t chunks) {
@@ -542,18 +545,6 @@ __global__ void reducePartialKernel(ReduceMap m, const void *x, int32_t dx,
     acc = blockSum(acc, part);
     if (threadIdx.x == 0)
       partial[b] = acc;
-  }
-}
-
-__global__ void reduceChunksKernel(const double *partial, void *y, int32_t dy,
-                                   int64_t outs, int64_t count,
-                                   int64_t chunks, bool mean) {
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
-       o += int64_t(gridDim.x) * blockDim.x) {
-    double acc = 0;
-    for (int64_t c = 0; c < chunks; ++c)
-      acc += partial[o * chunks + c];
-    storeF(y, dy, o, reduceResult(acc, count, mean));
   }
 }
 
@@ -639,8 +630,8 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
                             256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp,
                                                    outs, count, chunks);
       AMPRT_CUDA_LAUNCHED(ctx, k);
-      reduceChunksKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
-          pp, y->data, y->dtype, outs, count, chunks, Mean);
+      reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+          pp, chunks, 1, chunks, y->data, y->dtype, outs, count, Mean);
     } else if (rows && (count >= 1024 || outs < 1024))
       reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
                           256, 0, stream(ctx)>>>(m, x->data, x->dtype,
@@ -665,8 +656,8 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
                                                   count, Mean, runs, pp);
       if (runs > 1) {
         AMPRT_CUDA_LAUNCHED(ctx, k);
-        reduceRunsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
-            pp, y->data, y->dtype, outs, count, runs, Mean);
+        reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+            pp, 1, outs, runs, y->data, y->dtype, outs, count, Mean);
       }
     }
     AMPRT_CUDA_LAUNCHED(ctx, k);

@@ -378,6 +378,24 @@ struct Window2d {
   int64_t dh = 1, dw = 1;                 // dilations
   int64_t Ho = 0, Wo = 0;                 // output (floor mode)
 };
+
+/// Calls fn(h * W + w) for each element of the window at output (oh, ow)
+/// that lies inside the input, in kernel order: the one traversal of the
+/// pooling kernels, on the host (Pool.cpp) and on the device (Pool.cu).
+template <typename F>
+AMPRT_HD inline void forEachTap(const Window2d &g, int64_t oh, int64_t ow,
+                                F &&fn) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    int64_t h = oh * g.sh - g.pt + i * g.dh;
+    if (h < 0 || h >= g.H)
+      continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      int64_t w = ow * g.sw - g.pl + j * g.dw;
+      if (w >= 0 && w < g.W)
+        fn(h * g.W + w);
+    }
+  }
+}
 /// Fills `g` from x's shape, a kernel shape (kernel dims of `win` when
 /// non-zero must agree with `kernel`) and `win`; ceil selects ceil mode.
 amprt_status makeWindow(amprt_context *ctx, const char *k,

@@ -55,18 +55,7 @@ template <typename Visit> void forEachWindow(const Window2d &g, Visit visit) {
   for (int64_t nc = 0; nc < g.N * g.C; ++nc)
     for (int64_t oh = 0; oh < g.Ho; ++oh)
       for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
-        auto taps = [&](auto fn) {
-          for (int64_t i = 0; i < g.kh; ++i) {
-            int64_t h = oh * g.sh - g.pt + i * g.dh;
-            if (h < 0 || h >= g.H)
-              continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              int64_t w = ow * g.sw - g.pl + j * g.dw;
-              if (w >= 0 && w < g.W)
-                fn(h * g.W + w);
-            }
-          }
-        };
+        auto taps = [&](auto fn) { forEachTap(g, oh, ow, fn); };
         visit(o, oh, ow, nc * g.H * g.W, taps);
       }
 }
