@@ -23,8 +23,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/// The dims and strides of a strided copy in index type I (32-bit index
-/// math when every offset fits: 64-bit division is several times slower).
+/// The dims and strides of a strided copy in index type I (unsigned 32-bit
+/// index math when every offset is below 2^31, so that o plus the grid's
+/// stride cannot wrap: 64-bit division is several times slower).
 template <typename I> struct StridedMap {
   int32_t rank;
   I dims[AMPRT_MAX_RANK], st[AMPRT_MAX_RANK];
@@ -61,7 +62,7 @@ template <typename E>
 void stridedCopyAs(const Shape &so, const Shape &st, int64_t xElems,
                    const void *x, void *y, int64_t n, cudaStream_t s) {
   if (n < (int64_t(1) << 31) && xElems < (int64_t(1) << 31))
-    launchStridedCopy<E, int32_t>(so, st, x, y, n, s);
+    launchStridedCopy<E, uint32_t>(so, st, x, y, n, s);
   else
     launchStridedCopy<E, int64_t>(so, st, x, y, n, s);
 }

@@ -830,7 +830,9 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       if (b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32) {
         auto it = classCounts.find(name);
         if (it == classCounts.end())
-          it = classCounts.try_emplace(name, numClasses(name)).first;
+          it = classCounts
+                   .try_emplace(name, std::max<int64_t>(numClasses(name), 1))
+                   .first;
         classes = it->second;
       }
       // Element i is the (i+1)-th draw of the splitmix stream from s, which

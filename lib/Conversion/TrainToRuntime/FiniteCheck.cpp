@@ -13,8 +13,10 @@
 // each, with the same result: IsNaN's output is the flag's negation.
 //
 // The match is structural, for any graph: each intermediate value must have
-// that one use, the reductions must reduce every dim, and the factor must
-// be a constant 0.
+// that one use, the reductions must reduce every dim into a scalar
+// (keepdims 0), the factor must be a constant 0, and no InPlaceAccumulator
+// may write a checked tensor before the IsNaN (the fused call reads it
+// there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +32,22 @@ bool isOnnxOp(Operation *op, StringRef type) {
     return false;
   StringRef d = n.getOnnxDomain();
   return d.empty() || d == "ai.onnx";
+}
+
+/// Whether a node before `use` in the block may write `u`'s buffer in place
+/// (InPlaceAccumulator's input 0): the fused call reads u at `use`, the
+/// multiplication read it where it stood.
+bool updatedBefore(Value u, Operation *use) {
+  for (OpOperand &o : u.getUses()) {
+    Operation *w = o.getOwner();
+    if (o.getOperandNumber() == 0 && w->getBlock() == use->getBlock() &&
+        w->isBeforeInBlock(use) &&
+        isa_and_nonnull<OnnxNodeOpInterface>(w) &&
+        cast<OnnxNodeOpInterface>(w).getOnnxOpType().starts_with(
+            "InPlaceAccumulator"))
+      return true;
+  }
+  return false;
 }
 
 } // namespace
@@ -81,9 +99,12 @@ void GraphLowering::planFiniteChecks() {
           r->getNumOperands() < 1)
         break;
       current = r;
+      // Every dim reduced into a scalar (keepdims 0), so IsNaN's output is
+      // a scalar, as the fused call's.
       bool all = (r->getNumOperands() < 2 ||
                   isa<NoneType>(r->getOperand(1).getType())) &&
-                 !nodeAttr("axes") && attrInt("noop_with_empty_axes", 0) == 0;
+                 !nodeAttr("axes") && attrInt("noop_with_empty_axes", 0) == 0 &&
+                 attrInt("keepdims", 1) == 0;
       Value m = r->getOperand(0);
       Operation *mul = m.getDefiningOp();
       if (!all || !mul || !m.hasOneUse() || !isOnnxOp(mul, "Mul"))
@@ -97,7 +118,8 @@ void GraphLowering::planFiniteChecks() {
       auto ut = u ? dyn_cast<ShapedType>(u.getType()) : ShapedType();
       Operation *ud = u ? u.getDefiningOp() : nullptr;
       if (!ut || !isa<FloatType>(ut.getElementType()) ||
-          (ud && (isa<InitializerOp>(ud) || isOnnxOp(ud, "Constant"))))
+          (ud && (isa<InitializerOp>(ud) || isOnnxOp(ud, "Constant"))) ||
+          updatedBefore(u, &op))
         break;
       checked.push_back(u);
       away.push_back(r);
@@ -114,10 +136,10 @@ void GraphLowering::planFiniteChecks() {
 LogicalResult GraphLowering::lowerFiniteCheck(ArrayRef<Value> checked) {
   TArg ins{"ins", {}};
   for (Value u : checked) {
-    auto it = valueBuf.find(u);
-    if (it == valueBuf.end())
-      return err() << "internal: a checked tensor has no buffer";
-    ins.bufs.push_back(it->second);
+    std::optional<int> b = bufferOf(u); // folded at lowering time: a constant
+    if (!b)
+      return err() << "a checked tensor has no buffer (a sequence?)";
+    ins.bufs.push_back(*b);
   }
   Buffer flag;
   flag.elem = IntegerType::get(ctx, 1);

@@ -234,25 +234,31 @@ private:
       err() << "input " << i << " is required";
       return failure();
     }
-    Value v = current->getOperand(i);
+    std::optional<int> b = bufferOf(current->getOperand(i));
+    if (b)
+      return *b;
+    err() << "input " << i << " has no buffer (a sequence or unsupported "
+                              "value)";
+    return failure();
+  }
+  /// The buffer holding `v`: its own, or a constant buffer made for a
+  /// value known at lowering time; nullopt for neither.
+  std::optional<int> bufferOf(Value v) {
     auto it = valueBuf.find(v);
     if (it != valueBuf.end())
       return it->second;
     auto c = hostConst.find(v);
-    if (c != hostConst.end()) {
-      auto type = cast<ShapedType>(c->second.getType());
-      Buffer b;
-      b.kind = Buffer::Const;
-      b.value = c->second;
-      b.shape.assign(type.getShape().begin(), type.getShape().end());
-      b.elem = type.getElementType();
-      int id = newBuffer(b);
-      valueBuf[v] = id;
-      return id;
-    }
-    err() << "input " << i << " has no buffer (a sequence or unsupported "
-                              "value)";
-    return failure();
+    if (c == hostConst.end())
+      return std::nullopt;
+    auto type = cast<ShapedType>(c->second.getType());
+    Buffer b;
+    b.kind = Buffer::Const;
+    b.value = c->second;
+    b.shape.assign(type.getShape().begin(), type.getShape().end());
+    b.elem = type.getElementType();
+    int id = newBuffer(b);
+    valueBuf[v] = id;
+    return id;
   }
   const Shape &shapeOf(int b) { return bufs[b].shape; }
 

@@ -55,3 +55,23 @@ module {
     train.return %y1, %y2, %s2 : tensor<i1>, tensor<i1>, tensor<f32>
   }
 }
+
+// -----
+
+// keepdims 1 (ONNX's default) keeps a [1, 1] result, which IsNaN keeps too:
+// not the scalar flag of the fused call, so lowered as written.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: multi_tensor_all_finite
+// CHECK: amprt.call "reduce_sum"({{.*}}keepdims = 1
+// CHECK: amprt.call "isnan"({{.*}}) {{.*}} : memref<1x1xf32>, memref<1x1xi1>
+module {
+  train.graph @main(%a: tensor<4x3xf32> {train.name = "a"}) -> (tensor<1x1xi1> {train.name = "y"}) {
+    %z = initializer "zero" {value = dense<0.000000e+00> : tensor<f32>} : tensor<f32>
+    %n = none
+    %r = Relu(%a) {train.name = "r", train.outputs = ["r"]} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    %m = Mul(%r, %z) {train.name = "m", train.outputs = ["m"]} : (tensor<4x3xf32>, tensor<f32>) -> tensor<4x3xf32>
+    %s = ReduceSum(%m, %n) {train.name = "s", train.outputs = ["s"]} : (tensor<4x3xf32>, none) -> tensor<1x1xf32>
+    %y = IsNaN(%s) {train.name = "nan", train.outputs = ["y"]} : (tensor<1x1xf32>) -> tensor<1x1xi1>
+    train.return %y : tensor<1x1xi1>
+  }
+}
