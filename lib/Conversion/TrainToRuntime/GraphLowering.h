@@ -14,6 +14,7 @@
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
 //   HostFold.cpp        shape computations evaluated at lowering time
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
+//   AliasReshapes.cpp   reshapes as views of their input, not copies
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +60,9 @@ struct Buffer {
   Type elem;
   int64_t offset = 0;
   int first = -1, last = -1; // call indices (Temp)
+  /// A Temp that is another Temp's memory seen with another shape (a
+  /// reshape, AliasReshapes.cpp): the buffer it aliases, else -1.
+  int aliasOf = -1;
   int64_t bytes() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -163,6 +167,8 @@ private:
   DenseMap<Operation *, SmallVector<Value>> finiteChecks;
   llvm::DenseSet<Operation *> fusedAway;
   void planFiniteChecks();
+  /// Drops the reshape calls whose output can share its input's memory.
+  void aliasReshapes();
   LogicalResult lowerFiniteCheck(ArrayRef<Value> checked);
   bool isConstantZero(Value v);
 

@@ -755,18 +755,24 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
       return failure();
   }
 
-  // Liveness of temporaries over call indices; outputs live to the end.
+  aliasReshapes();
+
+  // Liveness of temporaries over call indices; outputs live to the end. An
+  // alias keeps the buffer it aliases alive.
   int end = calls.size();
+  auto touch = [&](int b, int ci) {
+    for (int id = b; id >= 0; id = bufs[id].aliasOf) {
+      Buffer &buf = bufs[id];
+      buf.first = buf.first < 0 ? ci : std::min(buf.first, ci);
+      buf.last = std::max(buf.last, ci);
+    }
+  };
   for (auto [ci, c] : llvm::enumerate(calls))
     for (auto &list : c.tensors)
-      for (int b : list) {
-        Buffer &buf = bufs[b];
-        if (buf.first < 0)
-          buf.first = ci;
-        buf.last = ci;
-      }
+      for (int b : list)
+        touch(b, int(ci));
   for (int b : results)
-    bufs[b].last = end;
+    touch(b, end);
   // First fit: place in order of first definition; a block is free after
   // its last use (a call's inputs and outputs never share memory).
   struct Live {
@@ -777,7 +783,7 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   arenaBytes = 0;
   SmallVector<int> order;
   for (auto [i, b] : llvm::enumerate(bufs))
-    if (b.kind == Buffer::Temp && b.first >= 0)
+    if (b.kind == Buffer::Temp && b.first >= 0 && b.aliasOf < 0)
       order.push_back(i);
   llvm::stable_sort(order,
                     [&](int a, int b) { return bufs[a].first < bufs[b].first; });
@@ -796,6 +802,13 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
     live.push_back({off, size, b.last});
     arenaBytes = std::max(arenaBytes, off + size);
   }
+  for (Buffer &b : bufs)
+    if (b.aliasOf >= 0) {
+      int root = b.aliasOf;
+      while (bufs[root].aliasOf >= 0)
+        root = bufs[root].aliasOf;
+      b.offset = bufs[root].offset;
+    }
 
   // Emit.
   OpBuilder builder(ctx);
