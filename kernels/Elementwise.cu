@@ -614,31 +614,12 @@ amprt_status cudaWhere(amprt_context *ctx, T cond, T a, T b, T y) {
     auto *c = static_cast<const uint8_t *>(cond->data);
     unsigned grid = gridFor(n, kThreads, 4);
     cudaStream_t st = stream(ctx);
-    switch (amprt_dtype_size(a->dtype)) {
-    case 8:
+    byElementSize(amprt_dtype_size(a->dtype), [&](auto e) {
+      using E = decltype(e);
       whereKernel<<<grid, kThreads, 0, st>>>(
-          bc, c, static_cast<const uint64_t *>(a->data),
-          static_cast<const uint64_t *>(b->data),
-          static_cast<uint64_t *>(y->data), n);
-      break;
-    case 4:
-      whereKernel<<<grid, kThreads, 0, st>>>(
-          bc, c, static_cast<const uint32_t *>(a->data),
-          static_cast<const uint32_t *>(b->data),
-          static_cast<uint32_t *>(y->data), n);
-      break;
-    case 2:
-      whereKernel<<<grid, kThreads, 0, st>>>(
-          bc, c, static_cast<const uint16_t *>(a->data),
-          static_cast<const uint16_t *>(b->data),
-          static_cast<uint16_t *>(y->data), n);
-      break;
-    default:
-      whereKernel<<<grid, kThreads, 0, st>>>(
-          bc, c, static_cast<const uint8_t *>(a->data),
-          static_cast<const uint8_t *>(b->data),
-          static_cast<uint8_t *>(y->data), n);
-    }
+          bc, c, static_cast<const E *>(a->data),
+          static_cast<const E *>(b->data), static_cast<E *>(y->data), n);
+    });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -73,19 +73,9 @@ amprt_status stridedCopy(amprt_context *ctx, const char *k, T x, T y,
   if (n == 0)
     return AMPRT_OK;
   cudaStream_t s = stream(ctx);
-  switch (amprt_dtype_size(x->dtype)) {
-  case 8:
-    stridedCopyAs<uint64_t>(so, st, nx, x->data, y->data, n, s);
-    break;
-  case 4:
-    stridedCopyAs<uint32_t>(so, st, nx, x->data, y->data, n, s);
-    break;
-  case 2:
-    stridedCopyAs<uint16_t>(so, st, nx, x->data, y->data, n, s);
-    break;
-  default:
-    stridedCopyAs<uint8_t>(so, st, nx, x->data, y->data, n, s);
-  }
+  byElementSize(amprt_dtype_size(x->dtype), [&](auto e) {
+    stridedCopyAs<decltype(e)>(so, st, nx, x->data, y->data, n, s);
+  });
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
 }
@@ -202,27 +192,12 @@ amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
     cudaStream_t s = stream(ctx);
     const void *ix = indices->data;
     int32_t di = indices->dtype;
-    switch (amprt_dtype_size(data->dtype)) {
-    case 8:
+    byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
+      using E = decltype(e);
       gatherKernel<<<grid, kThreads, 0, s>>>(
-          static_cast<const uint64_t *>(data->data), ix, di,
-          static_cast<uint64_t *>(y->data), ni, len, inner, n);
-      break;
-    case 4:
-      gatherKernel<<<grid, kThreads, 0, s>>>(
-          static_cast<const uint32_t *>(data->data), ix, di,
-          static_cast<uint32_t *>(y->data), ni, len, inner, n);
-      break;
-    case 2:
-      gatherKernel<<<grid, kThreads, 0, s>>>(
-          static_cast<const uint16_t *>(data->data), ix, di,
-          static_cast<uint16_t *>(y->data), ni, len, inner, n);
-      break;
-    default:
-      gatherKernel<<<grid, kThreads, 0, s>>>(
-          static_cast<const uint8_t *>(data->data), ix, di,
-          static_cast<uint8_t *>(y->data), ni, len, inner, n);
-    }
+          static_cast<const E *>(data->data), ix, di,
+          static_cast<E *>(y->data), ni, len, inner, n);
+    });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

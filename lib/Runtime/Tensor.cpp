@@ -152,25 +152,8 @@ Shape amprt::broadcastStrides(const Shape &in, const Shape &out) {
 }
 
 double amprt::scalarOf(const amprt_tensor *t) {
-  switch (t->dtype) {
-  case AMPRT_F32:
-  case AMPRT_F16:
-  case AMPRT_BF16:
-    return loadF(t->data, t->dtype, 0);
-  case AMPRT_F64:
-    return *static_cast<const double *>(t->data);
-  case AMPRT_I64:
-    return double(*static_cast<const int64_t *>(t->data));
-  case AMPRT_I32:
-    return *static_cast<const int32_t *>(t->data);
-  case AMPRT_I8:
-    return *static_cast<const int8_t *>(t->data);
-  case AMPRT_U8:
-  case AMPRT_BOOL:
-    return *static_cast<const uint8_t *>(t->data);
-  default:
-    return 0;
-  }
+  // ElementAccess.h's readD, which the CUDA kernels read scalars with too.
+  return readD(t->data, t->dtype, 0);
 }
 
 void amprt::setScalar(const amprt_tensor *t, double v) {

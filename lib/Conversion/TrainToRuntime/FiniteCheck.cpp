@@ -61,10 +61,7 @@ bool GraphLowering::isConstantZero(Value v) {
     if (!init.getExternal())
       value = dyn_cast_or_null<ElementsAttr>(init.getValue());
   } else if (isOnnxOp(def, "Constant")) {
-    Operation *saved = current;
-    current = def;
-    Attribute a = nodeAttr("value");
-    current = saved;
+    Attribute a = nodeAttrOf(def, "value");
     if (auto ta = dyn_cast_or_null<TensorAttr>(a))
       a = ta.getValue();
     value = dyn_cast_or_null<ElementsAttr>(a);
@@ -76,7 +73,6 @@ bool GraphLowering::isConstantZero(Value v) {
 }
 
 void GraphLowering::planFiniteChecks() {
-  Operation *saved = current;
   for (Operation &op : graph.getBody().front()) {
     if (!isOnnxOp(&op, "IsNaN") || op.getNumOperands() != 1)
       continue;
@@ -98,13 +94,13 @@ void GraphLowering::planFiniteChecks() {
       if (!r || !t.hasOneUse() || !isOnnxOp(r, "ReduceSum") ||
           r->getNumOperands() < 1)
         break;
-      current = r;
       // Every dim reduced into a scalar (keepdims 0), so IsNaN's output is
       // a scalar, as the fused call's.
       bool all = (r->getNumOperands() < 2 ||
                   isa<NoneType>(r->getOperand(1).getType())) &&
-                 !nodeAttr("axes") && attrInt("noop_with_empty_axes", 0) == 0 &&
-                 attrInt("keepdims", 1) == 0;
+                 !nodeAttrOf(r, "axes") &&
+                 attrIntOf(r, "noop_with_empty_axes", 0) == 0 &&
+                 attrIntOf(r, "keepdims", 1) == 0;
       Value m = r->getOperand(0);
       Operation *mul = m.getDefiningOp();
       if (!all || !mul || !m.hasOneUse() || !isOnnxOp(mul, "Mul"))
@@ -130,7 +126,6 @@ void GraphLowering::planFiniteChecks() {
     finiteChecks[&op] = std::move(checked);
     fusedAway.insert(away.begin(), away.end());
   }
-  current = saved;
 }
 
 LogicalResult GraphLowering::lowerFiniteCheck(ArrayRef<Value> checked) {

@@ -389,18 +389,24 @@ private:
   // --- attributes ---------------------------------------------------------
   /// The ONNX attribute `n` of the current node: an inherent attribute of a
   /// typed op, or an entry of a generic train.node's `attrs`.
-  Attribute nodeAttr(StringRef n) {
-    if (auto g = dyn_cast<NodeOp>(current))
+  /// ONNX attribute `n` of node `op` (a generic train.node keeps them in
+  /// its `attrs` dictionary).
+  static Attribute nodeAttrOf(Operation *op, StringRef n) {
+    if (auto g = dyn_cast<NodeOp>(op))
       return g.getAttrs().get(n);
-    return current->getAttr(n);
+    return op->getAttr(n);
   }
+  static int64_t attrIntOf(Operation *op, StringRef n, int64_t dflt) {
+    if (auto a = dyn_cast_or_null<IntegerAttr>(nodeAttrOf(op, n)))
+      return a.getInt();
+    return dflt;
+  }
+  Attribute nodeAttr(StringRef n) { return nodeAttrOf(current, n); }
   template <typename T> T attrOf(StringRef n) {
     return dyn_cast_or_null<T>(nodeAttr(n));
   }
   int64_t attrInt(StringRef n, int64_t dflt) {
-    if (auto a = attrOf<IntegerAttr>(n))
-      return a.getInt();
-    return dflt;
+    return attrIntOf(current, n, dflt);
   }
   double attrFloat(StringRef n, double dflt) {
     if (auto a = attrOf<FloatAttr>(n))
