@@ -777,6 +777,51 @@ amprt_status cudaFill(amprt_context *ctx, T y, double value) {
   });
 }
 
+/// D: y's dtype fixed at compile time, or -1 to read it from `dt`.
+template <int32_t D>
+__global__ void randomFillKernel(void *y, int32_t dt, uint64_t seed,
+                                 int64_t classes, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeRandom(y, D < 0 ? dt : D, i, seed, classes);
+}
+
+/// random_fill on the device: the CPU kernel's bits (storeRandom is shared;
+/// the f64 arithmetic is IEEE on both).
+amprt_status cudaRandomFill(amprt_context *ctx, T y, uint64_t seed,
+                            int64_t classes) {
+  const char *k = "random_fill";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkRandomFill(ctx, k, y, classes))
+      return onHost(ctx,
+                    [&] { return amprt_random_fill(ctx, y, seed, classes); });
+    int64_t n = numel(y);
+    if (n == 0)
+      return AMPRT_OK;
+    unsigned grid = gridFor(n, kThreads, 4);
+    cudaStream_t st = stream(ctx);
+    switch (y->dtype) {
+    case AMPRT_F32:
+      randomFillKernel<AMPRT_F32>
+          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      break;
+    case AMPRT_I64:
+      randomFillKernel<AMPRT_I64>
+          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      break;
+    case AMPRT_I32:
+      randomFillKernel<AMPRT_I32>
+          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      break;
+    default: // f16, bf16, f64, bool: the dtype is read per element
+      randomFillKernel<-1>
+          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+    }
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 amprt_status cudaIdentity(amprt_context *ctx, T x, T y) {
   const char *k = "identity";
   return guard(ctx, k, [&]() -> amprt_status {
@@ -885,6 +930,7 @@ void amprt::cuda::registerElementwise(KernelTable &t) {
   t.scale = cudaScale;
   t.where = cudaWhere;
   t.fill = cudaFill;
+  t.random_fill = cudaRandomFill;
   t.identity = cudaIdentity;
   t.reshape = cudaReshape;
   t.inplace_accumulate = cudaInplaceAccumulate;

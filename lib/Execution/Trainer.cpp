@@ -22,6 +22,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
 #include "amp/Execution/Program.h"
+#include "amp/Runtime/Kernels.h"
 #include "amp/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -36,7 +37,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
@@ -828,15 +828,15 @@ int64_t Trainer::numClasses(StringRef input) {
 
 llvm::Error Trainer::fillBatch(int64_t step) {
   StringRef src = opts.data;
+  bool synthetic = src.consume_front("synthetic:");
+  uint64_t seed = 0;
+  if (synthetic)
+    src.getAsInteger(10, seed);
   for (auto [k, name] : llvm::enumerate(dataInputs)) {
     DeviceBuffer &b = *state[name];
     int64_t batch = b.shape.empty() ? 1 : b.shape[0];
-    std::vector<char> host(b.bytes);
-    if (src.consume_front("synthetic:") || StringRef(opts.data).starts_with("synthetic:")) {
-      uint64_t seed = 0;
-      StringRef(opts.data).drop_front(10).getAsInteger(10, seed);
+    if (synthetic) {
       uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
-      int64_t n = b.bytes / amprt_dtype_size(b.dtype);
       if (b.dtype != AMPRT_F32 && b.dtype != AMPRT_I64 &&
           b.dtype != AMPRT_I32 && b.dtype != AMPRT_BOOL)
         return fail("synthetic data: unsupported dtype for '" + name + "'");
@@ -849,42 +849,19 @@ llvm::Error Trainer::fillBatch(int64_t step) {
                    .first;
         classes = it->second;
       }
-      // Element i is the (i+1)-th draw of the splitmix stream from s, which
-      // needs no earlier draw: the batch is filled in parallel, the same
-      // values as one sequential pass (a CNN batch is millions of draws).
-      constexpr int64_t kChunk = 1 << 16;
-      char *out = host.data();
-      llvm::parallelFor(0, size_t((n + kChunk - 1) / kChunk), [&](size_t c) {
-        int64_t lo = int64_t(c) * kChunk, hi = std::min(n, lo + kChunk);
-        uint64_t st = s + uint64_t(lo) * 0x9e3779b97f4a7c15ull;
-        for (int64_t i = lo; i < hi; ++i) {
-          uint64_t r = splitmix(st);
-          double u = double(r >> 11) * (1.0 / 9007199254740992.0);
-          switch (b.dtype) {
-          case AMPRT_F32: {
-            float v = float(2 * u - 1);
-            std::memcpy(&out[i * 4], &v, 4);
-            break;
-          }
-          case AMPRT_I64: {
-            int64_t v = int64_t(r % uint64_t(classes));
-            std::memcpy(&out[i * 8], &v, 8);
-            break;
-          }
-          case AMPRT_I32: {
-            int32_t v = int32_t(r % uint64_t(classes));
-            std::memcpy(&out[i * 4], &v, 4);
-            break;
-          }
-          default:
-            out[i] = r & 1;
-          }
-        }
-      });
+      // Element i is the (i+1)-th draw of the splitmix stream from s, drawn
+      // where the batch lives (on the device for cuda): no host work and no
+      // copy per step, the same values on every backend.
+      amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()),
+                        b.shape.data()};
+      if (amprt_random_fill(ctx, &t, s, classes) != AMPRT_OK)
+        return fail(Twine("synthetic data for '") + name +
+                    "': " + amprt_last_error(ctx));
     } else {
       // Epoch e uses a permutation of the rows seeded by (seed, e); the
       // batch of a step is a pure function of the step, so a resumed run
       // sees the same batches.
+      std::vector<char> host(b.bytes);
       int64_t perEpoch = datasetRows / batch;
       int64_t epoch = step / perEpoch, first = (step % perEpoch) * batch;
       std::vector<int64_t> perm(datasetRows);
@@ -899,12 +876,12 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       size_t row = b.bytes / size_t(batch);
       for (int64_t r = 0; r < batch; ++r)
         std::memcpy(&host[r * row], &t.data[perm[first + r] * row], row);
+      amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
     }
-    if (step == opts.injectNonFiniteStep && b.dtype == AMPRT_F32) {
+    if (step == opts.injectNonFiniteStep && b.dtype == AMPRT_F32 && b.bytes) {
       float nan = NAN;
-      std::memcpy(host.data(), &nan, 4);
+      amprt_memcpy(ctx, b.data, &nan, 4, AMPRT_HOST_TO_DEVICE);
     }
-    amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
   }
   return llvm::Error::success();
 }

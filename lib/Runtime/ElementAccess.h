@@ -268,6 +268,43 @@ AMPRT_HD inline void writeD(void *p, int32_t dt, int64_t i, double v) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Counter-based random numbers (dropout, random_fill)
+//===----------------------------------------------------------------------===//
+
+/// splitmix64's step from state z: the generator's next output after z.
+AMPRT_HD inline uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Element i of random_fill(seed): draw i + 1 of splitmix64 started at
+/// `seed`, mapped to dtype dt: floats uniform in [-1, 1) (53 bits, 2u - 1
+/// in f64, one rounding), integers the draw mod `classes` (>= 1), bool its
+/// low bit. Every backend computes it alike, so a batch does not depend on
+/// where it was drawn.
+AMPRT_HD inline void storeRandom(void *p, int32_t dt, int64_t i, uint64_t seed,
+                                 int64_t classes) {
+  uint64_t r = mix64(seed + uint64_t(i) * 0x9e3779b97f4a7c15ull);
+  switch (dt) {
+  case AMPRT_I64:
+    static_cast<int64_t *>(p)[i] = int64_t(r % uint64_t(classes));
+    break;
+  case AMPRT_I32:
+    static_cast<int32_t *>(p)[i] = int32_t(r % uint64_t(classes));
+    break;
+  case AMPRT_BOOL:
+    static_cast<uint8_t *>(p)[i] = uint8_t(r & 1);
+    break;
+  default: {
+    double u = double(r >> 11) * (1.0 / 9007199254740992.0);
+    writeD(p, dt, i, 2 * u - 1);
+  }
+  }
+}
+
 } // namespace amprt
 
 #endif // AMP_LIB_RUNTIME_ELEMENTACCESS_H

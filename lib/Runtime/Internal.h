@@ -190,6 +190,10 @@ amprt_status checkShape(amprt_context *ctx, const char *kernel,
 amprt_status checkNumel(amprt_context *ctx, const char *kernel,
                         const char *what, const amprt_tensor *t,
                         int64_t expected);
+/// random_fill's arguments: y of a dtype it draws (f32/f16/bf16/f64,
+/// i64/i32 with classes >= 1, bool).
+amprt_status checkRandomFill(amprt_context *ctx, const char *kernel,
+                             const amprt_tensor *y, int64_t classes);
 /// Normalizes a possibly negative axis into [0, rank).
 amprt_status normAxis(amprt_context *ctx, const char *kernel, int64_t axis,
                       int64_t rank, int64_t &out);

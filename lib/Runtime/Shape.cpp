@@ -173,13 +173,6 @@ amprt_status amprt::transposeGeometry(amprt_context *ctx, const char *k, T x,
 
 namespace {
 
-uint64_t mix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /// Uniform in [0, 1) from (seed, i), 24 random bits.
 float uniformAt(uint64_t seed, int64_t i) {
   uint64_t r = mix64(seed ^ mix64(uint64_t(i)));

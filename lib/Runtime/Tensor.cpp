@@ -110,6 +110,30 @@ amprt_status amprt::checkNumel(amprt_context *ctx, const char *kernel,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkRandomFill(amprt_context *ctx, const char *kernel,
+                                    const amprt_tensor *y, int64_t classes) {
+  AMPRT_TRY(checkTensor(ctx, kernel, "y", y));
+  switch (y->dtype) {
+  case AMPRT_F32:
+  case AMPRT_F16:
+  case AMPRT_BF16:
+  case AMPRT_F64:
+  case AMPRT_BOOL:
+    return AMPRT_OK;
+  case AMPRT_I64:
+  case AMPRT_I32:
+    if (classes < 1)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: classes is %" PRId64 ", expected at least 1",
+                       kernel, classes);
+    return AMPRT_OK;
+  default:
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: y has dtype %s, expected a float, i64, i32 or bool",
+                     kernel, amprt_dtype_name(y->dtype));
+  }
+}
+
 amprt_status amprt::normAxis(amprt_context *ctx, const char *kernel,
                              int64_t axis, int64_t rank, int64_t &out) {
   int64_t a = axis < 0 ? axis + rank : axis;

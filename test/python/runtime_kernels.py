@@ -1060,6 +1060,51 @@ def test_gemm_position_independent(rt):
             % (m, k, n, alpha))
 
 
+def splitmix_ref(seed, n):
+    """Draws 1..n of splitmix64 from `seed`, in Python integers."""
+    m = (1 << 64) - 1
+    out, s = [], seed
+    for _ in range(n):
+        s = (s + 0x9E3779B97F4A7C15) & m
+        z = s
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        out.append(z ^ (z >> 31))
+    return out
+
+
+def test_random_fill(rt):
+    """random_fill against splitmix64 computed here: floats are 2u - 1 of
+    53-bit u rounded once, integers the draw mod classes, bool its low bit;
+    bad dtypes and classes are refused."""
+    seed = 0xDEADBEEF12345678
+    r = splitmix_ref(seed, 257)
+    u = np.array([(v >> 11) * 2.0 ** -53 for v in r]) * 2 - 1
+    for dt, want in (("f64", u), ("f32", u.astype(np.float32)),
+                     ("f16", u.astype(np.float16)), ("bf16", None)):
+        y = rt.empty((257,), dt)
+        rt.ok("random_fill", y.ref, C.c_uint64(seed), 0)
+        if want is not None:
+            rt.equal("random_fill " + dt, y.arr, want)
+        else:
+            # One rounding of the f64 value (numpy has no bf16).
+            rt.close("random_fill " + dt, y, u, dt)
+        assert (y.f64() >= -1).all() and (y.f64() <= 1).all()
+    for dt, npdt in (("i64", np.int64), ("i32", np.int32)):
+        y = rt.empty((257,), dt, fill=0)
+        rt.ok("random_fill", y.ref, C.c_uint64(seed), 10)
+        rt.equal("random_fill " + dt, y.arr,
+                 np.array([v % 10 for v in r], npdt))
+    y = rt.empty((3, 5), "bool", fill=0)
+    rt.ok("random_fill", y.ref, C.c_uint64(seed), 0)
+    rt.equal("random_fill bool", y.arr.reshape(-1),
+             np.array([v & 1 for v in r[:15]], np.uint8))
+    rt.fails("random_fill", rt.empty((4,), "i64", fill=0).ref,
+             C.c_uint64(1), 0, match="classes is 0")
+    rt.fails("random_fill", rt.empty((4,), "i8", fill=0).ref,
+             C.c_uint64(1), 3, match="expected a float, i64, i32 or bool")
+
+
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 if __name__ == "__main__":
