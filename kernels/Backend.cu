@@ -10,7 +10,8 @@
 // dispatcher (AMPRT_DISPATCH / onHost in lib/Runtime/Internal.h) waits for
 // the context's stream before the host touches them. Each context owns one
 // non-blocking stream, a cuBLASLt handle and a workspace; kernels queue on
-// the stream and return, amprt_memcpy and amprt_synchronize wait for it.
+// the stream and return, as do device-to-device copies; the other
+// amprt_memcpy kinds and amprt_synchronize wait for it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,16 +56,18 @@ void cudaRelease(amprt_context *ctx, void *p) {
 }
 
 amprt_status cudaCopy(amprt_context *ctx, void *dst, const void *src,
-                      size_t bytes, int32_t) {
+                      size_t bytes, int32_t kind) {
   if (!bytes)
     return AMPRT_OK;
   // Managed and host pointers are both valid with cudaMemcpyDefault; the
-  // copy is ordered after the queued kernels and finished on return, so
-  // the host may read what it copied out.
+  // copy is ordered after the queued kernels. A device-to-device copy is
+  // queued like a kernel; any other is finished on return, so the host may
+  // read what it copied out and reuse what it copied in.
   AMPRT_CUDA(ctx, "amprt_memcpy",
              cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
                              stream(ctx)));
-  AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
+  if (kind != AMPRT_DEVICE_TO_DEVICE)
+    AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
   return AMPRT_OK;
 }
 

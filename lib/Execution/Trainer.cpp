@@ -1015,44 +1015,130 @@ llvm::Error Trainer::run() {
   uint64_t first = stepsDone;
   // Gradient accumulation: the optimizer runs on the last step of each
   // group of opts.accumulate steps, if every step of the group was finite.
+  //
+  // The control values of a step stay on the device: the signals are
+  // filled by kernels, the all-finite flag goes from the training graph to
+  // the optimizer (and-ed over an accumulation group) without a host round
+  // trip, and the optimizer's step counter grows there by its "updated"
+  // flag. The host reads the step's results (loss, scale, flags) once, at
+  // its end, and keeps its own counts from them.
+  DeviceBuffer groupBuf[2];
+  int group = 0; // groupBuf[group] holds the group's flag so far
+  DeviceBuffer stepOne, stepNext;
+  for (DeviceBuffer *b : {&groupBuf[0], &groupBuf[1], &stepOne, &stepNext}) {
+    b->ctx = ctx;
+    b->bytes = 1;
+    b->dtype = AMPRT_BOOL;
+    if (stepIn && (b == &stepOne || b == &stepNext)) {
+      // The counter's own type and shape (i64 in ORT's optimizer graphs).
+      b->bytes = stepIn->bytes;
+      b->dtype = stepIn->dtype;
+      b->shape = stepIn->shape;
+    }
+    if (amprt_malloc(ctx, b->bytes, &b->data) != AMPRT_OK)
+      return fail(Twine("device memory: ") + amprt_last_error(ctx));
+  }
+  auto desc = [](const DeviceBuffer &b) {
+    return amprt_tensor{b.data, b.dtype, int32_t(b.shape.size()),
+                        b.shape.data()};
+  };
+  auto check = [&](amprt_status st, StringRef what) -> llvm::Error {
+    if (st == AMPRT_OK)
+      return llvm::Error::success();
+    return fail(Twine(what) + ": " + amprt_last_error(ctx));
+  };
+  auto fillWith = [&](DeviceBuffer &b, double v) {
+    amprt_tensor t = desc(b);
+    return check(amprt_fill(ctx, &t, v), "step signal");
+  };
+  // The flag the optimizer gets is device data when the training graph
+  // reports one; "updated" is, when the optimizer reports it or follows
+  // that flag.
+  bool deviceFlag = finiteOut >= 0;
+  bool followsFlag = !updateSignals.empty() || finiteIn;
+  bool deviceUpdated = updatedOut >= 0 || (deviceFlag && followsFlag);
+  if (stepIn && deviceUpdated)
+    if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
+      return e;
   uint8_t groupFinite = 1;
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (auto e = fillBatch(stepsDone))
       return e;
-    uint8_t groupStart = stepsDone % opts.accumulate == 0,
-            inGroup = !groupStart;
+    bool groupStart = stepsDone % opts.accumulate == 0;
+    bool groupEnd = (stepsDone + 1) % opts.accumulate == 0;
     for (DeviceBuffer *b : resetSignals)
-      amprt_memcpy(ctx, b->data, &groupStart, 1, AMPRT_HOST_TO_DEVICE);
+      if (auto e = fillWith(*b, groupStart))
+        return e;
     for (DeviceBuffer *b : accumulateSignals)
-      amprt_memcpy(ctx, b->data, &inGroup, 1, AMPRT_HOST_TO_DEVICE);
+      if (auto e = fillWith(*b, !groupStart))
+        return e;
     if (auto e = trainProg->run())
       return e;
     for (auto &[i, b] : writeBack)
       amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
                    AMPRT_DEVICE_TO_DEVICE);
+    // The group's flag on the device: this step's, and-ed with the
+    // earlier steps' of the group.
+    const void *flag = deviceFlag ? trainProg->output(finiteOut) : nullptr;
+    if (deviceFlag && opts.accumulate > 1) {
+      DeviceBuffer &cur = groupBuf[group], &other = groupBuf[1 - group];
+      amprt_tensor f = {const_cast<void *>(flag), AMPRT_BOOL, 0, nullptr},
+                   a = desc(cur), y = desc(other);
+      if (groupStart)
+        amprt_memcpy(ctx, cur.data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
+      else if (auto e = check(amprt_logical_and(ctx, &a, &f, &y),
+                              "all-finite flag"))
+        return e;
+      else
+        group = 1 - group;
+      flag = groupBuf[group].data;
+    }
+    void *updatedDev = nullptr;
+    if (groupEnd) {
+      for (DeviceBuffer *b : updateSignals) {
+        if (flag)
+          amprt_memcpy(ctx, b->data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
+        else if (auto e = fillWith(*b, 1))
+          return e;
+      }
+      if (finiteIn) {
+        if (flag)
+          amprt_memcpy(ctx, finiteIn->data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
+        else if (auto e = fillWith(*finiteIn, 1))
+          return e;
+      }
+      if (stepIn && !deviceUpdated)
+        if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
+          return e;
+      if (auto e = optProg->run())
+        return e;
+      updatedDev = updatedOut >= 0 ? optProg->output(updatedOut)
+                                   : const_cast<void *>(flag);
+      if (stepIn && deviceUpdated) {
+        // step += updated, for the next optimizer run.
+        amprt_tensor u = {updatedDev, AMPRT_BOOL,
+                          int32_t(stepIn->shape.size()), stepIn->shape.data()},
+                     one = desc(stepOne), next = desc(stepNext),
+                     cur = desc(*stepIn);
+        if (auto e = check(amprt_cast(ctx, &u, &one), "optimizer step"))
+          return e;
+        if (auto e = check(amprt_add(ctx, &cur, &one, &next), "optimizer step"))
+          return e;
+        amprt_memcpy(ctx, stepIn->data, stepNext.data, stepIn->bytes,
+                     AMPRT_DEVICE_TO_DEVICE);
+      }
+    }
+    // The step's results, read once the device is done with it.
     uint8_t finite = 1;
     if (finiteOut >= 0)
       amprt_memcpy(ctx, &finite, trainProg->output(finiteOut), 1,
                    AMPRT_DEVICE_TO_HOST);
     groupFinite &= finite;
-    if ((stepsDone + 1) % opts.accumulate == 0) {
-      if (finiteIn)
-        amprt_memcpy(ctx, finiteIn->data, &groupFinite, 1,
-                     AMPRT_HOST_TO_DEVICE);
-      if (stepIn) {
-        int64_t s = int64_t(optimizerStep) + 1;
-        amprt_memcpy(ctx, stepIn->data, &s, 8, AMPRT_HOST_TO_DEVICE);
-      }
-      for (DeviceBuffer *b : updateSignals)
-        amprt_memcpy(ctx, b->data, &groupFinite, 1, AMPRT_HOST_TO_DEVICE);
-      if (auto e = optProg->run())
-        return e;
+    if (groupEnd) {
       // Without an "updated" output, the flag fed to the optimizer says.
-      uint8_t updated =
-          updateSignals.empty() && !finiteIn ? uint8_t(1) : groupFinite;
+      uint8_t updated = followsFlag ? groupFinite : uint8_t(1);
       if (updatedOut >= 0)
-        amprt_memcpy(ctx, &updated, optProg->output(updatedOut), 1,
-                     AMPRT_DEVICE_TO_HOST);
+        amprt_memcpy(ctx, &updated, updatedDev, 1, AMPRT_DEVICE_TO_HOST);
       if (updated)
         ++optimizerStep;
       if (!groupFinite)

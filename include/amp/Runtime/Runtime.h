@@ -123,6 +123,9 @@ AMPRT_API const char *amprt_last_error(const amprt_context *ctx);
 AMPRT_API amprt_status amprt_malloc(amprt_context *ctx, size_t bytes,
                                     void **out);
 AMPRT_API amprt_status amprt_free(amprt_context *ctx, void *ptr);
+/// Copies `bytes` after the work queued on the context. A DEVICE_TO_DEVICE
+/// copy may be queued like a kernel; the other kinds are complete on return
+/// (the host may read `dst` and reuse `src`).
 AMPRT_API amprt_status amprt_memcpy(amprt_context *ctx, void *dst,
                                     const void *src, size_t bytes,
                                     int32_t kind /* amprt_memcpy_kind */);
