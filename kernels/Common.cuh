@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <type_traits>
 
 namespace amprt {
 namespace cuda {
@@ -151,6 +152,157 @@ __device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,
 /// A one-element bool flag read on the device (NULL: `dflt`).
 __device__ __forceinline__ bool ldFlag(const uint8_t *p, bool dflt) {
   return p ? *p != 0 : dflt;
+}
+
+//===----------------------------------------------------------------------===//
+// Packets: float elements of a dtype known at compile time, moved 8 at a
+// time with one aligned access per operand (the bandwidth-bound kernels)
+//===----------------------------------------------------------------------===//
+
+/// Storage of float dtype D (f32, f16 or bf16).
+template <int32_t D>
+using StorageOf = typename std::conditional<D == AMPRT_F32, float,
+                                            uint16_t>::type;
+
+template <int32_t D>
+__device__ __forceinline__ float widen(StorageOf<D> s) {
+  if constexpr (D == AMPRT_F32)
+    return s;
+  else if constexpr (D == AMPRT_F16)
+    return f16ToF32(s);
+  else
+    return bf16ToF32(s);
+}
+
+/// One rounding into D (ElementAccess.h's, so the CPU's bits).
+template <int32_t D>
+__device__ __forceinline__ StorageOf<D> narrow(float v) {
+  if constexpr (D == AMPRT_F32)
+    return v;
+  else if constexpr (D == AMPRT_F16)
+    return f32ToF16(v);
+  else
+    return f32ToBf16(v);
+}
+
+constexpr int kPacket = 8;
+
+/// kPacket consecutive elements of dtype D (32 bytes of f32, 16 of f16).
+template <int32_t D> struct alignas(sizeof(StorageOf<D>) * kPacket) Packet {
+  StorageOf<D> v[kPacket];
+};
+
+/// True when p may be read or written as Packets of dtype dt.
+inline bool packetAligned(const void *p, int32_t dt) {
+  return reinterpret_cast<uintptr_t>(p) %
+             (amprt_dtype_size(dt) * kPacket) == 0;
+}
+
+/// Calls F(dtype constant) for a float dtype (f32, f16, bf16); false for
+/// any other.
+template <typename F> bool byFloatDtype(int32_t dt, F &&f) {
+  switch (dt) {
+  case AMPRT_F32:
+    f(std::integral_constant<int32_t, AMPRT_F32>());
+    return true;
+  case AMPRT_F16:
+    f(std::integral_constant<int32_t, AMPRT_F16>());
+    return true;
+  case AMPRT_BF16:
+    f(std::integral_constant<int32_t, AMPRT_BF16>());
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// An operation whose scalars lie in device memory has bind(), which reads
+/// them once per thread and returns the operation to apply.
+template <typename Op, typename = void> struct HasBind : std::false_type {};
+template <typename Op>
+struct HasBind<Op, std::void_t<decltype(std::declval<const Op &>().bind())>>
+    : std::true_type {};
+template <typename Op> __device__ __forceinline__ auto bound(const Op &op) {
+  if constexpr (HasBind<Op>::value)
+    return op.bind();
+  else
+    return op;
+}
+
+/// A bound operation may say, with readsSecond(), that it ignores x1 (an
+/// accumulator it overwrites): x1 is then not read, and op gets 0 for it.
+template <typename Op, typename = void>
+struct HasReadsSecond : std::false_type {};
+template <typename Op>
+struct HasReadsSecond<
+    Op, std::void_t<decltype(std::declval<const Op &>().readsSecond())>>
+    : std::true_type {};
+template <typename Op> __device__ __forceinline__ bool readsSecond(const Op &op) {
+  if constexpr (HasReadsSecond<Op>::value)
+    return op.readsSecond();
+  else
+    return true;
+}
+
+/// y = op(x0) (NX == 1) or op(x0, x1) (NX == 2) element by element, x0 of
+/// dtype D0, x1 of D1, y of DY, every pointer packetAligned: one packet per
+/// thread per trip of a grid-stride loop, then the n % kPacket last
+/// elements one by one. `op` takes and returns f32. y may be x0 or x1.
+template <int32_t D0, int32_t D1, int32_t DY, int NX, typename Op>
+__global__ void packetMapKernel(const void *x0, const void *x1, void *y,
+                                int64_t n, Op unbound) {
+  auto op = bound(unbound);
+  bool read1 = NX == 2 && readsSecond(op);
+  int64_t tid = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t packets = n / kPacket;
+  auto *p0 = static_cast<const Packet<D0> *>(x0);
+  auto *p1 = static_cast<const Packet<D1> *>(x1);
+  auto *py = static_cast<Packet<DY> *>(y);
+  for (int64_t p = tid; p < packets; p += stride) {
+    Packet<D0> a = p0[p];
+    Packet<D1> b = {};
+    if (read1)
+      b = p1[p];
+    Packet<DY> out;
+#pragma unroll
+    for (int j = 0; j < kPacket; ++j) {
+      if constexpr (NX == 2)
+        out.v[j] = narrow<DY>(op(widen<D0>(a.v[j]), widen<D1>(b.v[j])));
+      else
+        out.v[j] = narrow<DY>(op(widen<D0>(a.v[j])));
+    }
+    py[p] = out;
+  }
+  auto *s0 = static_cast<const StorageOf<D0> *>(x0);
+  auto *s1 = static_cast<const StorageOf<D1> *>(x1);
+  auto *sy = static_cast<StorageOf<DY> *>(y);
+  for (int64_t i = packets * kPacket + tid; i < n; i += stride) {
+    if constexpr (NX == 2)
+      sy[i] = narrow<DY>(op(widen<D0>(s0[i]), read1 ? widen<D1>(s1[i]) : 0.f));
+    else
+      sy[i] = narrow<DY>(op(widen<D0>(s0[i])));
+  }
+}
+
+/// Grid of a packetMapKernel over n elements.
+inline unsigned packetGrid(int64_t n) {
+  return gridFor((n + kPacket - 1) / kPacket, 256);
+}
+
+/// Launches packetMapKernel with every operand of dtype dt when all are
+/// packetAligned; false (nothing launched) otherwise.
+template <int NX, typename Op>
+bool launchPacketMap(cudaStream_t st, int32_t dt, const void *x0,
+                     const void *x1, void *y, int64_t n, Op op) {
+  if (!packetAligned(x0, dt) || !packetAligned(y, dt) ||
+      (NX == 2 && !packetAligned(x1, dt)))
+    return false;
+  return byFloatDtype(dt, [&](auto d) {
+    constexpr int32_t D = decltype(d)::value;
+    packetMapKernel<D, D, D, NX><<<packetGrid(n), 256, 0, st>>>(x0, x1, y, n,
+                                                                op);
+  });
 }
 
 //===----------------------------------------------------------------------===//

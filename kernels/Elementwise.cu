@@ -68,21 +68,37 @@ __global__ void floatCastKernel(const void *x, void *y, int64_t n) {
     storeF(y, D, i, loadF(x, S, i));
 }
 
-/// Launches floatCastKernel when s -> d is f32 to or from f16 or bf16;
+/// The identity on f32: packetMapKernel<S, D> with it is the cast S -> D.
+struct Widened {
+  __device__ float operator()(float v) const { return v; }
+};
+
+/// Launches a cast kernel for dtypes S -> D known at compile time: in
+/// packets when both pointers allow, else one element per iteration.
+template <int32_t S, int32_t D>
+void launchFloatCastAs(cudaStream_t st, const void *x, void *y, int64_t n) {
+  if (packetAligned(x, S) && packetAligned(y, D))
+    packetMapKernel<S, S, D, 1>
+        <<<packetGrid(n), 256, 0, st>>>(x, nullptr, y, n, Widened());
+  else
+    floatCastKernel<S, D>
+        <<<gridFor(n, kThreads, 4), kThreads, 0, st>>>(x, y, n);
+}
+
+/// Launches a typed cast kernel when s -> d is f32 to or from f16 or bf16;
 /// false otherwise (the generic kernel takes the other pairs).
 bool launchFloatCast(amprt_context *ctx, const void *x, int32_t s, void *y,
                      int32_t d, int64_t n) {
-  unsigned grid = gridFor(n, kThreads, 4);
   cudaStream_t st = stream(ctx);
   auto pair = [&](int32_t a, int32_t b) { return s == a && d == b; };
   if (pair(AMPRT_F32, AMPRT_F16))
-    floatCastKernel<AMPRT_F32, AMPRT_F16><<<grid, kThreads, 0, st>>>(x, y, n);
+    launchFloatCastAs<AMPRT_F32, AMPRT_F16>(st, x, y, n);
   else if (pair(AMPRT_F16, AMPRT_F32))
-    floatCastKernel<AMPRT_F16, AMPRT_F32><<<grid, kThreads, 0, st>>>(x, y, n);
+    launchFloatCastAs<AMPRT_F16, AMPRT_F32>(st, x, y, n);
   else if (pair(AMPRT_F32, AMPRT_BF16))
-    floatCastKernel<AMPRT_F32, AMPRT_BF16><<<grid, kThreads, 0, st>>>(x, y, n);
+    launchFloatCastAs<AMPRT_F32, AMPRT_BF16>(st, x, y, n);
   else if (pair(AMPRT_BF16, AMPRT_F32))
-    floatCastKernel<AMPRT_BF16, AMPRT_F32><<<grid, kThreads, 0, st>>>(x, y, n);
+    launchFloatCastAs<AMPRT_BF16, AMPRT_F32>(st, x, y, n);
   else
     return false;
   return true;
@@ -184,6 +200,25 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
   }
 }
 
+/// binOp as a packetMapKernel operation (a and b of y's shape).
+struct BinF {
+  Bin op;
+  __device__ float operator()(float a, float b) const { return binOp(op, a, b); }
+};
+
+/// binOp with b one element in device memory (mode 1).
+struct BinScalarF {
+  Bin op;
+  const void *b;
+  int32_t db;
+  struct Bound {
+    Bin op;
+    float b;
+    __device__ float operator()(float a) const { return binOp(op, a, b); }
+  };
+  __device__ Bound bind() const { return {op, loadF(b, db, 0)}; }
+};
+
 /// Elementwise.cpp's intOp for add/sub/mul/min/max (div and mod stay on the
 /// CPU, which reports a division by zero).
 template <typename I>
@@ -257,6 +292,19 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
                : sa == so && isSuffixOf(sb, so) ? 3
                : sb == so && isSuffixOf(sa, so) ? 4
                                                 : 2;
+    bool same = a->dtype == b->dtype && a->dtype == y->dtype;
+    if (same && mode == 0 &&
+        launchPacketMap<2>(stream(ctx), y->dtype, a->data, b->data, y->data,
+                           n, BinF{Op})) {
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      return AMPRT_OK;
+    }
+    if (same && mode == 1 &&
+        launchPacketMap<1>(stream(ctx), y->dtype, a->data, nullptr, y->data,
+                           n, BinScalarF{Op, b->data, b->dtype})) {
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      return AMPRT_OK;
+    }
     Bcast bc;
     if (mode == 2)
       bc = makeBcast(so, {sa, sb});
@@ -489,6 +537,20 @@ __global__ void actGradKernel(Act act, float alpha, const void *g, int32_t dg,
            gradOp(act, loadF(g, dg, i), loadF(x, dx, i), alpha));
 }
 
+/// actOp and gradOp as packetMapKernel operations.
+struct ActF {
+  Act act;
+  float alpha;
+  __device__ float operator()(float v) const { return actOp(act, v, alpha); }
+};
+struct GradF {
+  Act act;
+  float alpha;
+  __device__ float operator()(float g, float v) const {
+    return gradOp(act, g, v, alpha);
+  }
+};
+
 const char *actName(Act a, bool grad) {
   static const char *names[] = {
       "relu", "gelu",       "neg",       "abs",  "sigmoid",
@@ -513,8 +575,11 @@ amprt_status unaryOnDevice(amprt_context *ctx, Act act, float alpha, T x, T y,
     int64_t n = numel(x);
     if (n == 0)
       return AMPRT_OK;
-    actKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        act, alpha, x->data, x->dtype, y->data, y->dtype, n);
+    if (x->dtype != y->dtype ||
+        !launchPacketMap<1>(stream(ctx), x->dtype, x->data, nullptr, y->data,
+                            n, ActF{act, alpha}))
+      actKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+          act, alpha, x->data, x->dtype, y->data, y->dtype, n);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -533,9 +598,12 @@ amprt_status gradOnDevice(amprt_context *ctx, Act act, float alpha, T dy, T x,
     int64_t n = numel(dy);
     if (n == 0)
       return AMPRT_OK;
-    actGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        act, alpha, dy->data, dy->dtype, x->data, x->dtype, dx->data,
-        dx->dtype, n);
+    if (dy->dtype != x->dtype || dy->dtype != dx->dtype ||
+        !launchPacketMap<2>(stream(ctx), dx->dtype, dy->data, x->data,
+                            dx->data, n, GradF{act, alpha}))
+      actGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+          act, alpha, dy->data, dy->dtype, x->data, x->dtype, dx->data,
+          dx->dtype, n);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

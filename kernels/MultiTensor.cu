@@ -36,6 +36,7 @@ struct Entry {
   int64_t n;
   int64_t firstChunk;
   int32_t inDt, outDt;
+  bool packets; // check only, `in` packetAligned: read in packets
 };
 
 __device__ int findEntry(const Entry *tab, int count, int64_t chunk) {
@@ -50,6 +51,30 @@ __device__ int findEntry(const Entry *tab, int count, int64_t chunk) {
   return lo;
 }
 
+/// Whether an element of [begin, end) of `in` is NaN or Inf (products:
+/// after multiplying by s), read in packets; begin is a multiple of kPacket.
+template <int32_t D>
+__device__ int badInPackets(const void *in, int64_t begin, int64_t end,
+                            float s, bool products) {
+  int bad = 0;
+  auto *p = static_cast<const Packet<D> *>(in);
+  int64_t last = end / kPacket;
+  for (int64_t q = begin / kPacket + threadIdx.x; q < last; q += blockDim.x) {
+    Packet<D> v = p[q];
+#pragma unroll
+    for (int j = 0; j < kPacket; ++j) {
+      float f = widen<D>(v.v[j]);
+      bad |= nonFiniteF32(products ? f * s : f);
+    }
+  }
+  auto *e = static_cast<const StorageOf<D> *>(in);
+  for (int64_t i = last * kPacket + threadIdx.x; i < end; i += blockDim.x) {
+    float f = widen<D>(e[i]);
+    bad |= nonFiniteF32(products ? f * s : f);
+  }
+  return bad;
+}
+
 /// products: test in * s (multi_tensor_unscale_check), else the stored
 /// inputs (multi_tensor_unscale, multi_tensor_all_finite).
 __global__ void unscaleKernel(const Entry *tab, int count, const void *invScale,
@@ -60,12 +85,19 @@ __global__ void unscaleKernel(const Entry *tab, int count, const void *invScale,
   int64_t end = min(e.n, begin + kChunk);
   float s = invScale ? loadF(invScale, scaleDt, 0) : 1.f;
   int bad = 0;
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    bad |= products ? nonFiniteF32(loadF(e.in, e.inDt, i) * s)
-                    : nonFinite(e.in, e.inDt, i);
-    if (e.out)
-      storeF(e.out, e.outDt, i, loadF(e.in, e.inDt, i) * s);
-  }
+  if (e.packets && e.inDt == AMPRT_F16)
+    bad = badInPackets<AMPRT_F16>(e.in, begin, end, s, products);
+  else if (e.packets && e.inDt == AMPRT_BF16)
+    bad = badInPackets<AMPRT_BF16>(e.in, begin, end, s, products);
+  else if (e.packets)
+    bad = badInPackets<AMPRT_F32>(e.in, begin, end, s, products);
+  else
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+      bad |= products ? nonFiniteF32(loadF(e.in, e.inDt, i) * s)
+                      : nonFinite(e.in, e.inDt, i);
+      if (e.out)
+        storeF(e.out, e.outDt, i, loadF(e.in, e.inDt, i) * s);
+    }
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     *flag = 0;
 }
@@ -86,7 +118,8 @@ amprt_status launch(amprt_context *ctx, const char *k, T ins, T outs, int64_t n,
     if (m == 0)
       continue;
     tab.push_back({ins[i].data, outs ? outs[i].data : nullptr, m, chunks,
-                   ins[i].dtype, outs ? outs[i].dtype : 0});
+                   ins[i].dtype, outs ? outs[i].dtype : 0,
+                   !outs && packetAligned(ins[i].data, ins[i].dtype)});
     chunks += (m + kChunk - 1) / kChunk;
   }
   auto *f = static_cast<uint8_t *>(flag->data);
@@ -182,19 +215,27 @@ __global__ void gateKernel(const void *x, const void *invScale, int32_t scaleDt,
     *updated = 1;
 }
 
-/// Calls f(std::integral_constant<int32_t, dt>()) for a float dtype.
-template <typename F> void byFloatDtype(int32_t dt, F &&f) {
-  switch (dt) {
-  case AMPRT_F16:
-    f(std::integral_constant<int32_t, AMPRT_F16>());
-    break;
-  case AMPRT_BF16:
-    f(std::integral_constant<int32_t, AMPRT_BF16>());
-    break;
-  default:
-    f(std::integral_constant<int32_t, AMPRT_F32>());
+/// gateKernel's element operation for packetMapKernel (x, old y -> y),
+/// its flags and scale read once per thread.
+struct GateF {
+  const void *invScale;
+  int32_t scaleDt;
+  const uint8_t *gate, *overwrite;
+  bool accumulate;
+  struct Bound {
+    float s;
+    bool pass, ow;
+    __device__ float operator()(float x, float y) const {
+      float v = pass ? x * s : 0.f;
+      return ow ? v : y + v;
+    }
+    __device__ bool readsSecond() const { return !ow; }
+  };
+  __device__ Bound bind() const {
+    return {loadF(invScale, scaleDt, 0), *gate != 0,
+            !accumulate || ldFlag(overwrite, false)};
   }
-}
+};
 
 template <typename Cpu>
 amprt_status gate(amprt_context *ctx, const char *k, T x, T inv_scale,
@@ -205,6 +246,25 @@ amprt_status gate(amprt_context *ctx, const char *k, T x, T inv_scale,
     return onHost(ctx, cpu);
   int64_t n = numel(y);
   unsigned grid = gridFor(n, kThreads, 4);
+  const auto *gf = static_cast<const uint8_t *>(gateFlag->data);
+  const auto *of =
+      overwrite ? static_cast<const uint8_t *>(overwrite->data) : nullptr;
+  if (packetAligned(x->data, x->dtype) && packetAligned(y->data, y->dtype)) {
+    // In packets; the updated flag is set by a copy of the constant 1.
+    GateF op{inv_scale->data, inv_scale->dtype, gf, of, accumulate};
+    byFloatDtype(x->dtype, [&](auto dx) {
+      byFloatDtype(y->dtype, [&](auto dy) {
+        constexpr int32_t DX = decltype(dx)::value, DY = decltype(dy)::value;
+        packetMapKernel<DX, DY, DY, 2><<<packetGrid(n), 256, 0, stream(ctx)>>>(
+            x->data, y->data, y->data, n, op);
+      });
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    if (updated)
+      AMPRT_CUDA(ctx, k,
+                 cudaMemsetAsync(updated->data, 1, 1, stream(ctx)));
+    return AMPRT_OK;
+  }
   byFloatDtype(x->dtype, [&](auto dx) {
     byFloatDtype(y->dtype, [&](auto dy) {
       gateKernel<decltype(dx)::value, decltype(dy)::value>
