@@ -449,8 +449,14 @@ enum class Act : int {
   Recip,
   FastGelu,
   Sign,
-  Leaky,    // alpha
-  QuickGelu // alpha
+  Leaky,     // alpha
+  QuickGelu, // alpha
+  Erf,
+  Sin,
+  Cos,
+  Floor,
+  Ceil,
+  Round
 };
 
 constexpr float kSqrt1_2 = 0.70710678118654752440f;
@@ -488,6 +494,18 @@ __device__ __forceinline__ float actOp(Act act, float v, float alpha) {
     return sqrtf(v);
   case Act::Recip:
     return 1.f / v;
+  case Act::Erf:
+    return erff(v);
+  case Act::Sin:
+    return sinf(v);
+  case Act::Cos:
+    return cosf(v);
+  case Act::Floor:
+    return floorf(v);
+  case Act::Ceil:
+    return ceilf(v);
+  case Act::Round:
+    return rintf(v); // halves to even
   default:
     return v / (1.f + expf(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
   }
@@ -555,10 +573,12 @@ const char *actName(Act a, bool grad) {
   static const char *names[] = {
       "relu", "gelu",       "neg",       "abs",  "sigmoid",
       "tanh", "exp",        "log",       "sqrt", "reciprocal",
-      "fast_gelu", "sign",  "leaky_relu", "quick_gelu"};
+      "fast_gelu", "sign",  "leaky_relu", "quick_gelu", "erf",
+      "sin",  "cos",        "floor",     "ceil", "round"};
   static const char *grads[] = {
       "relu_grad", "gelu_grad", "", "", "sigmoid_grad", "tanh_grad", "", "",
-      "", "", "fast_gelu_grad", "", "leaky_relu_grad", "quick_gelu_grad"};
+      "", "", "fast_gelu_grad", "", "leaky_relu_grad", "quick_gelu_grad",
+      "", "", "", "", "", ""};
   return (grad ? grads : names)[int(a)];
 }
 
@@ -990,6 +1010,12 @@ void amprt::cuda::registerElementwise(KernelTable &t) {
   t.tanh_grad = cudaGrad<Act::Tanh, amprt_tanh_grad>;
   t.fast_gelu_grad = cudaGrad<Act::FastGelu, amprt_fast_gelu_grad>;
   t.sign = cudaUnary<Act::Sign, amprt_sign>;
+  t.erf = cudaUnary<Act::Erf, amprt_erf>;
+  t.sin = cudaUnary<Act::Sin, amprt_sin>;
+  t.cos = cudaUnary<Act::Cos, amprt_cos>;
+  t.floor = cudaUnary<Act::Floor, amprt_floor>;
+  t.ceil = cudaUnary<Act::Ceil, amprt_ceil>;
+  t.round = cudaUnary<Act::Round, amprt_round>;
   t.leaky_relu = cudaSlope<Act::Leaky, amprt_leaky_relu>;
   t.leaky_relu_grad = cudaSlopeGrad<Act::Leaky, amprt_leaky_relu_grad>;
   t.quick_gelu = cudaSlope<Act::QuickGelu, amprt_quick_gelu>;

@@ -332,6 +332,12 @@ AMPRT_UNARY(fast_gelu,
             return v / (1.f + std::exp(-2.f * kSqrt2_Pi *
                                        (v + kGeluC * v * v * v))))
 AMPRT_UNARY(sign, return v > 0.f ? 1.f : v < 0.f ? -1.f : v)
+AMPRT_UNARY(erf, return std::erf(v))
+AMPRT_UNARY(sin, return std::sin(v))
+AMPRT_UNARY(cos, return std::cos(v))
+AMPRT_UNARY(floor, return std::floor(v))
+AMPRT_UNARY(ceil, return std::ceil(v))
+AMPRT_UNARY(round, return std::nearbyint(v)) // the default mode: to even
 #undef AMPRT_UNARY
 
 amprt_status amprt_leaky_relu(amprt_context *ctx, T x, float alpha, T y) {

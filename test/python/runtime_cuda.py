@@ -681,7 +681,8 @@ def test_reduce_sum(rt, gpu):
 # The rest of Elementwise.cpp: binary, comparisons, unary, select, sum
 # ---------------------------------------------------------------------------
 
-TRANSCENDENTAL = ("sigmoid", "tanh", "exp", "log", "gelu", "fast_gelu")
+TRANSCENDENTAL = ("sigmoid", "tanh", "exp", "log", "gelu", "fast_gelu",
+                  "erf", "sin", "cos")
 
 
 def test_more_binary(rt, gpu):
@@ -733,7 +734,8 @@ def test_more_unary(rt, gpu):
     for dt in FLOATS:
         for ydt in (dt, "f32"):
             x = special(rt, (7, 129), dt)
-            for name in ("neg", "abs", "sqrt", "reciprocal") + TRANSCENDENTAL:
+            for name in ("neg", "abs", "sqrt", "reciprocal", "floor", "ceil",
+                         "round") + TRANSCENDENTAL:
                 tol = act_tol(name, ydt) if name in TRANSCENDENTAL else {}
                 c, g, _ = both(rt, gpu, name, x, rt.empty(x.shape, ydt))
                 same(rt, name, c[1], g[1], **tol)

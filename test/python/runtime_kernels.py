@@ -68,6 +68,9 @@ UNARY = {
     "log": (np.log, "pos"), "sqrt": (np.sqrt, "pos"),
     "reciprocal": (lambda x: 1 / x, "pos"),
     "gelu": (gelu, None), "fast_gelu": (fast_gelu, None),
+    "erf": (np.vectorize(erf), None), "sin": (np.sin, None),
+    "cos": (np.cos, None), "floor": (np.floor, None), "ceil": (np.ceil, None),
+    "round": (np.round, None),  # halves to even, as ONNX Round
 }
 
 

@@ -204,7 +204,13 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       {"Identity", "identity"},
       {"Cast", "cast"},
       {"Gelu", "gelu"},
-      {"Sign", "sign"}};
+      {"Sign", "sign"},
+      {"Erf", "erf"},
+      {"Sin", "sin"},
+      {"Cos", "cos"},
+      {"Floor", "floor"},
+      {"Ceil", "ceil"},
+      {"Round", "round"}};
   static const llvm::StringMap<StringRef> binaryOps = {
       {"Add", "add"},
       {"Sub", "sub"},
