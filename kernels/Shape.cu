@@ -105,6 +105,68 @@ amprt_status cudaExpand(amprt_context *ctx, T x, T y) {
   });
 }
 
+/// Pad: x's dims and strides, y's dims, the begin pads.
+struct PadMap {
+  int32_t rank, mode;
+  int64_t xd[AMPRT_MAX_RANK], xs[AMPRT_MAX_RANK], yd[AMPRT_MAX_RANK],
+      begin[AMPRT_MAX_RANK];
+};
+
+/// One thread per element of y (Shape.cpp's amprt_pad).
+template <typename E>
+__global__ void padKernel(PadMap m, const E *x, E *y, E fill, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t r = o, off = 0;
+    for (int d = m.rank - 1; d >= 0 && off >= 0; --d) {
+      int64_t i = padIndex(r % m.yd[d] - m.begin[d], m.xd[d], m.mode);
+      r /= m.yd[d];
+      off = i < 0 ? -1 : off + i * m.xs[d];
+    }
+    y[o] = off < 0 ? fill : x[off];
+  }
+}
+
+amprt_status cudaPad(amprt_context *ctx, T x, const int64_t *pads,
+                     int64_t npads, int32_t mode, double value, T y) {
+  const char *k = "pad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so;
+    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
+        padShape(ctx, k, x, pads, npads, mode, so) ||
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, [&] {
+        return amprt_pad(ctx, x, pads, npads, mode, value, y);
+      });
+    int64_t n = numel(so);
+    if (n == 0)
+      return AMPRT_OK;
+    PadMap m = {};
+    m.rank = x->rank;
+    m.mode = mode;
+    int64_t stride = 1;
+    for (int d = x->rank - 1; d >= 0; --d) {
+      m.xd[d] = x->shape[d];
+      m.xs[d] = stride;
+      stride *= x->shape[d];
+      m.yd[d] = so[d];
+      m.begin[d] = pads[d];
+    }
+    uint64_t fillBits = 0; // the CPU's conversion of the value
+    writeD(&fillBits, x->dtype, 0, value);
+    byElementSize(amprt_dtype_size(x->dtype), [&](auto e) {
+      using E = decltype(e);
+      E fill;
+      std::memcpy(&fill, &fillBits, sizeof(E));
+      padKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+          m, static_cast<const E *>(x->data), static_cast<E *>(y->data), fill,
+          n);
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 __device__ __forceinline__ int64_t ldIndex(const void *idx, int32_t dt,
                                            int64_t j, int64_t len) {
   int64_t v = dt == AMPRT_I64 ? static_cast<const int64_t *>(idx)[j]
@@ -249,6 +311,7 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
 void amprt::cuda::registerShape(KernelTable &t) {
   t.transpose = cudaTranspose;
   t.expand = cudaExpand;
+  t.pad = cudaPad;
   t.gather = cudaGather;
   t.gather_grad = cudaGatherGrad;
 }

@@ -190,6 +190,35 @@ amprt_status checkShape(amprt_context *ctx, const char *kernel,
 amprt_status checkNumel(amprt_context *ctx, const char *kernel,
                         const char *what, const amprt_tensor *t,
                         int64_t expected);
+/// Pad's output shape from x's and `pads`, checking the mode and that a
+/// dim padded by reflect/edge/wrap is not empty.
+amprt_status padShape(amprt_context *ctx, const char *kernel,
+                      const amprt_tensor *x, const int64_t *pads,
+                      int64_t npads, int32_t mode, Shape &out);
+
+/// The index of x that output index s - begin (here `s`) of a padded dim of
+/// length n reads: s itself inside [0, n); else -1 (constant mode, the pad
+/// value), the mirrored index (reflect), the nearest (edge) or s mod n
+/// (wrap). n > 0 unless the mode is constant.
+AMPRT_HD inline int64_t padIndex(int64_t s, int64_t n, int32_t mode) {
+  if (s >= 0 && s < n)
+    return s;
+  switch (mode) {
+  case 0:
+    return -1;
+  case 2:
+    return s < 0 ? 0 : n - 1;
+  case 3:
+    return ((s % n) + n) % n;
+  default: {
+    if (n == 1)
+      return 0;
+    int64_t p = 2 * (n - 1), r = ((s % p) + p) % p;
+    return r < n ? r : p - r;
+  }
+  }
+}
+
 /// random_fill's arguments: y of a dtype it draws (f32/f16/bf16/f64,
 /// i64/i32 with classes >= 1, bool).
 amprt_status checkRandomFill(amprt_context *ctx, const char *kernel,

@@ -381,6 +381,41 @@ amprt_status amprt_slice_grad(amprt_context *ctx, T dy, const int64_t *starts,
   });
 }
 
+amprt_status amprt_pad(amprt_context *ctx, T x, const int64_t *pads,
+                       int64_t npads, int32_t mode, double value, T y) {
+  AMPRT_DISPATCH(pad, ctx, x, pads, npads, mode, value, y);
+  const char *k = "pad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "x", x));
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
+    Shape so;
+    AMPRT_TRY(padShape(ctx, k, x, pads, npads, mode, so));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    size_t es = amprt_dtype_size(x->dtype);
+    uint64_t fillBits = 0; // the pad value stored in x's dtype
+    writeD(&fillBits, x->dtype, 0, value);
+    int64_t rank = x->rank, n = numel(so);
+    Shape st(size_t(rank), 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      st[d] = st[d + 1] * x->shape[d + 1];
+    auto *src = static_cast<const char *>(x->data);
+    auto *dst = static_cast<char *>(y->data);
+    for (int64_t o = 0; o < n; ++o) {
+      int64_t r = o, off = 0;
+      for (int64_t d = rank - 1; d >= 0 && off >= 0; --d) {
+        int64_t i = padIndex(r % so[d] - pads[d], x->shape[d], mode);
+        r /= so[d];
+        off = i < 0 ? -1 : off + i * st[d];
+      }
+      std::memcpy(dst + o * int64_t(es),
+                  off < 0 ? reinterpret_cast<const char *>(&fillBits)
+                          : src + off * int64_t(es),
+                  es);
+    }
+    return AMPRT_OK;
+  });
+}
+
 amprt_status amprt_expand(amprt_context *ctx, T x, T y) {
   AMPRT_DISPATCH(expand, ctx, x, y);
   return guard(ctx, "expand", [&]() -> amprt_status {

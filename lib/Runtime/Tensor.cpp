@@ -110,6 +110,39 @@ amprt_status amprt::checkNumel(amprt_context *ctx, const char *kernel,
   return AMPRT_OK;
 }
 
+amprt_status amprt::padShape(amprt_context *ctx, const char *kernel,
+                             const amprt_tensor *x, const int64_t *pads,
+                             int64_t npads, int32_t mode, Shape &out) {
+  if (mode < 0 || mode > 3)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: mode %d (expected 0 constant, 1 reflect, 2 edge, "
+                     "3 wrap)",
+                     kernel, mode);
+  int64_t rank = x->rank;
+  if (npads != 2 * rank || (npads && !pads))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: %" PRId64 " pads for rank %" PRId64
+                     " (expected %" PRId64 ")",
+                     kernel, npads, rank, 2 * rank);
+  out.assign(x->shape, x->shape + rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = out[d], grow;
+    if (__builtin_add_overflow(pads[d], pads[d + rank], &grow) ||
+        __builtin_add_overflow(n, grow, &out[d]) || out[d] < 0)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: pads %" PRId64 ", %" PRId64
+                       " of dim %" PRId64 " (%" PRId64
+                       ") give a negative or overflowing size",
+                       kernel, pads[d], pads[d + rank], d, n);
+    if (mode != 0 && n == 0 && out[d] > 0)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: dim %" PRId64
+                       " is empty: only constant mode can pad it",
+                       kernel, d);
+  }
+  return AMPRT_OK;
+}
+
 amprt_status amprt::checkRandomFill(amprt_context *ctx, const char *kernel,
                                     const amprt_tensor *y, int64_t classes) {
   AMPRT_TRY(checkTensor(ctx, kernel, "y", y));

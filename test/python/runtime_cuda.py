@@ -856,6 +856,18 @@ def test_shape_ops(rt, gpu):
         c, g, _ = both(rt, gpu, "expand", rt.randn((3, 1, 5), "bf16"),
                        rt.empty((2, 3, 4, 5), "bf16"))
         same(rt, "expand", c[1], g[1])
+    for dt in ("f32", "bf16", "i64", "bool"):
+        x = (rt.randn((2, 3, 4), dt) if dt in FLOATS else
+             Buf(rt.rng.integers(0, 2, (2, 3, 4)), dt))
+        for pads, so in (([0, 1, 2, 1, 0, 3], (3, 4, 9)),
+                         ([1, -1, 0, 0, 2, -3], (3, 4, 1)),
+                         ([0, 5, 7, 0, 4, 9], (2, 12, 20))):
+            for mode in range(4):
+                c, g, _ = both(rt, gpu, "pad", x, i64s(pads), 6, mode,
+                               C.c_double(-1.7), rt.empty(so, dt))
+                same(rt, "pad %s mode %d" % (pads, mode), c[5], g[5])
+    both(rt, gpu, "pad", rt.randn((2, 0), "f32"), i64s([0, 1, 0, 0]), 4, 2,
+         C.c_double(0), rt.empty((2, 1), "f32"))  # the CPU's error
     both(rt, gpu, "transpose", rt.randn((2, 3), "f32"), i64s([0, 0]), 2,
          rt.empty((2, 3), "f32"))
     both(rt, gpu, "expand", rt.randn((3, 2), "f32"), rt.empty((3, 4), "f32"))

@@ -1063,6 +1063,52 @@ def test_gemm_position_independent(rt):
             % (m, k, n, alpha))
 
 
+def pad_ref(a, pads, mode, value):
+    """numpy's pad for the positive pads, then the crops of negative ones."""
+    r = a.ndim
+    grow = [(max(pads[d], 0), max(pads[d + r], 0)) for d in range(r)]
+    modes = {0: "constant", 1: "reflect", 2: "edge", 3: "wrap"}
+    kw = {"constant_values": value} if mode == 0 else {}
+    y = np.pad(a, grow, mode=modes[mode], **kw)
+    cut = tuple(slice(max(-pads[d], 0), y.shape[d] - max(-pads[d + r], 0))
+                for d in range(r))
+    return y[cut]
+
+
+def test_pad(rt):
+    """pad against numpy.pad in every mode, with crops (negative pads),
+    pads wider than the dim (reflect and wrap repeat), every dtype's fill
+    value rounding, and the errors."""
+    for dt in ("f32", "f16", "bf16", "i64", "i32", "bool"):
+        raw = rt.rng.integers(0, 2, (2, 3, 4)) if dt == "bool" else \
+            rt.rng.standard_normal((2, 3, 4)) * 5
+        x = Buf(raw, dt) if dt != "bf16" else rt.buf(raw, dt)
+        value = 1.0 if dt == "bool" else 2.5
+        for pads in ([0, 1, 2, 1, 0, 3], [1, -1, 0, 0, 2, -3], [0, 5, 7, 0, 4, 9],
+                     [0, 0, 0, 0, 0, 0]):
+            for mode in range(4):
+                want = pad_ref(x.arr, pads, mode,
+                               Buf(np.array(value), dt).arr
+                               if dt != "bf16" else rt.buf(np.array(value), dt).arr)
+                y = rt.empty(want.shape, dt, fill=0)
+                rt.ok("pad", x.ref, i64s(pads), 6, mode, C.c_double(value),
+                      y.ref)
+                rt.equal("pad %s %s mode %d" % (dt, pads, mode), y.arr, want)
+    x = rt.randn((2, 0, 3), "f32")
+    y = rt.empty((2, 2, 3), "f32")
+    rt.ok("pad", x.ref, i64s([0, 1, 0, 0, 1, 0]), 6, 0, C.c_double(-1), y.ref)
+    rt.equal("pad of an empty dim", y.arr, np.full((2, 2, 3), -1, np.float32))
+    rt.fails("pad", x.ref, i64s([0, 1, 0, 0, 1, 0]), 6, 1, C.c_double(0),
+             y.ref, match="dim 1 is empty: only constant mode can pad it")
+    x = rt.randn((2, 3), "f32")
+    rt.fails("pad", x.ref, i64s([0, -2, 0, -2]), 4, 0, C.c_double(0),
+             rt.empty((2, 0), "f32").ref, match="negative or overflowing")
+    rt.fails("pad", x.ref, i64s([0, 0]), 2, 0, C.c_double(0),
+             rt.empty((2, 3), "f32").ref, match="2 pads for rank 2")
+    rt.fails("pad", x.ref, i64s([0, 0, 0, 0]), 4, 7, C.c_double(0),
+             rt.empty((2, 3), "f32").ref, match="mode 7")
+
+
 def splitmix_ref(seed, n):
     """Draws 1..n of splitmix64 from `seed`, in Python integers."""
     m = (1 << 64) - 1

@@ -12,6 +12,8 @@
 
 #include "GraphLowering.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 namespace amp::lowering {
 
 FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
@@ -36,6 +38,80 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     return handled(call("gather",
                           {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
                           {{"axis", i64(axis)}}));
+  }
+  if (onnx && type == "Pad") {
+    // Pads and the value are inputs from opset 11 (axes from 18), before
+    // that attributes; ORT's gradient of Pad is a Pad by the negated pads.
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    Shape sx = shapeOf(*x);
+    int64_t rank = sx.size();
+    SmallVector<int64_t> given;
+    if (has(1)) {
+      auto p = hostInts(1);
+      if (failed(p))
+        return failure();
+      given = *p;
+    } else {
+      given = attrInts("pads").value_or(SmallVector<int64_t>());
+    }
+    SmallVector<int64_t> axes;
+    if (has(3)) {
+      auto a = hostInts(3);
+      if (failed(a))
+        return failure();
+      axes = *a;
+    } else {
+      for (int64_t d = 0; d < rank; ++d)
+        axes.push_back(d);
+    }
+    if (given.size() != 2 * axes.size())
+      return err() << "pads has " << given.size() << " entries for "
+                   << axes.size() << " axes";
+    SmallVector<int64_t> pads(2 * rank, 0);
+    for (auto [i, a] : llvm::enumerate(axes)) {
+      if (failed(normAxis(a, rank)))
+        return failure();
+      pads[a] = given[i];
+      pads[a + rank] = given[i + axes.size()];
+    }
+    double value = attrFloat("value", 0.0);
+    if (has(2)) {
+      auto v = hostIn(2);
+      if (!v || v->v.size() != 1)
+        return err() << "constant_value must be one element known when "
+                        "lowering";
+      value = v->v[0];
+    }
+    std::string mode = attrStr("mode", "constant");
+    int32_t m = llvm::StringSwitch<int32_t>(mode)
+                    .Case("constant", 0)
+                    .Case("reflect", 1)
+                    .Case("edge", 2)
+                    .Case("wrap", 3)
+                    .Default(-1);
+    if (m < 0)
+      return err() << "unknown mode '" << mode << "'";
+    Shape sy = sx;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (__builtin_add_overflow(sx[d], pads[d], &sy[d]) ||
+          __builtin_add_overflow(sy[d], pads[d + rank], &sy[d]) || sy[d] < 0)
+        return err() << "pads " << pads[d] << ", " << pads[d + rank]
+                     << " of dim " << d << " (" << sx[d]
+                     << ") give a negative or overflowing size";
+      if (m != 0 && sx[d] == 0 && sy[d] > 0)
+        return err() << "dim " << d << " is empty: mode '" << mode
+                     << "' cannot pad it";
+    }
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    return handled(call("pad", {{"x", {*x}}, {"y", {*y}}},
+                        {{"pads", ints(pads)},
+                         {"npads", i64(2 * rank)},
+                         {"mode", i32(m)},
+                         {"value", f64(value)}}));
   }
   if (ms && type == "GatherGrad") {
     // (shape of the gathered tensor, indices, dY)

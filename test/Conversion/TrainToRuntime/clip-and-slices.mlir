@@ -52,3 +52,26 @@ module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i
     train.return %y, %dx, %ds : tensor<4x8xf16>, tensor<4x8xf16>, tensor<8xf16>
   }
 }
+
+// -----
+
+// Pad: the pads of every dim (opset 18's axes spread them), the constant
+// value from its input, the mode by number; ORT's gradient, a Pad by the
+// negated pads, crops.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "pad"(%arg0, %[[P:[^)]*]]) {counts = array<i64: 1, 1>, mode = 0 : i32, node = "pad", npads = 4 : i64, pads = array<i64: 0, 2, 0, 1>, value = -5.000000e-01 : f64} : memref<2x3xf32>, memref<2x6xf32>
+// CHECK: amprt.call "pad"(%[[P]], %{{[^)]*}}) {counts = array<i64: 1, 1>, mode = 1 : i32, node = "crop", npads = 4 : i64, pads = array<i64: 0, -2, 0, -1>, value = 0.000000e+00 : f64} : memref<2x6xf32>, memref<2x3xf32>
+// CHECK: amprt.call "pad"(%arg0, %{{[^)]*}}) {counts = array<i64: 1, 1>, mode = 2 : i32, node = "attrs", npads = 4 : i64, pads = array<i64: 1, 0, 1, 0>, value = 0.000000e+00 : f64} : memref<2x3xf32>, memref<4x3xf32>
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}) -> (tensor<2x3xf32> {train.name = "c"}, tensor<4x3xf32> {train.name = "e"}) {
+    %n = none
+    %pads = initializer "pads" {value = dense<[2, 1]> : tensor<2xi64>} : tensor<2xi64>
+    %neg = initializer "neg" {value = dense<[0, -2, 0, -1]> : tensor<4xi64>} : tensor<4xi64>
+    %v = initializer "v" {value = dense<-0.5> : tensor<f32>} : tensor<f32>
+    %ax = initializer "ax" {value = dense<-1> : tensor<1xi64>} : tensor<1xi64>
+    %p = "train.node"(%x, %pads, %v, %ax) <{attrs = {mode = "constant"}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "pad", train.outputs = ["p"]} : (tensor<2x3xf32>, tensor<2xi64>, tensor<f32>, tensor<1xi64>) -> tensor<?x?xf32>
+    %c = "train.node"(%p, %neg) <{attrs = {mode = "reflect"}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "crop", train.outputs = ["c"]} : (tensor<?x?xf32>, tensor<4xi64>) -> tensor<2x3xf32>
+    %e = "train.node"(%x) <{attrs = {mode = "edge", pads = [1, 0, 1, 0]}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "attrs", train.outputs = ["e"]} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    train.return %c, %e : tensor<2x3xf32>, tensor<4x3xf32>
+  }
+}

@@ -235,3 +235,38 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %y, %dx : tensor<1x1x2x2xf32>, tensor<?x?x?x?xf32>
   }
 }
+
+// -----
+
+// Pad: pads computed on the device ...
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}, %dp: tensor<4xi64> {train.name = "dp"}) -> (tensor<?x?xf32> {train.name = "a"}) {
+    // expected-error @+1 {{node 'a' (Pad): input 1 must be known when lowering}}
+    %a = "train.node"(%x, %dp) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "a", train.outputs = ["a"]} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<?x?xf32>
+    train.return %a : tensor<?x?xf32>
+  }
+}
+
+// -----
+
+// ... a mode ONNX does not have ...
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}) -> (tensor<?x?xf32> {train.name = "b"}) {
+    %pads = initializer "pads" {value = dense<[0, 1, 0, 1]> : tensor<4xi64>} : tensor<4xi64>
+    // expected-error @+1 {{node 'b' (Pad): unknown mode 'mirror'}}
+    %b = "train.node"(%x, %pads) <{attrs = {mode = "mirror"}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "b", train.outputs = ["b"]} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<?x?xf32>
+    train.return %b : tensor<?x?xf32>
+  }
+}
+
+// -----
+
+// ... and a crop past the dim.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}) -> (tensor<?x?xf32> {train.name = "c"}) {
+    %crop = initializer "crop" {value = dense<[0, -2, 0, -2]> : tensor<4xi64>} : tensor<4xi64>
+    // expected-error @+1 {{node 'c' (Pad): pads -2, -2 of dim 1 (3) give a negative or overflowing size}}
+    %c = "train.node"(%x, %crop) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "c", train.outputs = ["c"]} : (tensor<2x3xf32>, tensor<4xi64>) -> tensor<?x?xf32>
+    train.return %c : tensor<?x?xf32>
+  }
+}
