@@ -169,6 +169,7 @@ KernelTable makeTable() {
   registerShape(t);
   registerNormalization(t);
   registerPool(t);
+  registerResize(t);
   return t;
 }
 

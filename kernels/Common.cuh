@@ -392,6 +392,7 @@ void registerConv(KernelTable &t);        // Conv.cu (cuDNN)
 void registerShape(KernelTable &t);       // Shape.cu
 void registerNormalization(KernelTable &t); // Normalization.cu
 void registerPool(KernelTable &t);        // Pool.cu
+void registerResize(KernelTable &t);      // Resize.cu
 
 } // namespace cuda
 } // namespace amprt

@@ -219,6 +219,96 @@ AMPRT_HD inline int64_t padIndex(int64_t s, int64_t n, int32_t mode) {
   }
 }
 
+/// resize / resize_grad: the shapes (x's and y's rank equal, an empty x
+/// only for an empty y), the dtypes, scales (f32, one per dim) and modes.
+amprt_status checkResize(amprt_context *ctx, const char *kernel,
+                         const amprt_tensor *x, const amprt_tensor *scales,
+                         int32_t mode, int32_t coordMode, int32_t nearestMode,
+                         const amprt_tensor *y);
+
+/// The two elements of x that output index o of a resized axis reads (nIn
+/// -> nOut elements, `scale`): i0 with weight 1 - w and i1 with weight w
+/// (nearest: i1 = i0, w = 0). The modes are resize's; a NaN coordinate
+/// (a NaN scale) reads element 0.
+struct ResizeTap {
+  int64_t i0, i1;
+  float w;
+};
+AMPRT_HD inline ResizeTap resizeTap(int64_t o, int64_t nIn, int64_t nOut,
+                                    double scale, int32_t mode,
+                                    int32_t coordMode, int32_t nearestMode) {
+  double c, oc = double(o) + 0.5;
+  switch (coordMode) {
+  case 1: // asymmetric
+    c = double(o) / scale;
+    break;
+  case 2: // align_corners
+    c = nOut == 1 ? 0.0 : double(o) * double(nIn - 1) / double(nOut - 1);
+    break;
+  case 3: // pytorch_half_pixel
+    c = nOut > 1 ? oc / scale - 0.5 : 0.0;
+    break;
+  case 4: // tf_half_pixel_for_nn
+    c = oc / scale;
+    break;
+  case 5: { // half_pixel_symmetric
+    double adjust = double(nOut) / (scale * double(nIn));
+    c = double(nIn) * 0.5 * (1.0 - adjust) + oc / scale - 0.5;
+    break;
+  }
+  default: // half_pixel
+    c = oc / scale - 0.5;
+  }
+  double hi = double(nIn - 1);
+  if (!(c == c))
+    c = 0.0;
+  if (mode == 0) {
+    double r = nearestMode == 0   ? ::ceil(c - 0.5)
+               : nearestMode == 1 ? ::floor(c + 0.5)
+               : nearestMode == 2 ? ::floor(c)
+                                  : ::ceil(c);
+    r = r < 0.0 ? 0.0 : r > hi ? hi : r;
+    return {int64_t(r), int64_t(r), 0.f};
+  }
+  c = c < 0.0 ? 0.0 : c > hi ? hi : c;
+  int64_t i0 = int64_t(::floor(c));
+  return {i0, i0 + 1 < nIn ? i0 + 1 : i0, float(c - double(i0))};
+}
+
+/// Calls f(offset, weight) for each element of x that output element o of
+/// resize reads (at most 2^rank, their weights multiplied in f32).
+/// xs: x's element strides; yd: y's dims; xd: x's dims.
+template <typename F>
+AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
+                                      const int64_t *xd, const int64_t *xs,
+                                      const int64_t *yd, const float *scales,
+                                      int32_t mode, int32_t coordMode,
+                                      int32_t nearestMode, F &&f) {
+  int64_t base = 0, step[AMPRT_MAX_RANK];
+  float w[AMPRT_MAX_RANK];
+  int k = 0; // axes with two taps
+  for (int32_t d = rank - 1; d >= 0; --d) {
+    ResizeTap t = resizeTap(o % yd[d], xd[d], yd[d], double(scales[d]), mode,
+                            coordMode, nearestMode);
+    o /= yd[d];
+    base += t.i0 * xs[d];
+    if (t.w != 0.f && t.i1 != t.i0) {
+      step[k] = (t.i1 - t.i0) * xs[d];
+      w[k++] = t.w;
+    }
+  }
+  for (int64_t m = 0; m < (int64_t(1) << k); ++m) {
+    int64_t off = base;
+    float wt = 1.f;
+    for (int j = 0; j < k; ++j) {
+      bool up = (m >> j) & 1;
+      off += up ? step[j] : 0;
+      wt *= up ? w[j] : 1.f - w[j];
+    }
+    f(off, wt);
+  }
+}
+
 /// random_fill's arguments: y of a dtype it draws (f32/f16/bf16/f64,
 /// i64/i32 with classes >= 1, bool).
 amprt_status checkRandomFill(amprt_context *ctx, const char *kernel,

@@ -866,6 +866,27 @@ def test_shape_ops(rt, gpu):
                 c, g, _ = both(rt, gpu, "pad", x, i64s(pads), 6, mode,
                                C.c_double(-1.7), rt.empty(so, dt))
                 same(rt, "pad %s mode %d" % (pads, mode), c[5], g[5])
+    # resize: the CPU's taps and sums (the same bits); resize_grad adds
+    # with atomics, in another order.
+    for scales, so in (([1, 1, 2, 1.5], (2, 3, 10, 6)),
+                       ([1, 1, 0.6, 0.5], (2, 3, 3, 2))):
+        sc = Buf(np.array(scales, np.float32), "f32")
+        for mode, coord, nearest in ((0, 0, 0), (0, 1, 2), (0, 4, 1),
+                                     (1, 0, 0), (1, 2, 0), (1, 3, 0),
+                                     (1, 5, 0)):
+            for dt in FLOATS:
+                x = rt.randn((2, 3, 5, 4), dt)
+                c, g, _ = both(rt, gpu, "resize", x, sc, mode, coord, nearest,
+                               rt.empty(so, dt))
+                same(rt, "resize", c[5], g[5])
+                dy = rt.randn(so, dt)
+                c, g, _ = both(rt, gpu, "resize_grad", dy, sc, mode, coord,
+                               nearest, rt.empty((2, 3, 5, 4), dt))
+                same(rt, "resize_grad", c[5], g[5], ulps=1,
+                     scale=8 * np.abs(decode(dy)).max(), terms=16)
+    both(rt, gpu, "resize", rt.randn((2, 3), "f32"),
+         Buf(np.array([1.0], np.float32), "f32"), 0, 0, 0,
+         rt.empty((2, 6), "f32"))  # the CPU's error
     both(rt, gpu, "pad", rt.randn((2, 0), "f32"), i64s([0, 1, 0, 0]), 4, 2,
          C.c_double(0), rt.empty((2, 1), "f32"))  # the CPU's error
     both(rt, gpu, "transpose", rt.randn((2, 3), "f32"), i64s([0, 0]), 2,

@@ -1109,6 +1109,105 @@ def test_pad(rt):
              rt.empty((2, 3), "f32").ref, match="mode 7")
 
 
+RESIZE_COORD = ("half_pixel", "asymmetric", "align_corners",
+                "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                "half_pixel_symmetric")
+RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def resize_ref(x, scales, out_shape, mode, coord, nearest):
+    """ONNX's own reference implementation (onnx.reference), in float64;
+    it no longer knows tf_half_pixel_for_nn (nearest only, c = (o + 0.5) /
+    scale), which is indexed here."""
+    if RESIZE_COORD[coord] == "tf_half_pixel_for_nn":
+        rnd = (lambda c: np.ceil(c - 0.5), lambda c: np.floor(c + 0.5),
+               np.floor, np.ceil)[nearest]
+        idx = [np.clip(rnd((np.arange(m) + 0.5) / np.float32(s)), 0, n - 1)
+               .astype(int) for n, m, s in zip(x.shape, out_shape, scales)]
+        return x[np.ix_(*idx)]
+    import onnx
+    from onnx import helper, TensorProto
+    from onnx.reference import ReferenceEvaluator
+    # align_corners divides by the output length less one: ONNX's
+    # reference takes it as in * scale (a float), ORT and PyTorch as the
+    # output's dim, as resize does; with sizes both agree.
+    sizes = RESIZE_COORD[coord] == "align_corners"
+    node = helper.make_node(
+        "Resize", ["x", "", "", "sizes"] if sizes else ["x", "", "scales"],
+        ["y"],
+        mode=("nearest", "linear")[mode],
+        coordinate_transformation_mode=RESIZE_COORD[coord],
+        nearest_mode=RESIZE_NEAREST[nearest])
+    graph = helper.make_graph(
+        [node], "r",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape),
+         helper.make_tensor_value_info("sizes", TensorProto.INT64,
+                                       [len(scales)]) if sizes else
+         helper.make_tensor_value_info("scales", TensorProto.FLOAT,
+                                       [len(scales)])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 19)])
+    feeds = {"x": x}
+    if sizes:
+        feeds["sizes"] = np.array(out_shape, np.int64)
+    else:
+        feeds["scales"] = np.array(scales, np.float32)
+    y = ReferenceEvaluator(model).run(None, feeds)[0]
+    assert y.shape == tuple(out_shape), (y.shape, out_shape)
+    return y
+
+
+def test_resize(rt):
+    """resize against onnx.reference's Resize in every coordinate and
+    nearest mode, up and down; resize_grad as its exact adjoint:
+    <resize(x), g> = <x, resize_grad(g)> in float64."""
+    shape = (2, 3, 5, 4)
+    for scales in ([1, 1, 2, 1.5], [1, 1, 0.6, 0.5], [1, 2, 1, 3]):
+        so = tuple(int(np.floor(n * np.float32(s)))
+                   for n, s in zip(shape, scales))
+        sc = Buf(np.array(scales, np.float32), "f32")
+        for mode in (0, 1):
+            for coord in range(6):
+                for nearest in (range(4) if mode == 0 else [0]):
+                    if coord == 4 and mode == 1:
+                        continue  # tf_half_pixel_for_nn is for nearest
+                    for dt in FLOATS:
+                        x = rt.randn(shape, dt)
+                        y = rt.empty(so, dt)
+                        rt.ok("resize", x.ref, sc.ref, mode, coord, nearest,
+                              y.ref)
+                        want = resize_ref(x.f64(), scales, so, mode, coord,
+                                          nearest)
+                        rt.close("resize %s %s %s" % (
+                            ("nearest", "linear")[mode], RESIZE_COORD[coord],
+                            dt), y, want, dt, terms=8,
+                            scale=np.abs(want) + 1e-30 if mode == 0 else
+                            resize_ref(np.abs(x.f64()), scales, so, mode,
+                                       coord, nearest))
+                    g = rt.randn(so, "f32")
+                    dx = rt.empty(shape, "f32")
+                    rt.ok("resize_grad", g.ref, sc.ref, mode, coord, nearest,
+                          dx.ref)
+                    x = rt.randn(shape, "f32")
+                    lhs = float(np.sum(resize_ref(x.f64(), scales, so, mode,
+                                                  coord, nearest) * g.f64()))
+                    rhs = float(np.sum(x.f64() * dx.f64()))
+                    bound = 1e-5 * float(np.sum(np.abs(x.f64())) *
+                                         np.abs(g.f64()).max() * 8)
+                    assert abs(lhs - rhs) <= bound, (
+                        "resize_grad %s is not resize's adjoint: %g vs %g" % (
+                            RESIZE_COORD[coord], lhs, rhs))
+    x = rt.randn((2, 3), "f32")
+    sc = Buf(np.array([1, 2], np.float32), "f32")
+    rt.fails("resize", x.ref, sc.ref, 2, 0, 0, rt.empty((2, 6), "f32").ref,
+             match="mode 2")
+    rt.fails("resize", x.ref, Buf(np.array([1.0], np.float32), "f32").ref,
+             0, 0, 0, rt.empty((2, 6), "f32").ref, match="scales has shape")
+    rt.fails("resize", rt.randn((2, 0), "f32").ref, sc.ref, 0, 0, 0,
+             rt.empty((2, 2), "f32").ref, match="is empty, y")
+
+
 def splitmix_ref(seed, n):
     """Draws 1..n of splitmix64 from `seed`, in Python integers."""
     m = (1 << 64) - 1

@@ -574,6 +574,7 @@ private:
   /// Convolution, pooling, normalization, softmax grad, dropout
   /// (LowerNN.cpp); false when the node is not one of them.
   FailureOr<bool> lowerNN(StringRef domain, StringRef type);
+  LogicalResult lowerResize(bool grad); // LowerNN.cpp
   /// Gather, slice, concat, expand, FusedMatMul, Scale (LowerData.cpp).
   FailureOr<bool> lowerData(StringRef domain, StringRef type);
   /// Tile, Split, ReduceL2, LogSoftmaxGrad, DivGrad as sequences of
