@@ -70,13 +70,14 @@ struct Conv {
 /// The geometry, when the call is one the GPU path takes (else false: the
 /// CPU code runs, and reports any error).
 struct Geometry {
-  Window2d g;
+  Window g;
   int64_t M = 0, G = 1;
 };
 
 bool geometry(amprt_context *ctx, const char *k, T x, T w,
               const amprt_window *win, Geometry &s) {
-  if (!win || w->rank != x->rank || win->ceil_mode)
+  // 3-D windows run on the CPU (the 4-D descriptors below are 2-D).
+  if (!win || w->rank != x->rank || win->ceil_mode || win->spatial_rank > 2)
     return false;
   if (makeWindow(ctx, k, x, w->shape + 2, win, s.g) != AMPRT_OK)
     return false;
@@ -95,16 +96,12 @@ bool geometry(amprt_context *ctx, const char *k, T x, T w,
 }
 
 Shape outShape(const Geometry &s, int32_t sr) {
-  Shape o = {s.g.N, s.M};
-  if (sr == 2)
-    o.push_back(s.g.Ho);
-  o.push_back(s.g.Wo);
-  return o;
+  return windowShape(s.g, sr, s.M);
 }
 
 /// The algorithm cache key of a problem: direction, dtype and geometry.
 std::string algoKey(char dir, int32_t dt, const Geometry &s) {
-  const Window2d &g = s.g;
+  const Window &g = s.g;
   int64_t v[] = {dt,   g.N,  g.C,  g.H,  g.W,  s.M,  s.G,  g.kh, g.kw,
                  g.sh, g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw};
   std::string key(1, dir);
@@ -125,7 +122,7 @@ amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
 
 amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
                       int32_t dt, Conv &c) {
-  const Window2d &g = s.g;
+  const Window &g = s.g;
   cudnnDataType_t t = dnnType(dt);
   AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.x));
   AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.y));
@@ -323,7 +320,7 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
         (dw && dw->dtype != dt) || numel(x) == 0 || numel(dy) == 0)
       return onHost(ctx, cpu); // mixed dtypes, empty tensors
     if (db) {
-      int64_t P = s.g.Ho * s.g.Wo;
+      int64_t P = s.g.outPlane();
       biasGradKernel<<<unsigned(std::min<int64_t>(s.M, 65535)), 256, 0,
                        stream(ctx)>>>(dy->data, dy->dtype, db->data,
                                       db->dtype, s.g.N, s.M, P);

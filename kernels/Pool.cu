@@ -23,16 +23,18 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void maxPoolKernel(Window2d g, const void *x, int32_t dx, void *y,
+__global__ void maxPoolKernel(Window g, const void *x, int32_t dx, void *y,
                               int32_t dy, int64_t *indices, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
     int64_t ow = o % g.Wo, r = o / g.Wo;
-    int64_t oh = r % g.Ho, nc = r / g.Ho;
-    int64_t base = nc * g.H * g.W;
+    int64_t oh = r % g.Ho;
+    r /= g.Ho;
+    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t base = nc * g.inPlane();
     float best = -INFINITY;
     int64_t arg = -1;
-    forEachTap(g, oh, ow, [&](int64_t t) {
+    forEachTap(g, od, oh, ow, [&](int64_t t) {
       float v = loadF(x, dx, base + t);
       if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
         best = v;
@@ -49,7 +51,7 @@ amprt_status cudaMaxPool(amprt_context *ctx, T x, T y, T indices,
                          const amprt_window *win) {
   const char *k = "max_pool";
   return guard(ctx, k, [&]() -> amprt_status {
-    Window2d g;
+    Window g;
     Shape so;
     if (checkMaxPool(ctx, x, y, indices, win, g, so))
       return onHost(ctx,

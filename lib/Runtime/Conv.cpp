@@ -19,72 +19,64 @@ using namespace amprt;
 
 amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                                const amprt_tensor *x, const int64_t *kernel,
-                               const amprt_window *win, Window2d &g) {
+                               const amprt_window *win, Window &g) {
   if (!win)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
   int32_t sr = win->spatial_rank;
-  if (sr != 1 && sr != 2)
+  if (sr < 1 || sr > 3)
     return ctx->fail(AMPRT_ERR_UNSUPPORTED,
-                     "%s: spatial rank %d not supported (1 or 2)", k, sr);
+                     "%s: spatial rank %d not supported (1, 2 or 3)", k, sr);
   if (x->rank != sr + 2)
     return ctx->fail(AMPRT_ERR_SHAPE,
                      "%s: x has shape %s, expected rank %d (N, C, spatial)",
                      k, shapeStr(x).c_str(), sr + 2);
-  int64_t ker[2], st[2], pb[2], pe[2], dl[2];
+  // The window per dim, (D, H, W) order; the dims x lacks are 1 wide.
+  int64_t in[3] = {1, 1, 1}, ker[3] = {1, 1, 1}, st[3] = {1, 1, 1},
+          pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, dl[3] = {1, 1, 1}, out[3];
   for (int i = 0; i < sr; ++i) {
-    ker[i] = kernel[i];
+    int a = 3 - sr + i;
+    in[a] = x->shape[2 + i];
+    ker[a] = kernel[i];
     if (win->kernel[i] != 0 && win->kernel[i] != kernel[i])
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: kernel_shape[%d] = %lld but the weight has %lld",
                        k, i, (long long)win->kernel[i],
                        (long long)kernel[i]);
-    st[i] = win->strides[i] ? win->strides[i] : 1;
-    dl[i] = win->dilations[i] ? win->dilations[i] : 1;
-    pb[i] = win->pads[i];
-    pe[i] = win->pads[i + sr];
-    if (ker[i] < 1 || st[i] < 1 || dl[i] < 1 || pb[i] < 0 || pe[i] < 0)
+    st[a] = win->strides[i] ? win->strides[i] : 1;
+    dl[a] = win->dilations[i] ? win->dilations[i] : 1;
+    pb[a] = win->pads[i];
+    pe[a] = win->pads[i + sr];
+    if (ker[a] < 1 || st[a] < 1 || dl[a] < 1 || pb[a] < 0 || pe[a] < 0)
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                        "%s: bad window at dim %d (kernel %lld, stride %lld, "
                        "dilation %lld, pads %lld/%lld)",
-                       k, i, (long long)ker[i], (long long)st[i],
-                       (long long)dl[i], (long long)pb[i], (long long)pe[i]);
+                       k, i, (long long)ker[a], (long long)st[a],
+                       (long long)dl[a], (long long)pb[a], (long long)pe[a]);
+  }
+  for (int a = 0; a < 3; ++a) {
+    int64_t e = in[a] + pb[a] + pe[a] - (dl[a] * (ker[a] - 1) + 1);
+    if (e < 0)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: window larger than the padded input %s", k,
+                       shapeStr(x).c_str());
+    if (win->ceil_mode) {
+      out[a] = (e + st[a] - 1) / st[a] + 1;
+      // The last window must start inside the input or the begin padding.
+      if ((out[a] - 1) * st[a] >= in[a] + pb[a])
+        --out[a];
+    } else {
+      out[a] = e / st[a] + 1;
+    }
   }
   g.N = x->shape[0];
   g.C = x->shape[1];
-  int o = 2 - sr; // 1-D: H = 1 and index 1 holds the width
-  auto pick = [&](const int64_t *v, int i, int64_t def) {
-    return i < o ? def : v[i - o];
-  };
-  g.H = sr == 2 ? x->shape[2] : 1;
-  g.W = x->shape[sr == 2 ? 3 : 2];
-  g.kh = pick(ker, 0, 1);
-  g.kw = pick(ker, 1, 1);
-  g.sh = pick(st, 0, 1);
-  g.sw = pick(st, 1, 1);
-  g.dh = pick(dl, 0, 1);
-  g.dw = pick(dl, 1, 1);
-  g.pt = pick(pb, 0, 0);
-  g.pl = pick(pb, 1, 0);
-  g.pb = pick(pe, 0, 0);
-  g.pr = pick(pe, 1, 0);
-  int64_t eh = g.H + g.pt + g.pb - (g.dh * (g.kh - 1) + 1);
-  int64_t ew = g.W + g.pl + g.pr - (g.dw * (g.kw - 1) + 1);
-  if (eh < 0 || ew < 0)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: window larger than the padded input %s", k,
-                     shapeStr(x).c_str());
-  if (win->ceil_mode) {
-    g.Ho = (eh + g.sh - 1) / g.sh + 1;
-    g.Wo = (ew + g.sw - 1) / g.sw + 1;
-    // The last window must start inside the input or the left padding.
-    if ((g.Ho - 1) * g.sh >= g.H + g.pt)
-      --g.Ho;
-    if ((g.Wo - 1) * g.sw >= g.W + g.pl)
-      --g.Wo;
-  } else {
-    g.Ho = eh / g.sh + 1;
-    g.Wo = ew / g.sw + 1;
-  }
+  g.D = in[0], g.H = in[1], g.W = in[2];
+  g.kd = ker[0], g.kh = ker[1], g.kw = ker[2];
+  g.sd = st[0], g.sh = st[1], g.sw = st[2];
+  g.pf = pb[0], g.pt = pb[1], g.pl = pb[2];
+  g.pk = pe[0], g.pb = pe[1], g.pr = pe[2];
+  g.dd = dl[0], g.dh = dl[1], g.dw = dl[2];
+  g.Do = out[0], g.Ho = out[1], g.Wo = out[2];
   return AMPRT_OK;
 }
 
@@ -92,68 +84,76 @@ namespace {
 
 using T = const amprt_tensor *;
 
-Shape outShape(const Window2d &g, int32_t sr, int64_t channels) {
-  if (sr == 1)
-    return {g.N, channels, g.Wo};
-  return {g.N, channels, g.Ho, g.Wo};
+Shape outShape(const Window &g, int32_t sr, int64_t channels) {
+  return windowShape(g, sr, channels);
 }
 
-bool isPointwise(const Window2d &g) {
-  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 &&
-         g.pl == 0 && g.pb == 0 && g.pr == 0;
+bool isPointwise(const Window &g) {
+  return g.taps() == 1 && g.sd == 1 && g.sh == 1 && g.sw == 1 &&
+         g.pf == 0 && g.pt == 0 && g.pl == 0 && g.pk == 0 && g.pb == 0 &&
+         g.pr == 0;
 }
 
-/// col[(c, i, j), (oh, ow)] = x[c, oh*sh - pt + i*dh, ow*sw - pl + j*dw].
-void im2col(const Window2d &g, int64_t channels, const float *x,
+/// Calls row(c, tap, od, oh, d, h) for each row of im2col's matrix: the
+/// output row (od, oh) of channel c and kernel tap (a, i, j) = `tap`, with
+/// the input depth d and row h it reads (negative or past the input when
+/// the row lies in the padding), and j for the columns.
+template <typename F>
+void forEachColRow(const Window &g, int64_t channels, F &&row) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t a = 0; a < g.kd; ++a)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          int64_t tap = (a * g.kh + i) * g.kw + j;
+          for (int64_t od = 0; od < g.Do; ++od)
+            for (int64_t oh = 0; oh < g.Ho; ++oh)
+              row(c, tap, j, od, oh, od * g.sd - g.pf + a * g.dd,
+                  oh * g.sh - g.pt + i * g.dh);
+        }
+}
+
+/// col[(c, a, i, j), (od, oh, ow)] =
+///   x[c, od*sd - pf + a*dd, oh*sh - pt + i*dh, ow*sw - pl + j*dw].
+void im2col(const Window &g, int64_t channels, const float *x,
             float *col) {
-  int64_t P = g.Ho * g.Wo;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        float *row = col + ((c * g.kh + i) * g.kw + j) * P;
-        const float *xc = x + c * g.H * g.W;
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          int64_t h = oh * g.sh - g.pt + i * g.dh;
-          float *r = row + oh * g.Wo;
-          if (h < 0 || h >= g.H) {
-            std::fill(r, r + g.Wo, 0.f);
-            continue;
-          }
-          const float *xr = xc + h * g.W;
-          for (int64_t ow = 0; ow < g.Wo; ++ow) {
-            int64_t w = ow * g.sw - g.pl + j * g.dw;
-            r[ow] = (w >= 0 && w < g.W) ? xr[w] : 0.f;
-          }
-        }
-      }
+  int64_t P = g.outPlane();
+  forEachColRow(g, channels, [&](int64_t c, int64_t tap, int64_t j,
+                                 int64_t od, int64_t oh, int64_t d,
+                                 int64_t h) {
+    float *r = col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
+    if (d < 0 || d >= g.D || h < 0 || h >= g.H) {
+      std::fill(r, r + g.Wo, 0.f);
+      return;
+    }
+    const float *xr = x + c * g.inPlane() + (d * g.H + h) * g.W;
+    for (int64_t ow = 0; ow < g.Wo; ++ow) {
+      int64_t w = ow * g.sw - g.pl + j * g.dw;
+      r[ow] = (w >= 0 && w < g.W) ? xr[w] : 0.f;
+    }
+  });
 }
 
-/// The adjoint of im2col: dx[c, h, w] += col[(c, i, j), (oh, ow)].
-void col2im(const Window2d &g, int64_t channels, const float *col,
+/// The adjoint of im2col: dx[c, d, h, w] += col[(c, a, i, j), (od, oh, ow)].
+void col2im(const Window &g, int64_t channels, const float *col,
             float *dx) {
-  int64_t P = g.Ho * g.Wo;
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const float *row = col + ((c * g.kh + i) * g.kw + j) * P;
-        float *dc = dx + c * g.H * g.W;
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          int64_t h = oh * g.sh - g.pt + i * g.dh;
-          if (h < 0 || h >= g.H)
-            continue;
-          const float *r = row + oh * g.Wo;
-          float *dr = dc + h * g.W;
-          for (int64_t ow = 0; ow < g.Wo; ++ow) {
-            int64_t w = ow * g.sw - g.pl + j * g.dw;
-            if (w >= 0 && w < g.W)
-              dr[w] += r[ow];
-          }
-        }
-      }
+  int64_t P = g.outPlane();
+  forEachColRow(g, channels, [&](int64_t c, int64_t tap, int64_t j,
+                                 int64_t od, int64_t oh, int64_t d,
+                                 int64_t h) {
+    if (d < 0 || d >= g.D || h < 0 || h >= g.H)
+      return;
+    const float *r = col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
+    float *dr = dx + c * g.inPlane() + (d * g.H + h) * g.W;
+    for (int64_t ow = 0; ow < g.Wo; ++ow) {
+      int64_t w = ow * g.sw - g.pl + j * g.dw;
+      if (w >= 0 && w < g.W)
+        dr[w] += r[ow];
+    }
+  });
 }
 
 struct ConvShape {
-  Window2d g;
+  Window g;
   int64_t M = 0, G = 1, Cg = 0, Mg = 0;
 };
 
@@ -202,7 +202,7 @@ amprt_status checkConvCall(amprt_context *ctx, const char *k, T x, T w,
 
 /// W_g^T for every group: the weight as the data gradient reads it.
 std::vector<float> groupTransposes(const ConvShape &s, const float *w) {
-  int64_t CKK = s.Cg * s.g.kh * s.g.kw;
+  int64_t CKK = s.Cg * s.g.taps();
   std::vector<float> wT(size_t(s.M * CKK));
   for (int64_t gi = 0; gi < s.G; ++gi)
     transpose2d(w + gi * s.Mg * CKK, s.Mg, CKK, wT.data() + gi * s.Mg * CKK);
@@ -213,8 +213,8 @@ std::vector<float> groupTransposes(const ConvShape &s, const float *w) {
 /// col2im); `col` is scratch of CKK x P.
 void dataGradSlice(const ConvShape &s, const float *wT, const float *dy,
                    float *dx, float *col) {
-  const Window2d &g = s.g;
-  int64_t P = g.Ho * g.Wo, CKK = s.Cg * g.kh * g.kw;
+  const Window &g = s.g;
+  int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
   if (isPointwise(g)) {
     sgemm(CKK, P, s.Mg, 1.f, wT, s.Mg, dy, P, true, dx, P);
     return;
@@ -234,9 +234,9 @@ amprt_status amprt_conv_transpose(amprt_context *ctx, T x, T w, T bias, T y,
     const char *k = "conv_transpose";
     ConvShape s;
     AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, win, true, s));
-    const Window2d &g = s.g;
+    const Window &g = s.g;
     F32In ix(x), iw(w), ib(bias);
-    int64_t P = g.Ho * g.Wo, CKK = s.Cg * g.kh * g.kw, HW = g.H * g.W;
+    int64_t P = g.outPlane(), CKK = s.Cg * g.taps(), HW = g.inPlane();
     std::vector<float> wT = groupTransposes(s, iw.p);
     std::vector<float> col(size_t(CKK * P)), acc(size_t(numel(y)), 0.f);
     for (int64_t n = 0; n < g.N; ++n)
@@ -261,15 +261,15 @@ amprt_status amprt_conv(amprt_context *ctx, T x, T w, T bias, T y,
     const char *k = "conv";
     ConvShape s;
     AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, win, false, s));
-    const Window2d &g = s.g;
+    const Window &g = s.g;
     F32In ix(x), iw(w), ib(bias);
     F32Out out(y);
-    int64_t P = g.Ho * g.Wo, CKK = s.Cg * g.kh * g.kw;
+    int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
     bool direct = isPointwise(g);
     std::vector<float> col(direct ? 0 : size_t(CKK * P));
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t gi = 0; gi < s.G; ++gi) {
-        const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.H * g.W;
+        const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
         const float *B = xs;
         if (!direct) {
           im2col(g, s.Cg, xs, col.data());
@@ -303,7 +303,7 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     AMPRT_TRY(checkFloat(ctx, k, "db", db, true));
     ConvShape s;
     AMPRT_TRY(convShape(ctx, k, x, w, win, s));
-    const Window2d &g = s.g;
+    const Window &g = s.g;
     AMPRT_TRY(
         checkShape(ctx, k, "dy", dy, outShape(g, win->spatial_rank, s.M)));
     if (dx)
@@ -313,7 +313,7 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     if (db)
       AMPRT_TRY(checkShape(ctx, k, "db", db, {s.M}));
     F32In idy(dy), ix(x), iw(w);
-    int64_t P = g.Ho * g.Wo, CKK = s.Cg * g.kh * g.kw;
+    int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
     bool direct = isPointwise(g);
     if (db) {
       std::vector<double> acc(size_t(s.M), 0.0);
@@ -341,7 +341,7 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
       for (int64_t gi = 0; gi < s.G; ++gi) {
         const float *dys = idy.p + (n * s.M + gi * s.Mg) * P;
         if (dw) {
-          const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.H * g.W;
+          const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
           const float *C = xs;
           if (!direct) {
             im2col(g, s.Cg, xs, col.data());
@@ -353,7 +353,7 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
         }
         if (dx)
           dataGradSlice(s, wT.data() + gi * s.Mg * CKK, dys,
-                        dxAcc.data() + (n * g.C + gi * s.Cg) * g.H * g.W,
+                        dxAcc.data() + (n * g.C + gi * s.Cg) * g.inPlane(),
                         col.data());
       }
     if (dw)

@@ -433,10 +433,10 @@ amprt_status checkLayerNormGrad(amprt_context *ctx, const amprt_tensor *dy,
                                 const amprt_tensor *dscale,
                                 const amprt_tensor *dbias, int64_t &outer,
                                 int64_t &inner);
-struct Window2d;
+struct Window;
 amprt_status checkMaxPool(amprt_context *ctx, const amprt_tensor *x,
                           const amprt_tensor *y, const amprt_tensor *indices,
-                          const amprt_window *win, Window2d &g, Shape &so);
+                          const amprt_window *win, Window &g, Shape &so);
 /// Everything but the index values (checked while scattering).
 amprt_status checkMaxPoolGrad(amprt_context *ctx, const amprt_tensor *dy,
                               const amprt_tensor *indices,
@@ -506,37 +506,60 @@ void transpose2d(const float *src, int64_t R, int64_t C, float *dst);
 void parallelFor(int64_t n, double work,
                  const std::function<void(int64_t, int64_t)> &f);
 
-/// 2-D window geometry (1-D windows become H = 1) of Conv and the pools.
-struct Window2d {
-  int64_t N = 0, C = 0, H = 0, W = 0;     // input
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1; // kernel, strides
-  int64_t pt = 0, pl = 0, pb = 0, pr = 0; // pads
-  int64_t dh = 1, dw = 1;                 // dilations
-  int64_t Ho = 0, Wo = 0;                 // output (floor mode)
+/// Window geometry of Conv and the pools: 3-D, where 2-D windows have D =
+/// 1 and 1-D ones D = H = 1.
+struct Window {
+  int64_t N = 0, C = 0, D = 1, H = 0, W = 0;      // input
+  int64_t kd = 1, kh = 1, kw = 1;                 // kernel
+  int64_t sd = 1, sh = 1, sw = 1;                 // strides
+  int64_t pf = 0, pt = 0, pl = 0;                 // begin pads
+  int64_t pk = 0, pb = 0, pr = 0;                 // end pads
+  int64_t dd = 1, dh = 1, dw = 1;                 // dilations
+  int64_t Do = 1, Ho = 0, Wo = 0;                 // output
+  /// Elements of one (n, c) plane of the input and of the output; taps of
+  /// one channel of the kernel.
+  AMPRT_HD int64_t inPlane() const { return D * H * W; }
+  AMPRT_HD int64_t outPlane() const { return Do * Ho * Wo; }
+  AMPRT_HD int64_t taps() const { return kd * kh * kw; }
 };
 
-/// Calls fn(h * W + w) for each element of the window at output (oh, ow)
-/// that lies inside the input, in kernel order: the one traversal of the
-/// pooling kernels, on the host (Pool.cpp) and on the device (Pool.cu).
+/// Calls fn((d * H + h) * W + w) for each element of the window at output
+/// (od, oh, ow) that lies inside the input, in kernel order: the one
+/// traversal of the pooling kernels, on the host (Pool.cpp) and on the
+/// device (Pool.cu).
 template <typename F>
-AMPRT_HD inline void forEachTap(const Window2d &g, int64_t oh, int64_t ow,
-                                F &&fn) {
-  for (int64_t i = 0; i < g.kh; ++i) {
-    int64_t h = oh * g.sh - g.pt + i * g.dh;
-    if (h < 0 || h >= g.H)
+AMPRT_HD inline void forEachTap(const Window &g, int64_t od, int64_t oh,
+                                int64_t ow, F &&fn) {
+  for (int64_t a = 0; a < g.kd; ++a) {
+    int64_t d = od * g.sd - g.pf + a * g.dd;
+    if (d < 0 || d >= g.D)
       continue;
-    for (int64_t j = 0; j < g.kw; ++j) {
-      int64_t w = ow * g.sw - g.pl + j * g.dw;
-      if (w >= 0 && w < g.W)
-        fn(h * g.W + w);
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t h = oh * g.sh - g.pt + i * g.dh;
+      if (h < 0 || h >= g.H)
+        continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        int64_t w = ow * g.sw - g.pl + j * g.dw;
+        if (w >= 0 && w < g.W)
+          fn((d * g.H + h) * g.W + w);
+      }
     }
   }
+}
+
+/// x's (or y's) shape for a window of spatial rank sr: N, channels, then
+/// the last sr of (Do, Ho, Wo).
+inline Shape windowShape(const Window &g, int32_t sr, int64_t channels) {
+  Shape s = {g.N, channels};
+  int64_t o[3] = {g.Do, g.Ho, g.Wo};
+  s.insert(s.end(), o + 3 - sr, o + 3);
+  return s;
 }
 /// Fills `g` from x's shape, a kernel shape (kernel dims of `win` when
 /// non-zero must agree with `kernel`) and `win`; ceil selects ceil mode.
 amprt_status makeWindow(amprt_context *ctx, const char *k,
                         const amprt_tensor *x, const int64_t *kernel,
-                        const amprt_window *win, Window2d &g);
+                        const amprt_window *win, Window &g);
 
 /// Reads a one-element tensor as double (any dtype).
 double scalarOf(const amprt_tensor *t);

@@ -21,49 +21,53 @@ namespace {
 
 using T = const amprt_tensor *;
 
-Shape poolShape(const Window2d &g, int32_t sr) {
-  if (sr == 1)
-    return {g.N, g.C, g.Wo};
-  return {g.N, g.C, g.Ho, g.Wo};
+Shape poolShape(const Window &g, int32_t sr) {
+  return windowShape(g, sr, g.C);
 }
 
-/// Number of window positions averaged at (oh, ow).
-int64_t avgCount(const Window2d &g, int64_t oh, int64_t ow,
+/// Positions of one window dim that count in an average: those inside the
+/// input, or inside the padded input with count_include_pad.
+int64_t countDim(int64_t start, int64_t k, int64_t dil, int64_t n,
+                 int64_t padBegin, int64_t padEnd, bool includePad) {
+  int64_t lo = includePad ? -padBegin : 0, hi = includePad ? n + padEnd : n;
+  int64_t c = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t p = start + i * dil;
+    c += p >= lo && p < hi;
+  }
+  return c;
+}
+
+/// Number of window positions averaged at (od, oh, ow).
+int64_t avgCount(const Window &g, int64_t od, int64_t oh, int64_t ow,
                  bool includePad) {
-  int64_t h0 = oh * g.sh - g.pt, w0 = ow * g.sw - g.pl;
-  int64_t hlo = includePad ? -g.pt : 0, hhi = includePad ? g.H + g.pb : g.H;
-  int64_t wlo = includePad ? -g.pl : 0, whi = includePad ? g.W + g.pr : g.W;
-  int64_t ch = 0, cw = 0;
-  for (int64_t i = 0; i < g.kh; ++i) {
-    int64_t h = h0 + i * g.dh;
-    ch += h >= hlo && h < hhi;
-  }
-  for (int64_t j = 0; j < g.kw; ++j) {
-    int64_t w = w0 + j * g.dw;
-    cw += w >= wlo && w < whi;
-  }
-  return ch * cw;
+  return countDim(od * g.sd - g.pf, g.kd, g.dd, g.D, g.pf, g.pk,
+                  includePad) *
+         countDim(oh * g.sh - g.pt, g.kh, g.dh, g.H, g.pt, g.pb, includePad) *
+         countDim(ow * g.sw - g.pl, g.kw, g.dw, g.W, g.pl, g.pr, includePad);
 }
 
-/// Calls visit(o, oh, ow, base, taps) for every output position o of the
-/// window (N, C, then output rows and columns), where base is the offset of
-/// that (n, c) plane in the input and taps(fn) calls fn(h * W + w) for each
-/// window element inside the input, in kernel order: the one traversal of
-/// the pooling kernels forward and backward.
-template <typename Visit> void forEachWindow(const Window2d &g, Visit visit) {
+/// Calls visit(o, od, oh, ow, base, taps) for every output position o of
+/// the window (N, C, then output depth, rows and columns), where base is
+/// the offset of that (n, c) plane in the input and taps(fn) calls
+/// fn((d * H + h) * W + w) for each window element inside the input, in
+/// kernel order: the one traversal of the pooling kernels forward and
+/// backward.
+template <typename Visit> void forEachWindow(const Window &g, Visit visit) {
   int64_t o = 0;
   for (int64_t nc = 0; nc < g.N * g.C; ++nc)
-    for (int64_t oh = 0; oh < g.Ho; ++oh)
-      for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
-        auto taps = [&](auto fn) { forEachTap(g, oh, ow, fn); };
-        visit(o, oh, ow, nc * g.H * g.W, taps);
-      }
+    for (int64_t od = 0; od < g.Do; ++od)
+      for (int64_t oh = 0; oh < g.Ho; ++oh)
+        for (int64_t ow = 0; ow < g.Wo; ++ow, ++o) {
+          auto taps = [&](auto fn) { forEachTap(g, od, oh, ow, fn); };
+          visit(o, od, oh, ow, nc * g.inPlane(), taps);
+        }
 }
 
 } // namespace
 
 amprt_status amprt::checkMaxPool(amprt_context *ctx, T x, T y, T indices,
-                                 const amprt_window *win, Window2d &g,
+                                 const amprt_window *win, Window &g,
                                  Shape &so) {
   const char *k = "max_pool";
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
@@ -95,13 +99,14 @@ amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
                             const amprt_window *win) {
   AMPRT_DISPATCH(max_pool, ctx, x, y, indices, win);
   return guard(ctx, "max_pool", [&]() -> amprt_status {
-    Window2d g;
+    Window g;
     Shape so;
     AMPRT_TRY(checkMaxPool(ctx, x, y, indices, win, g, so));
     F32In ix(x);
     F32Out out(y);
     auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
-    forEachWindow(g, [&](int64_t o, int64_t, int64_t, int64_t base, auto taps) {
+    forEachWindow(g, [&](int64_t o, int64_t, int64_t, int64_t, int64_t base,
+                         auto taps) {
       float best = -std::numeric_limits<float>::infinity();
       int64_t arg = -1;
       taps([&](int64_t t) {
@@ -152,7 +157,7 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
     const char *k = "average_pool";
     AMPRT_TRY(checkFloat(ctx, k, "x", x));
     AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    Window2d g;
+    Window g;
     if (!win)
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
     AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
@@ -160,10 +165,11 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
     F32In ix(x);
     F32Out out(y);
     forEachWindow(
-        g, [&](int64_t o, int64_t oh, int64_t ow, int64_t base, auto taps) {
+        g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow, int64_t base,
+               auto taps) {
           float s = 0.f;
           taps([&](int64_t t) { s += ix.p[base + t]; });
-          int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
+          int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
           out.p[o] = cnt ? s / float(cnt) : 0.f;
         });
     out.commit();
@@ -178,7 +184,7 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
     const char *k = "average_pool_grad";
     AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
     AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
-    Window2d g;
+    Window g;
     if (!win)
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
     AMPRT_TRY(makeWindow(ctx, k, dx, win->kernel, win, g));
@@ -186,8 +192,9 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
     F32In idy(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
     forEachWindow(
-        g, [&](int64_t o, int64_t oh, int64_t ow, int64_t base, auto taps) {
-          int64_t cnt = avgCount(g, oh, ow, win->count_include_pad);
+        g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow, int64_t base,
+               auto taps) {
+          int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
           if (!cnt)
             return;
           float v = idy.p[o] / float(cnt);

@@ -983,7 +983,9 @@ def test_max_pool(rt, gpu):
     for dt in FLOATS:
         for xs, win in (((2, 3, 9, 11), window([3, 3], [2, 2], [1, 1, 1, 1])),
                         ((2, 2, 8, 8), window([2, 2], [1, 1])),
-                        ((3, 4, 17), window([3], [1], [1, 1]))):
+                        ((3, 4, 17), window([3], [1], [1, 1])),
+                        ((2, 2, 5, 6, 7),
+                         window([3, 2, 3], [2, 1, 2], [1, 0, 1, 1, 1, 0]))):
             x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
             sp = [(xs[2 + i] + win.pads[i] + win.pads[i + len(xs) - 2]
                    - win.kernel[i]) // win.strides[i] + 1

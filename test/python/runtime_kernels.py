@@ -474,6 +474,133 @@ def test_pools(rt):
                  np.broadcast_to(dy.f64() / 12, (2, 5, 4, 3)), dt, terms=2)
 
 
+def windows_nd(x, k, st, pd, dl, fill):
+    """Every window of an N-D (N, C, spatial...) x: shape (N, C, out...,
+    taps), taps in kernel order; pd = begins then ends."""
+    sr = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pd[i], pd[i + sr]) for i in
+                                       range(sr)], constant_values=fill)
+    out = [(x.shape[2 + i] + pd[i] + pd[i + sr] - (dl[i] * (k[i] - 1) + 1))
+           // st[i] + 1 for i in range(sr)]
+    taps = []
+    for t in np.ndindex(*k):
+        sl = tuple(slice(t[i] * dl[i], t[i] * dl[i] + st[i] * (out[i] - 1) + 1,
+                         st[i]) for i in range(sr))
+        taps.append(xp[(slice(None), slice(None)) + sl])
+    return np.stack(taps, axis=-1)
+
+
+def conv_nd_ref(x, w, b, st, pd, dl, group):
+    """y[n, m, o...] = sum over c, taps of w[m, c, tap] x-window (float64)."""
+    M, Cg = w.shape[:2]
+    wins = windows_nd(x, w.shape[2:], st, pd, dl, 0.0)
+    Mg = M // group
+    ys = [np.einsum("nc...t,mct->nm...", wins[:, g * Cg:(g + 1) * Cg],
+                    w[g * Mg:(g + 1) * Mg].reshape(Mg, Cg, -1))
+          for g in range(group)]
+    y = np.concatenate(ys, axis=1)
+    if b is not None:
+        y += b.reshape((1, M) + (1,) * (x.ndim - 2))
+    return y
+
+
+def test_windows_3d(rt):
+    """3-D windows (Conv3d, MaxPool3d, AvgPool3d and their gradients)
+    against float64 references: conv and the pools forward, conv_grad's dx
+    and dw and average_pool_grad by the adjoint identity
+    <op(u), dy> = <u, grad(dy)> on random u, max_pool_grad by scattering
+    through the indices."""
+    for dt in FLOATS:
+        for xs, ws, st, pd, dl, grp in (
+                ((2, 2, 5, 6, 4), (3, 2, 3, 3, 2), (1, 2, 1),
+                 (1, 0, 1, 1, 1, 0), (1, 1, 1), 1),
+                ((1, 4, 6, 5, 5), (4, 2, 2, 3, 3), (2, 1, 2),
+                 (0, 1, 1, 1, 1, 1), (1, 2, 1), 2)):
+            x, w, b = rt.randn(xs, dt), rt.randn(ws, dt), rt.randn(ws[:1], dt)
+            win = window(ws[2:], st, pd, dl, grp)
+            ref = conv_nd_ref(x.f64(), w.f64(), b.f64(), st, pd, dl, grp)
+            y = rt.empty(ref.shape, dt)
+            rt.ok("conv", x.ref, w.ref, b.ref, y.ref, win)
+            sc = conv_nd_ref(np.abs(x.f64()), np.abs(w.f64()),
+                             np.abs(b.f64()), st, pd, dl, grp)
+            terms = int(np.prod(ws[1:])) + 1
+            rt.close("conv 3-D", y, ref, dt, scale=sc, terms=terms)
+            dy = rt.randn(ref.shape, dt)
+            dx, dw, db = (rt.empty(xs, dt), rt.empty(ws, dt),
+                          rt.empty(ws[:1], dt))
+            rt.ok("conv_grad", dy.ref, x.ref, w.ref, dx.ref, dw.ref, db.ref,
+                  win)
+            g = dy.f64()
+            rt.close("conv_grad 3-D db", db, g.sum(axis=(0, 2, 3, 4)), dt,
+                     scale=np.abs(g).sum(axis=(0, 2, 3, 4)),
+                     terms=g[:, 0].size)
+            for _ in range(3):
+                u = rt.rng.standard_normal(xs)
+                v = rt.rng.standard_normal(ws)
+                lx = np.sum(conv_nd_ref(u, w.f64(), None, st, pd, dl, grp) * g)
+                lw = np.sum(conv_nd_ref(x.f64(), v, None, st, pd, dl, grp) * g)
+                mag = np.sum(np.abs(conv_nd_ref(np.abs(u), np.abs(w.f64()),
+                                                None, st, pd, dl, grp) *
+                                    np.abs(g)))
+                tol = mag * 2 * rt_unit(dt) * terms
+                assert abs(lx - np.sum(u * dx.f64())) <= tol, (
+                    "conv_grad 3-D dx %s: %g vs %g" % (dt, lx,
+                                                       np.sum(u * dx.f64())))
+                magw = np.sum(np.abs(conv_nd_ref(np.abs(x.f64()), np.abs(v),
+                                                 None, st, pd, dl, grp) *
+                                     np.abs(g)))
+                assert abs(lw - np.sum(v * dw.f64())) <= magw * 2 * \
+                    rt_unit(dt) * g[:, 0].size, "conv_grad 3-D dw " + dt
+            # conv_transpose of dy (no bias) is conv_grad's dx.
+            ct = rt.empty(xs, dt)
+            rt.ok("conv_transpose", dy.ref, w.ref, None, ct.ref, win)
+            rt.equal("conv_transpose 3-D is conv_grad's dx " + dt, ct.arr,
+                     dx.arr)
+        x = rt.randn((2, 3, 5, 6, 7), dt)
+        for k, st, pd in (((2, 2, 2), (2, 2, 2), (0,) * 6),
+                          ((3, 2, 3), (2, 1, 2), (1, 0, 1, 1, 1, 0))):
+            wins = windows_nd(x.f64(), k, st, pd, (1, 1, 1), -np.inf)
+            ref = wins.max(axis=-1)
+            y, ind = rt.empty(ref.shape, dt), rt.empty(ref.shape, "i64")
+            rt.ok("max_pool", x.ref, y.ref, ind.ref, window(k, st, pd))
+            rt.equal("max_pool 3-D " + dt, y.f64(), ref)
+            rt.equal("max_pool 3-D indices " + dt,
+                     x.f64().reshape(-1)[ind.arr], ref)
+            dy = rt.randn(ref.shape, dt)
+            dx = rt.empty(x.shape, dt)
+            rt.ok("max_pool_grad", dy.ref, ind.ref, dx.ref)
+            dref = np.zeros(x.arr.size)
+            np.add.at(dref, ind.arr.reshape(-1), dy.f64().reshape(-1))
+            rt.close("max_pool_grad 3-D", dx, dref.reshape(x.shape), dt,
+                     scale=np.abs(dref.reshape(x.shape)) + 1, terms=8)
+            for cip in (0, 1):
+                win = window(k, st, pd, count_include_pad=cip)
+                wins = windows_nd(x.f64(), k, st, pd, (1, 1, 1), 0.0)
+                ones = windows_nd(np.ones(x.shape), k, st, pd, (1, 1, 1), 0.0)
+                cnt = int(np.prod(k)) if cip else ones.sum(axis=-1)
+                ref = wins.sum(axis=-1) / cnt
+                y = rt.empty(ref.shape, dt)
+                rt.ok("average_pool", x.ref, y.ref, win)
+                rt.close("average_pool 3-D", y, ref, dt,
+                         scale=np.abs(wins).sum(axis=-1) / cnt, terms=18)
+                dy = rt.randn(ref.shape, dt)
+                dx = rt.empty(x.shape, dt)
+                rt.ok("average_pool_grad", dy.ref, dx.ref, win)
+                u = rt.rng.standard_normal(x.shape)
+                lhs = np.sum(windows_nd(u, k, st, pd, (1, 1, 1), 0.0)
+                             .sum(-1) / cnt * dy.f64())
+                mag = np.sum(np.abs(windows_nd(np.abs(u), k, st, pd,
+                                               (1, 1, 1), 0.0).sum(-1) / cnt *
+                                    dy.f64()))
+                assert abs(lhs - np.sum(u * dx.f64())) <= \
+                    mag * 2 * rt_unit(dt) * 18, "average_pool_grad 3-D " + dt
+
+
+def rt_unit(dt):
+    """Unit roundoff of a dtype (results rounded once into it)."""
+    return {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}[dt]
+
+
 # ---------------------------------------------------------------------------
 # Normalization, softmax, losses, reductions
 # ---------------------------------------------------------------------------

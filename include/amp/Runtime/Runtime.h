@@ -77,7 +77,7 @@ typedef struct amprt_tensor {
 /// the begin pads then the end pads (ONNX order: x1_begin, x2_begin, ...,
 /// x1_end, x2_end, ...). auto_pad must have been resolved into pads.
 typedef struct amprt_window {
-  int32_t spatial_rank; /* 1 or 2 */
+  int32_t spatial_rank; /* 1, 2 or 3 */
   int32_t ceil_mode;    /* pools: 0 floor, 1 ceil (output shape check only) */
   int32_t count_include_pad; /* AveragePool */
   int32_t reserved;

@@ -23,10 +23,10 @@ FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
                                                 ArrayRef<int64_t> k, bool pool,
                                                 Shape &outSpatial) {
   int64_t sr = int64_t(x.size()) - 2;
-  if (sr != 1 && sr != 2) {
+  if (sr < 1 || sr > 3) {
     err() << "input of rank " << x.size()
-          << ": the runtime has 1-D and 2-D windows only (N, C, W) or "
-             "(N, C, H, W)";
+          << ": the runtime has 1-D, 2-D and 3-D windows (N, C, W), (N, C, "
+             "H, W) or (N, C, D, H, W)";
     return failure();
   }
   if (int64_t(k.size()) != sr) {

@@ -69,13 +69,13 @@ func.func @bad(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-// 3-D convolution: the runtime has 1-D and 2-D windows.
+// 4-D convolution: the runtime has 1-D, 2-D and 3-D windows.
 module {
-  train.graph @main(%x: tensor<1x1x4x4x4xf32> {train.name = "x"}, %w: tensor<1x1x2x2x2xf32> {train.name = "w"}) -> (tensor<1x1x3x3x3xf32> {train.name = "y"}) {
+  train.graph @main(%x: tensor<1x1x4x4x4x4xf32> {train.name = "x"}, %w: tensor<1x1x2x2x2x2xf32> {train.name = "w"}) -> (tensor<1x1x3x3x3x3xf32> {train.name = "y"}) {
     %n = train.none
-    // expected-error @+1 {{node 'c3' (Conv): input of rank 5: the runtime has 1-D and 2-D windows only}}
-    %0 = train.Conv(%x, %w, %n) {train.name = "c3", train.outputs = ["y"]} : (tensor<1x1x4x4x4xf32>, tensor<1x1x2x2x2xf32>, none) -> tensor<1x1x3x3x3xf32>
-    train.return %0 : tensor<1x1x3x3x3xf32>
+    // expected-error @+1 {{node 'c4' (Conv): input of rank 6: the runtime has 1-D, 2-D and 3-D windows}}
+    %0 = train.Conv(%x, %w, %n) {train.name = "c4", train.outputs = ["y"]} : (tensor<1x1x4x4x4x4xf32>, tensor<1x1x2x2x2x2xf32>, none) -> tensor<1x1x3x3x3x3xf32>
+    train.return %0 : tensor<1x1x3x3x3x3xf32>
   }
 }
 
