@@ -1,15 +1,18 @@
-//===- Reduce.cpp - ReduceSum, ReduceMean ---------------------------------===//
+//===- Reduce.cpp - ReduceSum, ReduceMean, ReduceMax, ReduceMin -----------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
 // Accumulates in f64 (the CPU reference may be more accurate than a device
-// tree reduction in f32; both are within the documented tolerances).
+// tree reduction in f32; both are within the documented tolerances). Max and
+// min keep the first NaN they meet, as numpy does.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+
+#include <cmath>
 
 using namespace amprt;
 
@@ -17,9 +20,11 @@ namespace {
 
 using T = const amprt_tensor *;
 
+enum class Red { Sum, Mean, Max, Min };
+
 amprt_status reduce(amprt_context *ctx, const char *k, T x,
                     const int64_t *axes, int64_t naxes, int32_t keepdims,
-                    int32_t noop, T y, bool mean) {
+                    int32_t noop, T y, Red op) {
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkFloat(ctx, k, "y", y));
   if (naxes < 0 || (naxes > 0 && !axes))
@@ -45,16 +50,25 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
   }
   AMPRT_TRY(checkShape(ctx, k, "y", y, so));
   F32In ix(x);
-  std::vector<double> acc(size_t(numel(keep)), 0.0);
+  double init = op == Red::Max   ? -INFINITY
+                : op == Red::Min ? INFINITY
+                                 : 0.0;
+  std::vector<double> acc(size_t(numel(keep)), init);
   // Walk x; the output offset of an element uses `keep`'s strides with 0 on
   // reduced dims (broadcastStrides of keep into x's shape).
   Shape st[1] = {broadcastStrides(keep, sx)};
   forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
-    acc[size_t(off[0])] += ix.p[i];
+    double &a = acc[size_t(off[0])], v = ix.p[i];
+    if (op == Red::Sum || op == Red::Mean)
+      a += v;
+    else if (!std::isnan(a) &&
+             (std::isnan(v) || (op == Red::Max ? v > a : v < a)))
+      a = v;
   });
   std::vector<float> r(acc.size());
   for (size_t i = 0; i < acc.size(); ++i)
-    r[i] = float(mean ? (count ? acc[i] / double(count) : 0.0) : acc[i]);
+    r[i] = float(op == Red::Mean ? (count ? acc[i] / double(count) : 0.0)
+                                 : acc[i]);
   fromF32(r.data(), y->data, y->dtype, int64_t(r.size()));
   return AMPRT_OK;
 }
@@ -70,7 +84,7 @@ amprt_status amprt_reduce_sum(amprt_context *ctx, T x, const int64_t *axes,
                  noop_with_empty_axes, y);
   return guard(ctx, "reduce_sum", [&] {
     return reduce(ctx, "reduce_sum", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, false);
+                  noop_with_empty_axes, y, Red::Sum);
   });
 }
 
@@ -81,7 +95,29 @@ amprt_status amprt_reduce_mean(amprt_context *ctx, T x, const int64_t *axes,
                  noop_with_empty_axes, y);
   return guard(ctx, "reduce_mean", [&] {
     return reduce(ctx, "reduce_mean", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, true);
+                  noop_with_empty_axes, y, Red::Mean);
+  });
+}
+
+amprt_status amprt_reduce_max(amprt_context *ctx, T x, const int64_t *axes,
+                              int64_t naxes, int32_t keepdims,
+                              int32_t noop_with_empty_axes, T y) {
+  AMPRT_DISPATCH(reduce_max, ctx, x, axes, naxes, keepdims,
+                 noop_with_empty_axes, y);
+  return guard(ctx, "reduce_max", [&] {
+    return reduce(ctx, "reduce_max", x, axes, naxes, keepdims,
+                  noop_with_empty_axes, y, Red::Max);
+  });
+}
+
+amprt_status amprt_reduce_min(amprt_context *ctx, T x, const int64_t *axes,
+                              int64_t naxes, int32_t keepdims,
+                              int32_t noop_with_empty_axes, T y) {
+  AMPRT_DISPATCH(reduce_min, ctx, x, axes, naxes, keepdims,
+                 noop_with_empty_axes, y);
+  return guard(ctx, "reduce_min", [&] {
+    return reduce(ctx, "reduce_min", x, axes, naxes, keepdims,
+                  noop_with_empty_axes, y, Red::Min);
   });
 }
 

@@ -1335,6 +1335,108 @@ def test_resize(rt):
              rt.empty((2, 2), "f32").ref, match="is empty, y")
 
 
+def test_select(rt):
+    """arg_max/arg_min, top_k, gather_elements(_grad), scatter_elements,
+    trilu and reduce_max/reduce_min against numpy (NaN and tie rules
+    included)."""
+    for dt in FLOATS:
+        x = rt.randn((3, 7, 5), dt)
+        a = x.f64()
+        a[0, 2, 1] = np.nan  # NaN wins in arg_max/min and the reductions
+        x = rt.buf(a, dt) if dt == "bf16" else Buf(a, dt)
+        a = x.f64()
+        for axis in (0, 1, -1):
+            for keep in (0, 1):
+                for name, f in (("arg_max", np.argmax), ("arg_min", np.argmin)):
+                    want = f(a, axis=axis)
+                    if keep:
+                        want = np.expand_dims(want, axis)
+                    y = rt.empty(want.shape, "i64", fill=0)
+                    rt.ok(name, x.ref, axis, keep, 0, y.ref)
+                    rt.equal("%s axis %d" % (name, axis), y.arr, want)
+                for name, f in (("reduce_max", np.max), ("reduce_min", np.min)):
+                    want = f(a, axis=axis, keepdims=bool(keep))
+                    y = rt.empty(want.shape, dt)
+                    rt.ok(name, x.ref, i64s([axis]), 1, keep, 0, y.ref)
+                    nan = 1e300  # NaN == NaN here
+                    rt.equal("%s axis %d" % (name, axis),
+                             np.nan_to_num(y.f64(), nan=nan),
+                             np.nan_to_num(want, nan=nan))
+        # Ties: the first index, or the last with select_last_index.
+        t = Buf(np.array([[1, 3, 3, 0], [2, 2, 2, 2]], np.float32), "f32")
+        y = rt.empty((2,), "i64", fill=0)
+        rt.ok("arg_max", t.ref, 1, 0, 0, y.ref)
+        rt.equal("arg_max ties", y.arr, [1, 0])
+        rt.ok("arg_max", t.ref, 1, 0, 1, y.ref)
+        rt.equal("arg_max last ties", y.arr, [2, 3])
+        # top_k: ranked, ties by index.
+        v = rt.randn((4, 9, 3), dt)
+        b = v.f64()
+        for axis, k, largest in ((1, 4, 1), (1, 9, 0), (0, 2, 1), (2, 0, 1)):
+            key = -b if largest else b
+            order = np.argsort(key, axis=axis, kind="stable")
+            want_i = np.take(order, np.arange(k), axis=axis)
+            want_v = np.take_along_axis(b, want_i, axis=axis)
+            vals = rt.empty(want_v.shape, dt)
+            idx = rt.empty(want_i.shape, "i64", fill=0)
+            rt.ok("top_k", v.ref, k, axis, largest, 1, vals.ref, idx.ref)
+            rt.equal("top_k indices", idx.arr, want_i)
+            rt.equal("top_k values", vals.f64(), want_v)
+        rt.fails("top_k", v.ref, 10, 1, 1, 1, rt.empty((4, 10, 3), dt).ref,
+                 rt.empty((4, 10, 3), "i64").ref, match="k = 10")
+        # gather_elements and its gradient (repeated indices add up).
+        d = rt.randn((4, 6), dt)
+        ind = rt.rng.integers(-6, 6, (4, 5))
+        want = np.take_along_axis(d.f64(), ind % 6, axis=1)
+        y = rt.empty((4, 5), dt)
+        rt.ok("gather_elements", d.ref, Buf(ind, "i64").ref, 1, y.ref)
+        rt.equal("gather_elements", y.f64(), want)
+        g = rt.randn((4, 5), dt)
+        dx = rt.empty((4, 6), dt)
+        rt.ok("gather_elements_grad", g.ref, Buf(ind, "i64").ref, 1, dx.ref)
+        acc = np.zeros((4, 6))
+        for i in range(4):
+            np.add.at(acc[i], ind[i] % 6, g.f64()[i])
+        rt.close("gather_elements_grad", dx, acc, dt,
+                 scale=np.abs(acc) + 1, terms=5)
+        rt.fails("gather_elements", d.ref,
+                 Buf(np.array([[6]]), "i64").ref, 1,
+                 rt.empty((1, 1), dt).ref, match="index 6 at 0")
+        # scatter_elements: distinct places, then a reduction over repeats.
+        perm = np.stack([rt.rng.permutation(6)[:5] for _ in range(4)])
+        u = rt.randn((4, 5), dt)
+        want = d.f64().copy()
+        np.put_along_axis(want, perm, u.f64(), axis=1)
+        y = rt.empty((4, 6), dt)
+        rt.ok("scatter_elements", d.ref, Buf(perm, "i64").ref, u.ref, 1, 0,
+              y.ref)
+        rt.equal("scatter_elements", y.f64(), want)
+        rep = np.zeros((4, 5), np.int64)  # every update into column 0
+        rt.ok("scatter_elements", d.ref, Buf(rep, "i64").ref, u.ref, 1, 1,
+              y.ref)
+        want = d.f64().copy()
+        want[:, 0] += u.f64().sum(axis=1)
+        # Each addition rounds into the dtype: 5 roundings of at most
+        # u(dt) times the running magnitude.
+        bound = 5 * rt_unit(dt) * (np.abs(d.f64()) +
+                                   np.abs(u.f64()).sum(1, keepdims=True))
+        assert (np.abs(y.f64() - want) <= bound).all(), (
+            "scatter_elements add " + dt)
+        rt.ok("scatter_elements", d.ref, Buf(rep, "i64").ref, u.ref, 1, 3,
+              y.ref)
+        want = d.f64().copy()
+        want[:, 0] = np.maximum(want[:, 0], u.f64().max(axis=1))
+        rt.equal("scatter_elements max", y.f64(), want)
+        # trilu: upper and lower around several diagonals.
+        m = rt.randn((2, 4, 6), dt)
+        for k in (-2, 0, 1, 7):
+            for upper, f in ((1, np.triu), (0, np.tril)):
+                y = rt.empty((2, 4, 6), dt)
+                rt.ok("trilu", m.ref, k, upper, y.ref)
+                rt.equal("trilu k %d upper %d" % (k, upper), y.f64(),
+                         f(m.f64(), k))
+
+
 def splitmix_ref(seed, n):
     """Draws 1..n of splitmix64 from `seed`, in Python integers."""
     m = (1 << 64) - 1

@@ -133,6 +133,19 @@ inline bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
 
 /// A small tensor known at lowering time, values held as doubles (exact for
 /// every integer a shape computation produces and for f32/f16/bf16).
+/// A host value as an int64: exact below 2^53 in magnitude, saturated past
+/// the ends, so INT64_MAX / INT64_MIN (Slice's "to the end"), which become
+/// 2^63 as doubles, come back as themselves instead of overflowing.
+inline int64_t hostInt(double d) {
+  if (d != d)
+    return 0;
+  if (d >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (d <= -9223372036854775808.0)
+    return INT64_MIN;
+  return int64_t(d);
+}
+
 struct HostTensor {
   Shape shape;
   Type elem;
@@ -343,7 +356,7 @@ private:
     }
     SmallVector<int64_t> out;
     for (double d : h->v)
-      out.push_back(int64_t(d));
+      out.push_back(hostInt(d));
     return out;
   }
   /// Normalizes `axis` in place against `rank` (negative counts from the

@@ -141,7 +141,7 @@ ElementsAttr toAttr(const HostTensor &h) {
   unsigned bits = h.elem.getIntOrFloatBitWidth();
   SmallVector<APInt> vals;
   for (double d : h.v)
-    vals.push_back(APInt(bits, uint64_t(int64_t(d)), /*isSigned=*/true,
+    vals.push_back(APInt(bits, uint64_t(hostInt(d)), /*isSigned=*/true,
                          /*implicitTrunc=*/true));
   return DenseElementsAttr::get(type, vals);
 }
@@ -274,9 +274,9 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       return err() << "the shapes must be known when lowering";
     SmallVector<int64_t> a, b;
     for (double d : sa->v)
-      a.push_back(int64_t(d));
+      a.push_back(hostInt(d));
     for (double d : sb->v)
-      b.push_back(int64_t(d));
+      b.push_back(hostInt(d));
     size_t rank = std::max(a.size(), b.size());
     HostTensor ra, rb;
     ra.elem = rb.elem = i64;
@@ -352,7 +352,7 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
   auto ints = [](const HostTensor &h) {
     SmallVector<int64_t> v;
     for (double d : h.v)
-      v.push_back(int64_t(d));
+      v.push_back(hostInt(d));
     return v;
   };
 
@@ -399,6 +399,23 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       }
       h.v.push_back(r);
     }
+    setHost(0, std::move(h));
+    return true;
+  }
+  // Where on host values: torch's expand(-1, ...) and repeat shapes pick
+  // between the traced dims and -1 with it.
+  if (onnx && type == "Where" && ins.size() == 3 && ins[1] && ins[2]) {
+    const HostTensor &a = *ins[1], &b = *ins[2];
+    Shape s;
+    if (!broadcast({x.shape, a.shape, b.shape}, s))
+      return err() << "input shapes do not broadcast";
+    HostTensor h;
+    h.shape = s;
+    h.elem = resultElemOr(0, a.elem);
+    for (int64_t k = 0, n = numel(s); k < n; ++k)
+      h.v.push_back(x.v[broadcastIndex(s, x.shape, k)] != 0
+                        ? a.v[broadcastIndex(s, a.shape, k)]
+                        : b.v[broadcastIndex(s, b.shape, k)]);
     setHost(0, std::move(h));
     return true;
   }

@@ -14,6 +14,7 @@
 //                             [r0, d0, r1, d1, ...], viewed as [r0 d0, ...]
 //   Split / SplitTraining     one slice per output
 //   ReduceL2(x)               sqrt(reduce_sum(x * x))
+//   ReduceLogSumExp(x)        m + log(reduce_sum(exp(x - m))), m the max
 //   LogSoftmaxGrad_13(dY, Y)  dY - exp(Y) * reduce_sum(dY, axis)
 //   DivGrad(dY, A, B)         dA = dY / B, dB = -(dY A) / (B B), each
 //                             summed over the dims its operand broadcast
@@ -228,6 +229,52 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
                            {"keepdims", i32(keep)},
                            {"noop_with_empty_axes", i32(noop)}})) &&
            succeeded(call("sqrt", {{"x", {sum}}, {"y", {*y}}}))));
+  }
+
+  if (onnx && type == "ReduceLogSumExp") {
+    // m + log(sum(exp(x - m))) with m the max over the axes (kept as
+    // dims), so exp cannot overflow.
+    auto x = in(0);
+    auto axesOr = axesOf(1);
+    if (failed(x) || failed(axesOr))
+      return failure();
+    SmallVector<int64_t> axes = *axesOr;
+    int64_t keep = attrInt("keepdims", 1);
+    int64_t noop = attrInt("noop_with_empty_axes", 0);
+    Shape sx = shapeOf(*x);
+    if (axes.empty() && noop) { // no reduction: log(exp(x)) = x
+      auto y = out(0, sx);
+      if (failed(y))
+        return failure();
+      return handled(call("identity", {{"x", {*x}}, {"y", {*y}}}));
+    }
+    auto sm = reducedShape(sx, axes, 1, noop);
+    auto sy = reducedShape(sx, axes, keep, noop);
+    if (failed(sm) || failed(sy))
+      return failure();
+    auto y = out(0, *sy);
+    if (failed(y))
+      return failure();
+    auto reduceArgs = [&](int64_t keepdims) {
+      return SmallVector<std::pair<StringRef, Attribute>>{
+          {"axes", ints(axes)},
+          {"naxes", i64(axes.size())},
+          {"keepdims", i32(keepdims)},
+          {"noop_with_empty_axes", i32(noop)}};
+    };
+    int m = scratch(*sm, f32t), d = scratch(sx, f32t), e = scratch(sx, f32t);
+    int s = scratch(*sy, f32t), l = scratch(*sy, f32t),
+        mr = scratch(*sy, f32t);
+    return handled(success(
+        succeeded(call("reduce_max", {{"x", {*x}}, {"y", {m}}},
+                       reduceArgs(1))) &&
+        succeeded(call("sub", {{"a", {*x}}, {"b", {m}}, {"y", {d}}})) &&
+        succeeded(call("exp", {{"x", {d}}, {"y", {e}}})) &&
+        succeeded(call("reduce_sum", {{"x", {e}}, {"y", {s}}},
+                       reduceArgs(keep))) &&
+        succeeded(call("log", {{"x", {s}}, {"y", {l}}})) &&
+        succeeded(call("reshape", {{"x", {m}}, {"y", {mr}}})) &&
+        succeeded(call("add", {{"a", {l}}, {"b", {mr}}, {"y", {*y}}}))));
   }
 
   if (ms && type == "LogSoftmaxGrad_13") {

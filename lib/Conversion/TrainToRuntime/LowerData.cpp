@@ -113,6 +113,141 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                          {"mode", i32(m)},
                          {"value", f64(value)}}));
   }
+  // --- picking along one axis (Select.cpp) --------------------------------
+  if (onnx && (type == "ArgMax" || type == "ArgMin")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    Shape sy = shapeOf(*x);
+    int64_t axis = attrInt("axis", 0), keep = attrInt("keepdims", 1);
+    if (failed(normAxis(axis, int64_t(sy.size()))))
+      return failure();
+    if (keep)
+      sy[axis] = 1;
+    else
+      sy.erase(sy.begin() + axis);
+    auto y = out(0, sy, IntegerType::get(ctx, 64));
+    if (failed(y))
+      return failure();
+    return handled(call(type == "ArgMax" ? "arg_max" : "arg_min",
+                        {{"x", {*x}}, {"y", {*y}}},
+                        {{"axis", i64(axis)},
+                         {"keepdims", i32(keep)},
+                         {"select_last_index",
+                          i32(attrInt("select_last_index", 0))}}));
+  }
+  if (onnx && type == "TopK") {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    SmallVector<int64_t> kv;
+    if (has(1)) {
+      auto k = hostInts(1);
+      if (failed(k))
+        return failure();
+      kv = *k;
+    } else if (auto k = attrInts("k")) { // opset 1
+      kv = *k;
+    } else if (auto k = attrInt("k", -1); k >= 0) {
+      kv = {k};
+    }
+    if (kv.size() != 1)
+      return err() << "k must be one value known when lowering";
+    Shape sy = shapeOf(*x);
+    int64_t axis = attrInt("axis", -1);
+    if (failed(normAxis(axis, int64_t(sy.size()))))
+      return failure();
+    if (kv[0] < 0 || kv[0] > sy[axis])
+      return err() << "k = " << kv[0] << " for an axis of " << sy[axis];
+    sy[axis] = kv[0];
+    auto v = out(0, sy);
+    auto i = out(1, sy, IntegerType::get(ctx, 64));
+    if (failed(v) || failed(i))
+      return failure();
+    return handled(call("top_k",
+                        {{"x", {*x}}, {"values", {*v}}, {"indices", {*i}}},
+                        {{"k", i64(kv[0])},
+                         {"axis", i64(axis)},
+                         {"largest", i32(attrInt("largest", 1))},
+                         {"sorted", i32(attrInt("sorted", 1))}}));
+  }
+  if (onnx && type == "GatherElements") {
+    auto d = in(0), idx = in(1);
+    if (failed(d) || failed(idx))
+      return failure();
+    int64_t axis = attrInt("axis", 0);
+    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))))
+      return failure();
+    auto y = out(0, shapeOf(*idx));
+    if (failed(y))
+      return failure();
+    return handled(call("gather_elements",
+                        {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
+                        {{"axis", i64(axis)}}));
+  }
+  if (onnx && type == "ScatterElements") {
+    auto d = in(0), idx = in(1), u = in(2);
+    if (failed(d) || failed(idx) || failed(u))
+      return failure();
+    int64_t axis = attrInt("axis", 0);
+    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))))
+      return failure();
+    std::string red = attrStr("reduction", "none");
+    int32_t r = llvm::StringSwitch<int32_t>(red)
+                    .Case("none", 0)
+                    .Case("add", 1)
+                    .Case("mul", 2)
+                    .Case("max", 3)
+                    .Case("min", 4)
+                    .Default(-1);
+    if (r < 0)
+      return err() << "unknown reduction '" << red << "'";
+    auto y = out(0, shapeOf(*d));
+    if (failed(y))
+      return failure();
+    return handled(call("scatter_elements",
+                        {{"data", {*d}},
+                         {"indices", {*idx}},
+                         {"updates", {*u}},
+                         {"y", {*y}}},
+                        {{"axis", i64(axis)}, {"reduction", i32(r)}}));
+  }
+  if (ms && type == "GatherElementsGrad") {
+    // (dY, the data's shape, indices)
+    auto dy = in(0), idx = in(2);
+    auto shape = hostInts(1);
+    if (failed(dy) || failed(idx) || failed(shape))
+      return failure();
+    int64_t axis = attrInt("axis", 0);
+    if (failed(normAxis(axis, int64_t(shape->size()))))
+      return failure();
+    auto dx = out(0, *shape);
+    if (failed(dx))
+      return failure();
+    return handled(call("gather_elements_grad",
+                        {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}},
+                        {{"axis", i64(axis)}}));
+  }
+  if ((onnx || ms) && type == "Trilu") {
+    // com.microsoft Trilu is ORT's gradient of Trilu: the same operation.
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    int64_t k = 0;
+    if (has(1)) {
+      auto kv = hostInts(1);
+      if (failed(kv))
+        return failure();
+      if (kv->size() != 1)
+        return err() << "k must be one value";
+      k = (*kv)[0];
+    }
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return handled(call("trilu", {{"x", {*x}}, {"y", {*y}}},
+                        {{"k", i64(k)}, {"upper", i32(attrInt("upper", 1))}}));
+  }
   if (ms && type == "GatherGrad") {
     // (shape of the gathered tensor, indices, dY)
     auto shape = hostInts(0);

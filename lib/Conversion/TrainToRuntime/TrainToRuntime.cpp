@@ -18,6 +18,8 @@
 
 #include "GraphLowering.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/Train/Transforms/CastNamer.h"
 
@@ -371,7 +373,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"alpha", f32(attrFloat("alpha", 1.0))},
                  {"beta", f32(attrFloat("beta", 1.0))}});
   }
-  if (onnx && (type == "ReduceSum" || type == "ReduceMean")) {
+  if (onnx && (type == "ReduceSum" || type == "ReduceMean" ||
+               type == "ReduceMax" || type == "ReduceMin")) {
     auto x = in(0);
     if (failed(x))
       return failure();
@@ -387,8 +390,12 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto y = out(0, *s);
     if (failed(y))
       return failure();
-    return call(type == "ReduceSum" ? "reduce_sum" : "reduce_mean",
-                {{"x", {*x}}, {"y", {*y}}},
+    StringRef kernel = llvm::StringSwitch<StringRef>(type)
+                           .Case("ReduceSum", "reduce_sum")
+                           .Case("ReduceMean", "reduce_mean")
+                           .Case("ReduceMax", "reduce_max")
+                           .Default("reduce_min");
+    return call(kernel, {{"x", {*x}}, {"y", {*y}}},
                 {{"axes", ints(axes)},
                  {"naxes", i64(axes.size())},
                  {"keepdims", i32(keep)},

@@ -75,3 +75,19 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
     train.return %c, %e : tensor<2x3xf32>, tensor<4x3xf32>
   }
 }
+
+// -----
+
+// Slice to the end: torch writes INT64_MAX as the end, which the lowering
+// holds as a double (2^63) and takes back saturated, not overflowed.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "slice"(%arg0, %{{[^)]*}}) {axes = array<i64: 0, 1>, counts = array<i64: 1, 1>, ends = array<i64: 3, 7>, n = 2 : i64, node = "tail", starts = array<i64: 0, 4>, steps = array<i64: 1, 1>} : memref<3x7xf32>, memref<3x3xf32>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<3x7xf32> {train.name = "x"}) -> (tensor<?x?xf32> {train.name = "y"}) {
+    %st = initializer "st" {value = dense<4> : tensor<1xi64>} : tensor<1xi64>
+    %en = initializer "en" {value = dense<9223372036854775807> : tensor<1xi64>} : tensor<1xi64>
+    %ax = initializer "ax" {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+    %0 = "train.node"(%x, %st, %en, %ax) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Slice"}> {train.name = "tail", train.outputs = ["y"]} : (tensor<3x7xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xf32>
+    train.return %0 : tensor<?x?xf32>
+  }
+}

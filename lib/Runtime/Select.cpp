@@ -1,0 +1,304 @@
+//===- Select.cpp - ArgMax/ArgMin, TopK, GatherElements, Trilu ------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Kernels that pick elements by position or by order along one axis. The
+// axis splits a tensor into (outer, len, inner): element (o, i, j) lies at
+// (o * len + i) * inner + j. Comparisons follow numpy's rules for NaN: a NaN
+// is larger than any number for ArgMax and TopK(largest), smaller for ArgMin
+// and TopK(smallest) (it is picked first either way); ties keep the lower
+// index (ArgMax/ArgMin's select_last_index: the higher one).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <numeric>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+/// (outer, len, inner) of x around `axis`, which is normalized in place.
+amprt_status splitAxis(amprt_context *ctx, const char *k, T x, int64_t &axis,
+                       int64_t &outer, int64_t &len, int64_t &inner) {
+  AMPRT_TRY(normAxis(ctx, k, axis, x->rank, axis));
+  outer = inner = 1;
+  for (int32_t d = 0; d < x->rank; ++d)
+    if (d < axis)
+      outer *= x->shape[d];
+    else if (d > axis)
+      inner *= x->shape[d];
+  len = x->shape[axis];
+  return AMPRT_OK;
+}
+
+/// a ranks before b: larger (or smaller) first, NaN first.
+bool before(float a, float b, bool largest) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::isnan(a) && !std::isnan(b);
+  return largest ? a > b : a < b;
+}
+
+amprt_status argExtreme(amprt_context *ctx, const char *k, T x, int64_t axis,
+                        int32_t keepdims, int32_t last, T y, bool largest) {
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_I64));
+  int64_t outer, len, inner;
+  AMPRT_TRY(splitAxis(ctx, k, x, axis, outer, len, inner));
+  Shape so = shapeOf(x);
+  if (keepdims)
+    so[size_t(axis)] = 1;
+  else
+    so.erase(so.begin() + axis);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  if (len == 0 && outer * inner > 0)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: the axis of x %s is empty", k,
+                     shapeStr(x).c_str());
+  F32In in(x);
+  auto *out = static_cast<int64_t *>(y->data);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      const float *p = in.p + o * len * inner + j;
+      int64_t best = 0;
+      for (int64_t i = 1; i < len; ++i) {
+        float v = p[i * inner], b = p[best * inner];
+        bool tie = v == b || (std::isnan(v) && std::isnan(b));
+        if (before(v, b, largest) || (last && tie))
+          best = i;
+      }
+      out[o * inner + j] = best;
+    }
+  return AMPRT_OK;
+}
+
+/// GatherElements' checks: indices of data's rank, y (or dy) of the
+/// indices' shape and `dt`, every index in [-len, len).
+amprt_status checkGatherElements(amprt_context *ctx, const char *k, T data,
+                                 T indices, int64_t &axis, T y) {
+  AMPRT_TRY(checkIndices(ctx, k, indices));
+  AMPRT_TRY(normAxis(ctx, k, axis, data->rank, axis));
+  if (indices->rank != data->rank)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: indices %s and data %s have different ranks", k,
+                     shapeStr(indices).c_str(), shapeStr(data).c_str());
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(indices)));
+  int64_t len = data->shape[axis], n = numel(indices);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = indexAt(indices, i);
+    if (v < -len || v >= len)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: index %" PRId64 " at %" PRId64
+                       " outside [-%" PRId64 ", %" PRId64 ")",
+                       k, v, i, len, len);
+  }
+  return AMPRT_OK;
+}
+
+/// Calls f(i, offset into data) for each element i of the indices.
+template <typename F>
+void forEachGathered(T data, T indices, int64_t axis, F &&f) {
+  int32_t r = data->rank;
+  Shape ds(size_t(r), 1); // data's strides
+  for (int32_t d = r - 2; d >= 0; --d)
+    ds[d] = ds[d + 1] * data->shape[d + 1];
+  int64_t n = numel(indices), len = data->shape[axis];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0;
+    for (int32_t d = r - 1; d >= 0; --d) {
+      int64_t c = rem % indices->shape[d];
+      rem /= indices->shape[d];
+      if (d == axis) {
+        c = indexAt(indices, i);
+        c += c < 0 ? len : 0;
+      }
+      off += c * ds[d];
+    }
+    f(i, off);
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_arg_max(amprt_context *ctx, T x, int64_t axis,
+                           int32_t keepdims, int32_t select_last_index, T y) {
+  AMPRT_DISPATCH(arg_max, ctx, x, axis, keepdims, select_last_index, y);
+  return guard(ctx, "arg_max", [&] {
+    return argExtreme(ctx, "arg_max", x, axis, keepdims, select_last_index, y,
+                      true);
+  });
+}
+
+amprt_status amprt_arg_min(amprt_context *ctx, T x, int64_t axis,
+                           int32_t keepdims, int32_t select_last_index, T y) {
+  AMPRT_DISPATCH(arg_min, ctx, x, axis, keepdims, select_last_index, y);
+  return guard(ctx, "arg_min", [&] {
+    return argExtreme(ctx, "arg_min", x, axis, keepdims, select_last_index, y,
+                      false);
+  });
+}
+
+amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
+                         int32_t largest, int32_t sorted, T values,
+                         T indices) {
+  AMPRT_DISPATCH(top_k, ctx, x, k, axis, largest, sorted, values, indices);
+  const char *kn = "top_k";
+  return guard(ctx, kn, [&]() -> amprt_status {
+    AMPRT_TRY(checkFloat(ctx, kn, "x", x));
+    AMPRT_TRY(checkDtype(ctx, kn, "values", values, x->dtype));
+    AMPRT_TRY(checkDtype(ctx, kn, "indices", indices, AMPRT_I64));
+    int64_t outer, len, inner;
+    AMPRT_TRY(splitAxis(ctx, kn, x, axis, outer, len, inner));
+    if (k < 0 || k > len)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: k = %" PRId64 " for an axis of %" PRId64, kn, k,
+                       len);
+    Shape so = shapeOf(x);
+    so[size_t(axis)] = k;
+    AMPRT_TRY(checkShape(ctx, kn, "values", values, so));
+    AMPRT_TRY(checkShape(ctx, kn, "indices", indices, so));
+    F32In in(x);
+    F32Out out(values);
+    auto *idx = static_cast<int64_t *>(indices->data);
+    std::vector<int64_t> order(static_cast<size_t>(len));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) {
+        const float *p = in.p + o * len * inner + j;
+        std::iota(order.begin(), order.end(), 0);
+        // Ranked order, ties by index; `sorted` = 0 may give any order, so
+        // this one serves both.
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) {
+                           return before(p[a * inner], p[b * inner],
+                                         largest != 0);
+                         });
+        for (int64_t i = 0; i < k; ++i) {
+          int64_t at = (o * k + i) * inner + j;
+          out.p[at] = p[order[size_t(i)] * inner];
+          idx[at] = order[size_t(i)];
+        }
+      }
+    out.commit();
+    (void)sorted;
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gather_elements(amprt_context *ctx, T data, T indices,
+                                   int64_t axis, T y) {
+  AMPRT_DISPATCH(gather_elements, ctx, data, indices, axis, y);
+  const char *k = "gather_elements";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "data", data));
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
+    AMPRT_TRY(checkGatherElements(ctx, k, data, indices, axis, y));
+    size_t es = amprt_dtype_size(data->dtype);
+    auto *src = static_cast<const char *>(data->data);
+    auto *dst = static_cast<char *>(y->data);
+    forEachGathered(data, indices, axis, [&](int64_t i, int64_t off) {
+      std::memcpy(dst + i * int64_t(es), src + off * int64_t(es), es);
+    });
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gather_elements_grad(amprt_context *ctx, T dy, T indices,
+                                        int64_t axis, T dx) {
+  AMPRT_DISPATCH(gather_elements_grad, ctx, dy, indices, axis, dx);
+  const char *k = "gather_elements_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+    AMPRT_TRY(checkGatherElements(ctx, k, dx, indices, axis, dy));
+    F32In g(dy);
+    std::vector<float> acc(size_t(numel(dx)), 0.f);
+    forEachGathered(dx, indices, axis,
+                    [&](int64_t i, int64_t off) { acc[size_t(off)] += g.p[i]; });
+    fromF32(acc.data(), dx->data, dx->dtype, int64_t(acc.size()));
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_scatter_elements(amprt_context *ctx, T data, T indices,
+                                    T updates, int64_t axis,
+                                    int32_t reduction, T y) {
+  AMPRT_DISPATCH(scatter_elements, ctx, data, indices, updates, axis,
+                 reduction, y);
+  const char *k = "scatter_elements";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "data", data));
+    AMPRT_TRY(checkDtype(ctx, k, "updates", updates, data->dtype));
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
+    AMPRT_TRY(checkGatherElements(ctx, k, data, indices, axis, updates));
+    if (reduction < 0 || reduction > 4)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
+                       "max, 4 min)",
+                       k, reduction);
+    if (reduction && !isLowOrF32(data->dtype))
+      return ctx->fail(AMPRT_ERR_DTYPE,
+                       "%s: a reduction needs f32, f16 or bf16 data, not %s",
+                       k, amprt_dtype_name(data->dtype));
+    size_t es = amprt_dtype_size(data->dtype);
+    if (y->data != data->data)
+      std::memcpy(y->data, data->data, size_t(numel(data)) * es);
+    auto *src = static_cast<const char *>(updates->data);
+    auto *dst = static_cast<char *>(y->data);
+    forEachGathered(data, indices, axis, [&](int64_t i, int64_t off) {
+      if (!reduction) {
+        std::memcpy(dst + off * int64_t(es), src + i * int64_t(es), es);
+        return;
+      }
+      float a = loadF(y->data, y->dtype, off),
+            b = loadF(updates->data, updates->dtype, i);
+      float r = reduction == 1 ? a + b : reduction == 2 ? a * b : a;
+      if (reduction >= 3) // max / min, a NaN propagating
+        r = std::isnan(a)   ? a
+            : std::isnan(b) ? b
+            : reduction == 3 ? std::max(a, b)
+                             : std::min(a, b);
+      storeF(y->data, y->dtype, off, r);
+    });
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_trilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
+                         T y) {
+  AMPRT_DISPATCH(trilu, ctx, x, k, upper, y);
+  const char *kn = "trilu";
+  return guard(ctx, kn, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, kn, "x", x));
+    AMPRT_TRY(checkDtype(ctx, kn, "y", y, x->dtype));
+    AMPRT_TRY(checkShape(ctx, kn, "y", y, shapeOf(x)));
+    if (x->rank < 2)
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2",
+                       kn, shapeStr(x).c_str());
+    int64_t rows = x->shape[x->rank - 2], cols = x->shape[x->rank - 1];
+    int64_t n = numel(x);
+    size_t es = amprt_dtype_size(x->dtype);
+    auto *src = static_cast<const char *>(x->data);
+    auto *dst = static_cast<char *>(y->data);
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t j = e % cols, i = (e / cols) % rows;
+      bool keep = upper ? j - i >= k : j - i <= k;
+      if (keep)
+        std::memmove(dst + e * int64_t(es), src + e * int64_t(es), es);
+      else
+        std::memset(dst + e * int64_t(es), 0, es);
+    }
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"
