@@ -1437,6 +1437,125 @@ def test_select(rt):
                          f(m.f64(), k))
 
 
+def sigm(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def rnn_ref(kind, x, w, r, b, h0, c0, direction, lbr=1):
+    """ONNX LSTM / GRU (layout 0, default activations) in float64: y, y_h,
+    y_c (None for GRU)."""
+    S, B, _ = x.shape
+    D, GH, _ = w.shape
+    G = 4 if kind == "lstm" else 3
+    H = GH // G
+    y = np.zeros((S, D, B, H))
+    yh, yc = np.zeros((D, B, H)), np.zeros((D, B, H))
+    for d in range(D):
+        rev = direction == 1 or (direction == 2 and d == 1)
+        h = h0[d].copy()
+        c = c0[d].copy() if c0 is not None else None
+        wb, rb = b[d, :GH], b[d, GH:]
+        for t in (range(S - 1, -1, -1) if rev else range(S)):
+            if kind == "lstm":
+                a = x[t] @ w[d].T + h @ r[d].T + wb + rb
+                i, o, f, cc = (sigm(a[:, :H]), sigm(a[:, H:2 * H]),
+                               sigm(a[:, 2 * H:3 * H]), np.tanh(a[:, 3 * H:]))
+                c = f * c + i * cc
+                h = o * np.tanh(c)
+            else:
+                ax = x[t] @ w[d].T + wb
+                z = sigm(ax[:, :H] + h @ r[d, :H].T + rb[:H])
+                rr = sigm(ax[:, H:2 * H] + h @ r[d, H:2 * H].T + rb[H:2 * H])
+                if lbr:
+                    hc = np.tanh(ax[:, 2 * H:] +
+                                 rr * (h @ r[d, 2 * H:].T + rb[2 * H:]))
+                else:
+                    hc = np.tanh(ax[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T +
+                                 rb[2 * H:])
+                h = (1 - z) * hc + z * h
+            y[t, d] = h
+        yh[d] = h
+        if c is not None:
+            yc[d] = c
+    return y, yh, (yc if kind == "lstm" else None)
+
+
+def test_recurrent(rt):
+    """lstm / gru against float64 references of ONNX's equations (forward,
+    reverse, bidirectional; GRU with and without linear_before_reset), and
+    lstm_grad / gru_grad against central differences of those references
+    for the loss <y, gy> + <y_h, gh> (+ <y_c, gc>)."""
+    S, B, I, H = 4, 3, 5, 4
+    for kind in ("lstm", "gru"):
+        G = 4 if kind == "lstm" else 3
+        for direction, lbr in ((0, 1), (1, 0), (2, 1), (0, 0)):
+            if kind == "lstm" and lbr == 0 and direction == 0:
+                continue
+            D = 2 if direction == 2 else 1
+            x = rt.randn((S, B, I), "f32")
+            w = rt.randn((D, G * H, I), "f32", 0.5)
+            r = rt.randn((D, G * H, H), "f32", 0.5)
+            b = rt.randn((D, 2 * G * H), "f32", 0.5)
+            h0 = rt.randn((D, B, H), "f32", 0.5)
+            c0 = rt.randn((D, B, H), "f32", 0.5)
+            y = rt.empty((S, D, B, H), "f32")
+            yh = rt.empty((D, B, H), "f32")
+            gates = rt.empty((S, D, B, G * H), "f32")
+            ref = rnn_ref(kind, x.f64(), w.f64(), r.f64(), b.f64(), h0.f64(),
+                          c0.f64() if kind == "lstm" else None, direction, lbr)
+            if kind == "lstm":
+                yc = rt.empty((D, B, H), "f32")
+                allc = rt.empty((S, D, B, H), "f32")
+                rt.ok("lstm", x.ref, w.ref, r.ref, b.ref, h0.ref, c0.ref,
+                      direction, y.ref, yh.ref, yc.ref, allc.ref, gates.ref)
+                rt.close("lstm y_c", yc, ref[2], "f32", scale=np.abs(ref[2]) + 1,
+                         terms=S * (I + H) * 4)
+            else:
+                rt.ok("gru", x.ref, w.ref, r.ref, b.ref, h0.ref, direction, lbr,
+                      y.ref, yh.ref, gates.ref)
+            what = "%s direction %d lbr %d" % (kind, direction, lbr)
+            rt.close(what + " y", y, ref[0], "f32", scale=np.abs(ref[0]) + 1,
+                     terms=S * (I + H) * 4)
+            rt.close(what + " y_h", yh, ref[1], "f32",
+                     scale=np.abs(ref[1]) + 1, terms=S * (I + H) * 4)
+            # Gradients by central differences of the float64 reference.
+            gy = rt.randn((S, D, B, H), "f32")
+            gh = rt.randn((D, B, H), "f32")
+            gc = rt.randn((D, B, H), "f32")
+            args = [x, w, r, b, h0, c0]
+
+            def loss(vals):
+                o = rnn_ref(kind, *vals[:5],
+                            vals[5] if kind == "lstm" else None, direction,
+                            lbr)
+                v = np.sum(o[0] * gy.f64()) + np.sum(o[1] * gh.f64())
+                return v + (np.sum(o[2] * gc.f64()) if kind == "lstm" else 0)
+
+            outs = [rt.empty(a.shape, "f32") for a in args]
+            if kind == "lstm":
+                rt.ok("lstm_grad", x.ref, w.ref, r.ref, b.ref, h0.ref, c0.ref,
+                      y.ref, allc.ref, gates.ref, gy.ref, gh.ref, gc.ref,
+                      direction, *[o.ref for o in outs])
+            else:
+                rt.ok("gru_grad", x.ref, w.ref, r.ref, b.ref, h0.ref, y.ref,
+                      gates.ref, gy.ref, gh.ref, direction, lbr,
+                      *[o.ref for o in outs[:5]])
+                outs = outs[:5]
+            base = [a.f64() for a in args]
+            for k, (name, o) in enumerate(zip(("dx", "dw", "dr", "db",
+                                               "dh0", "dc0"), outs)):
+                num = np.zeros(o.shape)
+                for idx in np.ndindex(*o.shape):
+                    plus = [v.copy() for v in base]
+                    minus = [v.copy() for v in base]
+                    plus[k][idx] += 1e-5
+                    minus[k][idx] -= 1e-5
+                    num[idx] = (loss(plus) - loss(minus)) / 2e-5
+                err = np.abs(o.f64() - num).max() / (np.abs(num).max() + 1)
+                assert err < 2e-5, "%s %s: relative error %.2e" % (
+                    what, name, err)
+
+
 def splitmix_ref(seed, n):
     """Draws 1..n of splitmix64 from `seed`, in Python integers."""
     m = (1 << 64) - 1

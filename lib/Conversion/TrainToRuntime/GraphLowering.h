@@ -511,6 +511,17 @@ private:
       return a.str();
     return dflt.str();
   }
+  /// A list of strings (ONNX STRINGS), or nullopt.
+  std::optional<SmallVector<std::string>> attrStrs(StringRef n) {
+    auto a = attrOf<ArrayAttr>(n);
+    if (!a)
+      return std::nullopt;
+    SmallVector<std::string> v;
+    for (Attribute e : a)
+      if (auto str = dyn_cast<StringAttr>(e))
+        v.push_back(str.str());
+    return v;
+  }
   std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
     if (auto d = attrOf<DenseI64ArrayAttr>(n))
       return SmallVector<int64_t>(d.asArrayRef());
@@ -590,6 +601,9 @@ private:
   LogicalResult lowerResize(bool grad); // LowerNN.cpp
   /// Gather, slice, concat, expand, FusedMatMul, Scale (LowerData.cpp).
   FailureOr<bool> lowerData(StringRef domain, StringRef type);
+  /// LSTM and GRU, their ORT training forms and gradients
+  /// (LowerRecurrent.cpp).
+  FailureOr<bool> lowerRecurrent(StringRef domain, StringRef type);
   /// Tile, Split, ReduceL2, LogSoftmaxGrad, DivGrad as sequences of
   /// existing kernels (LowerComposite.cpp).
   FailureOr<bool> lowerComposite(StringRef domain, StringRef type);

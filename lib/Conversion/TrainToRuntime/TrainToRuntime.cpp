@@ -183,6 +183,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
   // Shape computations first: they become constants, not calls.
   for (auto family : {&GraphLowering::tryHostFold, &GraphLowering::lowerNN,
                       &GraphLowering::lowerData,
+                      &GraphLowering::lowerRecurrent,
                       &GraphLowering::lowerComposite}) {
     FailureOr<bool> done = (this->*family)(domain, type);
     if (failed(done))

@@ -1,0 +1,509 @@
+//===- Recurrent.cpp - LSTM and GRU, forward and backward -----------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// ONNX's LSTM and GRU in layout 0 (X [S, B, I], Y [S, D, B, H]) with the
+// default activations, and ONNX Runtime's training forms: the forward
+// keeps what the backward needs (every cell state, the gates after their
+// activations), and the backward runs the steps in reverse. Everything is
+// f32 (bf16/f16 inputs widened, outputs rounded once); each step's
+// products are sgemm calls (Gemm.cpp):
+//
+//   LSTM, gates i, o, f, c:  a = X_t W^T + H_{t-1} R^T + Wb + Rb
+//     i, o, f = sigmoid(a_i, a_o, a_f), c = tanh(a_c)
+//     C_t = f C_{t-1} + i c,  H_t = o tanh(C_t)
+//   GRU, gates z, r, h:      z, r = sigmoid(X_t W_zr^T + H_{t-1} R_zr^T + b)
+//     h = tanh(X_t W_h^T + Wb_h + r (H_{t-1} R_h^T + Rb_h))  linear before reset
+//     h = tanh(X_t W_h^T + Wb_h + (r H_{t-1}) R_h^T + Rb_h)  otherwise
+//     H_t = (1 - z) h + z H_{t-1}
+//
+// A reverse direction runs t = S-1 .. 0; bidirectional runs both, the
+// forward one at direction index 0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include <cinttypes>
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+
+float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
+
+/// The sizes of a call: sequence, batch, input, hidden, directions, gates.
+struct Dims {
+  int64_t S = 0, B = 0, I = 0, H = 0, D = 0, G = 0;
+};
+
+/// Checks X, W, R, B, the initial states and the direction; G is 4 (LSTM)
+/// or 3 (GRU).
+amprt_status checkRecurrent(amprt_context *ctx, const char *k, T x, T w, T r,
+                            T b, T h0, T c0, int32_t direction, int64_t G,
+                            Dims &d) {
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkFloat(ctx, k, "w", w));
+  AMPRT_TRY(checkFloat(ctx, k, "r", r));
+  AMPRT_TRY(checkFloat(ctx, k, "b", b, true));
+  AMPRT_TRY(checkFloat(ctx, k, "initial_h", h0, true));
+  AMPRT_TRY(checkFloat(ctx, k, "initial_c", c0, true));
+  if (direction < 0 || direction > 2)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: direction %d (expected 0 forward, 1 reverse, 2 "
+                     "bidirectional)",
+                     k, direction);
+  if (x->rank != 3 || w->rank != 3 || w->shape[1] % G != 0)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: x %s and w %s: expected [S, B, I] and [D, %" PRId64
+                     "H, I]",
+                     k, shapeStr(x).c_str(), shapeStr(w).c_str(), G);
+  d.S = x->shape[0];
+  d.B = x->shape[1];
+  d.I = x->shape[2];
+  d.G = G;
+  d.H = w->shape[1] / G;
+  d.D = direction == 2 ? 2 : 1;
+  AMPRT_TRY(checkShape(ctx, k, "w", w, {d.D, G * d.H, d.I}));
+  AMPRT_TRY(checkShape(ctx, k, "r", r, {d.D, G * d.H, d.H}));
+  if (b)
+    AMPRT_TRY(checkShape(ctx, k, "b", b, {d.D, 2 * G * d.H}));
+  if (h0)
+    AMPRT_TRY(checkShape(ctx, k, "initial_h", h0, {d.D, d.B, d.H}));
+  if (c0)
+    AMPRT_TRY(checkShape(ctx, k, "initial_c", c0, {d.D, d.B, d.H}));
+  return AMPRT_OK;
+}
+
+/// Checks an optional float output of `shape`.
+amprt_status checkOut(amprt_context *ctx, const char *k, const char *what, T t,
+                      const Shape &shape) {
+  AMPRT_TRY(checkFloat(ctx, k, what, t, true));
+  if (t)
+    AMPRT_TRY(checkShape(ctx, k, what, t, shape));
+  return AMPRT_OK;
+}
+
+/// The time step of the n-th step of direction `dir` (1: reversed).
+int64_t stepAt(const Dims &d, int64_t n, int32_t direction, int64_t dir) {
+  bool reversed = direction == 1 || (direction == 2 && dir == 1);
+  return reversed ? d.S - 1 - n : n;
+}
+
+/// The widened operands of a call, and the per-direction slices of them.
+struct Operands {
+  F32In x, w, r, b, h0, c0;
+  Operands(T x, T w, T r, T b, T h0, T c0)
+      : x(x), w(w), r(r), b(b), h0(h0), c0(c0) {}
+};
+
+/// out[B, N] = in[B, K] M^T for M [N, K] (row-major), accumulate or not.
+void timesTransposed(int64_t rows, int64_t N, int64_t K,
+                     const float *in, int64_t ldin, const float *M,
+                     int64_t ldm, bool accumulate, float *out, int64_t ldout,
+                     std::vector<float> &scratch) {
+  scratch.resize(size_t(K * N));
+  // M's [N, K] block with leading dimension ldm, transposed to [K, N].
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      scratch[size_t(k * N + n)] = M[n * ldm + k];
+  sgemm(rows, N, K, 1.f, in, ldin, scratch.data(), N, accumulate, out,
+        ldout);
+}
+
+/// acc[N, K] += g[rows, N]^T v[rows, K] (g's leading dimension ldg).
+void addOuter(int64_t rows, int64_t N, int64_t K, const float *g, int64_t ldg,
+              const float *v, int64_t ldv, float *acc, int64_t ldacc,
+              std::vector<float> &scratch) {
+  scratch.resize(size_t(N * rows));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t n = 0; n < N; ++n)
+      scratch[size_t(n * rows + i)] = g[i * ldg + n];
+  sgemm(N, K, rows, 1.f, scratch.data(), rows, v, ldv, true, acc, ldacc);
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
+                        int32_t direction, T y, T y_h, T y_c, T all_c,
+                        T gates) {
+  AMPRT_DISPATCH(lstm, ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c, all_c,
+                 gates);
+  const char *k = "lstm";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Dims d;
+    AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
+    AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "y_c", y_c, {d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "all_c", all_c, {d.S, d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 4 * d.H}));
+    Operands in(x, w, r, b, h0, c0);
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
+    std::vector<float> Y(size_t(S * D * B * H)), C(Y.size()),
+        A(size_t(S * D * B * G4)), Yh(size_t(D * B * H)), Yc(Yh.size()),
+        scratch;
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *W = in.w.p + dir * G4 * I, *R = in.r.p + dir * G4 * H;
+      std::vector<float> a(size_t(B * G4)), hPrev(size_t(B * H), 0.f),
+          cPrev(hPrev);
+      if (in.h0.p)
+        std::copy(in.h0.p + dir * B * H, in.h0.p + (dir + 1) * B * H,
+                  hPrev.begin());
+      if (in.c0.p)
+        std::copy(in.c0.p + dir * B * H, in.c0.p + (dir + 1) * B * H,
+                  cPrev.begin());
+      for (int64_t n = 0; n < S; ++n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        timesTransposed(B, G4, I, in.x.p + t * B * I, I, W, I, false,
+                        a.data(), G4, scratch);
+        timesTransposed(B, G4, H, hPrev.data(), H, R, H, true, a.data(),
+                        G4, scratch);
+        float *gt = A.data() + (t * D + dir) * B * G4;
+        float *ht = Y.data() + (t * D + dir) * B * H;
+        float *ct = C.data() + (t * D + dir) * B * H;
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t h = 0; h < H; ++h) {
+            float v[4];
+            for (int g = 0; g < 4; ++g) {
+              v[g] = a[size_t(bi * G4 + g * H + h)];
+              if (in.b.p)
+                v[g] += in.b.p[dir * 2 * G4 + g * H + h] +
+                        in.b.p[dir * 2 * G4 + G4 + g * H + h];
+            }
+            float ig = sigmoid(v[0]), og = sigmoid(v[1]), fg = sigmoid(v[2]),
+                  cg = std::tanh(v[3]);
+            float cn = fg * cPrev[size_t(bi * H + h)] + ig * cg;
+            float hn = og * std::tanh(cn);
+            float gv[4] = {ig, og, fg, cg};
+            for (int g = 0; g < 4; ++g)
+              gt[bi * G4 + g * H + h] = gv[g];
+            ct[bi * H + h] = cn;
+            ht[bi * H + h] = hn;
+          }
+        std::copy(ht, ht + B * H, hPrev.begin());
+        std::copy(ct, ct + B * H, cPrev.begin());
+      }
+      std::copy(hPrev.begin(), hPrev.end(), Yh.begin() + dir * B * H);
+      std::copy(cPrev.begin(), cPrev.end(), Yc.begin() + dir * B * H);
+    }
+    auto store = [](const std::vector<float> &v, T t) {
+      if (t)
+        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
+    };
+    store(Y, y);
+    store(Yh, y_h);
+    store(Yc, y_c);
+    store(C, all_c);
+    store(A, gates);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                             T c0, T y, T all_c, T gates, T dy, T dy_h,
+                             T dy_c, int32_t direction, T dx, T dw, T dr,
+                             T db, T dh0, T dc0) {
+  AMPRT_DISPATCH(lstm_grad, ctx, x, w, r, b, h0, c0, y, all_c, gates, dy,
+                 dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0);
+  const char *k = "lstm_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Dims d;
+    AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
+    Shape seq = {S, D, B, H}, last = {D, B, H};
+    for (auto [what, t, shape] :
+         {std::tuple<const char *, T, Shape>{"y", y, seq},
+          {"all_c", all_c, seq},
+          {"gates", gates, {S, D, B, G4}}}) {
+      AMPRT_TRY(checkFloat(ctx, k, what, t));
+      AMPRT_TRY(checkShape(ctx, k, what, t, shape));
+    }
+    AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
+    AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
+    AMPRT_TRY(checkOut(ctx, k, "dy_c", dy_c, last));
+    AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
+    AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
+    AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
+    AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 8 * H}));
+    AMPRT_TRY(checkOut(ctx, k, "dh0", dh0, last));
+    AMPRT_TRY(checkOut(ctx, k, "dc0", dc0, last));
+    Operands in(x, w, r, b, h0, c0);
+    F32In Y(y), C(all_c), A(gates), gY(dy), gYh(dy_h), gYc(dy_c);
+    std::vector<float> dX(size_t(S * B * I), 0.f), dW(size_t(D * G4 * I), 0.f),
+        dR(size_t(D * G4 * H), 0.f), dB(size_t(D * 8 * H), 0.f),
+        dH0(size_t(D * B * H), 0.f), dC0(dH0.size(), 0.f), scratch;
+    std::vector<float> zeros(size_t(B * H), 0.f);
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *W = in.w.p + dir * G4 * I, *R = in.r.p + dir * G4 * H;
+      std::vector<float> dH(size_t(B * H), 0.f), dC(dH), da(size_t(B * G4));
+      if (gYh.p)
+        std::copy(gYh.p + dir * B * H, gYh.p + (dir + 1) * B * H, dH.begin());
+      if (gYc.p)
+        std::copy(gYc.p + dir * B * H, gYc.p + (dir + 1) * B * H, dC.begin());
+      for (int64_t n = S - 1; n >= 0; --n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        int64_t tp = n > 0 ? stepAt(d, n - 1, direction, dir) : -1;
+        const float *hPrev =
+            tp >= 0 ? Y.p + (tp * D + dir) * B * H
+                    : (in.h0.p ? in.h0.p + dir * B * H : zeros.data());
+        const float *cPrev =
+            tp >= 0 ? C.p + (tp * D + dir) * B * H
+                    : (in.c0.p ? in.c0.p + dir * B * H : zeros.data());
+        const float *ct = C.p + (t * D + dir) * B * H;
+        const float *gt = A.p + (t * D + dir) * B * G4;
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t h = 0; h < H; ++h) {
+            size_t e = size_t(bi * H + h);
+            float ig = gt[bi * G4 + h], og = gt[bi * G4 + H + h],
+                  fg = gt[bi * G4 + 2 * H + h], cg = gt[bi * G4 + 3 * H + h];
+            float gh = dH[e] + (gY.p ? gY.p[(t * D + dir) * B * H + e] : 0.f);
+            float tc = std::tanh(ct[e]);
+            float gc = dC[e] + gh * og * (1.f - tc * tc);
+            float *row = da.data() + bi * G4;
+            row[h] = gc * cg * ig * (1.f - ig);
+            row[H + h] = gh * tc * og * (1.f - og);
+            row[2 * H + h] = gc * cPrev[e] * fg * (1.f - fg);
+            row[3 * H + h] = gc * ig * (1.f - cg * cg);
+            dC[e] = gc * fg;
+          }
+        // dX_t += da W, dH_{t-1} = da R, dW += da^T X_t, dR += da^T H_{t-1}.
+        sgemm(B, I, G4, 1.f, da.data(), G4, W, I, true, dX.data() + t * B * I,
+              I);
+        sgemm(B, H, G4, 1.f, da.data(), G4, R, H, false, dH.data(), H);
+        addOuter(B, G4, I, da.data(), G4, in.x.p + t * B * I, I,
+                 dW.data() + dir * G4 * I, I, scratch);
+        addOuter(B, G4, H, da.data(), G4, hPrev, H, dR.data() + dir * G4 * H,
+                 H, scratch);
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t j = 0; j < G4; ++j) {
+            dB[size_t(dir * 8 * H + j)] += da[size_t(bi * G4 + j)];
+            dB[size_t(dir * 8 * H + G4 + j)] += da[size_t(bi * G4 + j)];
+          }
+      }
+      std::copy(dH.begin(), dH.end(), dH0.begin() + dir * B * H);
+      std::copy(dC.begin(), dC.end(), dC0.begin() + dir * B * H);
+    }
+    auto store = [](const std::vector<float> &v, T t) {
+      if (t)
+        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
+    };
+    store(dX, dx);
+    store(dW, dw);
+    store(dR, dr);
+    store(dB, db);
+    store(dH0, dh0);
+    store(dC0, dc0);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                       int32_t direction, int32_t linear_before_reset, T y,
+                       T y_h, T gates) {
+  AMPRT_DISPATCH(gru, ctx, x, w, r, b, h0, direction, linear_before_reset, y,
+                 y_h, gates);
+  const char *k = "gru";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Dims d;
+    AMPRT_TRY(
+        checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
+    AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
+    AMPRT_TRY(checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 3 * d.H}));
+    Operands in(x, w, r, b, h0, nullptr);
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
+    std::vector<float> Y(size_t(S * D * B * H)), A(size_t(S * D * B * G3)),
+        Yh(size_t(D * B * H)), scratch;
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *W = in.w.p + dir * G3 * I, *R = in.r.p + dir * G3 * H;
+      const float *bw = in.b.p ? in.b.p + dir * 2 * G3 : nullptr;
+      const float *br = bw ? bw + G3 : nullptr;
+      std::vector<float> ax(size_t(B * G3)), ah(size_t(B * G3)),
+          rh(size_t(B * H)), hPrev(size_t(B * H), 0.f);
+      if (in.h0.p)
+        std::copy(in.h0.p + dir * B * H, in.h0.p + (dir + 1) * B * H,
+                  hPrev.begin());
+      for (int64_t n = 0; n < S; ++n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        timesTransposed(B, G3, I, in.x.p + t * B * I, I, W, I, false,
+                        ax.data(), G3, scratch);
+        // H_{t-1} R^T for z, r (and h when linear before reset).
+        timesTransposed(B, linear_before_reset ? G3 : 2 * H, H,
+                        hPrev.data(), H, R, H, false, ah.data(), G3, scratch);
+        float *gt = A.data() + (t * D + dir) * B * G3;
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t h = 0; h < H; ++h) {
+            size_t e = size_t(bi * G3);
+            float z = ax[e + h] + ah[e + h], rr = ax[e + H + h] + ah[e + H + h];
+            if (bw) {
+              z += bw[h] + br[h];
+              rr += bw[H + h] + br[H + h];
+            }
+            gt[bi * G3 + h] = sigmoid(z);
+            gt[bi * G3 + H + h] = sigmoid(rr);
+            rh[size_t(bi * H + h)] = sigmoid(rr) * hPrev[size_t(bi * H + h)];
+          }
+        if (!linear_before_reset) // (r H_{t-1}) R_h^T
+          timesTransposed(B, H, H, rh.data(), H, R + 2 * H * H, H, false,
+                          ah.data() + 2 * H, G3, scratch);
+        float *ht = Y.data() + (t * D + dir) * B * H;
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t h = 0; h < H; ++h) {
+            size_t e = size_t(bi * G3);
+            float z = gt[bi * G3 + h], rr = gt[bi * G3 + H + h];
+            float q = ah[e + 2 * H + h] + (br ? br[2 * H + h] : 0.f);
+            float a = ax[e + 2 * H + h] + (bw ? bw[2 * H + h] : 0.f) +
+                      (linear_before_reset ? rr * q : q);
+            float hc = std::tanh(a);
+            gt[bi * G3 + 2 * H + h] = hc;
+            ht[bi * H + h] =
+                (1.f - z) * hc + z * hPrev[size_t(bi * H + h)];
+          }
+        std::copy(ht, ht + B * H, hPrev.begin());
+      }
+      std::copy(hPrev.begin(), hPrev.end(), Yh.begin() + dir * B * H);
+    }
+    auto store = [](const std::vector<float> &v, T t) {
+      if (t)
+        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
+    };
+    store(Y, y);
+    store(Yh, y_h);
+    store(A, gates);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
+                            T gates, T dy, T dy_h, int32_t direction,
+                            int32_t linear_before_reset, T dx, T dw, T dr,
+                            T db, T dh0) {
+  AMPRT_DISPATCH(gru_grad, ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction,
+                 linear_before_reset, dx, dw, dr, db, dh0);
+  const char *k = "gru_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Dims d;
+    AMPRT_TRY(
+        checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
+    Shape seq = {S, D, B, H}, last = {D, B, H};
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+    AMPRT_TRY(checkShape(ctx, k, "y", y, seq));
+    AMPRT_TRY(checkFloat(ctx, k, "gates", gates));
+    AMPRT_TRY(checkShape(ctx, k, "gates", gates, {S, D, B, G3}));
+    AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
+    AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
+    AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
+    AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
+    AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
+    AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 6 * H}));
+    AMPRT_TRY(checkOut(ctx, k, "dh0", dh0, last));
+    Operands in(x, w, r, b, h0, nullptr);
+    F32In Y(y), A(gates), gY(dy), gYh(dy_h);
+    std::vector<float> dX(size_t(S * B * I), 0.f), dW(size_t(D * G3 * I), 0.f),
+        dR(size_t(D * G3 * H), 0.f), dB(size_t(D * 6 * H), 0.f),
+        dH0(size_t(D * B * H), 0.f), zeros(size_t(B * H), 0.f), scratch;
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *W = in.w.p + dir * G3 * I, *R = in.r.p + dir * G3 * H;
+      const float *Rh = R + 2 * H * H;
+      const float *br = in.b.p ? in.b.p + dir * 2 * G3 + G3 : nullptr;
+      std::vector<float> dH(size_t(B * H), 0.f), dPrev(dH), da(size_t(B * G3)),
+          q(size_t(B * H)), rh(size_t(B * H)), dq(size_t(B * H)),
+          ds(size_t(B * H));
+      if (gYh.p)
+        std::copy(gYh.p + dir * B * H, gYh.p + (dir + 1) * B * H, dH.begin());
+      for (int64_t n = S - 1; n >= 0; --n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        int64_t tp = n > 0 ? stepAt(d, n - 1, direction, dir) : -1;
+        const float *hPrev =
+            tp >= 0 ? Y.p + (tp * D + dir) * B * H
+                    : (in.h0.p ? in.h0.p + dir * B * H : zeros.data());
+        const float *gt = A.p + (t * D + dir) * B * G3;
+        if (linear_before_reset) // q = H_{t-1} R_h^T + Rb_h
+          timesTransposed(B, H, H, hPrev, H, Rh, H, false, q.data(), H,
+                          scratch);
+        for (int64_t bi = 0; bi < B; ++bi)
+          for (int64_t h = 0; h < H; ++h) {
+            size_t e = size_t(bi * H + h);
+            float z = gt[bi * G3 + h], rr = gt[bi * G3 + H + h],
+                  hc = gt[bi * G3 + 2 * H + h];
+            float gh = dH[e] + (gY.p ? gY.p[(t * D + dir) * B * H + e] : 0.f);
+            float *row = da.data() + bi * G3;
+            row[h] = gh * (hPrev[e] - hc) * z * (1.f - z);
+            row[2 * H + h] = gh * (1.f - z) * (1.f - hc * hc);
+            dPrev[e] = gh * z;
+            if (linear_before_reset) {
+              float qq = q[e] + (br ? br[2 * H + h] : 0.f);
+              row[H + h] = row[2 * H + h] * qq * rr * (1.f - rr);
+              dq[e] = row[2 * H + h] * rr;
+            } else {
+              rh[e] = rr * hPrev[e];
+            }
+          }
+        if (!linear_before_reset) {
+          // a_h reads (r H_{t-1}) R_h^T: ds = da_h R_h.
+          for (int64_t bi = 0; bi < B; ++bi)
+            std::copy(da.data() + bi * G3 + 2 * H, da.data() + bi * G3 + G3,
+                      dq.data() + bi * H);
+          sgemm(B, H, H, 1.f, dq.data(), H, Rh, H, false, ds.data(), H);
+          for (int64_t bi = 0; bi < B; ++bi)
+            for (int64_t h = 0; h < H; ++h) {
+              size_t e = size_t(bi * H + h);
+              float rr = gt[bi * G3 + H + h];
+              da[size_t(bi * G3 + H + h)] =
+                  ds[e] * hPrev[e] * rr * (1.f - rr);
+              dPrev[e] += ds[e] * rr;
+            }
+          // dR_h += da_h^T (r H_{t-1}); dq holds da_h for the bias below.
+          addOuter(B, H, H, dq.data(), H, rh.data(), H,
+                   dR.data() + dir * G3 * H + 2 * H * H, H, scratch);
+        } else {
+          // dR_h += dq^T H_{t-1}, dH_{t-1} += dq R_h.
+          addOuter(B, H, H, dq.data(), H, hPrev, H,
+                   dR.data() + dir * G3 * H + 2 * H * H, H, scratch);
+          sgemm(B, H, H, 1.f, dq.data(), H, Rh, H, true, dPrev.data(), H);
+        }
+        // z and r: dR_zr += da_zr^T H_{t-1}, dH_{t-1} += da_zr R_zr.
+        addOuter(B, 2 * H, H, da.data(), G3, hPrev, H,
+                 dR.data() + dir * G3 * H, H, scratch);
+        sgemm(B, H, 2 * H, 1.f, da.data(), G3, R, H, true, dPrev.data(), H);
+        // dX_t += da W, dW += da^T X_t.
+        sgemm(B, I, G3, 1.f, da.data(), G3, W, I, true, dX.data() + t * B * I,
+              I);
+        addOuter(B, G3, I, da.data(), G3, in.x.p + t * B * I, I,
+                 dW.data() + dir * G3 * I, I, scratch);
+        float *bW = dB.data() + dir * 6 * H, *bR = bW + G3;
+        for (int64_t bi = 0; bi < B; ++bi) {
+          for (int64_t j = 0; j < G3; ++j)
+            bW[j] += da[size_t(bi * G3 + j)];
+          for (int64_t j = 0; j < 2 * H; ++j)
+            bR[j] += da[size_t(bi * G3 + j)];
+          for (int64_t h = 0; h < H; ++h)
+            bR[2 * H + h] += dq[size_t(bi * H + h)];
+        }
+        dH.swap(dPrev);
+      }
+      std::copy(dH.begin(), dH.end(), dH0.begin() + dir * B * H);
+    }
+    auto store = [](const std::vector<float> &v, T t) {
+      if (t)
+        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
+    };
+    store(dX, dx);
+    store(dW, dw);
+    store(dR, dr);
+    store(dB, db);
+    store(dH0, dh0);
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"
