@@ -118,6 +118,26 @@ struct Scratch {
 amprt_status storeFromF32(amprt_context *ctx, const char *k, const float *acc,
                           T y);
 
+/// A zeroed f32 buffer of dx's size that kernels add into (atomics), then
+/// rounded once into dx: dx itself when it is f32.
+struct F32Accumulator {
+  Scratch tmp;
+  float *p = nullptr;
+  amprt_status begin(amprt_context *ctx, const char *k, T dx) {
+    size_t bytes = size_t(numel(dx)) * sizeof(float);
+    p = static_cast<float *>(dx->data);
+    if (dx->dtype != AMPRT_F32) {
+      AMPRT_TRY(tmp.get(ctx, k, bytes));
+      p = static_cast<float *>(tmp.p);
+    }
+    AMPRT_CUDA(ctx, k, cudaMemsetAsync(p, 0, bytes, stream(ctx)));
+    return AMPRT_OK;
+  }
+  amprt_status finish(amprt_context *ctx, const char *k, T dx) {
+    return dx->dtype == AMPRT_F32 ? AMPRT_OK : storeFromF32(ctx, k, p, dx);
+  }
+};
+
 /// Copies a host table to fresh scratch device memory on the stream.
 amprt_status upload(amprt_context *ctx, const char *k, const void *host,
                     size_t bytes, Scratch &dst);

@@ -99,23 +99,15 @@ amprt_status cudaResizeGrad(amprt_context *ctx, T dy, T scales, int32_t mode,
     int64_t nx = numel(dx), n = numel(dy);
     if (nx == 0)
       return AMPRT_OK;
-    Scratch tmp;
-    float *acc = static_cast<float *>(dx->data);
-    if (dx->dtype != AMPRT_F32) {
-      AMPRT_TRY(tmp.get(ctx, k, size_t(nx) * sizeof(float)));
-      acc = static_cast<float *>(tmp.p);
-    }
-    cudaStream_t s = stream(ctx);
-    AMPRT_CUDA(ctx, k, cudaMemsetAsync(acc, 0, size_t(nx) * sizeof(float), s));
+    F32Accumulator acc;
+    AMPRT_TRY(acc.begin(ctx, k, dx));
     if (n) {
-      resizeGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+      resizeGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
           makeMap(dx, dy, mode, coord_mode, nearest_mode), dy->data,
-          dy->dtype, static_cast<const float *>(scales->data), acc, n);
+          dy->dtype, static_cast<const float *>(scales->data), acc.p, n);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
-    if (dx->dtype != AMPRT_F32)
-      return storeFromF32(ctx, k, acc, dx);
-    return AMPRT_OK;
+    return acc.finish(ctx, k, dx);
   });
 }
 

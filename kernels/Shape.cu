@@ -285,24 +285,15 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
     int64_t nx = numel(dx), n = numel(dy);
     if (nx == 0)
       return AMPRT_OK;
-    Scratch tmp;
-    float *acc = static_cast<float *>(dx->data);
-    if (dx->dtype != AMPRT_F32) {
-      AMPRT_TRY(tmp.get(ctx, k, size_t(nx) * sizeof(float)));
-      acc = static_cast<float *>(tmp.p);
-    }
-    cudaStream_t s = stream(ctx);
-    AMPRT_CUDA(ctx, k,
-               cudaMemsetAsync(acc, 0, size_t(nx) * sizeof(float), s));
+    F32Accumulator acc;
+    AMPRT_TRY(acc.begin(ctx, k, dx));
     if (n) {
-      scatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-          dy->data, dy->dtype, indices->data, indices->dtype, acc,
+      scatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+          dy->data, dy->dtype, indices->data, indices->dtype, acc.p,
           numel(indices), len, inner, n);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
-    if (dx->dtype != AMPRT_F32)
-      return storeFromF32(ctx, k, acc, dx);
-    return AMPRT_OK;
+    return acc.finish(ctx, k, dx);
   });
 }
 

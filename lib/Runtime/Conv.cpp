@@ -94,10 +94,10 @@ bool isPointwise(const Window &g) {
          g.pr == 0;
 }
 
-/// Calls row(c, tap, od, oh, d, h) for each row of im2col's matrix: the
-/// output row (od, oh) of channel c and kernel tap (a, i, j) = `tap`, with
-/// the input depth d and row h it reads (negative or past the input when
-/// the row lies in the padding), and j for the columns.
+/// Calls row(c, tap, j, od, oh, d, h) for each row of im2col's matrix: the
+/// output row (od, oh) of channel c and kernel tap (a, i, j) = `tap` (j, the
+/// tap's column, places the columns), with the input depth d and row h it
+/// reads (negative or past the input when the row lies in the padding).
 template <typename F>
 void forEachColRow(const Window &g, int64_t channels, F &&row) {
   for (int64_t c = 0; c < channels; ++c)

@@ -313,6 +313,11 @@ AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
 /// i64/i32 with classes >= 1, bool).
 amprt_status checkRandomFill(amprt_context *ctx, const char *kernel,
                              const amprt_tensor *y, int64_t classes);
+/// x as (outer, len, inner) around `axis` (normalized into `a`): element
+/// (o, i, j) at (o * len + i) * inner + j.
+amprt_status splitAtAxis(amprt_context *ctx, const char *kernel,
+                         const amprt_tensor *x, int64_t axis, int64_t &a,
+                         int64_t &outer, int64_t &len, int64_t &inner);
 /// Normalizes a possibly negative axis into [0, rank).
 amprt_status normAxis(amprt_context *ctx, const char *kernel, int64_t axis,
                       int64_t rank, int64_t &out);

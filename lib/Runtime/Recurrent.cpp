@@ -80,6 +80,12 @@ amprt_status checkRecurrent(amprt_context *ctx, const char *k, T x, T w, T r,
   return AMPRT_OK;
 }
 
+/// Rounds v into the optional output t.
+void store(const std::vector<float> &v, T t) {
+  if (t)
+    fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
+}
+
 /// Checks an optional float output of `shape`.
 amprt_status checkOut(amprt_context *ctx, const char *k, const char *what, T t,
                       const Shape &shape) {
@@ -95,6 +101,17 @@ int64_t stepAt(const Dims &d, int64_t n, int32_t direction, int64_t dir) {
   return reversed ? d.S - 1 - n : n;
 }
 
+/// The state ([B, H]) before the n-th step of direction dir: the previous
+/// step's (in `all`, [S, D, B, H]), or the initial one (`initial`, [D, B,
+/// H]; zeros when absent).
+const float *stateBefore(const Dims &d, int64_t n, int32_t direction,
+                         int64_t dir, const float *all, const float *initial,
+                         const float *zeros) {
+  if (n > 0)
+    return all + (stepAt(d, n - 1, direction, dir) * d.D + dir) * d.B * d.H;
+  return initial ? initial + dir * d.B * d.H : zeros;
+}
+
 /// The widened operands of a call, and the per-direction slices of them.
 struct Operands {
   F32In x, w, r, b, h0, c0;
@@ -102,19 +119,22 @@ struct Operands {
       : x(x), w(w), r(r), b(b), h0(h0), c0(c0) {}
 };
 
-/// out[B, N] = in[B, K] M^T for M [N, K] (row-major), accumulate or not.
-void timesTransposed(int64_t rows, int64_t N, int64_t K,
-                     const float *in, int64_t ldin, const float *M,
-                     int64_t ldm, bool accumulate, float *out, int64_t ldout,
-                     std::vector<float> &scratch) {
-  scratch.resize(size_t(K * N));
-  // M's [N, K] block with leading dimension ldm, transposed to [K, N].
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k)
-      scratch[size_t(k * N + n)] = M[n * ldm + k];
-  sgemm(rows, N, K, 1.f, in, ldin, scratch.data(), N, accumulate, out,
-        ldout);
-}
+/// One direction's weights transposed once, and x W^T for every step (one
+/// product over all S * B rows: each row is computed as a per-step product
+/// would be, Gemm.cpp's sgemm being position independent).
+struct Prepared {
+  std::vector<float> wT, rT, xw; // [I, GH], [H, GH], [S * B, GH]
+  Prepared(const Dims &d, const float *x, const float *W, const float *R) {
+    int64_t GH = d.G * d.H;
+    wT.resize(size_t(d.I * GH));
+    rT.resize(size_t(d.H * GH));
+    xw.resize(size_t(d.S * d.B * GH));
+    transpose2d(W, GH, d.I, wT.data());
+    transpose2d(R, GH, d.H, rT.data());
+    sgemm(d.S * d.B, GH, d.I, 1.f, x, d.I, wT.data(), GH, false, xw.data(),
+          GH);
+  }
+};
 
 /// acc[N, K] += g[rows, N]^T v[rows, K] (g's leading dimension ldg).
 void addOuter(int64_t rows, int64_t N, int64_t K, const float *g, int64_t ldg,
@@ -148,24 +168,25 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
     Operands in(x, w, r, b, h0, c0);
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
     std::vector<float> Y(size_t(S * D * B * H)), C(Y.size()),
-        A(size_t(S * D * B * G4)), Yh(size_t(D * B * H)), Yc(Yh.size()),
-        scratch;
+        A(size_t(S * D * B * G4)), Yh(size_t(D * B * H)), Yc(Yh.size());
     for (int64_t dir = 0; dir < D; ++dir) {
       const float *W = in.w.p + dir * G4 * I, *R = in.r.p + dir * G4 * H;
       std::vector<float> a(size_t(B * G4)), hPrev(size_t(B * H), 0.f),
           cPrev(hPrev);
-      if (in.h0.p)
-        std::copy(in.h0.p + dir * B * H, in.h0.p + (dir + 1) * B * H,
-                  hPrev.begin());
-      if (in.c0.p)
-        std::copy(in.c0.p + dir * B * H, in.c0.p + (dir + 1) * B * H,
-                  cPrev.begin());
+      // The initial states, when given (the vectors start as zeros).
+      if (auto *h = stateBefore(d, 0, direction, dir, nullptr, in.h0.p,
+                                nullptr))
+        std::copy(h, h + B * H, hPrev.begin());
+      if (auto *c = stateBefore(d, 0, direction, dir, nullptr, in.c0.p,
+                                nullptr))
+        std::copy(c, c + B * H, cPrev.begin());
+      Prepared p(d, in.x.p, W, R);
       for (int64_t n = 0; n < S; ++n) {
         int64_t t = stepAt(d, n, direction, dir);
-        timesTransposed(B, G4, I, in.x.p + t * B * I, I, W, I, false,
-                        a.data(), G4, scratch);
-        timesTransposed(B, G4, H, hPrev.data(), H, R, H, true, a.data(),
-                        G4, scratch);
+        std::copy(p.xw.begin() + t * B * G4, p.xw.begin() + (t + 1) * B * G4,
+                  a.begin());
+        sgemm(B, G4, H, 1.f, hPrev.data(), H, p.rT.data(), G4, true, a.data(),
+              G4);
         float *gt = A.data() + (t * D + dir) * B * G4;
         float *ht = Y.data() + (t * D + dir) * B * H;
         float *ct = C.data() + (t * D + dir) * B * H;
@@ -194,10 +215,6 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
       std::copy(hPrev.begin(), hPrev.end(), Yh.begin() + dir * B * H);
       std::copy(cPrev.begin(), cPrev.end(), Yc.begin() + dir * B * H);
     }
-    auto store = [](const std::vector<float> &v, T t) {
-      if (t)
-        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
-    };
     store(Y, y);
     store(Yh, y_h);
     store(Yc, y_c);
@@ -250,13 +267,10 @@ amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
         std::copy(gYc.p + dir * B * H, gYc.p + (dir + 1) * B * H, dC.begin());
       for (int64_t n = S - 1; n >= 0; --n) {
         int64_t t = stepAt(d, n, direction, dir);
-        int64_t tp = n > 0 ? stepAt(d, n - 1, direction, dir) : -1;
-        const float *hPrev =
-            tp >= 0 ? Y.p + (tp * D + dir) * B * H
-                    : (in.h0.p ? in.h0.p + dir * B * H : zeros.data());
-        const float *cPrev =
-            tp >= 0 ? C.p + (tp * D + dir) * B * H
-                    : (in.c0.p ? in.c0.p + dir * B * H : zeros.data());
+        const float *hPrev = stateBefore(d, n, direction, dir, Y.p, in.h0.p,
+                                         zeros.data()),
+                    *cPrev = stateBefore(d, n, direction, dir, C.p, in.c0.p,
+                                         zeros.data());
         const float *ct = C.p + (t * D + dir) * B * H;
         const float *gt = A.p + (t * D + dir) * B * G4;
         for (int64_t bi = 0; bi < B; ++bi)
@@ -291,10 +305,6 @@ amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
       std::copy(dH.begin(), dH.end(), dH0.begin() + dir * B * H);
       std::copy(dC.begin(), dC.end(), dC0.begin() + dir * B * H);
     }
-    auto store = [](const std::vector<float> &v, T t) {
-      if (t)
-        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
-    };
     store(dX, dx);
     store(dW, dw);
     store(dR, dr);
@@ -321,23 +331,24 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
     Operands in(x, w, r, b, h0, nullptr);
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
     std::vector<float> Y(size_t(S * D * B * H)), A(size_t(S * D * B * G3)),
-        Yh(size_t(D * B * H)), scratch;
+        Yh(size_t(D * B * H));
     for (int64_t dir = 0; dir < D; ++dir) {
       const float *W = in.w.p + dir * G3 * I, *R = in.r.p + dir * G3 * H;
       const float *bw = in.b.p ? in.b.p + dir * 2 * G3 : nullptr;
       const float *br = bw ? bw + G3 : nullptr;
       std::vector<float> ax(size_t(B * G3)), ah(size_t(B * G3)),
           rh(size_t(B * H)), hPrev(size_t(B * H), 0.f);
-      if (in.h0.p)
-        std::copy(in.h0.p + dir * B * H, in.h0.p + (dir + 1) * B * H,
-                  hPrev.begin());
+      if (auto *h =
+              stateBefore(d, 0, direction, dir, nullptr, in.h0.p, nullptr))
+        std::copy(h, h + B * H, hPrev.begin());
+      Prepared p(d, in.x.p, W, R);
       for (int64_t n = 0; n < S; ++n) {
         int64_t t = stepAt(d, n, direction, dir);
-        timesTransposed(B, G3, I, in.x.p + t * B * I, I, W, I, false,
-                        ax.data(), G3, scratch);
+        std::copy(p.xw.begin() + t * B * G3, p.xw.begin() + (t + 1) * B * G3,
+                  ax.begin());
         // H_{t-1} R^T for z, r (and h when linear before reset).
-        timesTransposed(B, linear_before_reset ? G3 : 2 * H, H,
-                        hPrev.data(), H, R, H, false, ah.data(), G3, scratch);
+        sgemm(B, linear_before_reset ? G3 : 2 * H, H, 1.f, hPrev.data(), H,
+              p.rT.data(), G3, false, ah.data(), G3);
         float *gt = A.data() + (t * D + dir) * B * G3;
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
@@ -352,8 +363,8 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
             rh[size_t(bi * H + h)] = sigmoid(rr) * hPrev[size_t(bi * H + h)];
           }
         if (!linear_before_reset) // (r H_{t-1}) R_h^T
-          timesTransposed(B, H, H, rh.data(), H, R + 2 * H * H, H, false,
-                          ah.data() + 2 * H, G3, scratch);
+          sgemm(B, H, H, 1.f, rh.data(), H, p.rT.data() + 2 * H, G3, false,
+                ah.data() + 2 * H, G3);
         float *ht = Y.data() + (t * D + dir) * B * H;
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
@@ -371,10 +382,6 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
       }
       std::copy(hPrev.begin(), hPrev.end(), Yh.begin() + dir * B * H);
     }
-    auto store = [](const std::vector<float> &v, T t) {
-      if (t)
-        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
-    };
     store(Y, y);
     store(Yh, y_h);
     store(A, gates);
@@ -414,6 +421,8 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
     for (int64_t dir = 0; dir < D; ++dir) {
       const float *W = in.w.p + dir * G3 * I, *R = in.r.p + dir * G3 * H;
       const float *Rh = R + 2 * H * H;
+      std::vector<float> rhT(size_t(H * H));
+      transpose2d(Rh, H, H, rhT.data());
       const float *br = in.b.p ? in.b.p + dir * 2 * G3 + G3 : nullptr;
       std::vector<float> dH(size_t(B * H), 0.f), dPrev(dH), da(size_t(B * G3)),
           q(size_t(B * H)), rh(size_t(B * H)), dq(size_t(B * H)),
@@ -422,14 +431,11 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
         std::copy(gYh.p + dir * B * H, gYh.p + (dir + 1) * B * H, dH.begin());
       for (int64_t n = S - 1; n >= 0; --n) {
         int64_t t = stepAt(d, n, direction, dir);
-        int64_t tp = n > 0 ? stepAt(d, n - 1, direction, dir) : -1;
-        const float *hPrev =
-            tp >= 0 ? Y.p + (tp * D + dir) * B * H
-                    : (in.h0.p ? in.h0.p + dir * B * H : zeros.data());
+        const float *hPrev = stateBefore(d, n, direction, dir, Y.p, in.h0.p,
+                                         zeros.data());
         const float *gt = A.p + (t * D + dir) * B * G3;
-        if (linear_before_reset) // q = H_{t-1} R_h^T + Rb_h
-          timesTransposed(B, H, H, hPrev, H, Rh, H, false, q.data(), H,
-                          scratch);
+        if (linear_before_reset) // q = H_{t-1} R_h^T (+ Rb_h below)
+          sgemm(B, H, H, 1.f, hPrev, H, rhT.data(), H, false, q.data(), H);
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
             size_t e = size_t(bi * H + h);
@@ -493,10 +499,6 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
       }
       std::copy(dH.begin(), dH.end(), dH0.begin() + dir * B * H);
     }
-    auto store = [](const std::vector<float> &v, T t) {
-      if (t)
-        fromF32(v.data(), t->data, t->dtype, int64_t(v.size()));
-    };
     store(dX, dx);
     store(dW, dw);
     store(dR, dr);

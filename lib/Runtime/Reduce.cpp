@@ -77,48 +77,21 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
 
 extern "C" {
 
-amprt_status amprt_reduce_sum(amprt_context *ctx, T x, const int64_t *axes,
-                              int64_t naxes, int32_t keepdims,
-                              int32_t noop_with_empty_axes, T y) {
-  AMPRT_DISPATCH(reduce_sum, ctx, x, axes, naxes, keepdims,
-                 noop_with_empty_axes, y);
-  return guard(ctx, "reduce_sum", [&] {
-    return reduce(ctx, "reduce_sum", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, Red::Sum);
-  });
-}
-
-amprt_status amprt_reduce_mean(amprt_context *ctx, T x, const int64_t *axes,
-                               int64_t naxes, int32_t keepdims,
-                               int32_t noop_with_empty_axes, T y) {
-  AMPRT_DISPATCH(reduce_mean, ctx, x, axes, naxes, keepdims,
-                 noop_with_empty_axes, y);
-  return guard(ctx, "reduce_mean", [&] {
-    return reduce(ctx, "reduce_mean", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, Red::Mean);
-  });
-}
-
-amprt_status amprt_reduce_max(amprt_context *ctx, T x, const int64_t *axes,
-                              int64_t naxes, int32_t keepdims,
-                              int32_t noop_with_empty_axes, T y) {
-  AMPRT_DISPATCH(reduce_max, ctx, x, axes, naxes, keepdims,
-                 noop_with_empty_axes, y);
-  return guard(ctx, "reduce_max", [&] {
-    return reduce(ctx, "reduce_max", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, Red::Max);
-  });
-}
-
-amprt_status amprt_reduce_min(amprt_context *ctx, T x, const int64_t *axes,
-                              int64_t naxes, int32_t keepdims,
-                              int32_t noop_with_empty_axes, T y) {
-  AMPRT_DISPATCH(reduce_min, ctx, x, axes, naxes, keepdims,
-                 noop_with_empty_axes, y);
-  return guard(ctx, "reduce_min", [&] {
-    return reduce(ctx, "reduce_min", x, axes, naxes, keepdims,
-                  noop_with_empty_axes, y, Red::Min);
-  });
-}
+#define AMPRT_REDUCE(name, op)                                                 \
+  amprt_status amprt_##name(amprt_context *ctx, T x, const int64_t *axes,      \
+                            int64_t naxes, int32_t keepdims,                   \
+                            int32_t noop_with_empty_axes, T y) {               \
+    AMPRT_DISPATCH(name, ctx, x, axes, naxes, keepdims, noop_with_empty_axes, \
+                   y);                                                         \
+    return guard(ctx, #name, [&] {                                             \
+      return reduce(ctx, #name, x, axes, naxes, keepdims,                      \
+                    noop_with_empty_axes, y, op);                              \
+    });                                                                        \
+  }
+AMPRT_REDUCE(reduce_sum, Red::Sum)
+AMPRT_REDUCE(reduce_mean, Red::Mean)
+AMPRT_REDUCE(reduce_max, Red::Max)
+AMPRT_REDUCE(reduce_min, Red::Min)
+#undef AMPRT_REDUCE
 
 } // extern "C"

@@ -29,15 +29,7 @@ using T = const amprt_tensor *;
 /// (outer, len, inner) of x around `axis`, which is normalized in place.
 amprt_status splitAxis(amprt_context *ctx, const char *k, T x, int64_t &axis,
                        int64_t &outer, int64_t &len, int64_t &inner) {
-  AMPRT_TRY(normAxis(ctx, k, axis, x->rank, axis));
-  outer = inner = 1;
-  for (int32_t d = 0; d < x->rank; ++d)
-    if (d < axis)
-      outer *= x->shape[d];
-    else if (d > axis)
-      inner *= x->shape[d];
-  len = x->shape[axis];
-  return AMPRT_OK;
+  return splitAtAxis(ctx, k, x, axis, axis, outer, len, inner);
 }
 
 /// a ranks before b: larger (or smaller) first, NaN first.
@@ -90,6 +82,11 @@ amprt_status checkGatherElements(amprt_context *ctx, const char *k, T data,
                      "%s: indices %s and data %s have different ranks", k,
                      shapeStr(indices).c_str(), shapeStr(data).c_str());
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(indices)));
+  for (int32_t d = 0; d < data->rank; ++d)
+    if (d != axis && indices->shape[d] > data->shape[d])
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: indices %s exceed data %s at dim %d", k,
+                       shapeStr(indices).c_str(), shapeStr(data).c_str(), d);
   int64_t len = data->shape[axis], n = numel(indices);
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = indexAt(indices, i);
@@ -174,13 +171,16 @@ amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
       for (int64_t j = 0; j < inner; ++j) {
         const float *p = in.p + o * len * inner + j;
         std::iota(order.begin(), order.end(), 0);
-        // Ranked order, ties by index; `sorted` = 0 may give any order, so
-        // this one serves both.
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t a, int64_t b) {
-                           return before(p[a * inner], p[b * inner],
-                                         largest != 0);
-                         });
+        // The first k in ranked order, ties by index (a total order, so
+        // the result is unique); `sorted` = 0 may give any order, so this
+        // one serves both.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [&](int64_t a, int64_t b) {
+                            float u = p[a * inner], v = p[b * inner];
+                            if (before(u, v, largest != 0))
+                              return true;
+                            return !before(v, u, largest != 0) && a < b;
+                          });
         for (int64_t i = 0; i < k; ++i) {
           int64_t at = (o * k + i) * inner + j;
           out.p[at] = p[order[size_t(i)] * inner];

@@ -22,15 +22,7 @@ using T = const amprt_tensor *;
 amprt_status split(amprt_context *ctx, const char *k, T x, int64_t axis,
                    int64_t &outer, int64_t &len, int64_t &inner) {
   int64_t a;
-  AMPRT_TRY(normAxis(ctx, k, axis, x->rank, a));
-  outer = inner = 1;
-  for (int64_t i = 0; i < x->rank; ++i)
-    if (i < a)
-      outer *= x->shape[i];
-    else if (i > a)
-      inner *= x->shape[i];
-  len = x->shape[a];
-  return AMPRT_OK;
+  return splitAtAxis(ctx, k, x, axis, a, outer, len, inner);
 }
 
 amprt_status softmaxImpl(amprt_context *ctx, const char *k, T x,

@@ -110,6 +110,21 @@ amprt_status amprt::checkNumel(amprt_context *ctx, const char *kernel,
   return AMPRT_OK;
 }
 
+amprt_status amprt::splitAtAxis(amprt_context *ctx, const char *kernel,
+                                const amprt_tensor *x, int64_t axis,
+                                int64_t &a, int64_t &outer, int64_t &len,
+                                int64_t &inner) {
+  AMPRT_TRY(normAxis(ctx, kernel, axis, x->rank, a));
+  outer = inner = 1;
+  for (int64_t i = 0; i < x->rank; ++i)
+    if (i < a)
+      outer *= x->shape[i];
+    else if (i > a)
+      inner *= x->shape[i];
+  len = x->shape[a];
+  return AMPRT_OK;
+}
+
 amprt_status amprt::padShape(amprt_context *ctx, const char *kernel,
                              const amprt_tensor *x, const int64_t *pads,
                              int64_t npads, int32_t mode, Shape &out) {
@@ -125,9 +140,13 @@ amprt_status amprt::padShape(amprt_context *ctx, const char *kernel,
                      " (expected %" PRId64 ")",
                      kernel, npads, rank, 2 * rank);
   out.assign(x->shape, x->shape + rank);
+  // Each pad within +-2^62, so that index arithmetic cannot overflow.
+  const int64_t lim = int64_t(1) << 62;
   for (int64_t d = 0; d < rank; ++d) {
     int64_t n = out[d], grow;
-    if (__builtin_add_overflow(pads[d], pads[d + rank], &grow) ||
+    if (pads[d] < -lim || pads[d] > lim || pads[d + rank] < -lim ||
+        pads[d + rank] > lim ||
+        __builtin_add_overflow(pads[d], pads[d + rank], &grow) ||
         __builtin_add_overflow(n, grow, &out[d]) || out[d] < 0)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: pads %" PRId64 ", %" PRId64
@@ -155,10 +174,10 @@ amprt_status amprt::checkRandomFill(amprt_context *ctx, const char *kernel,
     return AMPRT_OK;
   case AMPRT_I64:
   case AMPRT_I32:
-    if (classes < 1)
+    if (classes < 1 || (y->dtype == AMPRT_I32 && classes > INT32_MAX))
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: classes is %" PRId64 ", expected at least 1",
-                       kernel, classes);
+                       "%s: classes is %" PRId64 ", expected 1 to %s", kernel,
+                       classes, y->dtype == AMPRT_I32 ? "2^31 - 1" : "2^63 - 1");
     return AMPRT_OK;
   default:
     return ctx->fail(AMPRT_ERR_DTYPE,

@@ -1232,6 +1232,9 @@ def test_pad(rt):
              rt.empty((2, 0), "f32").ref, match="negative or overflowing")
     rt.fails("pad", x.ref, i64s([0, 0]), 2, 0, C.c_double(0),
              rt.empty((2, 3), "f32").ref, match="2 pads for rank 2")
+    rt.fails("pad", x.ref, i64s([0, -(1 << 63), 0, (1 << 63) - 1]), 4, 1,
+             C.c_double(0), rt.empty((2, 2), "f32").ref,
+             match="negative or overflowing")
     rt.fails("pad", x.ref, i64s([0, 0, 0, 0]), 4, 7, C.c_double(0),
              rt.empty((2, 3), "f32").ref, match="mode 7")
 
@@ -1402,6 +1405,15 @@ def test_select(rt):
         rt.fails("gather_elements", d.ref,
                  Buf(np.array([[6]]), "i64").ref, 1,
                  rt.empty((1, 1), dt).ref, match="index 6 at 0")
+        # Indices longer than the data on another dim: an error, not a read
+        # past the end.
+        rt.fails("gather_elements", d.ref,
+                 Buf(np.zeros((5, 2), np.int64), "i64").ref, 1,
+                 rt.empty((5, 2), dt).ref, match="exceed data .4, 6. at dim 0")
+        rt.fails("scatter_elements", d.ref,
+                 Buf(np.zeros((5, 2), np.int64), "i64").ref,
+                 rt.randn((5, 2), dt).ref, 1, 0, rt.empty((4, 6), dt).ref,
+                 match="exceed data .4, 6. at dim 0")
         # scatter_elements: distinct places, then a reduction over repeats.
         perm = np.stack([rt.rng.permutation(6)[:5] for _ in range(4)])
         u = rt.randn((4, 5), dt)
@@ -1597,6 +1609,8 @@ def test_random_fill(rt):
              np.array([v & 1 for v in r[:15]], np.uint8))
     rt.fails("random_fill", rt.empty((4,), "i64", fill=0).ref,
              C.c_uint64(1), 0, match="classes is 0")
+    rt.fails("random_fill", rt.empty((4,), "i32", fill=0).ref,
+             C.c_uint64(1), 1 << 40, match="classes is 1099511627776, expected 1 to 2.31 - 1")
     rt.fails("random_fill", rt.empty((4,), "i8", fill=0).ref,
              C.c_uint64(1), 3, match="expected a float, i64, i32 or bool")
 

@@ -131,8 +131,6 @@ inline bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
   return true;
 }
 
-/// A small tensor known at lowering time, values held as doubles (exact for
-/// every integer a shape computation produces and for f32/f16/bf16).
 /// A host value as an int64: exact below 2^53 in magnitude, saturated past
 /// the ends, so INT64_MAX / INT64_MIN (Slice's "to the end"), which become
 /// 2^63 as doubles, come back as themselves instead of overflowing.
@@ -146,6 +144,8 @@ inline int64_t hostInt(double d) {
   return int64_t(d);
 }
 
+/// A small tensor known at lowering time, values held as doubles (exact for
+/// every integer a shape computation produces and for f32/f16/bf16).
 struct HostTensor {
   Shape shape;
   Type elem;
@@ -611,6 +611,15 @@ private:
   /// keepdims and noop_with_empty_axes); an error for an axis out of range.
   FailureOr<Shape> reducedShape(ArrayRef<int64_t> sx, ArrayRef<int64_t> axes,
                                 bool keepdims, bool noop);
+  /// The attributes of a reduce_* call (ONNX's axes, keepdims and
+  /// noop_with_empty_axes).
+  SmallVector<std::pair<StringRef, Attribute>>
+  reduceAttrs(ArrayRef<int64_t> axes, int64_t keepdims, int64_t noop) {
+    return {{"axes", ints(axes)},
+            {"naxes", i64(axes.size())},
+            {"keepdims", i32(keepdims)},
+            {"noop_with_empty_axes", i32(noop)}};
+  }
   /// A new temporary of `shape` and `elem`.
   int scratch(ArrayRef<int64_t> shape, Type elem);
   /// y = x summed over the dims in which `target` (y's shape) was

@@ -15,6 +15,7 @@
 //   Split / SplitTraining     one slice per output
 //   ReduceL2(x)               sqrt(reduce_sum(x * x))
 //   ReduceLogSumExp(x)        m + log(reduce_sum(exp(x - m))), m the max
+//                             (0 where the max is infinite)
 //   LogSoftmaxGrad_13(dY, Y)  dY - exp(Y) * reduce_sum(dY, axis)
 //   DivGrad(dY, A, B)         dA = dY / B, dB = -(dY A) / (B B), each
 //                             summed over the dims its operand broadcast
@@ -57,10 +58,7 @@ LogicalResult GraphLowering::sumToShape(int x, ArrayRef<int64_t> target,
     return call("cast", {{"x", {x}}, {"y", {y}}});
   int t = scratch(kept, bufs[y].elem);
   if (failed(call("reduce_sum", {{"x", {x}}, {"y", {t}}},
-                  {{"axes", ints(axes)},
-                   {"naxes", i64(axes.size())},
-                   {"keepdims", i32(1)},
-                   {"noop_with_empty_axes", i32(0)}})))
+                  reduceAttrs(axes, 1, 0))))
     return failure();
   return call("reshape", {{"x", {t}}, {"y", {y}}});
 }
@@ -224,10 +222,7 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     return handled(success(
         succeeded(call("mul", {{"a", {*x}}, {"b", {*x}}, {"y", {sq}}})) &&
            succeeded(call("reduce_sum", {{"x", {sq}}, {"y", {sum}}},
-                          {{"axes", ints(axes)},
-                           {"naxes", i64(axes.size())},
-                           {"keepdims", i32(keep)},
-                           {"noop_with_empty_axes", i32(noop)}})) &&
+                          reduceAttrs(axes, keep, noop))) &&
            succeeded(call("sqrt", {{"x", {sum}}, {"y", {*y}}}))));
   }
 
@@ -255,23 +250,27 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     auto y = out(0, *sy);
     if (failed(y))
       return failure();
-    auto reduceArgs = [&](int64_t keepdims) {
-      return SmallVector<std::pair<StringRef, Attribute>>{
-          {"axes", ints(axes)},
-          {"naxes", i64(axes.size())},
-          {"keepdims", i32(keepdims)},
-          {"noop_with_empty_axes", i32(noop)}};
-    };
-    int m = scratch(*sm, f32t), d = scratch(sx, f32t), e = scratch(sx, f32t);
+    // An infinite max (a row of -inf, masked logits) is replaced by 0, so
+    // that x - m is not inf - inf: the result is then the row's +-inf.
+    HostTensor zero;
+    zero.elem = f32t;
+    zero.v = {0.0};
+    int mx = scratch(*sm, f32t), inf = scratch(*sm, IntegerType::get(ctx, 1)),
+        m = scratch(*sm, f32t), d = scratch(sx, f32t), e = scratch(sx, f32t);
     int s = scratch(*sy, f32t), l = scratch(*sy, f32t),
         mr = scratch(*sy, f32t);
     return handled(success(
-        succeeded(call("reduce_max", {{"x", {*x}}, {"y", {m}}},
-                       reduceArgs(1))) &&
+        succeeded(call("reduce_max", {{"x", {*x}}, {"y", {mx}}},
+                       reduceAttrs(axes, 1, noop))) &&
+        succeeded(call("isinf", {{"x", {mx}}, {"y", {inf}}})) &&
+        succeeded(call("where", {{"cond", {inf}},
+                                 {"a", {constBuffer(zero)}},
+                                 {"b", {mx}},
+                                 {"y", {m}}})) &&
         succeeded(call("sub", {{"a", {*x}}, {"b", {m}}, {"y", {d}}})) &&
         succeeded(call("exp", {{"x", {d}}, {"y", {e}}})) &&
         succeeded(call("reduce_sum", {{"x", {e}}, {"y", {s}}},
-                       reduceArgs(keep))) &&
+                       reduceAttrs(axes, keep, noop))) &&
         succeeded(call("log", {{"x", {s}}, {"y", {l}}})) &&
         succeeded(call("reshape", {{"x", {m}}, {"y", {mr}}})) &&
         succeeded(call("add", {{"a", {l}}, {"b", {mr}}, {"y", {*y}}}))));
@@ -296,10 +295,7 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     return handled(success(
         succeeded(call("exp", {{"x", {*y}}, {"y", {e}}})) &&
            succeeded(call("reduce_sum", {{"x", {*dy}}, {"y", {s}}},
-                          {{"axes", ints({axis})},
-                           {"naxes", i64(1)},
-                           {"keepdims", i32(1)},
-                           {"noop_with_empty_axes", i32(0)}})) &&
+                          reduceAttrs({axis}, 1, 0))) &&
            succeeded(call("mul", {{"a", {e}}, {"b", {s}}, {"y", {m}}})) &&
            succeeded(call("sub", {{"a", {*dy}}, {"b", {m}}, {"y", {*dx}}}))));
   }

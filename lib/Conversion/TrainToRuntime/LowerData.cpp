@@ -114,9 +114,28 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                          {"value", f64(value)}}));
   }
   // --- picking along one axis (Select.cpp) --------------------------------
+  // The indices of GatherElements / ScatterElements may be shorter than the
+  // data on every dim but the axis, never longer.
+  auto indicesFit = [&](ArrayRef<int64_t> data, ArrayRef<int64_t> idx,
+                        int64_t axis) -> LogicalResult {
+    if (data.size() != idx.size())
+      return err() << "indices and data have different ranks";
+    for (size_t d = 0; d < data.size(); ++d)
+      if (int64_t(d) != axis && idx[d] > data[d])
+        return err() << "indices exceed the data at dim " << d << " ("
+                     << idx[d] << " > " << data[d] << ")";
+    return success();
+  };
+  // The kernels that compare values take floats.
+  auto floatInput = [&](int b) -> LogicalResult {
+    if (!isa<FloatType>(bufs[b].elem))
+      return err() << "input 0 has element type " << bufs[b].elem
+                   << "; the runtime's " << type << " takes f32, f16 or bf16";
+    return success();
+  };
   if (onnx && (type == "ArgMax" || type == "ArgMin")) {
     auto x = in(0);
-    if (failed(x))
+    if (failed(x) || failed(floatInput(*x)))
       return failure();
     Shape sy = shapeOf(*x);
     int64_t axis = attrInt("axis", 0), keep = attrInt("keepdims", 1);
@@ -138,7 +157,7 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
   }
   if (onnx && type == "TopK") {
     auto x = in(0);
-    if (failed(x))
+    if (failed(x) || failed(floatInput(*x)))
       return failure();
     SmallVector<int64_t> kv;
     if (has(1)) {
@@ -176,7 +195,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(d) || failed(idx))
       return failure();
     int64_t axis = attrInt("axis", 0);
-    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))))
+    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))) ||
+        failed(indicesFit(shapeOf(*d), shapeOf(*idx), axis)))
       return failure();
     auto y = out(0, shapeOf(*idx));
     if (failed(y))
@@ -190,8 +210,11 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(d) || failed(idx) || failed(u))
       return failure();
     int64_t axis = attrInt("axis", 0);
-    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))))
+    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))) ||
+        failed(indicesFit(shapeOf(*d), shapeOf(*idx), axis)))
       return failure();
+    if (!llvm::equal(shapeOf(*u), shapeOf(*idx)))
+      return err() << "updates and indices have different shapes";
     std::string red = attrStr("reduction", "none");
     int32_t r = llvm::StringSwitch<int32_t>(red)
                     .Case("none", 0)
@@ -219,7 +242,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(dy) || failed(idx) || failed(shape))
       return failure();
     int64_t axis = attrInt("axis", 0);
-    if (failed(normAxis(axis, int64_t(shape->size()))))
+    if (failed(normAxis(axis, int64_t(shape->size()))) ||
+        failed(indicesFit(*shape, shapeOf(*idx), axis)))
       return failure();
     auto dx = out(0, *shape);
     if (failed(dx))

@@ -234,6 +234,16 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
     return err() << "scales or sizes must be given and known when lowering";
   }
 
+  if (legacy && m == 0) {
+    // ORT's Resize-10 / Upsample nearest truncates the (non-negative)
+    // coordinate when an axis grows and rounds it up when it shrinks.
+    bool up = llvm::any_of(scale, [](double s) { return s > 1; });
+    bool down = llvm::any_of(scale, [](double s) { return s < 1; });
+    if (up && down)
+      return err() << "nearest Resize-10 / Upsample that grows some axes and "
+                      "shrinks others is not supported";
+    nm = down ? 3 : 2;
+  }
   HostTensor h;
   h.shape = {rank};
   h.elem = Float32Type::get(ctx);
@@ -404,10 +414,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
         axes.push_back(2 + i);
       if (failed(db) ||
           failed(call("reduce_sum", {{"x", {*dy}}, {"y", {*db}}},
-                      {{"axes", this->ints(axes)},
-                       {"naxes", i64(axes.size())},
-                       {"keepdims", i32(0)},
-                       {"noop_with_empty_axes", i32(0)}})))
+                      reduceAttrs(axes, 0, 0))))
         return failure();
     }
     return true;

@@ -391,16 +391,16 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto y = out(0, *s);
     if (failed(y))
       return failure();
+    if (!isa<FloatType>(bufs[*x].elem))
+      return err() << "input 0 has element type " << bufs[*x].elem
+                   << "; the runtime's " << type << " takes f32, f16 or bf16";
     StringRef kernel = llvm::StringSwitch<StringRef>(type)
                            .Case("ReduceSum", "reduce_sum")
                            .Case("ReduceMean", "reduce_mean")
                            .Case("ReduceMax", "reduce_max")
                            .Default("reduce_min");
     return call(kernel, {{"x", {*x}}, {"y", {*y}}},
-                {{"axes", ints(axes)},
-                 {"naxes", i64(axes.size())},
-                 {"keepdims", i32(keep)},
-                 {"noop_with_empty_axes", i32(noop)}});
+                reduceAttrs(axes, keep, noop));
   }
   if (onnx && (type == "Softmax" || type == "LogSoftmax")) {
     auto x = in(0);

@@ -66,3 +66,24 @@ module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i
     train.return %r : tensor<1x3x1xf32>
   }
 }
+
+// -----
+
+// ReduceLogSumExp: the max over the axes (0 where it is infinite, so that a
+// row of -inf gives -inf, not NaN), then log-sum-exp of the difference; the
+// max viewed as the output's shape (a view, no call) is added back.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "reduce_max"(%arg0, %[[MX:[^)]*]]) {axes = array<i64: 1>, {{.*}}keepdims = 1 : i32{{.*}} : memref<2x5xf32>, memref<2x1xf32>
+// CHECK-NEXT: amprt.call "isinf"(%[[MX]], %[[INF:[^)]*]])
+// CHECK-NEXT: amprt.call "where"(%[[INF]], %{{[^,]*}}, %[[MX]], %[[M:[^)]*]])
+// CHECK-NEXT: amprt.call "sub"(%arg0, %[[M]], %[[D:[^)]*]])
+// CHECK-NEXT: amprt.call "exp"(%[[D]], %[[E:[^)]*]])
+// CHECK-NEXT: amprt.call "reduce_sum"(%[[E]], %[[S:[^)]*]]) {axes = array<i64: 1>, {{.*}}keepdims = 0 : i32
+// CHECK-NEXT: amprt.call "log"(%[[S]], %[[L:[^)]*]])
+// CHECK-NEXT: amprt.call "add"(%[[L]], %{{[^,]*}}, %{{[^)]*}}) {{.*}} : memref<2xf32>, memref<2xf32>, memref<2xf32>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}) -> (tensor<2xf32> {train.name = "y"}) {
+    %0 = "train.node"(%x) <{attrs = {axes = [1], keepdims = 0 : i64}, domain = "", graph_attrs = [], op_type = "ReduceLogSumExp"}> {train.name = "lse", train.outputs = ["y"]} : (tensor<2x5xf32>) -> tensor<2xf32>
+    train.return %0 : tensor<2xf32>
+  }
+}

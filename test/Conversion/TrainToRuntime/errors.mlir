@@ -270,3 +270,96 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
     train.return %c : tensor<?x?xf32>
   }
 }
+
+// -----
+
+// LSTM: sequence_lens is refused, naming the node.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<3x2x4xf32> {train.name = "x"}, %w: tensor<1x8x4xf32> {train.name = "w"}, %r: tensor<1x8x2xf32> {train.name = "r"}, %sl: tensor<2xi32> {train.name = "sl"}) -> (tensor<3x1x2x2xf32> {train.name = "y"}) {
+    %n = none
+    // expected-error @+1 {{node 'lstm' (LSTM): sequence_lens is not supported}}
+    %y = "train.node"(%x, %w, %r, %n, %sl) <{attrs = {hidden_size = 2 : i64}, domain = "", graph_attrs = [], op_type = "LSTM"}> {train.name = "lstm", train.outputs = ["y"]} : (tensor<3x2x4xf32>, tensor<1x8x4xf32>, tensor<1x8x2xf32>, none, tensor<2xi32>) -> tensor<3x1x2x2xf32>
+    train.return %y : tensor<3x1x2x2xf32>
+  }
+}
+
+// -----
+
+// GRU: batch-first layout is refused.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3x4xf32> {train.name = "x"}, %w: tensor<1x6x4xf32> {train.name = "w"}, %r: tensor<1x6x2xf32> {train.name = "r"}) -> (tensor<2x3x1x2xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'gru' (GRU): layout 1 (batch first) is not supported}}
+    %y = "train.node"(%x, %w, %r) <{attrs = {hidden_size = 2 : i64, layout = 1 : i64}, domain = "", graph_attrs = [], op_type = "GRU"}> {train.name = "gru", train.outputs = ["y"]} : (tensor<2x3x4xf32>, tensor<1x6x4xf32>, tensor<1x6x2xf32>) -> tensor<2x3x1x2xf32>
+    train.return %y : tensor<2x3x1x2xf32>
+  }
+}
+
+// -----
+
+// Resize: cubic interpolation is refused.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<1x1x2x2xf32> {train.name = "x"}) -> (tensor<?x?x?x?xf32> {train.name = "y"}) {
+    %n = none
+    %s = initializer "s" {value = dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>} : tensor<4xf32>
+    // expected-error @+1 {{node 'up' (Resize): mode 'cubic' is not supported (nearest and linear are)}}
+    %y = "train.node"(%x, %n, %s) <{attrs = {mode = "cubic"}, domain = "", graph_attrs = [], op_type = "Resize"}> {train.name = "up", train.outputs = ["y"]} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+    train.return %y : tensor<?x?x?x?xf32>
+  }
+}
+
+// -----
+
+// Resize: a scale that is not positive.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<1x1x2x2xf32> {train.name = "x"}) -> (tensor<?x?x?x?xf32> {train.name = "y"}) {
+    %n = none
+    %s = initializer "s" {value = dense<[1.0, 1.0, 0.0, 2.0]> : tensor<4xf32>} : tensor<4xf32>
+    // expected-error @+1 {{node 'up' (Resize): scale 0.000000e+00 of dim 2 is not positive and finite}}
+    %y = "train.node"(%x, %n, %s) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Resize"}> {train.name = "up", train.outputs = ["y"]} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+    train.return %y : tensor<?x?x?x?xf32>
+  }
+}
+
+// -----
+
+// TopK: k computed on the device.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %k: tensor<1xi64> {train.name = "k"}) -> (tensor<?x?xf32> {train.name = "v"}) {
+    // expected-error @+1 {{node 'top' (TopK): input 1 must be known when lowering}}
+    %v, %i = "train.node"(%x, %k) <{attrs = {axis = 1 : i64}, domain = "", graph_attrs = [], op_type = "TopK"}> {train.name = "top", train.outputs = ["v", "i"]} : (tensor<2x5xf32>, tensor<1xi64>) -> (tensor<?x?xf32>, tensor<?x?xi64>)
+    train.return %v : tensor<?x?xf32>
+  }
+}
+
+// -----
+
+// ScatterElements: an unknown reduction.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %i: tensor<2x2xi64> {train.name = "i"}, %u: tensor<2x2xf32> {train.name = "u"}) -> (tensor<2x5xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'sc' (ScatterElements): unknown reduction 'avg'}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {axis = 1 : i64, reduction = "avg"}, domain = "", graph_attrs = [], op_type = "ScatterElements"}> {train.name = "sc", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x5xf32>
+    train.return %y : tensor<2x5xf32>
+  }
+}
+
+// -----
+
+// GatherElements: indices longer than the data on a dim but the axis.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}, %i: tensor<5x3xi64> {train.name = "i"}) -> (tensor<5x3xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'ge' (GatherElements): indices exceed the data at dim 0 (5 > 2)}}
+    %y = "train.node"(%x, %i) <{attrs = {axis = 1 : i64}, domain = "", graph_attrs = [], op_type = "GatherElements"}> {train.name = "ge", train.outputs = ["y"]} : (tensor<2x3xf32>, tensor<5x3xi64>) -> tensor<5x3xf32>
+    train.return %y : tensor<5x3xf32>
+  }
+}
+
+// -----
+
+// ArgMax of integers: the runtime compares floats.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3xi64> {train.name = "x"}) -> (tensor<2x1xi64> {train.name = "y"}) {
+    // expected-error @+1 {{node 'am' (ArgMax): input 0 has element type 'i64'; the runtime's ArgMax takes f32, f16 or bf16}}
+    %y = "train.node"(%x) <{attrs = {axis = 1 : i64}, domain = "", graph_attrs = [], op_type = "ArgMax"}> {train.name = "am", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<2x1xi64>
+    train.return %y : tensor<2x1xi64>
+  }
+}
