@@ -197,58 +197,72 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     return true;
   }
 
-  if (onnx && type == "ReduceL2") {
+  // ReduceL2 / ReduceLogSumExp: x, the axes and flags, and y of the
+  // reduced shape; with no axes and noop_with_empty_axes, y is x (a copy:
+  // `copied`, nothing left to do).
+  struct Reduction {
+    int x = -1, y = -1;
+    SmallVector<int64_t> axes;
+    int64_t keep = 1, noop = 0;
+    Shape sx, sy;
+    bool copied = false;
+  };
+  auto reduction = [&]() -> FailureOr<Reduction> {
+    Reduction r;
     auto x = in(0);
     auto axesOr = axesOf(1);
     if (failed(x) || failed(axesOr))
       return failure();
-    SmallVector<int64_t> axes = *axesOr;
-    int64_t keep = attrInt("keepdims", 1);
-    int64_t noop = attrInt("noop_with_empty_axes", 0);
-    Shape sx = shapeOf(*x);
-    if (axes.empty() && noop) { // no reduction: the data as it is
-      auto y = out(0, sx);
-      if (failed(y))
+    r.x = *x;
+    r.axes = *axesOr;
+    r.keep = attrInt("keepdims", 1);
+    r.noop = attrInt("noop_with_empty_axes", 0);
+    r.sx = shapeOf(*x);
+    r.copied = r.axes.empty() && r.noop;
+    if (r.copied) {
+      r.sy = r.sx;
+    } else {
+      auto s = reducedShape(r.sx, r.axes, r.keep, r.noop);
+      if (failed(s))
         return failure();
-      return handled(call("identity", {{"x", {*x}}, {"y", {*y}}}));
+      r.sy = *s;
     }
-    auto s = reducedShape(sx, axes, keep, noop);
-    if (failed(s))
-      return failure();
-    auto y = out(0, *s);
+    auto y = out(0, r.sy);
     if (failed(y))
       return failure();
-    int sq = scratch(sx, f32t), sum = scratch(*s, f32t);
+    r.y = *y;
+    if (r.copied && failed(call("identity", {{"x", {r.x}}, {"y", {r.y}}})))
+      return failure();
+    return r;
+  };
+
+  if (onnx && type == "ReduceL2") {
+    auto r = reduction();
+    if (failed(r))
+      return failure();
+    if (r->copied)
+      return true;
+    int x = r->x;
+    int sq = scratch(r->sx, f32t), sum = scratch(r->sy, f32t);
     return handled(success(
-        succeeded(call("mul", {{"a", {*x}}, {"b", {*x}}, {"y", {sq}}})) &&
+        succeeded(call("mul", {{"a", {x}}, {"b", {x}}, {"y", {sq}}})) &&
            succeeded(call("reduce_sum", {{"x", {sq}}, {"y", {sum}}},
-                          reduceAttrs(axes, keep, noop))) &&
-           succeeded(call("sqrt", {{"x", {sum}}, {"y", {*y}}}))));
+                          reduceAttrs(r->axes, r->keep, r->noop))) &&
+           succeeded(call("sqrt", {{"x", {sum}}, {"y", {r->y}}}))));
   }
 
   if (onnx && type == "ReduceLogSumExp") {
     // m + log(sum(exp(x - m))) with m the max over the axes (kept as
-    // dims), so exp cannot overflow.
-    auto x = in(0);
-    auto axesOr = axesOf(1);
-    if (failed(x) || failed(axesOr))
+    // dims), so exp cannot overflow; no reduction: log(exp(x)) = x.
+    auto r = reduction();
+    if (failed(r))
       return failure();
-    SmallVector<int64_t> axes = *axesOr;
-    int64_t keep = attrInt("keepdims", 1);
-    int64_t noop = attrInt("noop_with_empty_axes", 0);
-    Shape sx = shapeOf(*x);
-    if (axes.empty() && noop) { // no reduction: log(exp(x)) = x
-      auto y = out(0, sx);
-      if (failed(y))
-        return failure();
-      return handled(call("identity", {{"x", {*x}}, {"y", {*y}}}));
-    }
-    auto sm = reducedShape(sx, axes, 1, noop);
-    auto sy = reducedShape(sx, axes, keep, noop);
-    if (failed(sm) || failed(sy))
-      return failure();
-    auto y = out(0, *sy);
-    if (failed(y))
+    if (r->copied)
+      return true;
+    int x = r->x;
+    Shape sx = r->sx, sy = r->sy;
+    auto sm = reducedShape(sx, r->axes, 1, r->noop);
+    if (failed(sm))
       return failure();
     // An infinite max (a row of -inf, masked logits) is replaced by 0, so
     // that x - m is not inf - inf: the result is then the row's +-inf.
@@ -257,23 +271,22 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     zero.v = {0.0};
     int mx = scratch(*sm, f32t), inf = scratch(*sm, IntegerType::get(ctx, 1)),
         m = scratch(*sm, f32t), d = scratch(sx, f32t), e = scratch(sx, f32t);
-    int s = scratch(*sy, f32t), l = scratch(*sy, f32t),
-        mr = scratch(*sy, f32t);
+    int s = scratch(sy, f32t), l = scratch(sy, f32t), mr = scratch(sy, f32t);
     return handled(success(
-        succeeded(call("reduce_max", {{"x", {*x}}, {"y", {mx}}},
-                       reduceAttrs(axes, 1, noop))) &&
+        succeeded(call("reduce_max", {{"x", {x}}, {"y", {mx}}},
+                       reduceAttrs(r->axes, 1, r->noop))) &&
         succeeded(call("isinf", {{"x", {mx}}, {"y", {inf}}})) &&
         succeeded(call("where", {{"cond", {inf}},
                                  {"a", {constBuffer(zero)}},
                                  {"b", {mx}},
                                  {"y", {m}}})) &&
-        succeeded(call("sub", {{"a", {*x}}, {"b", {m}}, {"y", {d}}})) &&
+        succeeded(call("sub", {{"a", {x}}, {"b", {m}}, {"y", {d}}})) &&
         succeeded(call("exp", {{"x", {d}}, {"y", {e}}})) &&
         succeeded(call("reduce_sum", {{"x", {e}}, {"y", {s}}},
-                       reduceAttrs(axes, keep, noop))) &&
+                       reduceAttrs(r->axes, r->keep, r->noop))) &&
         succeeded(call("log", {{"x", {s}}, {"y", {l}}})) &&
         succeeded(call("reshape", {{"x", {m}}, {"y", {mr}}})) &&
-        succeeded(call("add", {{"a", {l}}, {"b", {mr}}, {"y", {*y}}}))));
+        succeeded(call("add", {{"a", {l}}, {"b", {mr}}, {"y", {r->y}}}))));
   }
 
   if (ms && type == "LogSoftmaxGrad_13") {
