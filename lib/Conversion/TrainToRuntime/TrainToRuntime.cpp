@@ -660,6 +660,37 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"mode", i32(attrInt("adam_mode", 0))},
                  {"correct_bias", i32(attrInt("correct_bias", 1))}});
   }
+  if (ms && type == "SGDOptimizerV2") {
+    // generate_artifacts' SGD: (learning_rate, weights, gradients,
+    // update_signal?) -> update_completed; W -= lr G, in place.
+    auto lr = in(0);
+    if (failed(lr))
+      return failure();
+    SmallVector<int, 1> lists[2];
+    for (unsigned i = 0; i < 2; ++i) {
+      auto it = seqBufs.find(current->getOperand(1 + i));
+      if (it == seqBufs.end())
+        return err() << "input " << 1 + i
+                     << " must be a sequence graph input";
+      lists[i].assign(it->second.begin(), it->second.end());
+    }
+    if (lists[0].size() != lists[1].size())
+      return err() << "the weight and gradient sequences differ in length";
+    if (resultUsed(1))
+      return err() << "output 1 (updated weights) is not supported: the "
+                      "update is in place on the inputs";
+    SmallVector<TArg> ts = {
+        {"params", lists[0]}, {"grads", lists[1]}, {"lr", {*lr}}};
+    if (failed(optionalIn(ts, "update", 3)) ||
+        failed(optionalOut(ts, "updated", 0, {1})))
+      return failure();
+    return call("sgd", ts,
+                {{"n", i64(lists[0].size())},
+                 {"momentum", f32(0)},
+                 {"dampening", f32(0)},
+                 {"weight_decay", f32(0)},
+                 {"nesterov", i32(0)}});
+  }
   if (onnx && (type == "Reshape" || type == "Flatten" || type == "Squeeze" ||
                type == "Unsqueeze")) {
     auto sx = shapeOfInput(0);
