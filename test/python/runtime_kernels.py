@@ -274,28 +274,38 @@ def test_matmul(rt):
 # Conv and pools
 # ---------------------------------------------------------------------------
 
-def conv_ref(x, w, b, strides, pads, dil, group):
-    N, C, H, W = x.shape
-    M, Cg, kh, kw = w.shape
-    sh, sw = strides
-    dh, dw = dil
-    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    Ho = (H + pads[0] + pads[2] - (dh * (kh - 1) + 1)) // sh + 1
-    Wo = (W + pads[1] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
-    y = np.zeros((N, M, Ho, Wo))
+def windows_nd(x, k, st, pd, dl, fill):
+    """Every window of an N-D (N, C, spatial...) x: shape (N, C, out...,
+    taps), taps in kernel order; pd = begins then ends."""
+    sr = x.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pd[i], pd[i + sr]) for i in
+                                       range(sr)], constant_values=fill)
+    out = [(x.shape[2 + i] + pd[i] + pd[i + sr] - (dl[i] * (k[i] - 1) + 1))
+           // st[i] + 1 for i in range(sr)]
+    taps = []
+    for t in np.ndindex(*k):
+        sl = tuple(slice(t[i] * dl[i], t[i] * dl[i] + st[i] * (out[i] - 1) + 1,
+                         st[i]) for i in range(sr))
+        taps.append(xp[(slice(None), slice(None)) + sl])
+    return np.stack(taps, axis=-1)
+
+
+def conv_nd_ref(x, w, b, st, pd, dl, group):
+    """y[n, m, o...] = sum over c, taps of w[m, c, tap] x-window (float64)."""
+    M, Cg = w.shape[:2]
+    wins = windows_nd(x, w.shape[2:], st, pd, dl, 0.0)
     Mg = M // group
-    for g in range(group):
-        xs = xp[:, g * Cg:(g + 1) * Cg]
-        ws = w[g * Mg:(g + 1) * Mg]
-        for i in range(kh):
-            for j in range(kw):
-                patch = xs[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
-                           j * dw:j * dw + sw * (Wo - 1) + 1:sw]
-                y[:, g * Mg:(g + 1) * Mg] += np.einsum("nchw,mc->nmhw", patch,
-                                                       ws[:, :, i, j])
+    ys = [np.einsum("nc...t,mct->nm...", wins[:, g * Cg:(g + 1) * Cg],
+                    w[g * Mg:(g + 1) * Mg].reshape(Mg, Cg, -1))
+          for g in range(group)]
+    y = np.concatenate(ys, axis=1)
     if b is not None:
-        y += b[None, :, None, None]
+        y += b.reshape((1, M) + (1,) * (x.ndim - 2))
     return y
+
+
+# The 2-D references are the N-D ones.
+conv_ref = conv_nd_ref
 
 
 CONVS = [  # x shape, w shape, strides, pads, dilations, group
@@ -370,17 +380,7 @@ def test_conv_forward_and_grad(rt):
 
 
 def pool_windows(x, k, st, pd, fill):
-    N, C, H, W = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pd[0], pd[2]), (pd[1], pd[3])),
-                constant_values=fill)
-    Ho = (H + pd[0] + pd[2] - k[0]) // st[0] + 1
-    Wo = (W + pd[1] + pd[3] - k[1]) // st[1] + 1
-    wins = np.zeros((N, C, Ho, Wo, k[0] * k[1]))
-    for i in range(k[0]):
-        for j in range(k[1]):
-            wins[..., i * k[1] + j] = xp[:, :, i:i + st[0] * (Ho - 1) + 1:st[0],
-                                         j:j + st[1] * (Wo - 1) + 1:st[1]]
-    return wins
+    return windows_nd(x, k, st, pd, (1,) * len(k), fill)
 
 
 def test_conv_transpose(rt):
@@ -472,36 +472,6 @@ def test_pools(rt):
         rt.ok("global_average_pool_grad", dy.ref, dx.ref)
         rt.close("global_average_pool_grad", dx,
                  np.broadcast_to(dy.f64() / 12, (2, 5, 4, 3)), dt, terms=2)
-
-
-def windows_nd(x, k, st, pd, dl, fill):
-    """Every window of an N-D (N, C, spatial...) x: shape (N, C, out...,
-    taps), taps in kernel order; pd = begins then ends."""
-    sr = x.ndim - 2
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(pd[i], pd[i + sr]) for i in
-                                       range(sr)], constant_values=fill)
-    out = [(x.shape[2 + i] + pd[i] + pd[i + sr] - (dl[i] * (k[i] - 1) + 1))
-           // st[i] + 1 for i in range(sr)]
-    taps = []
-    for t in np.ndindex(*k):
-        sl = tuple(slice(t[i] * dl[i], t[i] * dl[i] + st[i] * (out[i] - 1) + 1,
-                         st[i]) for i in range(sr))
-        taps.append(xp[(slice(None), slice(None)) + sl])
-    return np.stack(taps, axis=-1)
-
-
-def conv_nd_ref(x, w, b, st, pd, dl, group):
-    """y[n, m, o...] = sum over c, taps of w[m, c, tap] x-window (float64)."""
-    M, Cg = w.shape[:2]
-    wins = windows_nd(x, w.shape[2:], st, pd, dl, 0.0)
-    Mg = M // group
-    ys = [np.einsum("nc...t,mct->nm...", wins[:, g * Cg:(g + 1) * Cg],
-                    w[g * Mg:(g + 1) * Mg].reshape(Mg, Cg, -1))
-          for g in range(group)]
-    y = np.concatenate(ys, axis=1)
-    if b is not None:
-        y += b.reshape((1, M) + (1,) * (x.ndim - 2))
-    return y
 
 
 def test_windows_3d(rt):
