@@ -38,10 +38,51 @@ bool before(float a, float b, bool largest) {
     return std::isnan(a) && !std::isnan(b);
   return largest ? a > b : a < b;
 }
+bool before(int64_t a, int64_t b, bool largest) {
+  return largest ? a > b : a < b;
+}
+
+/// Element i of an integer or bool tensor.
+int64_t integerAt(T x, int64_t i) {
+  switch (x->dtype) {
+  case AMPRT_I64:
+    return static_cast<const int64_t *>(x->data)[i];
+  case AMPRT_I32:
+    return static_cast<const int32_t *>(x->data)[i];
+  case AMPRT_I8:
+    return static_cast<const int8_t *>(x->data)[i];
+  default: // u8, bool
+    return static_cast<const uint8_t *>(x->data)[i];
+  }
+}
+
+/// The index of the first (or, with `last`, the last) extreme element of
+/// each (outer, inner) line; at(i) is element i of x, ranked by `before`.
+template <typename At>
+void argLines(int64_t outer, int64_t len, int64_t inner, bool largest,
+              bool last, int64_t *out, At &&at) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t base = o * len * inner + j, best = 0;
+      auto b = at(base);
+      for (int64_t i = 1; i < len; ++i) {
+        auto v = at(base + i * inner);
+        bool tie = v == b || (std::isnan(double(v)) && std::isnan(double(b)));
+        if (before(v, b, largest) || (last && tie)) {
+          best = i;
+          b = v;
+        }
+      }
+      out[o * inner + j] = best;
+    }
+}
 
 amprt_status argExtreme(amprt_context *ctx, const char *k, T x, int64_t axis,
                         int32_t keepdims, int32_t last, T y, bool largest) {
-  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  bool integer = isInteger(x->dtype) || x->dtype == AMPRT_BOOL;
+  if (!integer)
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_I64));
   int64_t outer, len, inner;
   AMPRT_TRY(splitAxis(ctx, k, x, axis, outer, len, inner));
@@ -54,20 +95,15 @@ amprt_status argExtreme(amprt_context *ctx, const char *k, T x, int64_t axis,
   if (len == 0 && outer * inner > 0)
     return ctx->fail(AMPRT_ERR_SHAPE, "%s: the axis of x %s is empty", k,
                      shapeStr(x).c_str());
-  F32In in(x);
   auto *out = static_cast<int64_t *>(y->data);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < inner; ++j) {
-      const float *p = in.p + o * len * inner + j;
-      int64_t best = 0;
-      for (int64_t i = 1; i < len; ++i) {
-        float v = p[i * inner], b = p[best * inner];
-        bool tie = v == b || (std::isnan(v) && std::isnan(b));
-        if (before(v, b, largest) || (last && tie))
-          best = i;
-      }
-      out[o * inner + j] = best;
-    }
+  if (integer) {
+    argLines(outer, len, inner, largest, last, out,
+             [&](int64_t i) { return integerAt(x, i); });
+    return AMPRT_OK;
+  }
+  F32In in(x);
+  argLines(outer, len, inner, largest, last, out,
+           [&](int64_t i) { return in.p[i]; });
   return AMPRT_OK;
 }
 

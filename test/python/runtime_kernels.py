@@ -20,7 +20,8 @@ import sys
 import numpy as np
 from math import erf, sqrt, pi
 
-from runtime_harness import Runtime, Buf, window, tensor_array, i64s
+from runtime_harness import (NP_STORAGE, Runtime, Buf, window, tensor_array,
+                            i64s)
 
 FLOATS = ("f32", "f16", "bf16")
 verf = np.vectorize(erf)
@@ -1306,6 +1307,32 @@ def test_resize(rt):
              0, 0, 0, rt.empty((2, 6), "f32").ref, match="scales has shape")
     rt.fails("resize", rt.randn((2, 0), "f32").ref, sc.ref, 0, 0, 0,
              rt.empty((2, 2), "f32").ref, match="is empty, y")
+
+
+def test_arg_extreme_integer(rt):
+    """arg_max/arg_min of integer and bool tensors against numpy."""
+    # Compared exactly, not as floats: 2**40 + 1 and 2**40 round to the same
+    # f32. (HF's GPT-2 takes an ArgMax of an i32 mask.)
+    for it, hi in (("i64", 1 << 40), ("i32", 1 << 30), ("i8", 100),
+                   ("u8", 250), ("bool", 2)):
+        v = np.random.default_rng(5).integers(
+            0 if it in ("u8", "bool") else -hi, hi, (4, 6, 3))
+        if hi > 1 << 24:  # a float compare would call these two a tie
+            v[1, 2, 0], v[1, 3, 0] = hi - 2, hi - 1
+        xi = Buf(v.astype(NP_STORAGE[it]), it)
+        for axis in (0, 1, 2):
+            for last in (0, 1):
+                for name, f in (("arg_max", np.argmax),
+                                ("arg_min", np.argmin)):
+                    vv = v if not last else np.flip(v, axis)
+                    want = f(vv, axis=axis)
+                    if last:
+                        want = v.shape[axis] - 1 - want
+                    y = rt.empty(want.shape, "i64", fill=0)
+                    rt.ok(name, xi.ref, axis, 0, last, y.ref)
+                    rt.equal("%s %s axis %d last %d" % (name, it, axis,
+                                                        last),
+                             y.arr, want)
 
 
 def test_select(rt):

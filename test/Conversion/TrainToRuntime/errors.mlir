@@ -355,11 +355,11 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 
 // -----
 
-// ArgMax of integers: the runtime compares floats.
-module attributes {train.opset_import = [["", 17 : i64]]} {
-  train.graph @main(%x: tensor<2x3xi64> {train.name = "x"}) -> (tensor<2x1xi64> {train.name = "y"}) {
-    // expected-error @+1 {{node 'am' (ArgMax): input 0 has element type 'i64'; the runtime's ArgMax takes f32, f16 or bf16}}
-    %y = "train.node"(%x) <{attrs = {axis = 1 : i64}, domain = "", graph_attrs = [], op_type = "ArgMax"}> {train.name = "am", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<2x1xi64>
-    train.return %y : tensor<2x1xi64>
+// ReduceMax of integers: the runtime's reductions take floats.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xi64> {train.name = "x"}) -> (tensor<1x1xi64> {train.name = "y"}) {
+    // expected-error @+1 {{node 'rm' (ReduceMax): input 0 has element type 'i64'; the runtime's ReduceMax takes f32, f16 or bf16}}
+    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMax"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<1x1xi64>
+    train.return %y : tensor<1x1xi64>
   }
 }
