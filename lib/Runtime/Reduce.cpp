@@ -1,4 +1,4 @@
-//===- Reduce.cpp - ReduceSum, ReduceMean, ReduceMax, ReduceMin -----------===//
+//===- Reduce.cpp - ReduceSum/Mean/Max/Min and CumSum ---------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -6,7 +6,9 @@
 //
 // Accumulates in f64 (the CPU reference may be more accurate than a device
 // tree reduction in f32; both are within the documented tolerances). Max and
-// min keep the first NaN they meet, as numpy does.
+// min keep the first NaN they meet, as numpy does. CumSum keeps its running
+// sum in f64 for floats (each output rounded once) and in i64 for integers
+// (wrapping in the stored type, as ONNX Runtime's does).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +75,68 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
   return AMPRT_OK;
 }
 
+/// The running sums of one (outer, len, inner) split, in order along the
+/// axis or against it; exclusive sums leave out the element itself.
+template <typename Acc, typename Load, typename Store>
+void scanLines(int64_t outer, int64_t len, int64_t inner, bool exclusive,
+               bool reverse, Load &&load, Store &&store) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      Acc acc = 0;
+      for (int64_t s = 0; s < len; ++s) {
+        int64_t i = o * len * inner + (reverse ? len - 1 - s : s) * inner + j;
+        Acc v = load(i);
+        if (!exclusive)
+          acc += v;
+        store(i, acc);
+        if (exclusive)
+          acc += v;
+      }
+    }
+}
+
+template <typename S>
+void scanInt(T x, T y, int64_t outer, int64_t len, int64_t inner,
+             bool exclusive, bool reverse) {
+  auto *in = static_cast<const S *>(x->data);
+  auto *out = static_cast<S *>(y->data);
+  // Unsigned arithmetic: the sum wraps, as in the stored type.
+  scanLines<uint64_t>(
+      outer, len, inner, exclusive, reverse,
+      [&](int64_t i) { return uint64_t(int64_t(in[i])); },
+      [&](int64_t i, uint64_t v) { out[i] = S(int64_t(v)); });
+}
+
+amprt_status cumsum(amprt_context *ctx, const char *k, T x, int64_t axis,
+                    int32_t exclusive, int32_t reverse, T y) {
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  if (!isLowOrF32(x->dtype) && x->dtype != AMPRT_I64 &&
+      x->dtype != AMPRT_I32)
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: x has dtype %s, expected f32, f16, bf16, i64 or i32",
+                     k, amprt_dtype_name(x->dtype));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  int64_t a, outer, len, inner;
+  AMPRT_TRY(splitAtAxis(ctx, k, x, axis, a, outer, len, inner));
+  if (x->dtype == AMPRT_I64) {
+    scanInt<int64_t>(x, y, outer, len, inner, exclusive, reverse);
+    return AMPRT_OK;
+  }
+  if (x->dtype == AMPRT_I32) {
+    scanInt<int32_t>(x, y, outer, len, inner, exclusive, reverse);
+    return AMPRT_OK;
+  }
+  F32In in(x);
+  F32Out out(y);
+  scanLines<double>(
+      outer, len, inner, exclusive, reverse,
+      [&](int64_t i) { return double(in.p[i]); },
+      [&](int64_t i, double v) { out.p[i] = float(v); });
+  out.commit();
+  return AMPRT_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -93,5 +157,13 @@ AMPRT_REDUCE(reduce_mean, Red::Mean)
 AMPRT_REDUCE(reduce_max, Red::Max)
 AMPRT_REDUCE(reduce_min, Red::Min)
 #undef AMPRT_REDUCE
+
+amprt_status amprt_cumsum(amprt_context *ctx, T x, int64_t axis,
+                          int32_t exclusive, int32_t reverse, T y) {
+  AMPRT_DISPATCH(cumsum, ctx, x, axis, exclusive, reverse, y);
+  return guard(ctx, "cumsum", [&] {
+    return cumsum(ctx, "cumsum", x, axis, exclusive, reverse, y);
+  });
+}
 
 } // extern "C"

@@ -1335,6 +1335,46 @@ def test_arg_extreme_integer(rt):
                              y.arr, want)
 
 
+def test_cumsum(rt):
+    """cumsum (every axis, exclusive, reverse) against numpy in float64 for
+    floats and exactly for integers, whose sums wrap in their type."""
+    def ref(a, axis, exclusive, reverse):
+        a = np.flip(a, axis) if reverse else a
+        c = np.cumsum(a, axis=axis)
+        if exclusive:
+            c = c - a
+        return np.flip(c, axis) if reverse else c
+    for dt in FLOATS:
+        x = rt.randn((3, 4, 5), dt)
+        a = x.f64()
+        for axis in (0, 1, 2, -1):
+            for ex in (0, 1):
+                for rev in (0, 1):
+                    y = rt.empty(a.shape, dt)
+                    rt.ok("cumsum", x.ref, axis, ex, rev, y.ref)
+                    # One rounding of the f64 sum.
+                    rt.close("cumsum %s axis %d ex %d rev %d" % (dt, axis, ex,
+                                                                rev),
+                             y, ref(a, axis, ex, rev), dt)
+    for it in ("i64", "i32"):
+        v = np.random.default_rng(3).integers(-50, 50, (3, 4, 5))
+        v[0, :, 0] = np.iinfo(NP_STORAGE[it]).max  # wraps in the type
+        xi = Buf(v.astype(NP_STORAGE[it]), it)
+        for axis in (0, 1, 2):
+            for ex in (0, 1):
+                for rev in (0, 1):
+                    y = rt.empty(v.shape, it, fill=0)
+                    rt.ok("cumsum", xi.ref, axis, ex, rev, y.ref)
+                    want = ref(v.astype(NP_STORAGE[it]), axis, ex, rev)
+                    rt.equal("cumsum %s axis %d ex %d rev %d" % (it, axis, ex,
+                                                                rev),
+                             y.arr, want.astype(NP_STORAGE[it]))
+    rt.fails("cumsum", Buf(np.zeros(3, np.uint8), "u8").ref, 0, 0, 0,
+             rt.empty((3,), "u8", fill=0).ref, match="expected f32, f16")
+    rt.fails("cumsum", rt.randn((3,), "f32").ref, 1, 0, 0,
+             rt.empty((3,), "f32").ref, match="axis")
+
+
 def test_select(rt):
     """arg_max/arg_min, top_k, gather_elements(_grad), scatter_elements,
     trilu and reduce_max/reduce_min against numpy (NaN and tie rules

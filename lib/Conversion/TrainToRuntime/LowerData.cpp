@@ -192,6 +192,34 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                          {"largest", i32(attrInt("largest", 1))},
                          {"sorted", i32(attrInt("sorted", 1))}}));
   }
+  if (onnx && type == "CumSum") {
+    // RoBERTa's position ids are a CumSum of the non-pad mask.
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto a = hostInts(1);
+    if (failed(a))
+      return failure();
+    if (a->size() != 1)
+      return err() << "axis must be one value, got " << a->size();
+    Type e = bufs[*x].elem;
+    if (!e.isF32() && !e.isF16() && !e.isBF16() && !e.isInteger(64) &&
+        !e.isInteger(32))
+      return err() << "input 0 has element type " << e
+                   << "; the runtime's CumSum takes f32, f16, bf16, i64 or "
+                      "i32";
+    int64_t axis = (*a)[0];
+    Shape s = shapeOf(*x);
+    if (failed(normAxis(axis, int64_t(s.size()))))
+      return failure();
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    return handled(call("cumsum", {{"x", {*x}}, {"y", {*y}}},
+                        {{"axis", i64(axis)},
+                         {"exclusive", i32(attrInt("exclusive", 0))},
+                         {"reverse", i32(attrInt("reverse", 0))}}));
+  }
   if (onnx && type == "GatherElements") {
     auto d = in(0), idx = in(1);
     if (failed(d) || failed(idx))

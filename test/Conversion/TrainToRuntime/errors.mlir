@@ -363,3 +363,14 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
     train.return %y : tensor<1x1xi64>
   }
 }
+
+// -----
+
+// CumSum: the axis computed on the device.
+module attributes {train.opset_import = [["", 14 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %a: tensor<i64> {train.name = "a"}) -> (tensor<2x5xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'cs' (CumSum): input 1 must be known when lowering}}
+    %y = "train.node"(%x, %a) <{attrs = {}, domain = "", graph_attrs = [], op_type = "CumSum"}> {train.name = "cs", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<i64>) -> tensor<2x5xf32>
+    train.return %y : tensor<2x5xf32>
+  }
+}

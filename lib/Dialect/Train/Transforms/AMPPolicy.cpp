@@ -80,6 +80,7 @@ static const AMPDefaultEntry kDefaultEntries[] = {
     {":ReduceSumSquare", D, I, "squares then sums: overflow"},
     {":ReduceL2", D, I, "sum of squares: overflow"},
     {":ReduceLogSumExp", D, D, "exp inside"},
+    {":CumSum", D, D, "running sums lose precision (PyTorch autocast: fp32)"},
     {":SoftmaxCrossEntropyLoss", D, D, "loss stays fp32"},
     {":NegativeLogLikelihoodLoss", D, D, "loss stays fp32"},
     {"com.microsoft:SoftmaxCrossEntropy", D, D, "loss stays fp32"},

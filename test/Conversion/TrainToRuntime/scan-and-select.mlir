@@ -1,0 +1,30 @@
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+
+// CumSum: the axis input is read when lowering (negative counts from the
+// end); exclusive and reverse pass through. Integer inputs stay integers
+// (RoBERTa's position ids are a CumSum of its i32 non-pad mask).
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "cumsum"(%arg0, %{{[^)]*}}) {axis = 1 : i64, counts = array<i64: 1, 1>, exclusive = 0 : i32, node = "fwd", reverse = 0 : i32} : memref<2x5xi32>, memref<2x5xi32>
+// CHECK: amprt.call "cumsum"(%arg1, %{{[^)]*}}) {axis = 0 : i64, counts = array<i64: 1, 1>, exclusive = 1 : i32, node = "back", reverse = 1 : i32} : memref<2x5xf32>, memref<2x5xf32>
+module attributes {train.opset_import = [["", 14 : i64]]} {
+  train.graph @main(%m: tensor<2x5xi32> {train.name = "m"}, %x: tensor<2x5xf32> {train.name = "x"}) -> (tensor<2x5xi32> {train.name = "p"}, tensor<2x5xf32> {train.name = "q"}) {
+    %a1 = initializer "a1" {value = dense<-1> : tensor<i64>} : tensor<i64>
+    %a0 = initializer "a0" {value = dense<0> : tensor<i32>} : tensor<i32>
+    %p = "train.node"(%m, %a1) <{attrs = {}, domain = "", graph_attrs = [], op_type = "CumSum"}> {train.name = "fwd", train.outputs = ["p"]} : (tensor<2x5xi32>, tensor<i64>) -> tensor<2x5xi32>
+    %q = "train.node"(%x, %a0) <{attrs = {exclusive = 1 : i64, reverse = 1 : i64}, domain = "", graph_attrs = [], op_type = "CumSum"}> {train.name = "back", train.outputs = ["q"]} : (tensor<2x5xf32>, tensor<i32>) -> tensor<2x5xf32>
+    train.return %p, %q : tensor<2x5xi32>, tensor<2x5xf32>
+  }
+}
+
+// -----
+
+// ArgMax of an i32 tensor (HF's GPT-2 finds each row's last non-pad token
+// so): the runtime compares integers exactly.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "arg_max"(%arg0, %{{[^)]*}}) {axis = 1 : i64, counts = array<i64: 1, 1>, keepdims = 0 : i32, node = "am", select_last_index = 0 : i32} : memref<2x5xi32>, memref<2xi64>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%m: tensor<2x5xi32> {train.name = "m"}) -> (tensor<2xi64> {train.name = "y"}) {
+    %y = "train.node"(%m) <{attrs = {axis = -1 : i64, keepdims = 0 : i64}, domain = "", graph_attrs = [], op_type = "ArgMax"}> {train.name = "am", train.outputs = ["y"]} : (tensor<2x5xi32>) -> tensor<2xi64>
+    train.return %y : tensor<2xi64>
+  }
+}
