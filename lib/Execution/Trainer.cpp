@@ -1072,6 +1072,10 @@ llvm::Error Trainer::run() {
     for (DeviceBuffer *b : accumulateSignals)
       if (auto e = fillWith(*b, !groupStart))
         return e;
+    // New dropout masks and random draws each step; a resumed run draws
+    // what the uninterrupted one drew at this step.
+    if (auto e = check(amprt_set_random_offset(ctx, stepsDone), "random"))
+      return e;
     if (auto e = trainProg->run())
       return e;
     for (auto &[i, b] : writeBack)

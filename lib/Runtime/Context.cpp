@@ -194,4 +194,12 @@ amprt_status amprt_synchronize(amprt_context *ctx) {
   return ctx->backend->sync(ctx);
 }
 
+amprt_status amprt_set_random_offset(amprt_context *ctx, uint64_t offset) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  ctx->randomOffset = offset;
+  return AMPRT_OK;
+}
+
 } // extern "C"

@@ -269,7 +269,7 @@ AMPRT_HD inline void writeD(void *p, int32_t dt, int64_t i, double v) {
 }
 
 //===----------------------------------------------------------------------===//
-// Counter-based random numbers (dropout, random_fill)
+// Counter-based random numbers (dropout, random_*, bernoulli, random_fill)
 //===----------------------------------------------------------------------===//
 
 /// splitmix64's step from state z: the generator's next output after z.
@@ -303,6 +303,27 @@ AMPRT_HD inline void storeRandom(void *p, int32_t dt, int64_t i, uint64_t seed,
     writeD(p, dt, i, 2 * u - 1);
   }
   }
+}
+
+/// The stream of a random kernel call: its seed, moved by the context's
+/// random offset (amprt_set_random_offset; a training loop sets the step
+/// index). Offset 0 leaves the seed as it is.
+AMPRT_HD inline uint64_t streamKey(uint64_t seed, uint64_t offset) {
+  return offset ? mix64(seed ^ mix64(offset)) : seed;
+}
+
+/// Uniform in [0, 1) with 24 random bits: element i of stream `key`
+/// (dropout's keep test and bernoulli's draw compare it in f32).
+AMPRT_HD inline float uniform24At(uint64_t key, int64_t i) {
+  uint64_t r = mix64(key ^ mix64(uint64_t(i)));
+  return float(r >> 40) * (1.f / 16777216.f);
+}
+
+/// Uniform in [0, 1) with 53 random bits from draw j + 1 of splitmix64
+/// started at `key` (random_fill's stream).
+AMPRT_HD inline double uniform53At(uint64_t key, uint64_t j) {
+  uint64_t r = mix64(key + j * 0x9e3779b97f4a7c15ull);
+  return double(r >> 11) * (1.0 / 9007199254740992.0);
 }
 
 } // namespace amprt

@@ -68,6 +68,8 @@ struct amprt_context {
   std::string error;
   /// AMPRT_PROFILE=1 on a device context (Profile.cpp), else NULL.
   amprt::Profile *profile = nullptr;
+  /// amprt_set_random_offset: moves every random kernel's stream.
+  uint64_t randomOffset = 0;
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
       __attribute__((format(printf, 3, 4)));

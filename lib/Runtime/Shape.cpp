@@ -173,12 +173,6 @@ amprt_status amprt::transposeGeometry(amprt_context *ctx, const char *k, T x,
 
 namespace {
 
-/// Uniform in [0, 1) from (seed, i), 24 random bits.
-float uniformAt(uint64_t seed, int64_t i) {
-  uint64_t r = mix64(seed ^ mix64(uint64_t(i)));
-  return float(r >> 40) * (1.f / 16777216.f);
-}
-
 amprt_status dropoutParams(amprt_context *ctx, const char *k, T ratio,
                            T training, float &r, bool &train) {
   AMPRT_TRY(checkFloat(ctx, k, "ratio", ratio, true));
@@ -481,8 +475,9 @@ amprt_status amprt_dropout(amprt_context *ctx, T x, T ratio, T training,
     auto *m = mask ? static_cast<uint8_t *>(mask->data) : nullptr;
     int64_t n = numel(x);
     float sc = 1.f / (1.f - r);
+    uint64_t key = streamKey(seed, ctx->randomOffset);
     for (int64_t i = 0; i < n; ++i) {
-      bool keep = !train || r == 0.f || uniformAt(seed, i) >= r;
+      bool keep = !train || r == 0.f || uniform24At(key, i) >= r;
       out.p[i] = keep ? (train ? ix.p[i] * sc : ix.p[i]) : 0.f;
       if (m)
         m[i] = keep;

@@ -1652,6 +1652,85 @@ def test_random_fill(rt):
              C.c_uint64(1), 3, match="expected a float, i64, i32 or bool")
 
 
+def test_random_generators(rt):
+    """random_uniform, random_normal and bernoulli against their formulas
+    computed here from splitmix64 (exact bits in f64, one rounding in the
+    16-bit types), their moments, and the context's random offset: a new
+    offset draws new values (and dropout masks), the same offset the same."""
+    m64 = (1 << 64) - 1
+    G = 0x9E3779B97F4A7C15
+
+    def mix(z):
+        return splitmix_ref(z, 1)[0]
+
+    def key(seed, off):
+        return mix(seed ^ mix(off)) if off else seed
+
+    def u53(k, j):
+        return (mix((k + j * G) & m64) >> 11) * 2.0 ** -53
+
+    def u24(k, i):
+        return np.float32((mix(k ^ mix(i)) >> 40) * 2.0 ** -24)
+
+    L = rt.lib
+    L.amprt_set_random_offset.argtypes = [C.c_void_p, C.c_uint64]
+    seed, n = 0x0123456789ABCDEF, 4000
+    for off in (0, 7):
+        assert L.amprt_set_random_offset(rt.ctx, off) == 0
+        k = key(seed, off)
+        u = np.array([u53(k, i) for i in range(2 * n)])
+        want = {"random_uniform": -2 + 5 * u[:n],
+                "random_normal": 0.5 + 2 * np.sqrt(-2 * np.log1p(-u[0::2]))
+                * np.cos(2 * np.pi * u[1::2])}
+        args = {"random_uniform": (-2.0, 3.0), "random_normal": (0.5, 2.0)}
+        for name in ("random_uniform", "random_normal"):
+            for dt in ("f64",) + FLOATS:
+                y = rt.empty((40, n // 40), dt)
+                rt.ok(name, y.ref, C.c_uint64(seed), *args[name])
+                got = y.f64().reshape(-1)
+                if dt == "f64":
+                    err = np.abs(got - want[name]).max()
+                    assert err < 1e-13, "%s f64 off %d: %.2e" % (name, off,
+                                                                 err)
+                else:
+                    rt.close("%s %s" % (name, dt), y,
+                             want[name].reshape(y.shape), dt, terms=2)
+            mean, std = got.mean(), got.std()
+            if name == "random_uniform":
+                # high itself only by rounding into a 16-bit type
+                assert abs(mean - 0.5) < 0.1 and got.min() >= -2 and \
+                    got.max() <= 3, (mean, got.min(), got.max())
+            else:
+                assert abs(mean - 0.5) < 0.15 and abs(std - 2) < 0.1, (mean,
+                                                                      std)
+        p = rt.buf(np.linspace(0, 1, 300).reshape(3, 100), "f32")
+        for dt in ("f32", "bool", "i64"):
+            y = rt.empty((3, 100), dt, fill=0)
+            rt.ok("bernoulli", p.ref, y.ref, C.c_uint64(seed))
+            pv = p.f64().reshape(-1)
+            rt.equal("bernoulli %s off %d" % (dt, off), y.f64().reshape(-1),
+                     np.array([1.0 if u24(k, i) < pv[i] else 0.0
+                               for i in range(300)]))
+    # The offset moves every stream; setting it again repeats the draws.
+    x = rt.randn((32, 32), "f32")
+    ratio, train = rt.buf(np.array(0.5), "f32"), Buf(np.array(1), "bool")
+    masks = []
+    for off in (3, 4, 3):
+        L.amprt_set_random_offset(rt.ctx, off)
+        y, m = rt.empty(x.shape, "f32"), rt.empty(x.shape, "bool")
+        rt.ok("dropout", x.ref, ratio.ref, train.ref, 1234, y.ref, m.ref)
+        masks.append(m.arr.copy())
+    L.amprt_set_random_offset(rt.ctx, 0)
+    assert not np.array_equal(masks[0], masks[1]), "offset ignored"
+    rt.equal("dropout at the same offset", masks[2], masks[0])
+    rt.fails("random_uniform", rt.empty((3,), "f32").ref, C.c_uint64(1),
+             1.0, 0.0, match="not a finite range")
+    rt.fails("random_normal", rt.empty((3,), "i64", fill=0).ref,
+             C.c_uint64(1), 0.0, 1.0, match="expected f32, f16, bf16 or f64")
+    rt.fails("bernoulli", rt.buf(np.array([0.5, 1.5]), "f32").ref,
+             rt.empty((2,), "f32").ref, C.c_uint64(1), match="is outside")
+
+
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 if __name__ == "__main__":

@@ -134,6 +134,14 @@ AMPRT_API amprt_status amprt_memset(amprt_context *ctx, void *dst, int value,
 /// Waits for all work queued on the context (a no-op on the CPU).
 AMPRT_API amprt_status amprt_synchronize(amprt_context *ctx);
 
+/// The random kernels (dropout, random_uniform, random_normal, bernoulli)
+/// draw from a counter-based stream keyed by their seed and this offset
+/// (0 when the context is made). A training loop sets it to the step index
+/// before each step: every step draws new masks, and a run resumed at step
+/// k draws what the uninterrupted run drew there.
+AMPRT_API amprt_status amprt_set_random_offset(amprt_context *ctx,
+                                               uint64_t offset);
+
 /// Size in bytes of one element; 0 for an unknown dtype.
 AMPRT_API size_t amprt_dtype_size(int32_t dtype);
 /// "f32", "f16", ...; "invalid" for an unknown dtype.

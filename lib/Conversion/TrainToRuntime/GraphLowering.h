@@ -522,6 +522,23 @@ private:
         v.push_back(str.str());
     return v;
   }
+  /// A random node's seed: its `seed` attribute (an int for Dropout; a
+  /// float for the Random* ops and Bernoulli, taken by its bits), else a
+  /// hash of the node's name (FNV-1a: the same on every run and host), so
+  /// that two nodes draw independent streams.
+  int64_t nodeSeed() {
+    Attribute a = nodeAttr("seed");
+    if (auto i = dyn_cast_or_null<IntegerAttr>(a))
+      return i.getInt();
+    if (auto f = dyn_cast_or_null<FloatAttr>(a))
+      return llvm::bit_cast<int64_t>(f.getValueAsDouble());
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (char c : nodeName) {
+      h ^= uint8_t(c);
+      h *= 0x100000001b3ull;
+    }
+    return int64_t(h);
+  }
   std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
     if (auto d = attrOf<DenseI64ArrayAttr>(n))
       return SmallVector<int64_t>(d.asArrayRef());

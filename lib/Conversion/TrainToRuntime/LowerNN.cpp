@@ -730,7 +730,47 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     ts.push_back({"y", {*y}});
     if (failed(optionalOut(ts, "mask", 1, shapeOf(*x))))
       return failure();
-    return handled(call("dropout", ts, {{"seed", i64(attrInt("seed", 0))}}));
+    return handled(call("dropout", ts, {{"seed", i64(nodeSeed())}}));
+  }
+  // Generators: stochastic depth (RandomUniformLike, Add, Floor) and noise.
+  // The "Like" forms take the shape of input 0 (and its dtype when the node
+  // names none: the result type says which), the others their `shape`.
+  bool uniform = type == "RandomUniform" || type == "RandomUniformLike";
+  if (onnx && (uniform || type == "RandomNormal" ||
+               type == "RandomNormalLike")) {
+    Shape s;
+    if (type.ends_with("Like")) {
+      auto x = in(0);
+      if (failed(x))
+        return failure();
+      s = shapeOf(*x);
+    } else if (auto v = attrInts("shape")) {
+      s = Shape(v->begin(), v->end());
+    } else {
+      return err() << "has no shape attribute";
+    }
+    auto y = out(0, s);
+    if (failed(y))
+      return failure();
+    if (uniform)
+      return handled(call("random_uniform", {{"y", {*y}}},
+                          {{"seed", i64(nodeSeed())},
+                           {"low", f64(attrFloat("low", 0.0))},
+                           {"high", f64(attrFloat("high", 1.0))}}));
+    return handled(call("random_normal", {{"y", {*y}}},
+                        {{"seed", i64(nodeSeed())},
+                         {"mean", f64(attrFloat("mean", 0.0))},
+                         {"scale", f64(attrFloat("scale", 1.0))}}));
+  }
+  if (onnx && type == "Bernoulli") {
+    auto p = in(0);
+    if (failed(p))
+      return failure();
+    auto y = out(0, shapeOf(*p));
+    if (failed(y))
+      return failure();
+    return handled(call("bernoulli", {{"p", {*p}}, {"y", {*y}}},
+                        {{"seed", i64(nodeSeed())}}));
   }
   if (ms && type == "DropoutGrad") {
     auto dy = in(0), mask = in(1);
