@@ -361,8 +361,15 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto r = sliceRange(full, *starts, *ends, axes, steps, why);
     if (!r)
       return err() << why;
-    if (sliceGrad && !llvm::equal(shapeOf(*x), r->shape))
-      return err() << "dY's shape is not the sliced shape";
+    if (sliceGrad && !llvm::equal(shapeOf(*x), r->shape)) {
+      auto d = err() << "dY has shape [";
+      llvm::interleaveComma(shapeOf(*x), d);
+      d << "], but the slice of [";
+      llvm::interleaveComma(full, d);
+      d << "] it is the gradient of has shape [";
+      llvm::interleaveComma(r->shape, d);
+      return d << "]";
+    }
     auto y = out(0, sliceGrad ? full : r->shape);
     if (failed(y))
       return failure();

@@ -147,7 +147,7 @@ module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i
     %shape = initializer "shape" {value = dense<[6, 4]> : tensor<2xi64>} : tensor<2xi64>
     %st = initializer "st" {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
     %en = initializer "en" {value = dense<2> : tensor<1xi64>} : tensor<1xi64>
-    // expected-error @+1 {{node 'sg' (com.microsoft:SliceGrad): dY's shape is not the sliced shape}}
+    // expected-error @+1 {{node 'sg' (com.microsoft:SliceGrad): dY has shape [3, 4], but the slice of [6, 4] it is the gradient of has shape [2, 4]}}
     %0 = "train.node"(%dy, %shape, %st, %en) <{attrs = {}, domain = "com.microsoft", graph_attrs = [], op_type = "SliceGrad"}> {train.name = "sg", train.outputs = ["dx"]} : (tensor<3x4xf32>, tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<6x4xf32>
     train.return %0 : tensor<6x4xf32>
   }
