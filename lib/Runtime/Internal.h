@@ -221,26 +221,39 @@ AMPRT_HD inline int64_t padIndex(int64_t s, int64_t n, int32_t mode) {
   }
 }
 
+struct ResizeModes;
 /// resize / resize_grad: the shapes (x's and y's rank equal, an empty x
 /// only for an empty y), the dtypes, scales (f32, one per dim) and modes.
 amprt_status checkResize(amprt_context *ctx, const char *kernel,
                          const amprt_tensor *x, const amprt_tensor *scales,
-                         int32_t mode, int32_t coordMode, int32_t nearestMode,
-                         const amprt_tensor *y);
+                         const ResizeModes &modes, const amprt_tensor *y);
 
-/// The two elements of x that output index o of a resized axis reads (nIn
-/// -> nOut elements, `scale`): i0 with weight 1 - w and i1 with weight w
-/// (nearest: i1 = i0, w = 0). The modes are resize's; a NaN coordinate
-/// (a NaN scale) reads element 0.
-struct ResizeTap {
-  int64_t i0, i1;
-  float w;
+/// Resize's interpolation on one axis: modes 0 nearest, 1 linear, 2 cubic;
+/// cubic's coefficient a and exclude_outside.
+struct ResizeModes {
+  int32_t mode, coordMode, nearestMode;
+  float cubicA;
+  int32_t excludeOutside;
 };
-AMPRT_HD inline ResizeTap resizeTap(int64_t o, int64_t nIn, int64_t nOut,
-                                    double scale, int32_t mode,
-                                    int32_t coordMode, int32_t nearestMode) {
+
+/// The elements of x that output index o of a resized axis reads (nIn ->
+/// nOut elements, `scale`) and their weights: nearest one; linear its two
+/// neighbours (one when the weight of the second is 0); cubic the four
+/// around the coordinate c (i0 - 1 .. i0 + 2 with i0 = ceil(c) - 1, ONNX's
+/// Keys kernel with coefficient a), an index outside x reading the edge
+/// element, or, with exclude_outside, weighing 0 with the others
+/// renormalized. Nearest and linear clamp c into x, cubic does not (as
+/// onnx.reference and PyTorch). A NaN coordinate (a NaN scale) reads
+/// element 0.
+struct ResizeTaps {
+  int64_t i[4];
+  float w[4];
+  int n;
+};
+AMPRT_HD inline ResizeTaps resizeTaps(int64_t o, int64_t nIn, int64_t nOut,
+                                      double scale, const ResizeModes &m) {
   double c, oc = double(o) + 0.5;
-  switch (coordMode) {
+  switch (m.coordMode) {
   case 1: // asymmetric
     c = double(o) / scale;
     break;
@@ -264,50 +277,96 @@ AMPRT_HD inline ResizeTap resizeTap(int64_t o, int64_t nIn, int64_t nOut,
   double hi = double(nIn - 1);
   if (!(c == c))
     c = 0.0;
-  if (mode == 0) {
-    double r = nearestMode == 0   ? ::ceil(c - 0.5)
-               : nearestMode == 1 ? ::floor(c + 0.5)
-               : nearestMode == 2 ? ::floor(c)
-                                  : ::ceil(c);
+  ResizeTaps t = {};
+  if (m.mode == 0) {
+    double r = m.nearestMode == 0   ? ::ceil(c - 0.5)
+               : m.nearestMode == 1 ? ::floor(c + 0.5)
+               : m.nearestMode == 2 ? ::floor(c)
+                                    : ::ceil(c);
     r = r < 0.0 ? 0.0 : r > hi ? hi : r;
-    return {int64_t(r), int64_t(r), 0.f};
+    t.i[0] = int64_t(r);
+    t.w[0] = 1.f;
+    t.n = 1;
+    return t;
   }
-  c = c < 0.0 ? 0.0 : c > hi ? hi : c;
-  int64_t i0 = int64_t(::floor(c));
-  return {i0, i0 + 1 < nIn ? i0 + 1 : i0, float(c - double(i0))};
+  if (m.mode == 1) {
+    c = c < 0.0 ? 0.0 : c > hi ? hi : c;
+    int64_t i0 = int64_t(::floor(c));
+    float w = float(c - double(i0));
+    t.i[0] = i0;
+    t.w[0] = 1.f;
+    t.n = 1;
+    if (w != 0.f && i0 + 1 < nIn) {
+      t.i[1] = i0 + 1;
+      t.w[0] = 1.f - w;
+      t.w[1] = w;
+      t.n = 2;
+    }
+    return t;
+  }
+  // Cubic: the distances of the four taps from c are 1 + r, r, 1 - r,
+  // 2 - r with r = c - i0 in (0, 1].
+  double lim = 4.0e18; // keeps the index arithmetic finite
+  c = c < -lim ? -lim : c > lim ? lim : c;
+  int64_t i0 = int64_t(::ceil(c)) - 1;
+  double r = c - double(i0), a = double(m.cubicA), sum = 0.0, wd[4];
+  double d[4] = {1.0 + r, r, 1.0 - r, 2.0 - r};
+  for (int k = 0; k < 4; ++k) {
+    double x = d[k];
+    wd[k] = x <= 1.0 ? ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+                     : ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+    int64_t idx = i0 - 1 + k;
+    bool outside = idx < 0 || idx >= nIn;
+    if (outside && m.excludeOutside)
+      wd[k] = 0.0;
+    sum += wd[k];
+    t.i[k] = idx < 0 ? 0 : idx >= nIn ? nIn - 1 : idx;
+  }
+  for (int k = 0; k < 4; ++k)
+    t.w[k] = float(m.excludeOutside && sum != 0.0 ? wd[k] / sum : wd[k]);
+  t.n = 4;
+  return t;
 }
 
 /// Calls f(offset, weight) for each element of x that output element o of
-/// resize reads (at most 2^rank, their weights multiplied in f32).
-/// xs: x's element strides; yd: y's dims; xd: x's dims.
+/// resize reads (at most 4^rank, their weights multiplied in f32, the last
+/// axis' first). xs: x's element strides; yd: y's dims; xd: x's dims.
 template <typename F>
 AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
                                       const int64_t *xd, const int64_t *xs,
                                       const int64_t *yd, const float *scales,
-                                      int32_t mode, int32_t coordMode,
-                                      int32_t nearestMode, F &&f) {
-  int64_t base = 0, step[AMPRT_MAX_RANK];
-  float w[AMPRT_MAX_RANK];
-  int k = 0; // axes with two taps
+                                      const ResizeModes &modes, F &&f) {
+  int64_t base = 0, step[AMPRT_MAX_RANK][4];
+  float w[AMPRT_MAX_RANK][4];
+  int n[AMPRT_MAX_RANK], sel[AMPRT_MAX_RANK];
+  int k = 0; // axes with more than one tap
   for (int32_t d = rank - 1; d >= 0; --d) {
-    ResizeTap t = resizeTap(o % yd[d], xd[d], yd[d], double(scales[d]), mode,
-                            coordMode, nearestMode);
+    ResizeTaps t =
+        resizeTaps(o % yd[d], xd[d], yd[d], double(scales[d]), modes);
     o /= yd[d];
-    base += t.i0 * xs[d];
-    if (t.w != 0.f && t.i1 != t.i0) {
-      step[k] = (t.i1 - t.i0) * xs[d];
-      w[k++] = t.w;
+    base += t.i[0] * xs[d];
+    if (t.n == 1)
+      continue;
+    for (int j = 0; j < t.n; ++j) {
+      step[k][j] = (t.i[j] - t.i[0]) * xs[d];
+      w[k][j] = t.w[j];
     }
+    n[k] = t.n;
+    sel[k++] = 0;
   }
-  for (int64_t m = 0; m < (int64_t(1) << k); ++m) {
+  for (;;) {
     int64_t off = base;
     float wt = 1.f;
     for (int j = 0; j < k; ++j) {
-      bool up = (m >> j) & 1;
-      off += up ? step[j] : 0;
-      wt *= up ? w[j] : 1.f - w[j];
+      off += step[j][sel[j]];
+      wt *= w[j][sel[j]];
     }
     f(off, wt);
+    int j = 0; // the next combination, axis 0 of the list fastest
+    while (j < k && ++sel[j] == n[j])
+      sel[j++] = 0;
+    if (j == k)
+      break;
   }
 }
 

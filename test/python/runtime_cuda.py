@@ -871,21 +871,23 @@ def test_shape_ops(rt, gpu):
     for scales, so in (([1, 1, 2, 1.5], (2, 3, 10, 6)),
                        ([1, 1, 0.6, 0.5], (2, 3, 3, 2))):
         sc = Buf(np.array(scales, np.float32), "f32")
-        for mode, coord, nearest in ((0, 0, 0), (0, 1, 2), (0, 4, 1),
-                                     (1, 0, 0), (1, 2, 0), (1, 3, 0),
-                                     (1, 5, 0)):
+        for mode, coord, nearest, excl in (
+                (0, 0, 0, 0), (0, 1, 2, 0), (0, 4, 1, 0), (1, 0, 0, 0),
+                (1, 2, 0, 0), (1, 3, 0, 0), (1, 5, 0, 0), (2, 0, 0, 0),
+                (2, 3, 0, 1), (2, 2, 0, 0)):
             for dt in FLOATS:
                 x = rt.randn((2, 3, 5, 4), dt)
                 c, g, _ = both(rt, gpu, "resize", x, sc, mode, coord, nearest,
-                               rt.empty(so, dt))
-                same(rt, "resize", c[5], g[5])
+                               -0.75, excl, rt.empty(so, dt))
+                same(rt, "resize", c[7], g[7])
                 dy = rt.randn(so, dt)
                 c, g, _ = both(rt, gpu, "resize_grad", dy, sc, mode, coord,
-                               nearest, rt.empty((2, 3, 5, 4), dt))
-                same(rt, "resize_grad", c[5], g[5], ulps=1,
+                               nearest, -0.75, excl,
+                               rt.empty((2, 3, 5, 4), dt))
+                same(rt, "resize_grad", c[7], g[7], ulps=1,
                      scale=8 * np.abs(decode(dy)).max(), terms=16)
     both(rt, gpu, "resize", rt.randn((2, 3), "f32"),
-         Buf(np.array([1.0], np.float32), "f32"), 0, 0, 0,
+         Buf(np.array([1.0], np.float32), "f32"), 0, 0, 0, -0.75, 0,
          rt.empty((2, 6), "f32"))  # the CPU's error
     both(rt, gpu, "pad", rt.randn((2, 0), "f32"), i64s([0, 1, 0, 0]), 4, 2,
          C.c_double(0), rt.empty((2, 1), "f32"))  # the CPU's error

@@ -1216,7 +1216,8 @@ RESIZE_COORD = ("half_pixel", "asymmetric", "align_corners",
 RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-def resize_ref(x, scales, out_shape, mode, coord, nearest):
+def resize_ref(x, scales, out_shape, mode, coord, nearest, cubic_a=-0.75,
+               exclude=0):
     """ONNX's own reference implementation (onnx.reference), in float64;
     it no longer knows tf_half_pixel_for_nn (nearest only, c = (o + 0.5) /
     scale), which is indexed here."""
@@ -1236,9 +1237,10 @@ def resize_ref(x, scales, out_shape, mode, coord, nearest):
     node = helper.make_node(
         "Resize", ["x", "", "", "sizes"] if sizes else ["x", "", "scales"],
         ["y"],
-        mode=("nearest", "linear")[mode],
+        mode=("nearest", "linear", "cubic")[mode],
         coordinate_transformation_mode=RESIZE_COORD[coord],
-        nearest_mode=RESIZE_NEAREST[nearest])
+        nearest_mode=RESIZE_NEAREST[nearest], cubic_coeff_a=cubic_a,
+        exclude_outside=exclude)
     graph = helper.make_graph(
         [node], "r",
         [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape),
@@ -1260,53 +1262,59 @@ def resize_ref(x, scales, out_shape, mode, coord, nearest):
 
 
 def test_resize(rt):
-    """resize against onnx.reference's Resize in every coordinate and
-    nearest mode, up and down; resize_grad as its exact adjoint:
-    <resize(x), g> = <x, resize_grad(g)> in float64."""
+    """resize against onnx.reference's Resize in every mode, coordinate
+    transformation and nearest mode, up and down (cubic with two
+    coefficients, with and without exclude_outside); resize_grad as its
+    exact adjoint: <resize(x), g> = <x, resize_grad(g)> in float64."""
     shape = (2, 3, 5, 4)
+    cases = [(0, c, n, -0.75, 0) for c in range(6) for n in range(4)]
+    cases += [(1, c, 0, -0.75, 0) for c in range(6) if c != 4]
+    cases += [(2, c, 0, a, e) for c in range(6) if c != 4
+              for a, e in ((-0.75, 0), (-0.5, 1))]
     for scales in ([1, 1, 2, 1.5], [1, 1, 0.6, 0.5], [1, 2, 1, 3]):
         so = tuple(int(np.floor(n * np.float32(s)))
                    for n, s in zip(shape, scales))
         sc = Buf(np.array(scales, np.float32), "f32")
-        for mode in (0, 1):
-            for coord in range(6):
-                for nearest in (range(4) if mode == 0 else [0]):
-                    if coord == 4 and mode == 1:
-                        continue  # tf_half_pixel_for_nn is for nearest
-                    for dt in FLOATS:
-                        x = rt.randn(shape, dt)
-                        y = rt.empty(so, dt)
-                        rt.ok("resize", x.ref, sc.ref, mode, coord, nearest,
-                              y.ref)
-                        want = resize_ref(x.f64(), scales, so, mode, coord,
-                                          nearest)
-                        rt.close("resize %s %s %s" % (
-                            ("nearest", "linear")[mode], RESIZE_COORD[coord],
-                            dt), y, want, dt, terms=8,
-                            scale=np.abs(want) + 1e-30 if mode == 0 else
-                            resize_ref(np.abs(x.f64()), scales, so, mode,
-                                       coord, nearest))
-                    g = rt.randn(so, "f32")
-                    dx = rt.empty(shape, "f32")
-                    rt.ok("resize_grad", g.ref, sc.ref, mode, coord, nearest,
-                          dx.ref)
-                    x = rt.randn(shape, "f32")
-                    lhs = float(np.sum(resize_ref(x.f64(), scales, so, mode,
-                                                  coord, nearest) * g.f64()))
-                    rhs = float(np.sum(x.f64() * dx.f64()))
-                    bound = 1e-5 * float(np.sum(np.abs(x.f64())) *
-                                         np.abs(g.f64()).max() * 8)
-                    assert abs(lhs - rhs) <= bound, (
-                        "resize_grad %s is not resize's adjoint: %g vs %g" % (
-                            RESIZE_COORD[coord], lhs, rhs))
+        for mode, coord, nearest, a, excl in cases:
+            # (tf_half_pixel_for_nn is for nearest only)
+            m = (mode, coord, nearest, a, excl)
+            for dt in FLOATS:
+                x = rt.randn(shape, dt)
+                y = rt.empty(so, dt)
+                rt.ok("resize", x.ref, sc.ref, *m, y.ref)
+                want = resize_ref(x.f64(), scales, so, *m)
+                # Cubic's 16 weights have signs: sum |w| |x| <= 1.6^2
+                # max |x| bounds what its f32 sums round.
+                rt.close("resize %s %s %s" % (
+                    ("nearest", "linear", "cubic")[mode], RESIZE_COORD[coord],
+                    dt), y, want, dt, terms=8 if mode < 2 else 16,
+                    scale=np.abs(want) + 1e-30 if mode == 0 else
+                    resize_ref(np.abs(x.f64()), scales, so, *m) if mode == 1
+                    else np.full(want.shape, 2.6 * np.abs(x.f64()).max()))
+            g = rt.randn(so, "f32")
+            dx = rt.empty(shape, "f32")
+            rt.ok("resize_grad", g.ref, sc.ref, *m, dx.ref)
+            x = rt.randn(shape, "f32")
+            lhs = float(np.sum(resize_ref(x.f64(), scales, so, *m) *
+                               g.f64()))
+            rhs = float(np.sum(x.f64() * dx.f64()))
+            bound = 1e-5 * float(np.sum(np.abs(x.f64())) *
+                                 np.abs(g.f64()).max() * 8)
+            assert abs(lhs - rhs) <= bound, (
+                "resize_grad %s %s is not resize's adjoint: %g vs %g" % (
+                    ("nearest", "linear", "cubic")[mode], RESIZE_COORD[coord],
+                    lhs, rhs))
     x = rt.randn((2, 3), "f32")
     sc = Buf(np.array([1, 2], np.float32), "f32")
-    rt.fails("resize", x.ref, sc.ref, 2, 0, 0, rt.empty((2, 6), "f32").ref,
-             match="mode 2")
+    rt.fails("resize", x.ref, sc.ref, 3, 0, 0, -0.75, 0,
+             rt.empty((2, 6), "f32").ref, match="mode 3")
+    rt.fails("resize", x.ref, sc.ref, 2, 0, 0, float("inf"), 0,
+             rt.empty((2, 6), "f32").ref, match="cubic_coeff_a inf")
     rt.fails("resize", x.ref, Buf(np.array([1.0], np.float32), "f32").ref,
-             0, 0, 0, rt.empty((2, 6), "f32").ref, match="scales has shape")
-    rt.fails("resize", rt.randn((2, 0), "f32").ref, sc.ref, 0, 0, 0,
-             rt.empty((2, 2), "f32").ref, match="is empty, y")
+             0, 0, 0, -0.75, 0, rt.empty((2, 6), "f32").ref,
+             match="scales has shape")
+    rt.fails("resize", rt.randn((2, 0), "f32").ref, sc.ref, 0, 0, 0, -0.75,
+             0, rt.empty((2, 2), "f32").ref, match="is empty, y")
 
 
 def test_arg_extreme_integer(rt):

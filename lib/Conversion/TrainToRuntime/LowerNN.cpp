@@ -135,12 +135,13 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
   unsigned scalesAt = legacy ? 1 : xi + 2, sizesAt = xi + 3;
 
   std::string mode = attrStr("mode", "nearest");
-  int32_t m = mode == "nearest" ? 0
-              : mode == "linear" || mode == "bilinear" ? 1
-                                                       : -1;
+  int32_t m = mode == "nearest"                           ? 0
+              : mode == "linear" || mode == "bilinear"   ? 1
+              : mode == "cubic" || mode == "bicubic"     ? 2
+                                                         : -1;
   if (m < 0)
     return err() << "mode '" << mode
-                 << "' is not supported (nearest and linear are)";
+                 << "' is not supported (nearest, linear and cubic are)";
   std::string coord =
       legacy ? "asymmetric"
              : attrStr("coordinate_transformation_mode", "half_pixel");
@@ -250,7 +251,11 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
   h.v.assign(scale.begin(), scale.end());
   int sc = constBuffer(h);
   SmallVector<std::pair<StringRef, Attribute>> attrs = {
-      {"mode", i32(m)}, {"coord_mode", i32(c)}, {"nearest_mode", i32(nm)}};
+      {"mode", i32(m)},
+      {"coord_mode", i32(c)},
+      {"nearest_mode", i32(nm)},
+      {"cubic_coeff_a", f32(attrFloat("cubic_coeff_a", -0.75))},
+      {"exclude_outside", i32(attrInt("exclude_outside", 0))}};
   if (grad) {
     auto dy = in(0);
     if (failed(dy))
