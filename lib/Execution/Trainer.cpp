@@ -417,6 +417,46 @@ private:
   llvm::StringMap<int64_t> classCounts;
 };
 
+/// Frozen integer parameters never change: no gradient, no "<name>.out"
+/// written back, and the optimizer updates floats only. Their uses read an
+/// initializer holding the value instead, so that shape computations over
+/// them fold when lowering: torch.onnx's dynamo exporter keeps shape
+/// constants as int64 initializers, which generate_artifacts makes frozen
+/// parameters when every initializer is listed as one. The graph keeps the
+/// input (fed as before, now unused).
+void inlineFrozenIntegers(train::GraphOp graph,
+                          const std::map<std::string, HostTensor> &values) {
+  llvm::StringSet<> outputs;
+  for (unsigned i = 0; i < graph.getNumResults(); ++i)
+    if (auto n = graph.getResultAttrOfType<StringAttr>(i, "train.name"))
+      outputs.insert(n.getValue());
+  OpBuilder b(graph.getContext());
+  b.setInsertionPointToStart(&graph.getBody().front());
+  for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
+    auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
+    auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
+    BlockArgument arg = graph.getBody().front().getArgument(i);
+    if (!n || !t || !t.hasStaticShape() || arg.use_empty() ||
+        !(t.getElementType().isInteger(64) ||
+          t.getElementType().isInteger(32)) ||
+        outputs.contains((n.getValue() + ".out").str()))
+      continue;
+    auto it = values.find(n.str());
+    if (it == values.end() || it->second.numel() > 4096 ||
+        it->second.dtype != (t.getElementType().isInteger(64) ? AMPRT_I64
+                                                               : AMPRT_I32) ||
+        !llvm::equal(it->second.shape, t.getShape()))
+      continue;
+    auto value = DenseElementsAttr::getFromRawBuffer(
+        t, ArrayRef<char>(it->second.data.data(), it->second.data.size()));
+    auto init = train::InitializerOp::create(
+        b, arg.getLoc(), t, b.getStringAttr(n.str() + ".frozen"), value,
+        /*raw=*/nullptr, /*sparse=*/nullptr, /*doc_string=*/nullptr,
+        /*external=*/nullptr);
+    arg.replaceAllUsesWith(init.getResult());
+  }
+}
+
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   std::string dims = opts.dims;
   // The lowering's arena remark is reported by amp-run itself.
@@ -607,6 +647,11 @@ llvm::Error Trainer::load() {
     }
   }
   if (!isLowered) {
+    std::map<std::string, HostTensor> values = weights;
+    for (auto &[n, t] : resumed)
+      if (StringRef(n).starts_with("param:"))
+        values[n.substr(6)] = t;
+    inlineFrozenIntegers(graph, values);
     auto optGraph = *optMod->getOps<train::GraphOp>().begin();
     for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
       if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
