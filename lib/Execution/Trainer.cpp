@@ -423,13 +423,25 @@ private:
 /// them fold when lowering: torch.onnx's dynamo exporter keeps shape
 /// constants as int64 initializers, which generate_artifacts makes frozen
 /// parameters when every initializer is listed as one. The graph keeps the
-/// input (fed as before, now unused).
+/// input (fed as before, now unused). Left alone: tensors of more than 4096
+/// elements, values beyond 2^53 (host folding computes in doubles), and
+/// inputs of the ops that update a tensor in place (accumulators, optimizer
+/// and loss-scaler ops).
 void inlineFrozenIntegers(train::GraphOp graph,
-                          const std::map<std::string, HostTensor> &values) {
+                          const std::map<std::string, HostTensor> &weights,
+                          const std::map<std::string, HostTensor> &resumed) {
   llvm::StringSet<> outputs;
   for (unsigned i = 0; i < graph.getNumResults(); ++i)
     if (auto n = graph.getResultAttrOfType<StringAttr>(i, "train.name"))
       outputs.insert(n.getValue());
+  auto updatesInPlace = [](Operation *op) {
+    auto node = dyn_cast<train::NodeOp>(op);
+    StringRef t = node ? node.getOpType() : op->getName().getStringRef();
+    return t.contains("Optimizer") || t.contains("Accumulator") ||
+           t.contains("LossScale") || t.contains("Adam") ||
+           t.contains("SGD") || t.contains("Lamb") || t.contains("Momentum") ||
+           t.contains("Adagrad");
+  };
   OpBuilder b(graph.getContext());
   b.setInsertionPointToStart(&graph.getBody().front());
   for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
@@ -439,16 +451,34 @@ void inlineFrozenIntegers(train::GraphOp graph,
     if (!n || !t || !t.hasStaticShape() || arg.use_empty() ||
         !(t.getElementType().isInteger(64) ||
           t.getElementType().isInteger(32)) ||
-        outputs.contains((n.getValue() + ".out").str()))
+        outputs.contains((n.getValue() + ".out").str()) ||
+        llvm::any_of(arg.getUsers(), updatesInPlace))
       continue;
-    auto it = values.find(n.str());
-    if (it == values.end() || it->second.numel() > 4096 ||
-        it->second.dtype != (t.getElementType().isInteger(64) ? AMPRT_I64
-                                                               : AMPRT_I32) ||
-        !llvm::equal(it->second.shape, t.getShape()))
+    const HostTensor *found = nullptr;
+    if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
+      found = &r->second;
+    else if (auto w = weights.find(n.str()); w != weights.end())
+      found = &w->second;
+    if (!found)
+      continue;
+    const HostTensor &h = *found;
+    bool wide = t.getElementType().isInteger(64);
+    if (h.numel() > 4096 || h.dtype != (wide ? AMPRT_I64 : AMPRT_I32) ||
+        !llvm::equal(h.shape, t.getShape()))
+      continue;
+    bool exact = true;
+    for (int64_t k = 0; k < h.numel() && exact; ++k) {
+      int64_t v;
+      if (wide)
+        std::memcpy(&v, h.data.data() + 8 * k, 8);
+      else
+        v = reinterpret_cast<const int32_t *>(h.data.data())[k];
+      exact = v >= -(int64_t(1) << 53) && v <= (int64_t(1) << 53);
+    }
+    if (!exact)
       continue;
     auto value = DenseElementsAttr::getFromRawBuffer(
-        t, ArrayRef<char>(it->second.data.data(), it->second.data.size()));
+        t, ArrayRef<char>(h.data.data(), h.data.size()));
     auto init = train::InitializerOp::create(
         b, arg.getLoc(), t, b.getStringAttr(n.str() + ".frozen"), value,
         /*raw=*/nullptr, /*sparse=*/nullptr, /*doc_string=*/nullptr,
@@ -647,11 +677,7 @@ llvm::Error Trainer::load() {
     }
   }
   if (!isLowered) {
-    std::map<std::string, HostTensor> values = weights;
-    for (auto &[n, t] : resumed)
-      if (StringRef(n).starts_with("param:"))
-        values[n.substr(6)] = t;
-    inlineFrozenIntegers(graph, values);
+    inlineFrozenIntegers(graph, weights, resumed);
     auto optGraph = *optMod->getOps<train::GraphOp>().begin();
     for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
       if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))

@@ -305,8 +305,8 @@ AMPRT_HD inline ResizeTaps resizeTaps(int64_t o, int64_t nIn, int64_t nOut,
     return t;
   }
   // Cubic: the distances of the four taps from c are 1 + r, r, 1 - r,
-  // 2 - r with r = c - i0 in (0, 1].
-  double lim = 4.0e18; // keeps the index arithmetic finite
+  // 2 - r with r = c - i0 in (0, 1]. Beyond 2^52, c - i0 would round.
+  double lim = 4503599627370496.0;
   c = c < -lim ? -lim : c > lim ? lim : c;
   int64_t i0 = int64_t(::ceil(c)) - 1;
   double r = c - double(i0), a = double(m.cubicA), sum = 0.0, wd[4];
@@ -322,15 +322,27 @@ AMPRT_HD inline ResizeTaps resizeTaps(int64_t o, int64_t nIn, int64_t nOut,
     sum += wd[k];
     t.i[k] = idx < 0 ? 0 : idx >= nIn ? nIn - 1 : idx;
   }
-  for (int k = 0; k < 4; ++k)
-    t.w[k] = float(m.excludeOutside && sum != 0.0 ? wd[k] / sum : wd[k]);
-  t.n = 4;
+  // Taps of weight 0 (all but one at an integer c, so an axis that is not
+  // resized reads one element) are left out: 0 * Inf is not added.
+  int64_t idx[4] = {t.i[0], t.i[1], t.i[2], t.i[3]};
+  for (int k = 0; k < 4; ++k) {
+    float w = float(m.excludeOutside && sum != 0.0 ? wd[k] / sum : wd[k]);
+    if (w != 0.f) {
+      t.i[t.n] = idx[k];
+      t.w[t.n++] = w;
+    }
+  }
+  if (t.n == 0) { // every tap excluded: nothing can be read
+    t.i[0] = idx[1];
+    t.w[0] = 0.f;
+    t.n = 1;
+  }
   return t;
 }
 
 /// Calls f(offset, weight) for each element of x that output element o of
-/// resize reads (at most 4^rank, their weights multiplied in f32, the last
-/// axis' first). xs: x's element strides; yd: y's dims; xd: x's dims.
+/// resize reads (at most 4^k for k resized axes, their weights multiplied in
+/// f32, the last axis' first). xs: x's element strides; yd: y's dims; xd: x's dims.
 template <typename F>
 AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
                                       const int64_t *xd, const int64_t *xs,

@@ -127,13 +127,12 @@ amprt_status cumsum(amprt_context *ctx, const char *k, T x, int64_t axis,
     scanInt<int32_t>(x, y, outer, len, inner, exclusive, reverse);
     return AMPRT_OK;
   }
+  // Each f64 sum rounded once into y's type.
   F32In in(x);
-  F32Out out(y);
   scanLines<double>(
       outer, len, inner, exclusive, reverse,
       [&](int64_t i) { return double(in.p[i]); },
-      [&](int64_t i, double v) { out.p[i] = float(v); });
-  out.commit();
+      [&](int64_t i, double v) { writeD(y->data, y->dtype, i, v); });
   return AMPRT_OK;
 }
 

@@ -126,7 +126,7 @@ DISCONTINUOUS_MIN_SIZE = 8
 # the modes are in the *_FP16/*_BF16 sets.
 ALLOW = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum"}
 DENY_BOTH = {"Exp", "Pow", "ReduceLogSumExp", "SoftmaxCrossEntropyLoss",
-             "NegativeLogLikelihoodLoss"}
+             "NegativeLogLikelihoodLoss", "CumSum"}
 DENY_FP16_INFER_BF16 = {"ReduceSum", "ReduceMean", "ReduceSumSquare",
                         "ReduceL2"}
 INFER = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Softmax", "LogSoftmax",
@@ -907,7 +907,7 @@ class Generator:
         shape = tuple(int(d * s) for d, s in zip(x.shape, scales))
         self.add(out, shape, x.mag, x.disc)
 
-    # --- no list --------------------------------------------------------------
+    # --- no list (and CumSum, on deny) ----------------------------------------
 
     def op_unlisted(self):
         op = self.r.choice(["Sin", "Cos", "Atan", "CumSum", "Hardmax",

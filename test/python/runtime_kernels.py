@@ -1304,6 +1304,15 @@ def test_resize(rt):
                 "resize_grad %s %s is not resize's adjoint: %g vs %g" % (
                     ("nearest", "linear", "cubic")[mode], RESIZE_COORD[coord],
                     lhs, rhs))
+    # An axis that is not resized reads one element: Inf in channel 0 leaves
+    # channel 1 finite (cubic's zero-weight taps are not read).
+    a = np.ones((1, 2, 3, 3), np.float32)
+    a[0, 0, 1, 1] = np.inf
+    y = rt.empty((1, 2, 6, 6), "f32")
+    rt.ok("resize", Buf(a, "f32").ref,
+          Buf(np.array([1, 1, 2, 2], np.float32), "f32").ref, 2, 0, 0, -0.75,
+          0, y.ref)
+    rt.equal("resize cubic, a finite channel", y.arr[0, 1], np.ones((6, 6)))
     x = rt.randn((2, 3), "f32")
     sc = Buf(np.array([1, 2], np.float32), "f32")
     rt.fails("resize", x.ref, sc.ref, 3, 0, 0, -0.75, 0,

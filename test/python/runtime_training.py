@@ -537,7 +537,7 @@ def test_error_paths(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 1
+    assert L.amprt_abi_version() == 2
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -587,7 +587,8 @@ def test_abi_and_memory(rt):
     # Exported symbols: exactly Ops.def plus the core calls of Runtime.h.
     core = {"abi_version", "context_create", "context_destroy",
             "backend_name", "last_error", "malloc", "free", "memcpy",
-            "memset", "synchronize", "dtype_size", "dtype_name"}
+            "memset", "synchronize", "dtype_size", "dtype_name",
+            "set_random_offset"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)

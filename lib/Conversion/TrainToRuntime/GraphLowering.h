@@ -524,16 +524,24 @@ private:
   }
   /// A random node's seed: its `seed` attribute (an int for Dropout; a
   /// float for the Random* ops and Bernoulli, taken by its bits), else a
-  /// hash of the node's name (FNV-1a: the same on every run and host), so
-  /// that two nodes draw independent streams.
+  /// hash (FNV-1a: the same on every run and host) of the node's name, or
+  /// of its first output's name when the node has none (ONNX names are
+  /// optional; value names are unique), so that two nodes draw independent
+  /// streams.
   int64_t nodeSeed() {
     Attribute a = nodeAttr("seed");
     if (auto i = dyn_cast_or_null<IntegerAttr>(a))
       return i.getInt();
     if (auto f = dyn_cast_or_null<FloatAttr>(a))
       return llvm::bit_cast<int64_t>(f.getValueAsDouble());
+    StringRef key = nodeName;
+    if (key.empty())
+      if (auto outs = current->getAttrOfType<ArrayAttr>("train.outputs"))
+        if (!outs.empty())
+          if (auto o = dyn_cast<StringAttr>(outs[0]))
+            key = o.getValue();
     uint64_t h = 0xcbf29ce484222325ull;
-    for (char c : nodeName) {
+    for (char c : key) {
       h ^= uint8_t(c);
       h *= 0x100000001b3ull;
     }

@@ -139,6 +139,12 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto x = in(0);
     if (failed(x))
       return failure();
+    Type e = bufs[*x].elem;
+    auto it = dyn_cast<IntegerType>(e);
+    if (!e.isF32() && !e.isF16() && !e.isBF16() &&
+        !(it && llvm::is_contained({1u, 8u, 32u, 64u}, it.getWidth())))
+      return err() << "input 0 has element type " << e << "; the runtime's "
+                   << type << " takes f32, f16, bf16, integers or bool";
     Shape sy = shapeOf(*x);
     int64_t axis = attrInt("axis", 0), keep = attrInt("keepdims", 1);
     if (failed(normAxis(axis, int64_t(sy.size()))))

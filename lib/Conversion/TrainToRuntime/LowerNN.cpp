@@ -771,6 +771,10 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     auto p = in(0);
     if (failed(p))
       return failure();
+    Type e = bufs[*p].elem;
+    if (!e.isF32() && !e.isF16() && !e.isBF16())
+      return err() << "input 0 has element type " << e
+                   << "; the runtime's Bernoulli takes f32, f16 or bf16";
     auto y = out(0, shapeOf(*p));
     if (failed(y))
       return failure();

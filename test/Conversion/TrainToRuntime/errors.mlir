@@ -296,13 +296,13 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 
 // -----
 
-// Resize: cubic interpolation is refused.
+// Resize: an unknown interpolation mode is refused.
 module attributes {train.opset_import = [["", 17 : i64]]} {
   train.graph @main(%x: tensor<1x1x2x2xf32> {train.name = "x"}) -> (tensor<?x?x?x?xf32> {train.name = "y"}) {
     %n = none
     %s = initializer "s" {value = dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>} : tensor<4xf32>
-    // expected-error @+1 {{node 'up' (Resize): mode 'cubic' is not supported (nearest and linear are)}}
-    %y = "train.node"(%x, %n, %s) <{attrs = {mode = "cubic"}, domain = "", graph_attrs = [], op_type = "Resize"}> {train.name = "up", train.outputs = ["y"]} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> tensor<?x?x?x?xf32>
+    // expected-error @+1 {{node 'up' (Resize): mode 'lanczos' is not supported (nearest, linear and cubic are)}}
+    %y = "train.node"(%x, %n, %s) <{attrs = {mode = "lanczos"}, domain = "", graph_attrs = [], op_type = "Resize"}> {train.name = "up", train.outputs = ["y"]} : (tensor<1x1x2x2xf32>, none, tensor<4xf32>) -> tensor<?x?x?x?xf32>
     train.return %y : tensor<?x?x?x?xf32>
   }
 }
@@ -372,5 +372,27 @@ module attributes {train.opset_import = [["", 14 : i64]]} {
     // expected-error @+1 {{node 'cs' (CumSum): input 1 must be known when lowering}}
     %y = "train.node"(%x, %a) <{attrs = {}, domain = "", graph_attrs = [], op_type = "CumSum"}> {train.name = "cs", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<i64>) -> tensor<2x5xf32>
     train.return %y : tensor<2x5xf32>
+  }
+}
+
+// -----
+
+// ArgMax of f64: the runtime compares f32, f16, bf16, integers and bool.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf64> {train.name = "x"}) -> (tensor<2xi64> {train.name = "y"}) {
+    // expected-error @+1 {{node 'am' (ArgMax): input 0 has element type 'f64'; the runtime's ArgMax takes f32, f16, bf16, integers or bool}}
+    %y = "train.node"(%x) <{attrs = {axis = 1 : i64, keepdims = 0 : i64}, domain = "", graph_attrs = [], op_type = "ArgMax"}> {train.name = "am", train.outputs = ["y"]} : (tensor<2x3xf64>) -> tensor<2xi64>
+    train.return %y : tensor<2xi64>
+  }
+}
+
+// -----
+
+// Bernoulli of f64 probabilities.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%p: tensor<3xf64> {train.name = "p"}) -> (tensor<3xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'b' (Bernoulli): input 0 has element type 'f64'; the runtime's Bernoulli takes f32, f16 or bf16}}
+    %y = "train.node"(%p) <{attrs = {dtype = 1 : i64}, domain = "", graph_attrs = [], op_type = "Bernoulli"}> {train.name = "b", train.outputs = ["y"]} : (tensor<3xf64>) -> tensor<3xf32>
+    train.return %y : tensor<3xf32>
   }
 }

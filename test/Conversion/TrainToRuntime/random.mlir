@@ -23,3 +23,20 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %u, %n, %b, %y1, %y2 : tensor<4x1x1xf32>, tensor<2x3xf16>, tensor<2x3xi1>, tensor<4x1x1xf32>, tensor<4x1x1xf32>
   }
 }
+
+// -----
+
+// Unnamed nodes (ONNX names are optional) hash their first output's name:
+// two unseeded, unnamed Dropouts still draw different streams.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "dropout"(%arg0, {{.*}}seed = 643314390917601951 : i64}
+// CHECK: amprt.call "dropout"(%arg0, {{.*}}seed = 643315490429230162 : i64}
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<4xf32> {train.name = "x"}) -> (tensor<4xf32> {train.name = "y1"}, tensor<4xf32> {train.name = "y2"}) {
+    %r = initializer "r" {value = dense<0.5> : tensor<f32>} : tensor<f32>
+    %t = initializer "t" {value = dense<true> : tensor<i1>} : tensor<i1>
+    %y1, %m1 = "train.node"(%x, %r, %t) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Dropout"}> {train.outputs = ["y1", "m1"]} : (tensor<4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4xf32>, tensor<4xi1>)
+    %y2, %m2 = "train.node"(%x, %r, %t) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Dropout"}> {train.outputs = ["y2", "m2"]} : (tensor<4xf32>, tensor<f32>, tensor<i1>) -> (tensor<4xf32>, tensor<4xi1>)
+    train.return %y1, %y2 : tensor<4xf32>, tensor<4xf32>
+  }
+}
