@@ -424,7 +424,8 @@ private:
 /// constants as int64 initializers, which generate_artifacts makes frozen
 /// parameters when every initializer is listed as one. The graph keeps the
 /// input (fed as before, now unused). Left alone: tensors of more than 4096
-/// elements, values beyond 2^53 (host folding computes in doubles), and
+/// elements, values beyond 2^53 but for INT64_MIN and INT64_MAX (host
+/// folding computes in doubles), and
 /// inputs of the ops that update a tensor in place (accumulators, optimizer
 /// and loss-scaler ops).
 void inlineFrozenIntegers(train::GraphOp graph,
@@ -473,7 +474,10 @@ void inlineFrozenIntegers(train::GraphOp graph,
         std::memcpy(&v, h.data.data() + 8 * k, 8);
       else
         v = reinterpret_cast<const int32_t *>(h.data.data())[k];
-      exact = v >= -(int64_t(1) << 53) && v <= (int64_t(1) << 53);
+      // INT64_MIN / INT64_MAX ("to the end" of a Slice) survive the
+      // doubles: host folding saturates them back.
+      exact = (v >= -(int64_t(1) << 53) && v <= (int64_t(1) << 53)) ||
+              v == INT64_MAX || v == INT64_MIN;
     }
     if (!exact)
       continue;

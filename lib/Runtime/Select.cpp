@@ -1,4 +1,4 @@
-//===- Select.cpp - ArgMax/ArgMin, TopK, GatherElements, Trilu ------------===//
+//===- Select.cpp - ArgMax/ArgMin, TopK, GatherElements/ND, Trilu --------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 using namespace amprt;
@@ -158,6 +159,63 @@ void forEachGathered(T data, T indices, int64_t axis, F &&f) {
   }
 }
 
+/// GatherND's geometry: with b = batch_dims and k = the indices' last dim,
+/// data [B.., D_b.. D_{b+k-1}, S..] and indices [B.., N.., k] give y
+/// [B.., N.., S..]. `slabs` gets, per index tuple in order, the offset of
+/// its slab (in slab units) in data; every index is checked against
+/// [-d, d).
+amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
+                              T indices, int64_t b, T y,
+                              std::vector<int64_t> &slabs, int64_t &slab) {
+  AMPRT_TRY(checkIndices(ctx, k, indices));
+  int32_t r = data->rank, q = indices->rank;
+  int64_t kk = q ? indices->shape[q - 1] : 0;
+  if (q < 1 || b < 0 || b >= std::min(r, q) || kk < 1 || kk > r - b)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: indices %s, data %s and batch_dims %" PRId64
+                     " do not fit (need 0 <= batch_dims < both ranks and 1 "
+                     "<= indices' last dim <= data rank - batch_dims)",
+                     k, shapeStr(indices).c_str(), shapeStr(data).c_str(), b);
+  Shape so;
+  int64_t batch = 1, tuples = 1;
+  slab = 1;
+  for (int64_t d = 0; d < b; ++d) {
+    if (indices->shape[d] != data->shape[d])
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: batch dim %" PRId64 " differs: indices %s, data %s",
+                       k, d, shapeStr(indices).c_str(), shapeStr(data).c_str());
+    batch *= data->shape[d];
+    so.push_back(data->shape[d]);
+  }
+  for (int32_t d = int32_t(b); d < q - 1; ++d) {
+    tuples *= indices->shape[d];
+    so.push_back(indices->shape[d]);
+  }
+  for (int32_t d = int32_t(b + kk); d < r; ++d) {
+    slab *= data->shape[d];
+    so.push_back(data->shape[d]);
+  }
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  int64_t inBatch = 1; // slabs per batch entry of data
+  for (int64_t d = b; d < b + kk; ++d)
+    inBatch *= data->shape[d];
+  slabs.assign(size_t(batch * tuples), 0);
+  for (int64_t t = 0; t < batch * tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < kk; ++j) {
+      int64_t n = data->shape[b + j], v = indexAt(indices, t * kk + j);
+      if (v < -n || v >= n)
+        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                         "%s: index %" PRId64 " of tuple %" PRId64
+                         " outside [-%" PRId64 ", %" PRId64 ")",
+                         k, v, t, n, n);
+      off = off * n + (v < 0 ? v + n : v);
+    }
+    slabs[size_t(t)] = (t / tuples) * inBatch + off;
+  }
+  return AMPRT_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -259,6 +317,47 @@ amprt_status amprt_gather_elements_grad(amprt_context *ctx, T dy, T indices,
     std::vector<float> acc(size_t(numel(dx)), 0.f);
     forEachGathered(dx, indices, axis,
                     [&](int64_t i, int64_t off) { acc[size_t(off)] += g.p[i]; });
+    fromF32(acc.data(), dx->data, dx->dtype, int64_t(acc.size()));
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gather_nd(amprt_context *ctx, T data, T indices,
+                             int64_t batch_dims, T y) {
+  AMPRT_DISPATCH(gather_nd, ctx, data, indices, batch_dims, y);
+  const char *k = "gather_nd";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkTensor(ctx, k, "data", data));
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
+    std::vector<int64_t> slabs;
+    int64_t slab;
+    AMPRT_TRY(
+        gatherNDGeometry(ctx, k, data, indices, batch_dims, y, slabs, slab));
+    size_t bytes = size_t(slab) * amprt_dtype_size(data->dtype);
+    auto *src = static_cast<const char *>(data->data);
+    auto *dst = static_cast<char *>(y->data);
+    for (size_t t = 0; t < slabs.size(); ++t)
+      std::memcpy(dst + t * bytes, src + size_t(slabs[t]) * bytes, bytes);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_gather_nd_grad(amprt_context *ctx, T dy, T indices,
+                                  int64_t batch_dims, T dx) {
+  AMPRT_DISPATCH(gather_nd_grad, ctx, dy, indices, batch_dims, dx);
+  const char *k = "gather_nd_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
+    std::vector<int64_t> slabs;
+    int64_t slab;
+    AMPRT_TRY(
+        gatherNDGeometry(ctx, k, dx, indices, batch_dims, dy, slabs, slab));
+    F32In g(dy);
+    std::vector<float> acc(size_t(numel(dx)), 0.f);
+    for (size_t t = 0; t < slabs.size(); ++t)
+      for (int64_t e = 0; e < slab; ++e)
+        acc[size_t(slabs[t] * slab + e)] += g.p[int64_t(t) * slab + e];
     fromF32(acc.data(), dx->data, dx->dtype, int64_t(acc.size()));
     return AMPRT_OK;
   });

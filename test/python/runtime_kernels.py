@@ -1392,6 +1392,63 @@ def test_cumsum(rt):
              rt.empty((3,), "f32").ref, match="axis")
 
 
+def gather_nd_ref(data, idx, b):
+    """ONNX GatherND, written from its definition."""
+    bshape = data.shape[:b]
+    k = idx.shape[-1]
+    out = np.empty(idx.shape[:-1] + data.shape[b + k:], data.dtype)
+    for bi in np.ndindex(*bshape):
+        for ti in np.ndindex(*idx.shape[b:-1]):
+            t = tuple(int(v) for v in idx[bi + ti])
+            out[bi + ti] = data[bi + t]
+    return out
+
+
+def test_gather_nd(rt):
+    """gather_nd against its definition for batch_dims 0..2 and tuples of 1
+    to all remaining dims (negative indices too), every dtype it moves;
+    gather_nd_grad exactly (np.add.at of the same slabs, repeats included)
+    and as the adjoint; bad geometry and out-of-range indices refused."""
+    shape = (2, 3, 4, 5)
+    for b, k, n in ((0, 1, (6,)), (0, 2, (2, 3)), (0, 4, (5,)), (1, 1, (3,)),
+                    (1, 2, (4,)), (2, 2, (1,)), (1, 3, (2, 2))):
+        lim = np.array(shape[b:b + k])
+        idx = rt.rng.integers(-lim, lim, shape[:b] + n + (k,))
+        want_shape = shape[:b] + n + shape[b + k:]
+        for dt in ("f32", "f16", "i64", "bool"):
+            d = (rt.randn(shape, dt) if dt in FLOATS else
+                 Buf(rt.rng.integers(0, 2, shape).astype(NP_STORAGE[dt]), dt))
+            y = rt.empty(want_shape, dt) if dt in FLOATS else \
+                rt.empty(want_shape, dt, fill=0)
+            rt.ok("gather_nd", d.ref, Buf(idx.astype(np.int64), "i64").ref, b,
+                  y.ref)
+            rt.equal("gather_nd %s b %d k %d" % (dt, b, k), y.arr,
+                     gather_nd_ref(d.arr, idx, b))
+        for dt in FLOATS:
+            g = rt.randn(want_shape, dt)
+            dx = rt.empty(shape, dt)
+            rt.ok("gather_nd_grad", g.ref,
+                  Buf(idx.astype(np.int32), "i32").ref, b, dx.ref)
+            want, mag = np.zeros(shape), np.zeros(shape)
+            gv = g.f64()
+            for bi in np.ndindex(*shape[:b]):
+                for ti in np.ndindex(*n):
+                    t = tuple(int(v) % s for v, s in
+                              zip(idx[bi + ti], shape[b:b + k]))
+                    want[bi + t] += gv[bi + ti]
+                    mag[bi + t] += np.abs(gv[bi + ti])
+            rt.close("gather_nd_grad %s b %d k %d" % (dt, b, k), dx, want,
+                     dt, terms=8, scale=mag + 1e-30)
+    x = rt.randn(shape, "f32")
+    y = rt.empty((2, 4, 5), "f32")
+    rt.fails("gather_nd", x.ref, Buf(np.array([[0, 3], [1, -4]]), "i64").ref,
+             0, y.ref, match="index 3 of tuple 0 outside")
+    rt.fails("gather_nd", x.ref, Buf(np.zeros((3, 1), np.int64), "i64").ref,
+             1, rt.empty((2, 4, 5), "f32").ref, match="batch dim 0 differs")
+    rt.fails("gather_nd", x.ref, Buf(np.zeros((2, 5), np.int64), "i64").ref,
+             0, rt.empty((2,), "f32").ref, match="do not fit")
+
+
 def test_select(rt):
     """arg_max/arg_min, top_k, gather_elements(_grad), scatter_elements,
     trilu and reduce_max/reduce_min against numpy (NaN and tie rules

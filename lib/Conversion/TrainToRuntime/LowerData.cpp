@@ -241,6 +241,58 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                         {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
                         {{"axis", i64(axis)}}));
   }
+  // GatherND (dynamo exports of x[arange(b), idx]) and ORT's gradient of
+  // it, GatherNDGrad (shape, indices, dY).
+  if ((onnx && type == "GatherND") || (ms && type == "GatherNDGrad")) {
+    bool grad = type == "GatherNDGrad";
+    auto idx = in(1);
+    if (failed(idx))
+      return failure();
+    Shape sd;
+    if (grad) {
+      auto shape = hostInts(0);
+      if (failed(shape))
+        return failure();
+      sd.assign(shape->begin(), shape->end());
+    } else {
+      auto d = in(0);
+      if (failed(d))
+        return failure();
+      sd = shapeOf(*d);
+    }
+    Shape si = shapeOf(*idx);
+    int64_t b = attrInt("batch_dims", 0), r = sd.size(), q = si.size();
+    int64_t k = q ? si.back() : 0;
+    if (q < 1 || b < 0 || b >= std::min(r, q) || k < 1 || k > r - b)
+      return err() << "indices of rank " << q << " with last dim " << k
+                   << ", data of rank " << r << " and batch_dims " << b
+                   << " do not fit";
+    for (int64_t d = 0; d < b; ++d)
+      if (si[d] != sd[d])
+        return err() << "batch dim " << d << " differs: " << si[d]
+                     << " in the indices, " << sd[d] << " in the data";
+    Shape sy(si.begin(), si.end() - 1);
+    sy.append(sd.begin() + b + k, sd.end());
+    if (grad) {
+      auto dy = in(2);
+      if (failed(dy))
+        return failure();
+      if (!llvm::equal(shapeOf(*dy), sy))
+        return err() << "dY's shape is not the gathered shape";
+      auto dx = out(0, sd);
+      if (failed(dx))
+        return failure();
+      return handled(call("gather_nd_grad",
+                          {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}},
+                          {{"batch_dims", i64(b)}}));
+    }
+    auto y = out(0, sy);
+    if (failed(y))
+      return failure();
+    return handled(call("gather_nd",
+                        {{"data", {*in(0)}}, {"indices", {*idx}}, {"y", {*y}}},
+                        {{"batch_dims", i64(b)}}));
+  }
   if (onnx && type == "ScatterElements") {
     auto d = in(0), idx = in(1), u = in(2);
     if (failed(d) || failed(idx) || failed(u))

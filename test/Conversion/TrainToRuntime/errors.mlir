@@ -396,3 +396,14 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %y : tensor<3xf32>
   }
 }
+
+// -----
+
+// GatherND: a tuple longer than the data's dims after the batch dims.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%d: tensor<4x3xf32> {train.name = "d"}, %i: tensor<4x2xi64> {train.name = "i"}) -> (tensor<4xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'g' (GatherND): indices of rank 2 with last dim 2, data of rank 2 and batch_dims 1 do not fit}}
+    %y = "train.node"(%d, %i) <{attrs = {batch_dims = 1 : i64}, domain = "", graph_attrs = [], op_type = "GatherND"}> {train.name = "g", train.outputs = ["y"]} : (tensor<4x3xf32>, tensor<4x2xi64>) -> tensor<4xf32>
+    train.return %y : tensor<4xf32>
+  }
+}

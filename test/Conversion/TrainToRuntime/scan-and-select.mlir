@@ -28,3 +28,20 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %y : tensor<2xi64>
   }
 }
+
+// -----
+
+// GatherND with batch_dims (the dynamo exporter's x[arange(b), idx]) and
+// ORT's GatherNDGrad (shape, indices, dY): y is the indices' leading dims
+// plus the data's dims after the tuple.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "gather_nd"(%arg0, %arg1, %{{[^)]*}}) {batch_dims = 1 : i64, {{.*}}node = "g"} : memref<4x3x8xf32>, memref<4x1xi64>, memref<4x8xf32>
+// CHECK: amprt.call "gather_nd_grad"(%arg2, %arg1, %{{[^)]*}}) {batch_dims = 1 : i64, {{.*}}node = "gg"} : memref<4x8xf32>, memref<4x1xi64>, memref<4x3x8xf32>
+module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i64]]} {
+  train.graph @main(%d: tensor<4x3x8xf32> {train.name = "d"}, %i: tensor<4x1xi64> {train.name = "i"}, %dy: tensor<4x8xf32> {train.name = "dy"}) -> (tensor<4x8xf32> {train.name = "y"}, tensor<4x3x8xf32> {train.name = "dx"}) {
+    %shape = initializer "shape" {value = dense<[4, 3, 8]> : tensor<3xi64>} : tensor<3xi64>
+    %y = "train.node"(%d, %i) <{attrs = {batch_dims = 1 : i64}, domain = "", graph_attrs = [], op_type = "GatherND"}> {train.name = "g", train.outputs = ["y"]} : (tensor<4x3x8xf32>, tensor<4x1xi64>) -> tensor<4x8xf32>
+    %dx = "train.node"(%shape, %i, %dy) <{attrs = {batch_dims = 1 : i64}, domain = "com.microsoft", graph_attrs = [], op_type = "GatherNDGrad"}> {train.name = "gg", train.outputs = ["dx"]} : (tensor<3xi64>, tensor<4x1xi64>, tensor<4x8xf32>) -> tensor<4x3x8xf32>
+    train.return %y, %dx : tensor<4x8xf32>, tensor<4x3x8xf32>
+  }
+}
