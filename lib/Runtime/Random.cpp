@@ -31,11 +31,17 @@ amprt_status checkFloatOut(amprt_context *ctx, const char *k, T y) {
   return AMPRT_OK;
 }
 
-/// Fills y with f(i), rounded once.
-template <typename F> void fillWith(T y, F &&f) {
+/// A generator's draw: y (a float tensor) gets f(key, i) rounded once per
+/// element, key the stream of (seed, the context's random offset).
+template <typename F>
+amprt_status generate(amprt_context *ctx, const char *k, T y, uint64_t seed,
+                      F &&f) {
+  AMPRT_TRY(checkFloatOut(ctx, k, y));
+  uint64_t key = streamKey(seed, ctx->randomOffset);
   int64_t n = numel(y);
   for (int64_t i = 0; i < n; ++i)
-    writeD(y->data, y->dtype, i, f(uint64_t(i)));
+    writeD(y->data, y->dtype, i, f(key, uint64_t(i)));
+  return AMPRT_OK;
 }
 
 } // namespace
@@ -45,40 +51,34 @@ extern "C" {
 amprt_status amprt_random_uniform(amprt_context *ctx, T y, uint64_t seed,
                                   double low, double high) {
   AMPRT_DISPATCH(random_uniform, ctx, y, seed, low, high);
-  return guard(ctx, "random_uniform", [&]() -> amprt_status {
-    const char *k = "random_uniform";
-    AMPRT_TRY(checkFloatOut(ctx, k, y));
+  const char *k = "random_uniform";
+  return guard(ctx, k, [&]() -> amprt_status {
     if (!(std::isfinite(low) && std::isfinite(high) && low <= high))
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                        "%s: low %g and high %g are not a finite range", k, low,
                        high);
-    uint64_t key = streamKey(seed, ctx->randomOffset);
-    fillWith(y, [&](uint64_t i) {
+    return generate(ctx, k, y, seed, [&](uint64_t key, uint64_t i) {
       return low + (high - low) * uniform53At(key, i);
     });
-    return AMPRT_OK;
   });
 }
 
 amprt_status amprt_random_normal(amprt_context *ctx, T y, uint64_t seed,
                                  double mean, double scale) {
   AMPRT_DISPATCH(random_normal, ctx, y, seed, mean, scale);
-  return guard(ctx, "random_normal", [&]() -> amprt_status {
-    const char *k = "random_normal";
-    AMPRT_TRY(checkFloatOut(ctx, k, y));
+  const char *k = "random_normal";
+  return guard(ctx, k, [&]() -> amprt_status {
     if (!(std::isfinite(mean) && std::isfinite(scale)))
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                        "%s: mean %g and scale %g must be finite", k, mean,
                        scale);
     // Box-Muller on draws 2i and 2i + 1: 1 - u is in (0, 1], so the
     // logarithm is finite.
-    uint64_t key = streamKey(seed, ctx->randomOffset);
-    fillWith(y, [&](uint64_t i) {
+    return generate(ctx, k, y, seed, [&](uint64_t key, uint64_t i) {
       double u = uniform53At(key, 2 * i), v = uniform53At(key, 2 * i + 1);
       return mean + scale * std::sqrt(-2.0 * std::log(1.0 - u)) *
                         std::cos(6.283185307179586 * v);
     });
-    return AMPRT_OK;
   });
 }
 
