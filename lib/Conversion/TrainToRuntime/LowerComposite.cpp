@@ -147,6 +147,9 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     unsigned n = current->getNumResults();
     if (n == 0)
       return err() << "Split has no outputs";
+    if (int64_t k = attrInt("num_outputs", n); k != int64_t(n))
+      return err() << "num_outputs is " << k << " but the node has " << n
+                   << " outputs";
     SmallVector<int64_t> sizes;
     if (has(1)) {
       auto s = hostInts(1);

@@ -407,3 +407,14 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %y : tensor<4xf32>
   }
 }
+
+// -----
+
+// Split: num_outputs (opset 18) disagrees with the node's outputs.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<6xf32> {train.name = "x"}) -> (tensor<3xf32> {train.name = "a"}) {
+    // expected-error @+1 {{node 's' (Split): num_outputs is 3 but the node has 2 outputs}}
+    %a, %b = "train.node"(%x) <{attrs = {num_outputs = 3 : i64}, domain = "", graph_attrs = [], op_type = "Split"}> {train.name = "s", train.outputs = ["a", "b"]} : (tensor<6xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+    train.return %a : tensor<3xf32>
+  }
+}
