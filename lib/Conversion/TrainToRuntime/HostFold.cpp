@@ -506,6 +506,42 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     setHost(0, std::move(h));
     return true;
   }
+  if (onnx && type == "Transpose") {
+    // timm's Swin computes its padding as a reversed [2, n] table,
+    // transposed and flattened.
+    int64_t rank = x.shape.size();
+    SmallVector<int64_t> perm = attrInts("perm").value_or(
+        SmallVector<int64_t>());
+    if (perm.empty())
+      for (int64_t d = rank - 1; d >= 0; --d)
+        perm.push_back(d);
+    SmallVector<bool> seen(rank, false);
+    bool bad = int64_t(perm.size()) != rank;
+    for (int64_t p : perm) {
+      bad = bad || p < 0 || p >= rank || seen[p];
+      if (!bad)
+        seen[p] = true;
+    }
+    if (bad)
+      return err() << "perm is not a permutation of " << rank << " dims";
+    HostTensor h;
+    h.elem = x.elem;
+    for (int64_t p : perm)
+      h.shape.push_back(x.shape[p]);
+    SmallVector<int64_t> stride(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      stride[d] = stride[d + 1] * x.shape[d + 1];
+    for (int64_t k = 0, n = numel(h.shape); k < n; ++k) {
+      int64_t rem = k, src = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        src += (rem % h.shape[d]) * stride[perm[d]];
+        rem /= h.shape[d];
+      }
+      h.v.push_back(x.v[src]);
+    }
+    setHost(0, std::move(h));
+    return true;
+  }
   if ((onnx && type == "Concat") || (ms && type == "ConcatTraining")) {
     int64_t rank = x.shape.size();
     int64_t axis = attrInt("axis", 0);

@@ -91,3 +91,25 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %0 : tensor<?x?xf32>
   }
 }
+
+// -----
+
+// Pads computed on the host as timm's Swin writes them: a [dims, 2] table
+// of (begin, end) pairs, reversed by a negative-step Slice, transposed and
+// flattened into ONNX's begins-then-ends order.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "pad"(%arg0, %{{[^)]*}}) {{{.*}}pads = array<i64: 0, 1, 3, 0, 2, 4>, {{.*}}} : memref<2x3x4xf32>, memref<2x6x11xf32>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3x4xf32> {train.name = "x"}) -> (tensor<2x6x11xf32> {train.name = "y"}) {
+    %table = initializer "table" {value = dense<[[3, 4], [1, 2], [0, 0]]> : tensor<3x2xi64>} : tensor<3x2xi64>
+    %st = initializer "st" {value = dense<-1> : tensor<1xi64>} : tensor<1xi64>
+    %en = initializer "en" {value = dense<-9223372036854775807> : tensor<1xi64>} : tensor<1xi64>
+    %ax = initializer "ax" {value = dense<0> : tensor<1xi64>} : tensor<1xi64>
+    %flat = initializer "flat" {value = dense<-1> : tensor<1xi64>} : tensor<1xi64>
+    %rev = "train.node"(%table, %st, %en, %ax, %st) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Slice"}> {train.name = "rev", train.outputs = ["rev"]} : (tensor<3x2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3x2xi64>
+    %t = "train.node"(%rev) <{attrs = {perm = [1, 0]}, domain = "", graph_attrs = [], op_type = "Transpose"}> {train.name = "t", train.outputs = ["t"]} : (tensor<3x2xi64>) -> tensor<2x3xi64>
+    %pads = "train.node"(%t, %flat) <{attrs = {}, domain = "", graph_attrs = [], op_type = "Reshape"}> {train.name = "r", train.outputs = ["pads"]} : (tensor<2x3xi64>, tensor<1xi64>) -> tensor<6xi64>
+    %y = "train.node"(%x, %pads) <{attrs = {mode = "constant"}, domain = "", graph_attrs = [], op_type = "Pad"}> {train.name = "pad", train.outputs = ["y"]} : (tensor<2x3x4xf32>, tensor<6xi64>) -> tensor<2x6x11xf32>
+    train.return %y : tensor<2x6x11xf32>
+  }
+}

@@ -418,3 +418,15 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
     train.return %a : tensor<3xf32>
   }
 }
+
+// -----
+
+// Transpose of a host tensor with a perm that is not a permutation.
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}) -> (tensor<3x2xi64> {train.name = "y"}) {
+    %table = initializer "table" {value = dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>} : tensor<2x3xi64>
+    // expected-error @+1 {{node 't' (Transpose): perm is not a permutation of 2 dims}}
+    %y = "train.node"(%table) <{attrs = {perm = [0, 0]}, domain = "", graph_attrs = [], op_type = "Transpose"}> {train.name = "t", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<3x2xi64>
+    train.return %y : tensor<3x2xi64>
+  }
+}
