@@ -382,15 +382,20 @@ private:
   Type resultElemOr(unsigned i, Type fallback);
   /// Records result i as the host value `h`.
   void setHost(unsigned i, HostTensor h);
-  /// A constant buffer (memref.global) holding `h`.
+  /// A constant buffer (memref.global) holding `h`; one per distinct value
+  /// (a Resize and its ResizeGrad share their scales).
   int constBuffer(const HostTensor &h) {
+    ElementsAttr value = toAttr(h);
+    if (auto it = constBuffers.find(value); it != constBuffers.end())
+      return it->second;
     Buffer b;
     b.kind = Buffer::Const;
-    b.value = toAttr(h);
+    b.value = value;
     b.shape = h.shape;
     b.elem = h.elem;
-    return newBuffer(b);
+    return constBuffers[value] = newBuffer(b);
   }
+  llvm::DenseMap<Attribute, int> constBuffers;
 
   Type resultElem(unsigned i) {
     return cast<ShapedType>(current->getResult(i).getType()).getElementType();
