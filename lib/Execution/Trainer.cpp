@@ -435,13 +435,15 @@ void inlineFrozenIntegers(train::GraphOp graph,
   for (unsigned i = 0; i < graph.getNumResults(); ++i)
     if (auto n = graph.getResultAttrOfType<StringAttr>(i, "train.name"))
       outputs.insert(n.getValue());
+  // The ops whose lowering updates an input in place (the in-place
+  // kernels of PlannedCalls.cpp: accumulators and optimizers).
   auto updatesInPlace = [](Operation *op) {
     auto node = dyn_cast<train::NodeOp>(op);
-    StringRef t = node ? node.getOpType() : op->getName().getStringRef();
-    return t.contains("Optimizer") || t.contains("Accumulator") ||
-           t.contains("LossScale") || t.contains("Adam") ||
-           t.contains("SGD") || t.contains("Lamb") || t.contains("Momentum") ||
-           t.contains("Adagrad");
+    StringRef t = node ? node.getOpType() : op->getName().stripDialect();
+    return llvm::is_contained(
+        {"InPlaceAccumulator", "InPlaceAccumulatorV2", "AdamOptimizer",
+         "AdamWOptimizer", "SGDOptimizerV2", "Adam", "Adagrad", "Momentum"},
+        t);
   };
   OpBuilder b(graph.getContext());
   b.setInsertionPointToStart(&graph.getBody().front());

@@ -19,19 +19,7 @@
 
 using namespace amprt;
 
-namespace {
-
 using T = const amprt_tensor *;
-
-/// Element strides of a row-major shape.
-Shape stridesOf(const amprt_tensor *t) {
-  Shape st(size_t(t->rank), 1);
-  for (int32_t d = t->rank - 2; d >= 0; --d)
-    st[d] = st[d + 1] * t->shape[d + 1];
-  return st;
-}
-
-} // namespace
 
 amprt_status amprt::checkResize(amprt_context *ctx, const char *k, T x,
                                 T scales, const ResizeModes &m, T y) {
@@ -72,7 +60,7 @@ amprt_status amprt_resize(amprt_context *ctx, T x, T scales, int32_t mode,
     AMPRT_TRY(checkResize(ctx, k, x, scales, m, y));
     F32In in(x);
     F32Out out(y);
-    Shape xs = stridesOf(x);
+    Shape xs = stridesOf(shapeOf(x));
     auto *sc = static_cast<const float *>(scales->data);
     int64_t n = numel(y);
     for (int64_t o = 0; o < n; ++o) {
@@ -99,7 +87,7 @@ amprt_status amprt_resize_grad(amprt_context *ctx, T dy, T scales,
     AMPRT_TRY(checkResize(ctx, k, dx, scales, m, dy));
     F32In g(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
-    Shape xs = stridesOf(dx);
+    Shape xs = stridesOf(shapeOf(dx));
     auto *sc = static_cast<const float *>(scales->data);
     int64_t n = numel(dy);
     for (int64_t o = 0; o < n; ++o)

@@ -249,6 +249,7 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(idx))
       return failure();
     Shape sd;
+    int data = -1;
     if (grad) {
       auto shape = hostInts(0);
       if (failed(shape))
@@ -258,7 +259,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
       auto d = in(0);
       if (failed(d))
         return failure();
-      sd = shapeOf(*d);
+      data = *d;
+      sd = shapeOf(data);
     }
     Shape si = shapeOf(*idx);
     int64_t b = attrInt("batch_dims", 0), r = sd.size(), q = si.size();
@@ -290,7 +292,7 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(y))
       return failure();
     return handled(call("gather_nd",
-                        {{"data", {*in(0)}}, {"indices", {*idx}}, {"y", {*y}}},
+                        {{"data", {data}}, {"indices", {*idx}}, {"y", {*y}}},
                         {{"batch_dims", i64(b)}}));
   }
   if (onnx && type == "ScatterElements") {
