@@ -100,6 +100,7 @@ void cudaClose(amprt_context *ctx) {
   cudaFree(s->workspace);
   cudaFree(s->devStatus);
   cudaFreeHost(s->hostStatus);
+  cudaFreeHost(s->hostScalars);
   if (s->stream)
     cudaStreamDestroy(s->stream);
   delete s;
@@ -131,6 +132,8 @@ amprt_status cudaOpen(amprt_context *ctx) {
       {"cudaMalloc(status)", cudaMalloc(&s->devStatus, sizeof(int64_t))},
       {"cudaMallocHost(status)",
        cudaMallocHost(&s->hostStatus, sizeof(int64_t))},
+      {"cudaMallocHost(scalars)",
+       cudaMallocHost(&s->hostScalars, kMaxScalars * sizeof(uint64_t))},
   };
   for (const Step &st : steps)
     if (st.err != cudaSuccess) {
@@ -170,6 +173,7 @@ KernelTable makeTable() {
   registerNormalization(t);
   registerPool(t);
   registerResize(t);
+  registerRandom(t);
   return t;
 }
 
@@ -190,6 +194,31 @@ amprt_status amprt::cuda::readStatus(amprt_context *ctx, const char *k,
                              cudaMemcpyDeviceToHost, s.stream));
   AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
   out = *s.hostStatus;
+  return AMPRT_OK;
+}
+
+amprt_status amprt::cuda::readScalars(amprt_context *ctx, const char *k,
+                                      std::initializer_list<T> ts,
+                                      double *out) {
+  State &s = state(ctx);
+  if (ts.size() > size_t(kMaxScalars))
+    return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many scalars", k);
+  int i = 0;
+  for (T t : ts) {
+    if (t && numel(t) > 0)
+      AMPRT_CUDA(ctx, k,
+                 cudaMemcpyAsync(s.hostScalars + i, t->data,
+                                 amprt_dtype_size(t->dtype),
+                                 cudaMemcpyDefault, s.stream));
+    ++i;
+  }
+  AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
+  i = 0;
+  for (T t : ts) {
+    if (t && numel(t) > 0)
+      out[i] = readD(s.hostScalars + i, t->dtype, 0);
+    ++i;
+  }
   return AMPRT_OK;
 }
 

@@ -34,6 +34,7 @@
 #include <map>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace amprt {
 namespace cuda {
@@ -52,6 +53,8 @@ struct State {
   /// bad index), and its pinned host copy.
   int64_t *devStatus = nullptr;
   int64_t *hostStatus = nullptr;
+  /// Pinned host slots for readScalars (kMaxScalars of 8 bytes).
+  uint64_t *hostScalars = nullptr;
   /// AMPRT_CUDA_ALLOW_TF32=1: f32 GEMMs may use TF32 Tensor Cores.
   bool allowTf32 = false;
 #ifdef AMPRT_HAVE_CUDNN
@@ -93,6 +96,16 @@ constexpr int64_t kNoError = 0x7f7f7f7f7f7f7f7fLL;
 amprt_status clearStatus(amprt_context *ctx, const char *k);
 /// Waits for the stream and returns devStatus (kNoError when clean).
 amprt_status readStatus(amprt_context *ctx, const char *k, int64_t &out);
+
+/// The most tensors one readScalars call reads.
+constexpr int kMaxScalars = 8;
+
+/// Copies the first element of each tensor in `ts` (NULL: skipped, its
+/// value left as is) to the host, waits for the stream and stores it as a
+/// double (readD) in `out`: for the few kernels whose scalar arguments
+/// steer the launch on the host (dropout's ratio and training flag).
+amprt_status readScalars(amprt_context *ctx, const char *k,
+                         std::initializer_list<T> ts, double *out);
 
 /// Stream-ordered scratch memory, released when the object dies (after the
 /// kernels queued before the release).
@@ -398,6 +411,12 @@ __device__ __forceinline__ void bcastOffsets(const Bcast &b, int64_t o,
 /// Fills a Bcast for output shape `out` and the given input shapes.
 Bcast makeBcast(const Shape &out, std::initializer_list<Shape> ins);
 
+/// reduce_sum (mean false) or reduce_mean of float x over the dims marked in
+/// `red` into y (its elements in the order of x's kept dims), double sums
+/// (Softmax.cu; the arguments already checked).
+amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
+                         const std::vector<bool> &red, T y, bool mean);
+
 //===----------------------------------------------------------------------===//
 // The overrides, by file
 //===----------------------------------------------------------------------===//
@@ -413,6 +432,7 @@ void registerShape(KernelTable &t);       // Shape.cu
 void registerNormalization(KernelTable &t); // Normalization.cu
 void registerPool(KernelTable &t);        // Pool.cu
 void registerResize(KernelTable &t);      // Resize.cu
+void registerRandom(KernelTable &t);      // Random.cu
 
 } // namespace cuda
 } // namespace amprt

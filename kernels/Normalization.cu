@@ -1,4 +1,4 @@
-//===- Normalization.cu - BatchNorm and LayerNorm, forward and backward ---===//
+//===- Normalization.cu - BatchNorm, LayerNorm, RMSNorm and their grads --===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -11,7 +11,9 @@
 // results are the CPU's f32 expressions (compiled without FMA contraction).
 // BatchNorm: blocks per (channel, run of images), with the partial sums in
 // a scratch table; LayerNorm: one block per row, and dscale / dbias as
-// column sums over runs of rows, then over the runs.
+// column sums over runs of rows, then over the runs. RMSNorm runs the
+// LayerNorm kernels with a zero mean and no bias, which are the CPU's RMSNorm
+// expressions term for term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -288,6 +290,8 @@ amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
 struct LnArgs {
   int64_t outer, inner;
   float epsilon;
+  /// RMSNorm (SimplifiedLayerNormalization): no mean (0), no bias.
+  bool rms = false;
   Opt x, scale, bias, y, mean, inv, dy, dx, dscale, dbias;
 };
 
@@ -295,11 +299,14 @@ __global__ void lnKernel(LnArgs a) {
   __shared__ double part[32];
   for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
     int64_t base = r * a.inner;
-    double s = 0;
-    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x)
-      s += loadF(a.x.p, a.x.dt, base + i);
-    s = blockSum(s, part);
-    double m = a.inner ? s / double(a.inner) : 0;
+    double m = 0;
+    if (!a.rms) {
+      double s = 0;
+      for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x)
+        s += loadF(a.x.p, a.x.dt, base + i);
+      s = blockSum(s, part);
+      m = a.inner ? s / double(a.inner) : 0;
+    }
     double q = 0;
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
       double d = loadF(a.x.p, a.x.dt, base + i) - m;
@@ -309,11 +316,14 @@ __global__ void lnKernel(LnArgs a) {
     double var = a.inner ? q / double(a.inner) : 0;
     float inv = float(1.0 / sqrt(var + double(a.epsilon)));
     float mf = float(m);
-    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x)
+    for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
+      // x - 0 is x, so RMSNorm's product is the CPU's; adding no bias
+      // keeps a -0.
+      float v = (loadF(a.x.p, a.x.dt, base + i) - mf) * inv *
+                loadF(a.scale.p, a.scale.dt, i);
       storeF(a.y.p, a.y.dt, base + i,
-             (loadF(a.x.p, a.x.dt, base + i) - mf) * inv *
-                     loadF(a.scale.p, a.scale.dt, i) +
-                 ldOr(a.bias.p, a.bias.dt, i, 0.f));
+             a.rms ? v : v + ldOr(a.bias.p, a.bias.dt, i, 0.f));
+    }
     if (threadIdx.x == 0) {
       if (a.mean.p)
         storeF(a.mean.p, a.mean.dt, r, mf);
@@ -321,6 +331,15 @@ __global__ void lnKernel(LnArgs a) {
         storeF(a.inv.p, a.inv.dt, r, inv);
     }
   }
+}
+
+amprt_status launchLn(amprt_context *ctx, const char *k, const LnArgs &a) {
+  if (a.outer == 0)
+    return AMPRT_OK;
+  lnKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)), kBlock, 0,
+             stream(ctx)>>>(a);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
 }
 
 amprt_status cudaLayerNorm(amprt_context *ctx, T x, T scale, T bias,
@@ -335,8 +354,6 @@ amprt_status cudaLayerNorm(amprt_context *ctx, T x, T scale, T bias,
         return amprt_layer_norm(ctx, x, scale, bias, axis, epsilon, y, mean,
                                 inv_std);
       });
-    if (a.outer == 0)
-      return AMPRT_OK;
     a.epsilon = epsilon;
     a.x = opt(x);
     a.scale = opt(scale);
@@ -344,10 +361,7 @@ amprt_status cudaLayerNorm(amprt_context *ctx, T x, T scale, T bias,
     a.y = opt(y);
     a.mean = opt(mean);
     a.inv = opt(inv_std);
-    lnKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)), kBlock, 0,
-               stream(ctx)>>>(a);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
+    return launchLn(ctx, k, a);
   });
 }
 
@@ -356,7 +370,8 @@ __global__ void lnGradDxKernel(LnArgs a) {
   __shared__ double part[32];
   for (int64_t r = blockIdx.x; r < a.outer; r += gridDim.x) {
     int64_t base = r * a.inner;
-    float m = loadF(a.mean.p, a.mean.dt, r), inv = loadF(a.inv.p, a.inv.dt, r);
+    float m = a.rms ? 0.f : loadF(a.mean.p, a.mean.dt, r);
+    float inv = loadF(a.inv.p, a.inv.dt, r);
     double sg = 0, sgx = 0;
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
       float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
@@ -367,7 +382,9 @@ __global__ void lnGradDxKernel(LnArgs a) {
     }
     sg = blockSum(sg, part);
     sgx = blockSum(sgx, part);
-    float mg = float(sg / double(a.inner)), mgx = float(sgx / double(a.inner));
+    // RMSNorm: g scale - 0 - xh mgx is the CPU's g scale - x inv mgx.
+    float mg = a.rms ? 0.f : float(sg / double(a.inner));
+    float mgx = float(sgx / double(a.inner));
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
       float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
       float g = loadF(a.dy.p, a.dy.dt, base + i);
@@ -389,7 +406,7 @@ __global__ void lnGradPartialKernel(LnArgs a, double *part, int64_t chunks) {
     double ds = 0, db = 0;
     int64_t hi = (c + 1) * len < a.outer ? (c + 1) * len : a.outer;
     for (int64_t r = c * len; r < hi; ++r) {
-      float m = loadF(a.mean.p, a.mean.dt, r);
+      float m = a.rms ? 0.f : loadF(a.mean.p, a.mean.dt, r);
       float inv = loadF(a.inv.p, a.inv.dt, r);
       int64_t o = r * a.inner + i;
       float g = loadF(a.dy.p, a.dy.dt, o);
@@ -418,6 +435,36 @@ __global__ void lnGradColumnsKernel(LnArgs a, const double *part,
   }
 }
 
+/// dx (a row per block), then dscale and dbias (column sums), those of the
+/// outputs present.
+amprt_status launchLnGrad(amprt_context *ctx, const char *k, const LnArgs &a) {
+  cudaStream_t s = stream(ctx);
+  if (a.dx.p && a.outer > 0 && a.inner > 0) {
+    lnGradDxKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)),
+                     kBlock, 0, s>>>(a);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+  }
+  if ((a.dscale.p || a.dbias.p) && a.inner > 0) {
+    // About 1024 blocks of 256 columns, at least 16 rows each.
+    int64_t colBlocks = (a.inner + kBlock - 1) / kBlock;
+    int64_t chunks = std::max<int64_t>(
+        1, std::min<int64_t>({(a.outer + 15) / 16,
+                              std::max<int64_t>(1024 / colBlocks, 1),
+                              65535}));
+    Scratch part;
+    AMPRT_TRY(part.get(ctx, k, size_t(2 * chunks * a.inner) *
+                                   sizeof(double)));
+    auto *pp = static_cast<double *>(part.p);
+    lnGradPartialKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)),
+                          kBlock, 0, s>>>(a, pp, chunks);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    lnGradColumnsKernel<<<gridFor(a.inner, kBlock), kBlock, 0, s>>>(
+        a, pp, chunks);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+  }
+  return AMPRT_OK;
+}
+
 amprt_status cudaLayerNormGrad(amprt_context *ctx, T dy, T x, T scale,
                                T mean, T inv_std, int64_t axis, T dx,
                                T dscale, T dbias) {
@@ -438,31 +485,52 @@ amprt_status cudaLayerNormGrad(amprt_context *ctx, T dy, T x, T scale,
     a.dx = opt(dx);
     a.dscale = opt(dscale);
     a.dbias = opt(dbias);
-    cudaStream_t s = stream(ctx);
-    if (dx && a.outer > 0 && a.inner > 0) {
-      lnGradDxKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)),
-                       kBlock, 0, s>>>(a);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
-    if ((dscale || dbias) && a.inner > 0) {
-      // About 1024 blocks of 256 columns, at least 16 rows each.
-      int64_t colBlocks = (a.inner + kBlock - 1) / kBlock;
-      int64_t chunks = std::max<int64_t>(
-          1, std::min<int64_t>({(a.outer + 15) / 16,
-                                std::max<int64_t>(1024 / colBlocks, 1),
-                                65535}));
-      Scratch part;
-      AMPRT_TRY(part.get(ctx, k, size_t(2 * chunks * a.inner) *
-                                     sizeof(double)));
-      auto *pp = static_cast<double *>(part.p);
-      lnGradPartialKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)),
-                            kBlock, 0, s>>>(a, pp, chunks);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-      lnGradColumnsKernel<<<gridFor(a.inner, kBlock), kBlock, 0, s>>>(
-          a, pp, chunks);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
-    return AMPRT_OK;
+    return launchLnGrad(ctx, k, a);
+  });
+}
+
+amprt_status cudaRmsNorm(amprt_context *ctx, T x, T scale, int64_t axis,
+                         float epsilon, T y, T inv_std) {
+  const char *k = "rms_norm";
+  return guard(ctx, k, [&]() -> amprt_status {
+    LnArgs a;
+    if (checkRmsNorm(ctx, x, scale, axis, y, inv_std, a.outer, a.inner))
+      return onHost(ctx, [&] {
+        return amprt_rms_norm(ctx, x, scale, axis, epsilon, y, inv_std);
+      });
+    a.rms = true;
+    a.epsilon = epsilon;
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.bias = opt(nullptr);
+    a.y = opt(y);
+    a.mean = opt(nullptr);
+    a.inv = opt(inv_std);
+    return launchLn(ctx, k, a);
+  });
+}
+
+amprt_status cudaRmsNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                             T inv_std, int64_t axis, T dx, T dscale) {
+  const char *k = "rms_norm_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    LnArgs a;
+    if (checkRmsNormGrad(ctx, dy, x, scale, inv_std, axis, dx, dscale,
+                         a.outer, a.inner))
+      return onHost(ctx, [&] {
+        return amprt_rms_norm_grad(ctx, dy, x, scale, inv_std, axis, dx,
+                                   dscale);
+      });
+    a.rms = true;
+    a.dy = opt(dy);
+    a.x = opt(x);
+    a.scale = opt(scale);
+    a.mean = opt(nullptr);
+    a.inv = opt(inv_std);
+    a.dx = opt(dx);
+    a.dscale = opt(dscale);
+    a.dbias = opt(nullptr);
+    return launchLnGrad(ctx, k, a);
   });
 }
 
@@ -473,4 +541,6 @@ void amprt::cuda::registerNormalization(KernelTable &t) {
   t.batch_norm_grad = cudaBatchNormGrad;
   t.layer_norm = cudaLayerNorm;
   t.layer_norm_grad = cudaLayerNormGrad;
+  t.rms_norm = cudaRmsNorm;
+  t.rms_norm_grad = cudaRmsNormGrad;
 }

@@ -1,16 +1,17 @@
-//===- Pool.cu - MaxPool and its gradient ---------------------------------===//
+//===- Pool.cu - max, average and global average pooling, and grads -----===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA versions of Pool.cpp's max_pool (one thread per output element,
-// the window visited by the CPU's own forEachTap, with its NaN and tie
-// rules, so the values and the indices are the CPU's bit for bit) and
-// max_pool_grad (a
-// scatter-add through the indices into f32 with atomics: overlapping
-// windows sum in another order than the CPU's). A bad index is reported as
-// the CPU reports it, and dx is then left untouched.
+// The CUDA versions of Pool.cpp. max_pool and average_pool: one thread per
+// output element, the window visited by the CPU's own forEachTap (max_pool
+// with its NaN and tie rules), so values and indices are the CPU's bit for
+// bit. max_pool_grad and average_pool_grad: a scatter-add into f32 with
+// atomics (overlapping windows sum in another order than the CPU's); a bad
+// max_pool index is reported as the CPU reports it, and dx is then left
+// untouched. global_average_pool runs reduce_mean's kernels (f64 sums; the
+// CPU sums in f32); its gradient is the CPU's expression.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,9 +116,131 @@ amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
   });
 }
 
+/// One thread per output element: the window's sum in kernel order, in f32,
+/// divided by its count, as Pool.cpp (the same bits).
+__global__ void avgPoolKernel(Window g, bool includePad, const void *x,
+                              int32_t dx, void *y, int32_t dy, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ow = o % g.Wo, r = o / g.Wo;
+    int64_t oh = r % g.Ho;
+    r /= g.Ho;
+    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t base = nc * g.inPlane();
+    float s = 0.f;
+    forEachTap(g, od, oh, ow, [&](int64_t t) { s += loadF(x, dx, base + t); });
+    int64_t cnt = avgCount(g, od, oh, ow, includePad);
+    storeF(y, dy, o, cnt ? s / float(cnt) : 0.f);
+  }
+}
+
+/// acc[window of o] += dy[o] / count (f32 atomics: overlapping windows sum
+/// in another order than the CPU's).
+__global__ void avgPoolGradKernel(Window g, bool includePad, const void *dy,
+                                  int32_t ddy, float *acc, int64_t n) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t ow = o % g.Wo, r = o / g.Wo;
+    int64_t oh = r % g.Ho;
+    r /= g.Ho;
+    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t cnt = avgCount(g, od, oh, ow, includePad);
+    if (!cnt)
+      continue;
+    int64_t base = nc * g.inPlane();
+    float v = loadF(dy, ddy, o) / float(cnt);
+    forEachTap(g, od, oh, ow,
+               [&](int64_t t) { atomicAdd(acc + base + t, v); });
+  }
+}
+
+amprt_status cudaAveragePool(amprt_context *ctx, T x, T y,
+                             const amprt_window *win) {
+  const char *k = "average_pool";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Window g;
+    if (checkAveragePool(ctx, false, x, y, win, g))
+      return onHost(ctx, [&] { return amprt_average_pool(ctx, x, y, win); });
+    int64_t n = numel(y);
+    if (n == 0)
+      return AMPRT_OK;
+    avgPoolKernel<<<gridFor(n, kThreads), kThreads, 0, stream(ctx)>>>(
+        g, win->count_include_pad != 0, x->data, x->dtype, y->data, y->dtype,
+        n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaAveragePoolGrad(amprt_context *ctx, T dy, T dx,
+                                 const amprt_window *win) {
+  const char *k = "average_pool_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Window g;
+    if (checkAveragePool(ctx, true, dx, dy, win, g))
+      return onHost(ctx,
+                    [&] { return amprt_average_pool_grad(ctx, dy, dx, win); });
+    if (numel(dx) == 0)
+      return AMPRT_OK;
+    F32Accumulator acc;
+    AMPRT_TRY(acc.begin(ctx, k, dx));
+    int64_t n = numel(dy);
+    if (n) {
+      avgPoolGradKernel<<<gridFor(n, kThreads), kThreads, 0, stream(ctx)>>>(
+          g, win->count_include_pad != 0, dy->data, dy->dtype, acc.p, n);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    return acc.finish(ctx, k, dx);
+  });
+}
+
+/// The mean over the spatial dims: reduce_mean's kernels (f64 sums, where
+/// the CPU sums in f32, so the results may differ in the last bit).
+amprt_status cudaGlobalAveragePool(amprt_context *ctx, T x, T y) {
+  const char *k = "global_average_pool";
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t NC, S;
+    if (checkGlobalPool(ctx, false, x, y, NC, S))
+      return onHost(ctx, [&] { return amprt_global_average_pool(ctx, x, y); });
+    std::vector<bool> red(size_t(x->rank), true);
+    red[0] = red[1] = false;
+    return reduceFloat(ctx, k, x, red, y, /*mean=*/true);
+  });
+}
+
+/// dx[i] = dy[i / S] / S, as Pool.cpp (the same bits).
+__global__ void globalAvgPoolGradKernel(const void *dy, int32_t ddy, void *dx,
+                                        int32_t ddx, int64_t S, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(dx, ddx, i, loadF(dy, ddy, i / S) / float(S));
+}
+
+amprt_status cudaGlobalAveragePoolGrad(amprt_context *ctx, T dy, T dx) {
+  const char *k = "global_average_pool_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t NC, S;
+    if (checkGlobalPool(ctx, true, dx, dy, NC, S))
+      return onHost(ctx,
+                    [&] { return amprt_global_average_pool_grad(ctx, dy, dx); });
+    int64_t n = numel(dx);
+    if (n == 0)
+      return AMPRT_OK;
+    globalAvgPoolGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
+                              stream(ctx)>>>(dy->data, dy->dtype, dx->data,
+                                             dx->dtype, S, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerPool(KernelTable &t) {
   t.max_pool = cudaMaxPool;
   t.max_pool_grad = cudaMaxPoolGrad;
+  t.average_pool = cudaAveragePool;
+  t.average_pool_grad = cudaAveragePoolGrad;
+  t.global_average_pool = cudaGlobalAveragePool;
+  t.global_average_pool_grad = cudaGlobalAveragePoolGrad;
 }

@@ -1,16 +1,20 @@
-//===- Shape.cu - transpose, expand, gather and its gradient --------------===//
+//===- Shape.cu - strided copies, gather, dropout and their gradients -----===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of Shape.cpp's data movement that training graphs run
-// every step: transpose and expand (one strided copy of any dtype), gather
-// (embedding lookups) and gather_grad (scatter-add in f32 with atomics, so
-// the sum of the rows that share an index runs in another order than the
-// CPU's). The geometry is Shape.cpp's own (transposeGeometry, gatherShape);
-// the index values are checked on the device first, and a bad one is
-// reported by the CPU code, which words the error (nothing is written).
+// every step: transpose, expand, concat, slice and slice_grad (strided copies
+// of any dtype, one launch per concat input; slice_grad zeroes dx first),
+// pad, gather (embedding lookups) and gather_grad (scatter-add in f32 with
+// atomics, so the sum of the rows that share an index runs in another order
+// than the CPU's), dropout and dropout_grad (the CPU's counter-based mask,
+// bit for bit; the ratio and training flag are read back to the host, one
+// wait for the stream per call). The geometry is Shape.cpp's own
+// (transposeGeometry, sliceGeometry, concatShape, gatherShape); index values
+// are checked on the device first, and a bad one is reported by the CPU code,
+// which words the error (nothing is written).
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,61 +27,102 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/// The dims and strides of a strided copy in index type I (unsigned 32-bit
-/// index math when every offset is below 2^31, so that o plus the grid's
-/// stride cannot wrap: 64-bit division is several times slower).
+/// A strided copy in index type I: y[yBase + sum_d i_d ys[d]] = x[xBase +
+/// sum_d i_d xs[d]] over the indices i of `dims`. Unsigned 32-bit index math
+/// when every offset is below 2^31, so that o plus the grid's stride cannot
+/// wrap (64-bit division is several times slower); a negative stride (a
+/// slice with a negative step) wraps modulo 2^32 there, which gives the
+/// right offset because the sum with its base is a valid, non-negative one.
 template <typename I> struct StridedMap {
   int32_t rank;
-  I dims[AMPRT_MAX_RANK], st[AMPRT_MAX_RANK];
+  I xBase, yBase;
+  I dims[AMPRT_MAX_RANK], xs[AMPRT_MAX_RANK], ys[AMPRT_MAX_RANK];
 };
 
-/// y[o] = x[sum_d idx_d(o) * st[d]] for the elements of y's shape.
-template <typename E, typename I>
+/// Which side of a strided copy is dense (row-major in the order of
+/// `dims`, from offset 0): that side's offset is the element number itself.
+enum class Dense { None, X, Y };
+
+template <typename E, typename I, Dense D>
 __global__ void stridedCopyKernel(StridedMap<I> m, const E *x, E *y, I n) {
   for (I o = blockIdx.x * I(blockDim.x) + threadIdx.x; o < n;
        o += I(gridDim.x) * blockDim.x) {
-    I r = o, off = 0;
+    I r = o, xo = m.xBase, yo = m.yBase;
     for (int d = m.rank - 1; d >= 0; --d) {
-      off += (r % m.dims[d]) * m.st[d];
+      I i = r % m.dims[d];
+      if (D != Dense::X)
+        xo += i * m.xs[d];
+      if (D != Dense::Y)
+        yo += i * m.ys[d];
       r /= m.dims[d];
     }
-    y[o] = x[off];
+    y[D == Dense::Y ? o : yo] = x[D == Dense::X ? o : xo];
   }
 }
+
+/// The geometry of one strided copy (strides of a dense side unused).
+struct CopyPlan {
+  Shape dims, xs, ys;
+  int64_t xBase = 0, yBase = 0;
+  Dense dense = Dense::None;
+};
 
 template <typename E, typename I>
-void launchStridedCopy(const Shape &so, const Shape &st, const void *x,
-                       void *y, int64_t n, cudaStream_t s) {
-  StridedMap<I> m;
-  m.rank = int32_t(so.size());
-  for (size_t d = 0; d < so.size(); ++d) {
-    m.dims[d] = I(so[d]);
-    m.st[d] = I(st[d]);
+void launchStridedCopy(const CopyPlan &p, const void *x, void *y, int64_t n,
+                       cudaStream_t s) {
+  StridedMap<I> m = {};
+  m.rank = int32_t(p.dims.size());
+  m.xBase = I(p.xBase);
+  m.yBase = I(p.yBase);
+  for (size_t d = 0; d < p.dims.size(); ++d) {
+    m.dims[d] = I(p.dims[d]);
+    m.xs[d] = p.dense == Dense::X ? 0 : I(p.xs[d]);
+    m.ys[d] = p.dense == Dense::Y ? 0 : I(p.ys[d]);
   }
-  stridedCopyKernel<<<gridFor(n, 256, 4), 256, 0, s>>>(
-      m, static_cast<const E *>(x), static_cast<E *>(y), I(n));
+  auto *xe = static_cast<const E *>(x);
+  auto *ye = static_cast<E *>(y);
+  unsigned grid = gridFor(n, 256, 4);
+  switch (p.dense) {
+  case Dense::X:
+    stridedCopyKernel<E, I, Dense::X><<<grid, 256, 0, s>>>(m, xe, ye, I(n));
+    break;
+  case Dense::Y:
+    stridedCopyKernel<E, I, Dense::Y><<<grid, 256, 0, s>>>(m, xe, ye, I(n));
+    break;
+  default:
+    stridedCopyKernel<E, I, Dense::None><<<grid, 256, 0, s>>>(m, xe, ye, I(n));
+  }
 }
 
-template <typename E>
-void stridedCopyAs(const Shape &so, const Shape &st, int64_t xElems,
-                   const void *x, void *y, int64_t n, cudaStream_t s) {
-  if (n < (int64_t(1) << 31) && xElems < (int64_t(1) << 31))
-    launchStridedCopy<E, uint32_t>(so, st, x, y, n, s);
-  else
-    launchStridedCopy<E, int64_t>(so, st, x, y, n, s);
-}
-
+/// Runs plan p from x into y (dtype of x; every element of p.dims moved).
 amprt_status stridedCopy(amprt_context *ctx, const char *k, T x, T y,
-                         const Shape &so, const Shape &st) {
-  int64_t n = numel(so), nx = numel(x);
+                         const CopyPlan &p) {
+  int64_t n = numel(p.dims);
   if (n == 0)
     return AMPRT_OK;
   cudaStream_t s = stream(ctx);
+  bool small = n < (int64_t(1) << 31) && numel(x) < (int64_t(1) << 31) &&
+               numel(y) < (int64_t(1) << 31);
   byElementSize(amprt_dtype_size(x->dtype), [&](auto e) {
-    stridedCopyAs<decltype(e)>(so, st, nx, x->data, y->data, n, s);
+    using E = decltype(e);
+    if (small)
+      launchStridedCopy<E, uint32_t>(p, x->data, y->data, n, s);
+    else
+      launchStridedCopy<E, int64_t>(p, x->data, y->data, n, s);
   });
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
+}
+
+/// y = the elements of x at st-strided offsets, in the order of so.
+amprt_status gatherCopy(amprt_context *ctx, const char *k, T x, T y,
+                        const Shape &so, const Shape &st, int64_t base = 0) {
+  CopyPlan p;
+  p.dims = so;
+  p.xs = st;
+  p.xBase = base;
+  p.dense = Dense::Y;
+  return stridedCopy(ctx, k, x, y, p);
 }
 
 amprt_status cudaTranspose(amprt_context *ctx, T x, const int64_t *perm,
@@ -90,7 +135,7 @@ amprt_status cudaTranspose(amprt_context *ctx, T x, const int64_t *perm,
         checkShape(ctx, k, "y", y, so))
       return onHost(ctx,
                     [&] { return amprt_transpose(ctx, x, perm, nperm, y); });
-    return stridedCopy(ctx, k, x, y, so, st);
+    return gatherCopy(ctx, k, x, y, so, st);
   });
 }
 
@@ -101,7 +146,7 @@ amprt_status cudaExpand(amprt_context *ctx, T x, T y) {
     if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
         !broadcastShapes({shapeOf(x), shapeOf(y)}, so) || so != shapeOf(y))
       return onHost(ctx, [&] { return amprt_expand(ctx, x, y); });
-    return stridedCopy(ctx, k, x, y, so, broadcastStrides(shapeOf(x), so));
+    return gatherCopy(ctx, k, x, y, so, broadcastStrides(shapeOf(x), so));
   });
 }
 
@@ -297,6 +342,165 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
   });
 }
 
+amprt_status cudaConcat(amprt_context *ctx, T inputs, int64_t n, int64_t axis,
+                        T y) {
+  const char *k = "concat";
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t a;
+    Shape so;
+    if (concatShape(ctx, k, inputs, n, axis, y, a, so))
+      return onHost(ctx, [&] { return amprt_concat(ctx, inputs, n, axis, y); });
+    // One copy per input into its columns of y: x dense, y strided.
+    CopyPlan p;
+    p.ys = stridesOf(so);
+    p.dense = Dense::X;
+    int64_t col = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      p.dims = shapeOf(&inputs[i]);
+      p.yBase = col * p.ys[size_t(a)];
+      AMPRT_TRY(stridedCopy(ctx, k, &inputs[i], y, p));
+      col += p.dims[size_t(a)];
+    }
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaSlice(amprt_context *ctx, T x, const int64_t *starts,
+                       const int64_t *ends, const int64_t *axes,
+                       const int64_t *steps, int64_t n, T y) {
+  const char *k = "slice";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Shape so, st;
+    int64_t base;
+    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
+        sliceGeometry(ctx, k, shapeOf(x), starts, ends, axes, steps, n, so,
+                      st, base) ||
+        checkShape(ctx, k, "y", y, so))
+      return onHost(ctx, [&] {
+        return amprt_slice(ctx, x, starts, ends, axes, steps, n, y);
+      });
+    return gatherCopy(ctx, k, x, y, so, st, base);
+  });
+}
+
+amprt_status cudaSliceGrad(amprt_context *ctx, T dy, const int64_t *starts,
+                           const int64_t *ends, const int64_t *axes,
+                           const int64_t *steps, int64_t n, T dx) {
+  const char *k = "slice_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    CopyPlan p;
+    if (checkTensor(ctx, k, "dx", dx) ||
+        checkDtype(ctx, k, "dy", dy, dx->dtype) ||
+        sliceGeometry(ctx, k, shapeOf(dx), starts, ends, axes, steps, n,
+                      p.dims, p.ys, p.yBase) ||
+        checkShape(ctx, k, "dy", dy, p.dims))
+      return onHost(ctx, [&] {
+        return amprt_slice_grad(ctx, dy, starts, ends, axes, steps, n, dx);
+      });
+    size_t bytes = size_t(numel(dx)) * amprt_dtype_size(dx->dtype);
+    if (bytes)
+      AMPRT_CUDA(ctx, k, cudaMemsetAsync(dx->data, 0, bytes, stream(ctx)));
+    p.dense = Dense::X; // dy, into the slice of dx it came from
+    return stridedCopy(ctx, k, dy, dx, p);
+  });
+}
+
+/// Shape.cpp's dropout expressions: keep iff not training, ratio 0 or the
+/// element's uniform draw >= r; kept elements scaled by sc when training.
+__global__ void dropoutKernel(const void *x, int32_t dx, void *y, int32_t dy,
+                              uint8_t *mask, int64_t n, float r, float sc,
+                              bool train, uint64_t key) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    bool keep = !train || r == 0.f || uniform24At(key, i) >= r;
+    float v = loadF(x, dx, i);
+    storeF(y, dy, i, keep ? (train ? v * sc : v) : 0.f);
+    if (mask)
+      mask[i] = keep;
+  }
+}
+
+__global__ void dropoutGradKernel(const void *g, int32_t dg,
+                                  const uint8_t *mask, void *dx, int32_t ddx,
+                                  int64_t n, float sc) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(dx, ddx, i, mask[i] ? loadF(g, dg, i) * sc : 0.f);
+}
+
+/// Dropout's ratio and training flag, read from the device (one wait for
+/// the stream) and checked as the CPU checks them; false when the CPU code
+/// should run (and report the error).
+amprt_status dropoutScalars(amprt_context *ctx, const char *k, T ratio,
+                            T training, float &r, bool &train, bool &ok) {
+  ok = false;
+  if (checkDropoutScalars(ctx, k, ratio, training))
+    return AMPRT_OK;
+  double v[2] = {0, 0};
+  AMPRT_TRY(readScalars(ctx, k, {ratio, training}, v));
+  ok = !dropoutValues(ctx, k, ratio ? &v[0] : nullptr,
+                      training ? &v[1] : nullptr, r, train);
+  return AMPRT_OK;
+}
+
+amprt_status cudaDropout(amprt_context *ctx, T x, T ratio, T training,
+                         uint64_t seed, T y, T mask) {
+  const char *k = "dropout";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_dropout(ctx, x, ratio, training, seed, y, mask);
+    };
+    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
+        checkShape(ctx, k, "y", y, shapeOf(x)) ||
+        checkDtype(ctx, k, "mask", mask, AMPRT_BOOL, true) ||
+        (mask && checkShape(ctx, k, "mask", mask, shapeOf(x))))
+      return onHost(ctx, cpu);
+    float r;
+    bool train, ok;
+    AMPRT_TRY(dropoutScalars(ctx, k, ratio, training, r, train, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t n = numel(x);
+    if (n == 0)
+      return AMPRT_OK;
+    dropoutKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, y->data, y->dtype,
+        mask ? static_cast<uint8_t *>(mask->data) : nullptr, n, r,
+        1.f / (1.f - r), train, streamKey(seed, ctx->randomOffset));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaDropoutGrad(amprt_context *ctx, T dy, T mask, T ratio,
+                             T training, T dx) {
+  const char *k = "dropout_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_dropout_grad(ctx, dy, mask, ratio, training, dx);
+    };
+    if (checkFloat(ctx, k, "dy", dy) ||
+        checkDtype(ctx, k, "mask", mask, AMPRT_BOOL) ||
+        checkShape(ctx, k, "mask", mask, shapeOf(dy)) ||
+        checkFloat(ctx, k, "dx", dx) ||
+        checkShape(ctx, k, "dx", dx, shapeOf(dy)))
+      return onHost(ctx, cpu);
+    float r;
+    bool train, ok;
+    AMPRT_TRY(dropoutScalars(ctx, k, ratio, training, r, train, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t n = numel(dy);
+    if (n == 0)
+      return AMPRT_OK;
+    dropoutGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        dy->data, dy->dtype, static_cast<const uint8_t *>(mask->data),
+        dx->data, dx->dtype, n, train ? 1.f / (1.f - r) : 1.f);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerShape(KernelTable &t) {
@@ -305,4 +509,9 @@ void amprt::cuda::registerShape(KernelTable &t) {
   t.pad = cudaPad;
   t.gather = cudaGather;
   t.gather_grad = cudaGatherGrad;
+  t.concat = cudaConcat;
+  t.slice = cudaSlice;
+  t.slice_grad = cudaSliceGrad;
+  t.dropout = cudaDropout;
+  t.dropout_grad = cudaDropoutGrad;
 }

@@ -565,6 +565,87 @@ void mergeDims(int32_t &n, int64_t *dims, int64_t *strides) {
   n = w;
 }
 
+} // namespace
+
+amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
+                                      const std::vector<bool> &red, T y,
+                                      bool mean) {
+  Shape sx = shapeOf(x);
+  ReduceMap m;
+  int64_t count = 1, outs = 1, stride = 1;
+  std::vector<int64_t> xs(sx.size());
+  for (size_t i = sx.size(); i-- > 0;) {
+    xs[i] = stride;
+    stride *= sx[i];
+  }
+  for (size_t i = 0; i < sx.size(); ++i) {
+    if (red[i]) {
+      m.rd[m.nr] = sx[i];
+      m.rs[m.nr++] = xs[i];
+      count *= sx[i];
+    } else {
+      m.kd[m.nk] = sx[i];
+      m.ks[m.nk++] = xs[i];
+      outs *= sx[i];
+    }
+  }
+  if (outs == 0)
+    return AMPRT_OK;
+  mergeDims(m.nk, m.kd, m.ks);
+  mergeDims(m.nr, m.rd, m.rs);
+  // When the reduced dims hold x's innermost one, a block reads each
+  // output's elements contiguously (few outputs split their count into
+  // chunks, one block each). Otherwise neighbouring outputs are
+  // neighbours in x (a column sum, e.g. a bias gradient): one thread per
+  // output reads coalesced with the others, over runs of the count.
+  bool rows = m.nr > 0 && m.rs[m.nr - 1] == 1;
+  int64_t chunks = std::min<int64_t>(std::max<int64_t>(1024 / outs, 1),
+                                     (count + 4095) / 4096);
+  if (rows && chunks > 1) {
+    Scratch partial;
+    AMPRT_TRY(partial.get(ctx, k, size_t(outs * chunks) * sizeof(double)));
+    auto *pp = static_cast<double *>(partial.p);
+    reducePartialKernel<<<unsigned(std::min<int64_t>(outs * chunks,
+                                                     65535LL * 32)),
+                          256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp,
+                                                 outs, count, chunks);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+        pp, chunks, 1, chunks, y->data, y->dtype, outs, count, mean);
+  } else if (rows && (count >= 1024 || outs < 1024))
+    reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
+                        256, 0, stream(ctx)>>>(m, x->data, x->dtype,
+                                               y->data, y->dtype, outs,
+                                               count, mean);
+  else {
+    // About 128K threads: split the count into runs when outs is short.
+    int64_t runs = std::max<int64_t>(
+        1, std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8,
+                              4096}));
+    Scratch partial;
+    double *pp = nullptr;
+    if (runs > 1) {
+      AMPRT_TRY(partial.get(ctx, k, size_t(outs * runs) * sizeof(double)));
+      pp = static_cast<double *>(partial.p);
+    }
+    reduceThreadKernel<<<dim3(unsigned(std::min<int64_t>(
+                                  (outs + 255) / 256, 65535LL * 32)),
+                              unsigned(runs)),
+                         256, 0, stream(ctx)>>>(m, x->data, x->dtype,
+                                                y->data, y->dtype, outs,
+                                                count, mean, runs, pp);
+    if (runs > 1) {
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+          pp, 1, outs, runs, y->data, y->dtype, outs, count, mean);
+    }
+  }
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+namespace {
+
 template <bool Mean>
 amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
                         int64_t naxes, int32_t keepdims,
@@ -587,81 +668,12 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
       red[size_t(a)] = true;
     }
     Shape so;
-    ReduceMap m;
-    int64_t count = 1, outs = 1, stride = 1;
-    std::vector<int64_t> xs(sx.size());
-    for (size_t i = sx.size(); i-- > 0;) {
-      xs[i] = stride;
-      stride *= sx[i];
-    }
-    for (size_t i = 0; i < sx.size(); ++i) {
-      if (red[i]) {
-        m.rd[m.nr] = sx[i];
-        m.rs[m.nr++] = xs[i];
-        count *= sx[i];
-      } else {
-        m.kd[m.nk] = sx[i];
-        m.ks[m.nk++] = xs[i];
-        outs *= sx[i];
-      }
+    for (size_t i = 0; i < sx.size(); ++i)
       if (!red[i] || keepdims)
         so.push_back(red[i] ? 1 : sx[i]);
-    }
     if (checkShape(ctx, k, "y", y, so))
       return onHost(ctx, cpu);
-    if (outs == 0)
-      return AMPRT_OK;
-    mergeDims(m.nk, m.kd, m.ks);
-    mergeDims(m.nr, m.rd, m.rs);
-    // When the reduced dims hold x's innermost one, a block reads each
-    // output's elements contiguously (few outputs split their count into
-    // chunks, one block each). Otherwise neighbouring outputs are
-    // neighbours in x (a column sum, e.g. a bias gradient): one thread per
-    // output reads coalesced with the others, over runs of the count.
-    bool rows = m.nr > 0 && m.rs[m.nr - 1] == 1;
-    int64_t chunks = std::min<int64_t>(std::max<int64_t>(1024 / outs, 1),
-                                       (count + 4095) / 4096);
-    if (rows && chunks > 1) {
-      Scratch partial;
-      AMPRT_TRY(partial.get(ctx, k, size_t(outs * chunks) * sizeof(double)));
-      auto *pp = static_cast<double *>(partial.p);
-      reducePartialKernel<<<unsigned(std::min<int64_t>(outs * chunks,
-                                                       65535LL * 32)),
-                            256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp,
-                                                   outs, count, chunks);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-      reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
-          pp, chunks, 1, chunks, y->data, y->dtype, outs, count, Mean);
-    } else if (rows && (count >= 1024 || outs < 1024))
-      reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
-                          256, 0, stream(ctx)>>>(m, x->data, x->dtype,
-                                                 y->data, y->dtype, outs,
-                                                 count, Mean);
-    else {
-      // About 128K threads: split the count into runs when outs is short.
-      int64_t runs = std::max<int64_t>(
-          1, std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8,
-                                4096}));
-      Scratch partial;
-      double *pp = nullptr;
-      if (runs > 1) {
-        AMPRT_TRY(partial.get(ctx, k, size_t(outs * runs) * sizeof(double)));
-        pp = static_cast<double *>(partial.p);
-      }
-      reduceThreadKernel<<<dim3(unsigned(std::min<int64_t>(
-                                    (outs + 255) / 256, 65535LL * 32)),
-                                unsigned(runs)),
-                           256, 0, stream(ctx)>>>(m, x->data, x->dtype,
-                                                  y->data, y->dtype, outs,
-                                                  count, Mean, runs, pp);
-      if (runs > 1) {
-        AMPRT_CUDA_LAUNCHED(ctx, k);
-        reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
-            pp, 1, outs, runs, y->data, y->dtype, outs, count, Mean);
-      }
-    }
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
+    return reduceFloat(ctx, k, x, red, y, Mean);
   });
 }
 

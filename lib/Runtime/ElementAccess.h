@@ -326,6 +326,27 @@ AMPRT_HD inline double uniform53At(uint64_t key, uint64_t j) {
   return double(r >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/// random_uniform's element i: low + (high - low) u, u of 53 bits.
+AMPRT_HD inline double uniformAt(uint64_t key, uint64_t i, double low,
+                                 double high) {
+  return low + (high - low) * uniform53At(key, i);
+}
+
+/// random_normal's element i: Box-Muller on draws 2i and 2i + 1 (1 - u is
+/// in (0, 1], so the logarithm is finite). The host's and the device's
+/// log, sqrt and cos may differ in the last bit of the double.
+AMPRT_HD inline double normalAt(uint64_t key, uint64_t i, double mean,
+                                double scale) {
+  double u = uniform53At(key, 2 * i), v = uniform53At(key, 2 * i + 1);
+  return mean + scale * sqrt(-2.0 * log(1.0 - u)) *
+                    cos(6.283185307179586 * v);
+}
+
+/// bernoulli's element i: 1 when the 24-bit uniform draw is below p.
+AMPRT_HD inline double bernoulliAt(uint64_t key, int64_t i, float p) {
+  return uniform24At(key, i) < p ? 1.0 : 0.0;
+}
+
 } // namespace amprt
 
 #endif // AMP_LIB_RUNTIME_ELEMENTACCESS_H

@@ -386,6 +386,15 @@ AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
 /// i64/i32 with classes >= 1, bool).
 amprt_status checkRandomFill(amprt_context *ctx, const char *kernel,
                              const amprt_tensor *y, int64_t classes);
+/// The generators' arguments (Random.cpp): y a float tensor (bernoulli's
+/// also integer or bool, of p's shape), a finite range / mean and scale.
+amprt_status checkRandomUniform(amprt_context *ctx, const amprt_tensor *y,
+                                double low, double high);
+amprt_status checkRandomNormal(amprt_context *ctx, const amprt_tensor *y,
+                               double mean, double scale);
+/// Everything but p's values (each must lie in [0, 1]).
+amprt_status checkBernoulli(amprt_context *ctx, const amprt_tensor *p,
+                            const amprt_tensor *y);
 /// x as (outer, len, inner) around `axis` (normalized into `a`): element
 /// (o, i, j) at (o * len + i) * inner + j.
 amprt_status splitAtAxis(amprt_context *ctx, const char *kernel,
@@ -463,6 +472,27 @@ amprt_status transposeGeometry(amprt_context *ctx, const char *k,
                                const amprt_tensor *x, const int64_t *perm,
                                int64_t nperm, Shape &so, Shape &st);
 
+/// ONNX Slice against shape sx: the sliced shape `so`, the element strides
+/// of its dims in sx (step included) and the offset of its first element.
+amprt_status sliceGeometry(amprt_context *ctx, const char *k, const Shape &sx,
+                           const int64_t *starts, const int64_t *ends,
+                           const int64_t *axes, const int64_t *steps,
+                           int64_t n, Shape &so, Shape &st, int64_t &base);
+/// Concat's checks: the axis (normalized into `a`) and y's shape `so`.
+amprt_status concatShape(amprt_context *ctx, const char *k,
+                         const amprt_tensor *inputs, int64_t n, int64_t axis,
+                         const amprt_tensor *y, int64_t &a, Shape &so);
+/// Dropout's optional scalars: ratio a one-element float, training a
+/// one-element bool.
+amprt_status checkDropoutScalars(amprt_context *ctx, const char *k,
+                                 const amprt_tensor *ratio,
+                                 const amprt_tensor *training);
+/// Their values (NULL: absent, so ratio 0.5 and training false) into the
+/// ratio, checked to lie in [0, 1), and the training flag.
+amprt_status dropoutValues(amprt_context *ctx, const char *k,
+                           const double *ratio, const double *training,
+                           float &r, bool &train);
+
 /// Gather: index dtype i64 or i32.
 amprt_status checkIndices(amprt_context *ctx, const char *k,
                           const amprt_tensor *idx);
@@ -519,6 +549,29 @@ amprt_status checkMaxPool(amprt_context *ctx, const amprt_tensor *x,
 amprt_status checkMaxPoolGrad(amprt_context *ctx, const amprt_tensor *dy,
                               const amprt_tensor *indices,
                               const amprt_tensor *dx);
+
+/// average_pool (grad false: x, y) and average_pool_grad (grad true: x is
+/// dx, y is dy): dtypes, the window, y's shape.
+amprt_status checkAveragePool(amprt_context *ctx, bool grad,
+                              const amprt_tensor *x, const amprt_tensor *y,
+                              const amprt_window *win, Window &g);
+/// global_average_pool(_grad) likewise: x of rank >= 3 as [N * C = NC, S],
+/// y of shape [N, C, 1, ...].
+amprt_status checkGlobalPool(amprt_context *ctx, bool grad,
+                             const amprt_tensor *x, const amprt_tensor *y,
+                             int64_t &NC, int64_t &S);
+/// rms_norm's and rms_norm_grad's arguments (Normalization.cpp); x as
+/// [outer, inner].
+amprt_status checkRmsNorm(amprt_context *ctx, const amprt_tensor *x,
+                          const amprt_tensor *scale, int64_t axis,
+                          const amprt_tensor *y, const amprt_tensor *inv_std,
+                          int64_t &outer, int64_t &inner);
+amprt_status checkRmsNormGrad(amprt_context *ctx, const amprt_tensor *dy,
+                              const amprt_tensor *x, const amprt_tensor *scale,
+                              const amprt_tensor *inv_std, int64_t axis,
+                              const amprt_tensor *dx,
+                              const amprt_tensor *dscale, int64_t &outer,
+                              int64_t &inner);
 
 /// The arguments of multi_tensor_unscale_check (MultiTensor.cpp).
 amprt_status checkUnscaleCheck(amprt_context *ctx, const amprt_tensor *ins,
@@ -623,6 +676,29 @@ AMPRT_HD inline void forEachTap(const Window &g, int64_t od, int64_t oh,
       }
     }
   }
+}
+
+/// Positions of one window dim that count in an average: those inside the
+/// input, or inside the padded input with count_include_pad.
+AMPRT_HD inline int64_t countDim(int64_t start, int64_t k, int64_t dil, int64_t n,
+                                        int64_t padBegin, int64_t padEnd,
+                                        bool includePad) {
+  int64_t lo = includePad ? -padBegin : 0, hi = includePad ? n + padEnd : n;
+  int64_t c = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t p = start + i * dil;
+    c += p >= lo && p < hi;
+  }
+  return c;
+}
+
+/// Number of window positions averaged at (od, oh, ow) (Pool.cpp, Pool.cu).
+AMPRT_HD inline int64_t avgCount(const Window &g, int64_t od, int64_t oh, int64_t ow,
+                 bool includePad) {
+  return countDim(od * g.sd - g.pf, g.kd, g.dd, g.D, g.pf, g.pk,
+                  includePad) *
+         countDim(oh * g.sh - g.pt, g.kh, g.dh, g.H, g.pt, g.pb, includePad) *
+         countDim(ow * g.sw - g.pl, g.kw, g.dw, g.W, g.pl, g.pr, includePad);
 }
 
 /// x's (or y's) shape for a window of spatial rank sr: N, channels, then

@@ -146,6 +146,33 @@ amprt_status amprt::checkLayerNormGrad(amprt_context *ctx, T dy, T x,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkRmsNorm(amprt_context *ctx, T x, T scale,
+                                 int64_t axis, T y, T inv_std, int64_t &outer,
+                                 int64_t &inner) {
+  const char *k = "rms_norm";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer, true));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkRmsNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                                     T inv_std, int64_t axis, T dx, T dscale,
+                                     int64_t &outer, int64_t &inner) {
+  const char *k = "rms_norm_grad";
+  AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
+  AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
+  AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
+  AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
+  AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, nullptr, inner));
+  return AMPRT_OK;
+}
+
 extern "C" {
 
 amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
@@ -380,14 +407,8 @@ amprt_status amprt_rms_norm(amprt_context *ctx, T x, T scale, int64_t axis,
                             float epsilon, T y, T inv_std) {
   AMPRT_DISPATCH(rms_norm, ctx, x, scale, axis, epsilon, y, inv_std);
   return guard(ctx, "rms_norm", [&]() -> amprt_status {
-    const char *k = "rms_norm";
     int64_t outer, inner;
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer, true));
+    AMPRT_TRY(checkRmsNorm(ctx, x, scale, axis, y, inv_std, outer, inner));
     std::vector<float> sc = vec(scale, inner, 1.f);
     F32In ix(x);
     F32Out out(y);
@@ -413,15 +434,9 @@ amprt_status amprt_rms_norm_grad(amprt_context *ctx, T dy, T x, T scale,
                                  T inv_std, int64_t axis, T dx, T dscale) {
   AMPRT_DISPATCH(rms_norm_grad, ctx, dy, x, scale, inv_std, axis, dx, dscale);
   return guard(ctx, "rms_norm_grad", [&]() -> amprt_status {
-    const char *k = "rms_norm_grad";
     int64_t outer, inner;
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
-    AMPRT_TRY(lnShape(ctx, k, x, axis, outer, inner));
-    AMPRT_TRY(checkVec(ctx, k, "scale", scale, inner));
-    AMPRT_TRY(checkVec(ctx, k, "inv_std", inv_std, outer));
-    AMPRT_TRY(checkGradOutputs(ctx, k, x, dx, dscale, nullptr, inner));
+    AMPRT_TRY(checkRmsNormGrad(ctx, dy, x, scale, inv_std, axis, dx, dscale,
+                               outer, inner));
     std::vector<float> sc = vec(scale, inner, 1.f),
                        is = vec(inv_std, outer, 1.f);
     F32In idy(dy), ix(x);

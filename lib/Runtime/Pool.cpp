@@ -25,28 +25,6 @@ Shape poolShape(const Window &g, int32_t sr) {
   return windowShape(g, sr, g.C);
 }
 
-/// Positions of one window dim that count in an average: those inside the
-/// input, or inside the padded input with count_include_pad.
-int64_t countDim(int64_t start, int64_t k, int64_t dil, int64_t n,
-                 int64_t padBegin, int64_t padEnd, bool includePad) {
-  int64_t lo = includePad ? -padBegin : 0, hi = includePad ? n + padEnd : n;
-  int64_t c = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    int64_t p = start + i * dil;
-    c += p >= lo && p < hi;
-  }
-  return c;
-}
-
-/// Number of window positions averaged at (od, oh, ow).
-int64_t avgCount(const Window &g, int64_t od, int64_t oh, int64_t ow,
-                 bool includePad) {
-  return countDim(od * g.sd - g.pf, g.kd, g.dd, g.D, g.pf, g.pk,
-                  includePad) *
-         countDim(oh * g.sh - g.pt, g.kh, g.dh, g.H, g.pt, g.pb, includePad) *
-         countDim(ow * g.sw - g.pl, g.kw, g.dw, g.W, g.pl, g.pr, includePad);
-}
-
 /// Calls visit(o, od, oh, ow, base, taps) for every output position o of
 /// the window (N, C, then output depth, rows and columns), where base is
 /// the offset of that (n, c) plane in the input and taps(fn) calls
@@ -91,6 +69,36 @@ amprt_status amprt::checkMaxPoolGrad(amprt_context *ctx, T dy, T indices,
   AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
   AMPRT_TRY(checkShape(ctx, k, "indices", indices, shapeOf(dy)));
   return AMPRT_OK;
+}
+
+amprt_status amprt::checkAveragePool(amprt_context *ctx, bool grad, T x, T y,
+                                     const amprt_window *win, Window &g) {
+  const char *k = grad ? "average_pool_grad" : "average_pool";
+  AMPRT_TRY(checkFloat(ctx, k, grad ? "dy" : "x", grad ? y : x));
+  AMPRT_TRY(checkFloat(ctx, k, grad ? "dx" : "y", grad ? x : y));
+  if (!win)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
+  AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
+  return checkShape(ctx, k, grad ? "dy" : "y", y,
+                    poolShape(g, win->spatial_rank));
+}
+
+amprt_status amprt::checkGlobalPool(amprt_context *ctx, bool grad, T x, T y,
+                                    int64_t &NC, int64_t &S) {
+  const char *k = grad ? "global_average_pool_grad" : "global_average_pool";
+  AMPRT_TRY(checkFloat(ctx, k, grad ? "dy" : "x", grad ? y : x));
+  AMPRT_TRY(checkFloat(ctx, k, grad ? "dx" : "y", grad ? x : y));
+  if (x->rank < 3)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has shape %s, need rank >= 3",
+                     k, grad ? "dx" : "x", shapeStr(x).c_str());
+  Shape sy = shapeOf(x);
+  S = 1;
+  for (size_t i = 2; i < sy.size(); ++i) {
+    S *= sy[i];
+    sy[i] = 1;
+  }
+  NC = sy[0] * sy[1];
+  return checkShape(ctx, k, grad ? "dy" : "y", y, sy);
 }
 
 extern "C" {
@@ -154,14 +162,8 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
                                 const amprt_window *win) {
   AMPRT_DISPATCH(average_pool, ctx, x, y, win);
   return guard(ctx, "average_pool", [&]() -> amprt_status {
-    const char *k = "average_pool";
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
     Window g;
-    if (!win)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
-    AMPRT_TRY(makeWindow(ctx, k, x, win->kernel, win, g));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, poolShape(g, win->spatial_rank)));
+    AMPRT_TRY(checkAveragePool(ctx, false, x, y, win, g));
     F32In ix(x);
     F32Out out(y);
     forEachWindow(
@@ -181,14 +183,8 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
                                      const amprt_window *win) {
   AMPRT_DISPATCH(average_pool_grad, ctx, dy, dx, win);
   return guard(ctx, "average_pool_grad", [&]() -> amprt_status {
-    const char *k = "average_pool_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
     Window g;
-    if (!win)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
-    AMPRT_TRY(makeWindow(ctx, k, dx, win->kernel, win, g));
-    AMPRT_TRY(checkShape(ctx, k, "dy", dy, poolShape(g, win->spatial_rank)));
+    AMPRT_TRY(checkAveragePool(ctx, true, dx, dy, win, g));
     F32In idy(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
     forEachWindow(
@@ -208,22 +204,10 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
 amprt_status amprt_global_average_pool(amprt_context *ctx, T x, T y) {
   AMPRT_DISPATCH(global_average_pool, ctx, x, y);
   return guard(ctx, "global_average_pool", [&]() -> amprt_status {
-    const char *k = "global_average_pool";
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    if (x->rank < 3)
-      return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 3",
-                       k, shapeStr(x).c_str());
-    Shape so = shapeOf(x);
-    int64_t S = 1;
-    for (size_t i = 2; i < so.size(); ++i) {
-      S *= so[i];
-      so[i] = 1;
-    }
-    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    int64_t NC, S;
+    AMPRT_TRY(checkGlobalPool(ctx, false, x, y, NC, S));
     F32In ix(x);
     F32Out out(y);
-    int64_t NC = so[0] * so[1];
     for (int64_t i = 0; i < NC; ++i) {
       float s = 0.f;
       for (int64_t p = 0; p < S; ++p)
@@ -238,23 +222,10 @@ amprt_status amprt_global_average_pool(amprt_context *ctx, T x, T y) {
 amprt_status amprt_global_average_pool_grad(amprt_context *ctx, T dy, T dx) {
   AMPRT_DISPATCH(global_average_pool_grad, ctx, dy, dx);
   return guard(ctx, "global_average_pool_grad", [&]() -> amprt_status {
-    const char *k = "global_average_pool_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
-    if (dx->rank < 3)
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: dx has shape %s, need rank >= 3", k,
-                       shapeStr(dx).c_str());
-    Shape sy = shapeOf(dx);
-    int64_t S = 1;
-    for (size_t i = 2; i < sy.size(); ++i) {
-      S *= sy[i];
-      sy[i] = 1;
-    }
-    AMPRT_TRY(checkShape(ctx, k, "dy", dy, sy));
+    int64_t NC, S;
+    AMPRT_TRY(checkGlobalPool(ctx, true, dx, dy, NC, S));
     F32In idy(dy);
     F32Out out(dx);
-    int64_t NC = sy[0] * sy[1];
     for (int64_t i = 0; i < NC; ++i) {
       float v = idy.p[i] / float(S);
       for (int64_t p = 0; p < S; ++p)

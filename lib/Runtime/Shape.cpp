@@ -47,12 +47,13 @@ void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
   });
 }
 
-/// ONNX Slice against shape sx: the sliced shape `so`, the element strides
-/// of its dims in sx (step included) and the offset of its first element.
-amprt_status sliceGeometry(amprt_context *ctx, const char *k, const Shape &sx,
-                           const int64_t *starts, const int64_t *ends,
-                           const int64_t *axes, const int64_t *steps, int64_t n,
-                           Shape &so, Shape &st, int64_t &base) {
+} // namespace
+
+amprt_status amprt::sliceGeometry(amprt_context *ctx, const char *k,
+                                  const Shape &sx, const int64_t *starts,
+                                  const int64_t *ends, const int64_t *axes,
+                                  const int64_t *steps, int64_t n, Shape &so,
+                                  Shape &st, int64_t &base) {
   if (n < 0 || (n > 0 && (!starts || !ends)))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: starts/ends missing", k);
   Shape sxs = stridesOf(sx);
@@ -95,7 +96,34 @@ amprt_status sliceGeometry(amprt_context *ctx, const char *k, const Shape &sx,
   return AMPRT_OK;
 }
 
-} // namespace
+amprt_status amprt::concatShape(amprt_context *ctx, const char *k, T inputs,
+                                int64_t n, int64_t axis, T y, int64_t &a,
+                                Shape &so) {
+  if (n < 1 || !inputs)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: needs at least one input", k);
+  AMPRT_TRY(checkTensor(ctx, k, "inputs[0]", &inputs[0]));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, inputs[0].dtype));
+  AMPRT_TRY(normAxis(ctx, k, axis, inputs[0].rank, a));
+  so = shapeOf(&inputs[0]);
+  so[size_t(a)] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    T t = &inputs[i];
+    AMPRT_TRY(checkDtype(ctx, k, "an input", t, inputs[0].dtype));
+    bool ok = t->rank == inputs[0].rank;
+    for (int32_t d = 0; ok && d < t->rank; ++d)
+      ok = d == a || t->shape[d] == inputs[0].shape[d];
+    if (!ok)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: input %lld has shape %s, incompatible with %s "
+                       "on axis %lld",
+                       k, (long long)i, shapeStr(t).c_str(),
+                       shapeStr(&inputs[0]).c_str(), (long long)a);
+    so[size_t(a)] += t->shape[a];
+  }
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  return AMPRT_OK;
+}
 
 int64_t amprt::indexAt(T idx, int64_t i) {
   return idx->dtype == AMPRT_I64 ? static_cast<const int64_t *>(idx->data)[i]
@@ -171,22 +199,37 @@ amprt_status amprt::transposeGeometry(amprt_context *ctx, const char *k, T x,
   return AMPRT_OK;
 }
 
-namespace {
-
-amprt_status dropoutParams(amprt_context *ctx, const char *k, T ratio,
-                           T training, float &r, bool &train) {
+amprt_status amprt::checkDropoutScalars(amprt_context *ctx, const char *k,
+                                        T ratio, T training) {
   AMPRT_TRY(checkFloat(ctx, k, "ratio", ratio, true));
   AMPRT_TRY(checkDtype(ctx, k, "training", training, AMPRT_BOOL, true));
   if (ratio)
     AMPRT_TRY(checkNumel(ctx, k, "ratio", ratio, 1));
   if (training)
     AMPRT_TRY(checkNumel(ctx, k, "training", training, 1));
-  r = ratio ? float(scalarOf(ratio)) : 0.5f;
-  train = training && scalarOf(training) != 0;
+  return AMPRT_OK;
+}
+
+amprt_status amprt::dropoutValues(amprt_context *ctx, const char *k,
+                                  const double *ratio, const double *training,
+                                  float &r, bool &train) {
+  r = ratio ? float(*ratio) : 0.5f;
+  train = training && *training != 0;
   if (!(r >= 0.f && r < 1.f))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "%s: ratio %g outside [0, 1)", k, double(r));
   return AMPRT_OK;
+}
+
+namespace {
+
+/// Dropout's checks and scalars, read from host-visible memory.
+amprt_status dropoutParams(amprt_context *ctx, const char *k, T ratio,
+                           T training, float &r, bool &train) {
+  AMPRT_TRY(checkDropoutScalars(ctx, k, ratio, training));
+  double rv = ratio ? scalarOf(ratio) : 0, tv = training ? scalarOf(training) : 0;
+  return dropoutValues(ctx, k, ratio ? &rv : nullptr,
+                       training ? &tv : nullptr, r, train);
 }
 
 } // namespace
@@ -226,30 +269,9 @@ amprt_status amprt_concat(amprt_context *ctx, T inputs, int64_t n,
   AMPRT_DISPATCH(concat, ctx, inputs, n, axis, y);
   return guard(ctx, "concat", [&]() -> amprt_status {
     const char *k = "concat";
-    if (n < 1 || !inputs)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: needs at least one input", k);
-    AMPRT_TRY(checkTensor(ctx, k, "inputs[0]", &inputs[0]));
-    AMPRT_TRY(checkDtype(ctx, k, "y", y, inputs[0].dtype));
     int64_t a;
-    AMPRT_TRY(normAxis(ctx, k, axis, inputs[0].rank, a));
-    Shape so = shapeOf(&inputs[0]);
-    so[size_t(a)] = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      T t = &inputs[i];
-      AMPRT_TRY(checkDtype(ctx, k, "an input", t, inputs[0].dtype));
-      bool ok = t->rank == inputs[0].rank;
-      for (int32_t d = 0; ok && d < t->rank; ++d)
-        ok = d == a || t->shape[d] == inputs[0].shape[d];
-      if (!ok)
-        return ctx->fail(AMPRT_ERR_SHAPE,
-                         "%s: input %lld has shape %s, incompatible with %s "
-                         "on axis %lld",
-                         k, (long long)i, shapeStr(t).c_str(),
-                         shapeStr(&inputs[0]).c_str(), (long long)a);
-      so[size_t(a)] += t->shape[a];
-    }
-    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    Shape so;
+    AMPRT_TRY(concatShape(ctx, k, inputs, n, axis, y, a, so));
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < int64_t(so.size()); ++d)
       if (d < a)

@@ -9,22 +9,29 @@ dtype's ulp at the larger of the two values:
   exact (bits, or both NaN): cast, add/sub/mul/div/mod/min/max (float and
       integer), the comparisons, neg/abs/sqrt/reciprocal, relu/sigmoid/tanh gradients,
       isnan/isinf/logical_not, sum, scale, where, fill, identity, reshape,
-      transpose, expand, gather, max_pool (values and indices),
+      transpose, expand, concat, slice, slice_grad, gather, max_pool
+      (values and indices), average_pool, global_average_pool_grad,
+      dropout and dropout_grad (masks and values), random_uniform,
+      bernoulli,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
       loss_scaler_update, sgd (the GPU code is the CPU's expressions,
       compiled without FMA contraction);
   1 ulp: f16/bf16 outputs of every kernel where the CPU rounds once from f32
-      (a different f32 result can round to the neighbour);
+      (a different f32 result can round to the neighbour); random_normal
+      (the device's double log/sqrt/cos; 4 ulp for f64 outputs);
   adamw f32: 2 ulp per step (device pow in the bias corrections);
   sigmoid, tanh, exp, log, pow in f32: 4 ulp (CUDA's expf/tanhf/logf/
       powf against glibc's); gelu, fast_gelu and their gradients: 6 ulp
       (erfcf), the gradients plus 16 2^-24 |dy| (1 + |x|) (two terms that
       cancel); every f32 transcendental also 4 2^-126 (subnormal results);
-  gather_grad, max_pool_grad: 1 ulp + (terms + 4) 2^-24 sum|dy| (f32
-      atomics: rows sharing an index sum in another order);
-  layer_norm, batch_norm and their gradients: 2 ulp + 8 2^-24 (max|out| +
+  gather_grad, max_pool_grad, average_pool_grad: 1 ulp + (terms + 4)
+      2^-24 sum|dy| (f32 atomics: rows sharing an index sum in another
+      order);
+  global_average_pool: 1 ulp + (S + 4) 2^-24 mean|x| (f64 sums on the
+      device, an f32 sequence of S terms on the CPU);
+  layer_norm, rms_norm, batch_norm and their gradients: 2 ulp + 8 2^-24 (max|out| +
       1) (the f64 statistics sum in another order, which can move the f32
       mean or inverse deviation by an ulp);
   softmax family, losses, reduce_sum in f32: 4 ulp + (terms + 4) 2^-24 scale
@@ -923,6 +930,126 @@ def test_shape_ops(rt, gpu):
          rt.empty((50, 4), "f32"))
 
 
+def test_concat_slice(rt, gpu):
+    for dt in ("f32", "f16", "i64", "bool"):
+        def mk(shape):
+            return (rt.randn(shape, dt) if dt in FLOATS else
+                    Buf(rt.rng.integers(0, 2, shape), dt))
+        for axis, shapes in ((1, [(2, 1, 4), (2, 3, 4), (2, 0, 4),
+                                  (2, 2, 4)]),
+                             (-1, [(3, 5), (3, 1)]), (0, [(4, 2, 3)])):
+            parts = [mk(sh) for sh in shapes]
+            so = np.concatenate([np.zeros(sh) for sh in shapes],
+                                axis=axis).shape
+            c, g, _ = both(rt, gpu, "concat", parts, len(parts), axis,
+                           rt.empty(so, dt))
+            same(rt, "concat axis %d" % axis, c[3], g[3])
+        x = mk((4, 5, 6))
+        for st, en, ax, sp in (([0, 1], [2, 3], [0, 2], [1, 1]),
+                               ([-1], [-100], [2], [-2]),
+                               ([3, 4, 5], [-100, -100, 0], [0, 1, 2],
+                                [-1, -2, -3]),
+                               ([1, 0], [100, 3], [1, 2], [1, 2]),
+                               ([2], [1], [1], [1])):
+            sl = [slice(None)] * 3
+            for s_, e_, a_, p_ in zip(st, en, ax, sp):
+                sl[a_] = slice(s_, None if e_ == -100 else e_, p_)
+            so = np.zeros((4, 5, 6))[tuple(sl)].shape
+            en2 = [e_ if e_ != -100 else -(2 ** 63) for e_ in en]
+            c, g, _ = both(rt, gpu, "slice", x, i64s(st), i64s(en2),
+                           i64s(ax), i64s(sp), len(st), rt.empty(so, dt))
+            same(rt, "slice %s:%s:%s" % (st, en, sp), c[6], g[6])
+            c, g, _ = both(rt, gpu, "slice_grad", mk(so), i64s(st),
+                           i64s(en2), i64s(ax), i64s(sp), len(st),
+                           rt.empty((4, 5, 6), dt))
+            same(rt, "slice_grad %s:%s:%s" % (st, en, sp), c[6], g[6])
+    # The CPU's errors: shapes that disagree, a repeated axis, step 0.
+    x = rt.randn((2, 3), "f32")
+    both(rt, gpu, "concat", [x, rt.randn((3, 3), "f32")], 2, 1,
+         rt.empty((2, 6), "f32"))
+    both(rt, gpu, "slice", x, i64s([0, 0]), i64s([1, 1]), i64s([1, 1]),
+         None, 2, rt.empty((2, 1), "f32"))
+    both(rt, gpu, "slice_grad", rt.randn((2, 1), "f32"), i64s([0]),
+         i64s([1]), i64s([1]), i64s([0]), 1, rt.empty((2, 3), "f32"))
+
+
+def test_dropout(rt, gpu):
+    L = rt.lib
+    L.amprt_set_random_offset.argtypes = [C.c_void_p, C.c_uint64]
+    try:
+        for off in (0, 7):
+            assert L.amprt_set_random_offset(rt.ctx, off) == 0
+            assert L.amprt_set_random_offset(gpu.ctx, off) == 0
+            for dt in FLOATS:
+                x = special(rt, (33, 65), dt)
+                for r, train, mask in ((0.25, 1, True), (0.6, 1, False),
+                                       (0.0, 1, True), (0.3, 0, True),
+                                       (None, 1, True), (0.5, None, True)):
+                    ratio = (None if r is None else
+                             rt.buf(np.array(r), "bf16" if dt == "bf16"
+                                    else "f32"))
+                    tr = None if train is None else Buf(np.array(train),
+                                                        "bool")
+                    m = rt.empty(x.shape, "bool") if mask else None
+                    c, g, _ = both(rt, gpu, "dropout", x, ratio, tr, 4321,
+                                   rt.empty(x.shape, dt), m)
+                    same(rt, "dropout y %s" % r, c[4], g[4])
+                    if mask:
+                        same(rt, "dropout mask %s" % r, c[5], g[5])
+                        dy = special(rt, x.shape, dt)
+                        c2, g2, _ = both(rt, gpu, "dropout_grad", dy, c[5],
+                                         ratio, tr, rt.empty(x.shape, dt))
+                        same(rt, "dropout_grad %s" % r, c2[4], g2[4])
+    finally:
+        L.amprt_set_random_offset(rt.ctx, 0)
+        L.amprt_set_random_offset(gpu.ctx, 0)
+    # The CPU's errors: a ratio outside [0, 1), a ratio of two elements.
+    x = rt.randn((4, 4), "f32")
+    both(rt, gpu, "dropout", x, rt.buf(np.array(1.0), "f32"), None, 1,
+         rt.empty((4, 4), "f32"), None)
+    both(rt, gpu, "dropout_grad", x, Buf(np.ones((4, 4)), "bool"),
+         rt.buf(np.array([0.1, 0.2]), "f32"), None, rt.empty((4, 4), "f32"))
+
+
+def test_random(rt, gpu):
+    L = rt.lib
+    L.amprt_set_random_offset.argtypes = [C.c_void_p, C.c_uint64]
+    try:
+        for off in (0, 3):
+            assert L.amprt_set_random_offset(rt.ctx, off) == 0
+            assert L.amprt_set_random_offset(gpu.ctx, off) == 0
+            for dt in FLOATS + ("f64",):
+                y = (rt.empty((17, 31), dt) if dt != "f64"
+                     else Buf(np.zeros((17, 31)), "f64"))
+                c, g, _ = both(rt, gpu, "random_uniform", y, 99,
+                               C.c_double(-2.0), C.c_double(5.0))
+                same(rt, "random_uniform", c[0], g[0])
+                c, g, _ = both(rt, gpu, "random_normal", y, 99,
+                               C.c_double(1.5), C.c_double(3.0))
+                # The device's double log/sqrt/cos against glibc's.
+                same(rt, "random_normal", c[0], g[0],
+                     ulps=4 if dt == "f64" else 1)
+            p = rt.uniform((40, 9), "f32", 0.0, 1.0)
+            p.arr.reshape(-1)[:3] = [0.0, 1.0, 0.5]
+            for ydt in ("f32", "bf16", "i64", "bool"):
+                c, g, _ = both(rt, gpu, "bernoulli", p, rt.empty(p.shape, ydt)
+                               if ydt in FLOATS else
+                               Buf(np.zeros(p.shape, NP_STORAGE[ydt]), ydt),
+                               77)
+                same(rt, "bernoulli " + ydt, c[1], g[1])
+    finally:
+        L.amprt_set_random_offset(rt.ctx, 0)
+        L.amprt_set_random_offset(gpu.ctx, 0)
+    # The CPU's errors: p outside [0, 1] (nothing written), a bad range.
+    p = Buf(np.array([0.2, 1.5, np.nan], np.float32), "f32")
+    c, g, _ = both(rt, gpu, "bernoulli", p, rt.empty((3,), "f32"), 1)
+    same(rt, "bernoulli error leaves y", c[1], g[1])
+    both(rt, gpu, "random_uniform", rt.empty((3,), "f32"), 1,
+         C.c_double(2.0), C.c_double(1.0))
+    both(rt, gpu, "random_normal", rt.empty((3,), "i64"), 1,
+         C.c_double(0.0), C.c_double(1.0))
+
+
 # ---------------------------------------------------------------------------
 # Normalization.cpp, Pool.cpp (max)
 # ---------------------------------------------------------------------------
@@ -953,6 +1080,18 @@ def test_normalization(rt, gpu):
             for j, what in ((6, "dx"), (7, "dscale"), (8, "dbias")):
                 same(rt, "layer_norm_grad " + what, c2[j], g2[j],
                      **norm_tol(c2[j]))
+            # RMSNorm (SimplifiedLayerNormalization): the LayerNorm kernels
+            # with no mean and no bias.
+            io = rt.empty((outer,), "f32")
+            c, g, _ = both(rt, gpu, "rms_norm", x, sc, axis, C.c_float(1e-5),
+                           rt.empty(shape, dt), io)
+            for j, what in ((4, "y"), (5, "inv_std")):
+                same(rt, "rms_norm " + what, c[j], g[j], **norm_tol(c[j]))
+            c2, g2, _ = both(rt, gpu, "rms_norm_grad", dy, x, sc, c[5], axis,
+                             rt.empty(shape, dt), rt.empty((inner,), "f32"))
+            for j, what in ((5, "dx"), (6, "dscale")):
+                same(rt, "rms_norm_grad " + what, c2[j], g2[j],
+                     **norm_tol(c2[j]))
         for shape in ((8, 5, 6, 7), (16, 3), (4, 2, 1000)):
             C_ = shape[1]
             x = rt.randn(shape, dt, 3.0)
@@ -976,6 +1115,9 @@ def test_normalization(rt, gpu):
     both(rt, gpu, "layer_norm", rt.randn((2, 3), "f32"),
          rt.randn((4,), "f32"), None, -1, C.c_float(1e-5),
          rt.empty((2, 3), "f32"), None, None)
+    both(rt, gpu, "rms_norm", rt.randn((2, 3), "f32"),
+         rt.randn((4,), "f32"), -1, C.c_float(1e-5),
+         rt.empty((2, 3), "f32"), None)
     both(rt, gpu, "batch_norm_grad", rt.randn((2, 3), "f32"),
          rt.randn((2, 4), "f32"), rt.randn((3,), "f32"),
          rt.randn((3,), "f32"), rt.randn((3,), "f32"), None, None, None)
@@ -1007,6 +1149,49 @@ def test_max_pool(rt, gpu):
     bad = Buf(np.array([[0, 3], [70, 1]], np.int64), "i64")
     both(rt, gpu, "max_pool_grad", rt.randn((2, 2), "f32"), bad,
          rt.empty((8, 8), "f32"))
+
+
+def test_average_pool(rt, gpu):
+    for dt in FLOATS:
+        for xs, k, st, pd in (((2, 3, 9, 11), [3, 3], [2, 2], [1, 1, 1, 1]),
+                              ((2, 2, 8, 8), [2, 2], [1, 1], None),
+                              ((3, 4, 17), [3], [1], [1, 2]),
+                              ((2, 2, 5, 6, 7), [3, 2, 3], [2, 1, 2],
+                               [1, 0, 1, 1, 1, 0])):
+            for cip in (0, 1):
+                win = window(k, st, pd, count_include_pad=cip)
+                x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
+                pads = win.pads
+                sp = [(xs[2 + i] + pads[i] + pads[i + len(xs) - 2] - k[i])
+                      // st[i] + 1 for i in range(len(xs) - 2)]
+                ys = xs[:2] + tuple(sp)
+                c, g, _ = both(rt, gpu, "average_pool", x, rt.empty(ys, dt),
+                               C.byref(win))
+                same(rt, "average_pool", c[1], g[1])
+                dy = rt.randn(ys, dt)
+                c2, g2, _ = both(rt, gpu, "average_pool_grad", dy,
+                                 rt.empty(xs, dt), C.byref(win))
+                taps = int(np.prod(k))
+                same(rt, "average_pool_grad", c2[1], g2[1], ulps=1,
+                     scale=np.max(np.abs(decode(dy))) * taps, terms=taps)
+        for xs in ((4, 6, 5), (8, 16, 7, 7), (2, 3, 64, 64), (2, 2, 3, 4, 5)):
+            x = rt.randn(xs, dt)
+            ys = xs[:2] + (1,) * (len(xs) - 2)
+            S = int(np.prod(xs[2:]))
+            c, g, _ = both(rt, gpu, "global_average_pool", x,
+                           rt.empty(ys, dt))
+            # f64 sums on the device, f32 on the CPU.
+            same(rt, "global_average_pool", c[1], g[1], ulps=1,
+                 scale=np.abs(decode(x)).mean(axis=tuple(range(2, len(xs))),
+                                             keepdims=True), terms=S)
+            dy = rt.randn(ys, dt)
+            c, g, _ = both(rt, gpu, "global_average_pool_grad", dy,
+                           rt.empty(xs, dt))
+            same(rt, "global_average_pool_grad", c[1], g[1])
+    both(rt, gpu, "global_average_pool", rt.randn((2, 3), "f32"),
+         rt.empty((2, 3), "f32"))
+    both(rt, gpu, "average_pool", rt.randn((2, 3, 4, 4), "f32"),
+         rt.empty((2, 3, 3, 3), "f32"), C.byref(window([3, 3], [1, 1])))
 
 
 # ---------------------------------------------------------------------------
@@ -1053,27 +1238,28 @@ def test_conv(rt, gpu):
 def test_cpu_fallback(rt, gpu):
     # Kernels without a CUDA override run the CPU code on managed memory.
     x = rt.randn((4, 6, 5), "f16")
-    c, g, _ = both(rt, gpu, "global_average_pool", x,
-                   rt.empty((4, 6, 1), "f16"))
-    same(rt, "global_average_pool", c[1], g[1])
-    c, g, _ = both(rt, gpu, "concat", [x, rt.randn((4, 2, 5), "f16")], 2, 1,
-                   rt.empty((4, 8, 5), "f16"))
-    same(rt, "concat", c[3], g[3])
+    for k_ in ("reduce_max", "reduce_min"):
+        c, g, _ = both(rt, gpu, k_, x, i64s([2]), 1, 1, 0,
+                       rt.empty((4, 6, 1), "f16"))
+        same(rt, k_, c[5], g[5])
+    c, g, _ = both(rt, gpu, "cumsum", x, 1, 0, 1, rt.empty((4, 6, 5), "f16"))
+    same(rt, "cumsum", c[4], g[4])
     # A fallback after GPU work on the same buffers sees that work.
     a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
     y, yb = gpu.upload(rt.empty((2, 32, 64), "f32"))
     z, zb = gpu.upload(rt.empty((2, 32, 1), "f32"))
     L = rt.lib
+    ax = i64s([2])
     assert L.amprt_relu(gpu.ctx, C.byref(t), C.byref(y)) == 0, gpu.err()
-    assert L.amprt_global_average_pool(gpu.ctx, C.byref(y),
-                                       C.byref(z)) == 0, gpu.err()
+    assert L.amprt_reduce_max(gpu.ctx, C.byref(y), ax, 1, 1, 0,
+                              C.byref(z)) == 0, gpu.err()
     gpu.download(z, zb)
     gpu.free_all()
     mid, want = rt.empty((2, 32, 64), "f32"), rt.empty((2, 32, 1), "f32")
     rt.ok("relu", a.ref, mid.ref)
-    rt.ok("global_average_pool", mid.ref, want.ref)
-    same(rt, "relu then global_average_pool (fallback)", want, zb)
+    rt.ok("reduce_max", mid.ref, ax, 1, 1, 0, want.ref)
+    same(rt, "relu then reduce_max (fallback)", want, zb)
 
 
 def test_unaligned(rt, gpu):
@@ -1095,8 +1281,9 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_sgd, test_adamw, test_softmax, test_cross_entropy,
          test_reduce_sum, test_more_binary, test_more_unary,
          test_slopes_sign_logic,
-         test_where_sum_scale, test_shape_ops, test_normalization,
-         test_max_pool, test_conv, test_cpu_fallback, test_unaligned]
+         test_where_sum_scale, test_shape_ops, test_concat_slice,
+         test_dropout, test_random, test_normalization, test_max_pool,
+         test_average_pool, test_conv, test_cpu_fallback, test_unaligned]
 
 
 def main():
