@@ -107,6 +107,11 @@ constexpr int kMaxScalars = 8;
 amprt_status readScalars(amprt_context *ctx, const char *k,
                          std::initializer_list<T> ts, double *out);
 
+/// Checks every index of `indices` (i64 or i32) against [-len, len) on the
+/// device and waits: ok is true when all are in range.
+amprt_status indicesInRange(amprt_context *ctx, const char *k, T indices,
+                            int64_t len, bool &ok);
+
 /// Stream-ordered scratch memory, released when the object dies (after the
 /// kernels queued before the release).
 struct Scratch {
@@ -433,6 +438,7 @@ void registerNormalization(KernelTable &t); // Normalization.cu
 void registerPool(KernelTable &t);        // Pool.cu
 void registerResize(KernelTable &t);      // Resize.cu
 void registerRandom(KernelTable &t);      // Random.cu
+void registerSelect(KernelTable &t);      // Select.cu
 
 } // namespace cuda
 } // namespace amprt

@@ -219,36 +219,6 @@ __device__ __forceinline__ int64_t ldIndex(const void *idx, int32_t dt,
   return v < 0 ? v + len : v;
 }
 
-/// The smallest j with idx[j] outside [-len, len) goes to *status.
-__global__ void checkIndicesKernel(const void *idx, int32_t di, int64_t ni,
-                                   int64_t len, int64_t *status) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < ni;
-       j += int64_t(gridDim.x) * blockDim.x) {
-    int64_t v = di == AMPRT_I64 ? static_cast<const int64_t *>(idx)[j]
-                                : static_cast<const int32_t *>(idx)[j];
-    if (v < -len || v >= len)
-      atomicMin(reinterpret_cast<unsigned long long *>(status),
-                static_cast<unsigned long long>(j));
-  }
-}
-
-/// Waits for the index check; true when every index is in range.
-amprt_status indicesInRange(amprt_context *ctx, const char *k, T indices,
-                            int64_t len, bool &ok) {
-  int64_t ni = numel(indices);
-  ok = true;
-  if (ni == 0)
-    return AMPRT_OK;
-  AMPRT_TRY(clearStatus(ctx, k));
-  checkIndicesKernel<<<gridFor(ni, kThreads), kThreads, 0, stream(ctx)>>>(
-      indices->data, indices->dtype, ni, len, state(ctx).devStatus);
-  AMPRT_CUDA_LAUNCHED(ctx, k);
-  int64_t bad;
-  AMPRT_TRY(readStatus(ctx, k, bad));
-  ok = bad == kNoError;
-  return AMPRT_OK;
-}
-
 /// y[o, j, t] = data[o, idx[j], t]; one thread per output element.
 template <typename E>
 __global__ void gatherKernel(const E *data, const void *idx, int32_t di,

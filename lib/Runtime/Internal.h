@@ -715,6 +715,105 @@ amprt_status makeWindow(amprt_context *ctx, const char *k,
                         const amprt_tensor *x, const int64_t *kernel,
                         const amprt_window *win, Window &g);
 
+//===----------------------------------------------------------------------===//
+// Selection along an axis (Select.cpp, Reduce.cpp; kernels/Select.cu)
+//===----------------------------------------------------------------------===//
+
+/// arg_max / arg_min / top_k ranking: a before b when larger (smaller);
+/// NaN before any number. Integers compare exactly.
+AMPRT_HD inline bool ranksBefore(float a, float b, bool largest) {
+  bool na = a != a, nb = b != b;
+  if (na || nb)
+    return na && !nb;
+  return largest ? a > b : a < b;
+}
+AMPRT_HD inline bool ranksBefore(int64_t a, int64_t b, bool largest) {
+  return largest ? a > b : a < b;
+}
+AMPRT_HD inline bool ranksEqual(float a, float b) {
+  return a == b || (a != a && b != b);
+}
+AMPRT_HD inline bool ranksEqual(int64_t a, int64_t b) { return a == b; }
+
+/// The position along a line (elements at(base + i * inner), i < len) of
+/// its first extreme element, or with `last` of its last one.
+template <typename At>
+AMPRT_HD inline int64_t argOfLine(int64_t base, int64_t len, int64_t inner,
+                                  bool largest, bool last, At &&at) {
+  int64_t best = 0;
+  auto b = at(base);
+  for (int64_t i = 1; i < len; ++i) {
+    auto v = at(base + i * inner);
+    if (ranksBefore(v, b, largest) || (last && ranksEqual(v, b))) {
+      best = i;
+      b = v;
+    }
+  }
+  return best;
+}
+
+/// arg_max / arg_min: x float, integer or bool, y i64 of x's shape with the
+/// axis kept as 1 or dropped, a non-empty axis; x as (outer, len, inner).
+amprt_status checkArgExtreme(amprt_context *ctx, const char *k,
+                             const amprt_tensor *x, int64_t axis,
+                             int32_t keepdims, const amprt_tensor *y,
+                             int64_t &outer, int64_t &len, int64_t &inner);
+
+/// GatherElements' geometry checks (not the index values): indices of
+/// data's rank and within its dims off the axis, y of the indices' shape.
+/// `axis` is normalized in place.
+amprt_status checkGatherElementsShape(amprt_context *ctx, const char *k,
+                                      const amprt_tensor *data,
+                                      const amprt_tensor *indices,
+                                      int64_t &axis, const amprt_tensor *y);
+/// Where GatherElements reads: the indices' dims, data's strides.
+struct ElementsMap {
+  int32_t rank, axis;
+  int64_t len; // data's extent along the axis
+  int64_t ishape[AMPRT_MAX_RANK], dstride[AMPRT_MAX_RANK];
+};
+ElementsMap elementsMap(const amprt_tensor *data, const amprt_tensor *indices,
+                        int64_t axis);
+/// The offset in data of element i of the indices, whose value is idx (in
+/// [-len, len)).
+AMPRT_HD inline int64_t gatheredOffset(const ElementsMap &m, int64_t i,
+                                       int64_t idx) {
+  int64_t off = 0;
+  for (int32_t d = m.rank - 1; d >= 0; --d) {
+    int64_t c = i % m.ishape[d];
+    i /= m.ishape[d];
+    if (d == m.axis)
+      c = idx < 0 ? idx + m.len : idx;
+    off += c * m.dstride[d];
+  }
+  return off;
+}
+
+/// CumSum: x and y of one shape and dtype (f32, f16, bf16, i64 or i32); x
+/// as (outer, len, inner) around the axis.
+amprt_status checkCumSum(amprt_context *ctx, const char *k,
+                         const amprt_tensor *x, int64_t axis,
+                         const amprt_tensor *y, int64_t &outer, int64_t &len,
+                         int64_t &inner);
+/// The running sums of one line (elements base + s * inner, s < len), in
+/// order along the axis or against it; exclusive sums leave out the element
+/// itself. Acc: double for floats, uint64_t (wrapping) for integers.
+template <typename Acc, typename Load, typename Store>
+AMPRT_HD inline void scanLine(int64_t base, int64_t len, int64_t inner,
+                              bool exclusive, bool reverse, Load &&load,
+                              Store &&store) {
+  Acc acc = 0;
+  for (int64_t s = 0; s < len; ++s) {
+    int64_t i = base + (reverse ? len - 1 - s : s) * inner;
+    Acc v = load(i);
+    if (!exclusive)
+      acc += v;
+    store(i, acc);
+    if (exclusive)
+      acc += v;
+  }
+}
+
 /// Reads a one-element tensor as double (any dtype).
 double scalarOf(const amprt_tensor *t);
 /// Writes a one-element tensor from a double (any dtype).

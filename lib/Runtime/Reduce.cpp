@@ -75,24 +75,14 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
   return AMPRT_OK;
 }
 
-/// The running sums of one (outer, len, inner) split, in order along the
-/// axis or against it; exclusive sums leave out the element itself.
+/// Runs scanLine over every (outer, inner) line.
 template <typename Acc, typename Load, typename Store>
 void scanLines(int64_t outer, int64_t len, int64_t inner, bool exclusive,
                bool reverse, Load &&load, Store &&store) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < inner; ++j) {
-      Acc acc = 0;
-      for (int64_t s = 0; s < len; ++s) {
-        int64_t i = o * len * inner + (reverse ? len - 1 - s : s) * inner + j;
-        Acc v = load(i);
-        if (!exclusive)
-          acc += v;
-        store(i, acc);
-        if (exclusive)
-          acc += v;
-      }
-    }
+    for (int64_t j = 0; j < inner; ++j)
+      scanLine<Acc>(o * len * inner + j, len, inner, exclusive, reverse, load,
+                    store);
 }
 
 template <typename S>
@@ -109,16 +99,8 @@ void scanInt(T x, T y, int64_t outer, int64_t len, int64_t inner,
 
 amprt_status cumsum(amprt_context *ctx, const char *k, T x, int64_t axis,
                     int32_t exclusive, int32_t reverse, T y) {
-  AMPRT_TRY(checkTensor(ctx, k, "x", x));
-  if (!isLowOrF32(x->dtype) && x->dtype != AMPRT_I64 &&
-      x->dtype != AMPRT_I32)
-    return ctx->fail(AMPRT_ERR_DTYPE,
-                     "%s: x has dtype %s, expected f32, f16, bf16, i64 or i32",
-                     k, amprt_dtype_name(x->dtype));
-  AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
-  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-  int64_t a, outer, len, inner;
-  AMPRT_TRY(splitAtAxis(ctx, k, x, axis, a, outer, len, inner));
+  int64_t outer, len, inner;
+  AMPRT_TRY(checkCumSum(ctx, k, x, axis, y, outer, len, inner));
   if (x->dtype == AMPRT_I64) {
     scanInt<int64_t>(x, y, outer, len, inner, exclusive, reverse);
     return AMPRT_OK;
@@ -137,6 +119,21 @@ amprt_status cumsum(amprt_context *ctx, const char *k, T x, int64_t axis,
 }
 
 } // namespace
+
+amprt_status amprt::checkCumSum(amprt_context *ctx, const char *k, T x,
+                                int64_t axis, T y, int64_t &outer,
+                                int64_t &len, int64_t &inner) {
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  if (!isLowOrF32(x->dtype) && x->dtype != AMPRT_I64 &&
+      x->dtype != AMPRT_I32)
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: x has dtype %s, expected f32, f16, bf16, i64 or i32",
+                     k, amprt_dtype_name(x->dtype));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  int64_t a;
+  return splitAtAxis(ctx, k, x, axis, a, outer, len, inner);
+}
 
 extern "C" {
 

@@ -33,97 +33,29 @@ amprt_status splitAxis(amprt_context *ctx, const char *k, T x, int64_t &axis,
   return splitAtAxis(ctx, k, x, axis, axis, outer, len, inner);
 }
 
-/// a ranks before b: larger (or smaller) first, NaN first.
-bool before(float a, float b, bool largest) {
-  if (std::isnan(a) || std::isnan(b))
-    return std::isnan(a) && !std::isnan(b);
-  return largest ? a > b : a < b;
-}
-bool before(int64_t a, int64_t b, bool largest) {
-  return largest ? a > b : a < b;
-}
-
-/// Element i of an integer or bool tensor.
-int64_t integerAt(T x, int64_t i) {
-  switch (x->dtype) {
-  case AMPRT_I64:
-    return static_cast<const int64_t *>(x->data)[i];
-  case AMPRT_I32:
-    return static_cast<const int32_t *>(x->data)[i];
-  case AMPRT_I8:
-    return static_cast<const int8_t *>(x->data)[i];
-  default: // u8, bool
-    return static_cast<const uint8_t *>(x->data)[i];
-  }
-}
-
-/// The index of the first (or, with `last`, the last) extreme element of
-/// each (outer, inner) line; at(i) is element i of x, ranked by `before`.
-template <typename At>
-void argLines(int64_t outer, int64_t len, int64_t inner, bool largest,
-              bool last, int64_t *out, At &&at) {
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < inner; ++j) {
-      int64_t base = o * len * inner + j, best = 0;
-      auto b = at(base);
-      for (int64_t i = 1; i < len; ++i) {
-        auto v = at(base + i * inner);
-        bool tie = v == b || (std::isnan(double(v)) && std::isnan(double(b)));
-        if (before(v, b, largest) || (last && tie)) {
-          best = i;
-          b = v;
-        }
-      }
-      out[o * inner + j] = best;
-    }
-}
-
 amprt_status argExtreme(amprt_context *ctx, const char *k, T x, int64_t axis,
                         int32_t keepdims, int32_t last, T y, bool largest) {
-  AMPRT_TRY(checkTensor(ctx, k, "x", x));
-  bool integer = isInteger(x->dtype) || x->dtype == AMPRT_BOOL;
-  if (!integer)
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-  AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_I64));
   int64_t outer, len, inner;
-  AMPRT_TRY(splitAxis(ctx, k, x, axis, outer, len, inner));
-  Shape so = shapeOf(x);
-  if (keepdims)
-    so[size_t(axis)] = 1;
-  else
-    so.erase(so.begin() + axis);
-  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
-  if (len == 0 && outer * inner > 0)
-    return ctx->fail(AMPRT_ERR_SHAPE, "%s: the axis of x %s is empty", k,
-                     shapeStr(x).c_str());
+  AMPRT_TRY(checkArgExtreme(ctx, k, x, axis, keepdims, y, outer, len, inner));
   auto *out = static_cast<int64_t *>(y->data);
-  if (integer) {
-    argLines(outer, len, inner, largest, last, out,
-             [&](int64_t i) { return integerAt(x, i); });
-    return AMPRT_OK;
-  }
-  F32In in(x);
-  argLines(outer, len, inner, largest, last, out,
-           [&](int64_t i) { return in.p[i]; });
+  bool integer = isInteger(x->dtype) || x->dtype == AMPRT_BOOL;
+  F32In in(integer ? nullptr : x);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      int64_t base = o * len * inner + j;
+      out[o * inner + j] =
+          integer ? argOfLine(base, len, inner, largest, last != 0,
+                              [&](int64_t i) { return readI(x->data, x->dtype, i); })
+                  : argOfLine(base, len, inner, largest, last != 0,
+                              [&](int64_t i) { return in.p[i]; });
+    }
   return AMPRT_OK;
 }
 
-/// GatherElements' checks: indices of data's rank, y (or dy) of the
-/// indices' shape and `dt`, every index in [-len, len).
+/// GatherElements' checks, the index values included (host memory).
 amprt_status checkGatherElements(amprt_context *ctx, const char *k, T data,
                                  T indices, int64_t &axis, T y) {
-  AMPRT_TRY(checkIndices(ctx, k, indices));
-  AMPRT_TRY(normAxis(ctx, k, axis, data->rank, axis));
-  if (indices->rank != data->rank)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: indices %s and data %s have different ranks", k,
-                     shapeStr(indices).c_str(), shapeStr(data).c_str());
-  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(indices)));
-  for (int32_t d = 0; d < data->rank; ++d)
-    if (d != axis && indices->shape[d] > data->shape[d])
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: indices %s exceed data %s at dim %d", k,
-                       shapeStr(indices).c_str(), shapeStr(data).c_str(), d);
+  AMPRT_TRY(checkGatherElementsShape(ctx, k, data, indices, axis, y));
   int64_t len = data->shape[axis], n = numel(indices);
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = indexAt(indices, i);
@@ -139,24 +71,10 @@ amprt_status checkGatherElements(amprt_context *ctx, const char *k, T data,
 /// Calls f(i, offset into data) for each element i of the indices.
 template <typename F>
 void forEachGathered(T data, T indices, int64_t axis, F &&f) {
-  int32_t r = data->rank;
-  Shape ds(size_t(r), 1); // data's strides
-  for (int32_t d = r - 2; d >= 0; --d)
-    ds[d] = ds[d + 1] * data->shape[d + 1];
-  int64_t n = numel(indices), len = data->shape[axis];
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t rem = i, off = 0;
-    for (int32_t d = r - 1; d >= 0; --d) {
-      int64_t c = rem % indices->shape[d];
-      rem /= indices->shape[d];
-      if (d == axis) {
-        c = indexAt(indices, i);
-        c += c < 0 ? len : 0;
-      }
-      off += c * ds[d];
-    }
-    f(i, off);
-  }
+  ElementsMap m = elementsMap(data, indices, axis);
+  int64_t n = numel(indices);
+  for (int64_t i = 0; i < n; ++i)
+    f(i, gatheredOffset(m, i, indexAt(indices, i)));
 }
 
 /// GatherND's geometry: with b = batch_dims and k = the indices' last dim,
@@ -218,6 +136,60 @@ amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
 
 } // namespace
 
+amprt_status amprt::checkArgExtreme(amprt_context *ctx, const char *k, T x,
+                                    int64_t axis, int32_t keepdims, T y,
+                                    int64_t &outer, int64_t &len,
+                                    int64_t &inner) {
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  bool integer = isInteger(x->dtype) || x->dtype == AMPRT_BOOL;
+  if (!integer)
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_I64));
+  AMPRT_TRY(splitAxis(ctx, k, x, axis, outer, len, inner));
+  Shape so = shapeOf(x);
+  if (keepdims)
+    so[size_t(axis)] = 1;
+  else
+    so.erase(so.begin() + axis);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  if (len == 0 && outer * inner > 0)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: the axis of x %s is empty", k,
+                     shapeStr(x).c_str());
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkGatherElementsShape(amprt_context *ctx, const char *k,
+                                             T data, T indices, int64_t &axis,
+                                             T y) {
+  AMPRT_TRY(checkIndices(ctx, k, indices));
+  AMPRT_TRY(normAxis(ctx, k, axis, data->rank, axis));
+  if (indices->rank != data->rank)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: indices %s and data %s have different ranks", k,
+                     shapeStr(indices).c_str(), shapeStr(data).c_str());
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(indices)));
+  for (int32_t d = 0; d < data->rank; ++d)
+    if (d != axis && indices->shape[d] > data->shape[d])
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: indices %s exceed data %s at dim %d", k,
+                       shapeStr(indices).c_str(), shapeStr(data).c_str(), d);
+  return AMPRT_OK;
+}
+
+ElementsMap amprt::elementsMap(T data, T indices, int64_t axis) {
+  ElementsMap m = {};
+  m.rank = data->rank;
+  m.axis = int32_t(axis);
+  m.len = data->rank ? data->shape[axis] : 1;
+  int64_t stride = 1;
+  for (int32_t d = data->rank - 1; d >= 0; --d) {
+    m.ishape[d] = indices->shape[d];
+    m.dstride[d] = stride;
+    stride *= data->shape[d];
+  }
+  return m;
+}
+
 extern "C" {
 
 amprt_status amprt_arg_max(amprt_context *ctx, T x, int64_t axis,
@@ -271,9 +243,9 @@ amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
         std::partial_sort(order.begin(), order.begin() + k, order.end(),
                           [&](int64_t a, int64_t b) {
                             float u = p[a * inner], v = p[b * inner];
-                            if (before(u, v, largest != 0))
+                            if (ranksBefore(u, v, largest != 0))
                               return true;
-                            return !before(v, u, largest != 0) && a < b;
+                            return !ranksBefore(v, u, largest != 0) && a < b;
                           });
         for (int64_t i = 0; i < k; ++i) {
           int64_t at = (o * k + i) * inner + j;

@@ -12,7 +12,7 @@ dtype's ulp at the larger of the two values:
       transpose, expand, concat, slice, slice_grad, gather, max_pool
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
-      bernoulli,
+      bernoulli, arg_max, arg_min, gather_elements, cumsum,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
@@ -26,7 +26,7 @@ dtype's ulp at the larger of the two values:
       powf against glibc's); gelu, fast_gelu and their gradients: 6 ulp
       (erfcf), the gradients plus 16 2^-24 |dy| (1 + |x|) (two terms that
       cancel); every f32 transcendental also 4 2^-126 (subnormal results);
-  gather_grad, max_pool_grad, average_pool_grad: 1 ulp + (terms + 4)
+  gather_grad, gather_elements_grad, max_pool_grad, average_pool_grad: 1 ulp + (terms + 4)
       2^-24 sum|dy| (f32 atomics: rows sharing an index sum in another
       order);
   global_average_pool: 1 ulp + (S + 4) 2^-24 mean|x| (f64 sums on the
@@ -1050,6 +1050,81 @@ def test_random(rt, gpu):
          C.c_double(0.0), C.c_double(1.0))
 
 
+def test_select(rt, gpu):
+    for dt in ("f32", "f16", "bf16", "i64", "i32", "bool"):
+        if dt in FLOATS:
+            x = special(rt, (5, 7, 9), dt) if dt == "f32" else \
+                rt.buf(np.round(rt.rng.standard_normal((5, 7, 9))), dt)
+        else:
+            # Few values, so ties are common; 2^40 apart where a float
+            # compare would tie.
+            v = rt.rng.integers(0, 3, (5, 7, 9))
+            if dt == "i64":
+                v = v * (2 ** 40) + rt.rng.integers(0, 2, v.shape)
+            x = Buf(v, dt)
+        for name in ("arg_max", "arg_min"):
+            for axis, keep in ((0, 1), (1, 0), (-1, 1)):
+                so = list(x.shape)
+                if keep:
+                    so[axis] = 1
+                else:
+                    so.pop(axis)
+                for last in (0, 1):
+                    c, g, _ = both(rt, gpu, name, x, axis, keep, last,
+                                   Buf(np.zeros(so, np.int64), "i64"))
+                    same(rt, "%s axis %d last %d" % (name, axis, last),
+                         c[4], g[4])
+    for dt in ("f32", "f16", "i64"):
+        data = (rt.randn((6, 5, 4), dt) if dt in FLOATS else
+                Buf(rt.rng.integers(-9, 9, (6, 5, 4)), dt))
+        for idt in ("i64", "i32"):
+            for axis, ishape in ((0, (3, 5, 4)), (1, (6, 8, 2)),
+                                 (-1, (2, 5, 7))):
+                n = data.shape[axis]
+                idx = Buf(rt.rng.integers(-n, n, ishape), idt)
+                c, g, _ = both(rt, gpu, "gather_elements", data, idx, axis,
+                               rt.empty(ishape, dt) if dt in FLOATS else
+                               Buf(np.zeros(ishape, np.int64), dt))
+                same(rt, "gather_elements axis %d" % axis, c[3], g[3])
+    for dt in FLOATS:
+        # Many repeats: the atomics sum them in another order.
+        idx = Buf(rt.rng.integers(-4, 4, (6, 40, 3)), "i64")
+        dy = rt.randn((6, 40, 3), dt)
+        c, g, _ = both(rt, gpu, "gather_elements_grad", dy, idx, 1,
+                       rt.empty((6, 4, 3), dt))
+        sc = np.zeros((6, 4, 3))
+        ii = np.mod(idx.arr, 4)
+        for a_ in range(6):
+            for b_ in range(40):
+                for c_ in range(3):
+                    sc[a_, ii[a_, b_, c_], c_] += abs(decode(dy)[a_, b_, c_])
+        same(rt, "gather_elements_grad", c[3], g[3], ulps=1, scale=sc,
+             terms=40)
+    for dt in ("f32", "f16", "bf16", "i64", "i32"):
+        x = (rt.randn((3, 50, 4), dt) if dt in FLOATS else
+             Buf(rt.rng.integers(-2 ** 30, 2 ** 30, (3, 50, 4)) *
+                 (2 ** 31 if dt == "i64" else 1), dt))
+        for axis in (0, 1, -1):
+            for excl, rev in ((0, 0), (1, 0), (0, 1), (1, 1)):
+                c, g, _ = both(rt, gpu, "cumsum", x, axis, excl, rev,
+                               rt.empty(x.shape, dt) if dt in FLOATS else
+                               Buf(np.zeros(x.shape, np.int64), dt))
+                same(rt, "cumsum axis %d excl %d rev %d" % (axis, excl, rev),
+                     c[4], g[4])
+    # The CPU's errors: an index out of range (nothing written), an empty
+    # axis, a dtype cumsum does not take.
+    bad = Buf(np.array([[0, 5]], np.int64), "i64")
+    c, g, _ = both(rt, gpu, "gather_elements", rt.randn((2, 5), "f32"), bad,
+                   1, rt.empty((1, 2), "f32"))
+    same(rt, "gather_elements error leaves y", c[3], g[3])
+    both(rt, gpu, "gather_elements_grad", rt.randn((1, 2), "f32"), bad, 1,
+         rt.empty((2, 5), "f32"))
+    both(rt, gpu, "arg_max", rt.randn((2, 0), "f32"), 1, 1, 0,
+         Buf(np.zeros((2, 1), np.int64), "i64"))
+    both(rt, gpu, "cumsum", Buf(np.zeros((3,), np.uint8), "u8"), 0, 0, 0,
+         Buf(np.zeros((3,), np.uint8), "u8"))
+
+
 # ---------------------------------------------------------------------------
 # Normalization.cpp, Pool.cpp (max)
 # ---------------------------------------------------------------------------
@@ -1242,8 +1317,8 @@ def test_cpu_fallback(rt, gpu):
         c, g, _ = both(rt, gpu, k_, x, i64s([2]), 1, 1, 0,
                        rt.empty((4, 6, 1), "f16"))
         same(rt, k_, c[5], g[5])
-    c, g, _ = both(rt, gpu, "cumsum", x, 1, 0, 1, rt.empty((4, 6, 5), "f16"))
-    same(rt, "cumsum", c[4], g[4])
+    c, g, _ = both(rt, gpu, "trilu", x, 1, 1, rt.empty((4, 6, 5), "f16"))
+    same(rt, "trilu", c[3], g[3])
     # A fallback after GPU work on the same buffers sees that work.
     a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
@@ -1282,7 +1357,8 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_reduce_sum, test_more_binary, test_more_unary,
          test_slopes_sign_logic,
          test_where_sum_scale, test_shape_ops, test_concat_slice,
-         test_dropout, test_random, test_normalization, test_max_pool,
+         test_dropout, test_random, test_select, test_normalization,
+         test_max_pool,
          test_average_pool, test_conv, test_cpu_fallback, test_unaligned]
 
 

@@ -1,0 +1,203 @@
+//===- Select.cu - arg_max/min, gather_elements and grad, cumsum ----------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The CUDA versions of the selections along an axis that training graphs
+// run on their data every step (Select.cpp, and Reduce.cpp's cumsum):
+// sequence classifiers take an ArgMax of a mask, RoBERTa-style models a
+// CumSum for their position ids and a GatherElements. One thread per line
+// (arg_max/min, cumsum) or per element (gather_elements), running the CPU's
+// own line walks (argOfLine, scanLine, gatheredOffset in Internal.h), so
+// the results are the CPU's bits; gather_elements_grad adds into f32 with
+// atomics, in another order. Index values are checked on the device first
+// (one wait) and a bad one is reported by the CPU code, nothing written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+/// y[line] = the position of the extreme element of each (outer, inner)
+/// line of x.
+__global__ void argKernel(const void *x, int32_t dx, bool integer,
+                          int64_t *y, int64_t lines, int64_t len,
+                          int64_t inner, bool largest, bool last) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines;
+       l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (l / inner) * len * inner + l % inner;
+    y[l] = integer ? argOfLine(base, len, inner, largest, last,
+                               [&](int64_t i) { return readI(x, dx, i); })
+                   : argOfLine(base, len, inner, largest, last,
+                               [&](int64_t i) { return loadF(x, dx, i); });
+  }
+}
+
+template <bool Largest>
+amprt_status cudaArg(amprt_context *ctx, T x, int64_t axis, int32_t keepdims,
+                     int32_t last, T y) {
+  const char *k = Largest ? "arg_max" : "arg_min";
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t outer, len, inner;
+    if (checkArgExtreme(ctx, k, x, axis, keepdims, y, outer, len, inner))
+      return onHost(ctx, [&] {
+        return (Largest ? amprt_arg_max : amprt_arg_min)(ctx, x, axis,
+                                                         keepdims, last, y);
+      });
+    int64_t lines = outer * inner;
+    if (lines == 0)
+      return AMPRT_OK;
+    argKernel<<<gridFor(lines, kThreads), kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, isInteger(x->dtype) || x->dtype == AMPRT_BOOL,
+        static_cast<int64_t *>(y->data), lines, len, inner, Largest,
+        last != 0);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+__device__ __forceinline__ int64_t ldIdx(const void *idx, int32_t dt,
+                                         int64_t i) {
+  return dt == AMPRT_I64 ? static_cast<const int64_t *>(idx)[i]
+                         : static_cast<const int32_t *>(idx)[i];
+}
+
+template <typename E>
+__global__ void gatherElementsKernel(ElementsMap m, const E *data,
+                                     const void *idx, int32_t di, E *y,
+                                     int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = data[gatheredOffset(m, i, ldIdx(idx, di, i))];
+}
+
+__global__ void gatherElementsGradKernel(ElementsMap m, const void *dy,
+                                         int32_t ddy, const void *idx,
+                                         int32_t di, float *acc, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    atomicAdd(acc + gatheredOffset(m, i, ldIdx(idx, di, i)),
+              loadF(dy, ddy, i));
+}
+
+amprt_status cudaGatherElements(amprt_context *ctx, T data, T indices,
+                                int64_t axis, T y) {
+  const char *k = "gather_elements";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gather_elements(ctx, data, indices, axis, y);
+    };
+    int64_t a = axis;
+    if (checkTensor(ctx, k, "data", data) ||
+        checkDtype(ctx, k, "y", y, data->dtype) ||
+        checkGatherElementsShape(ctx, k, data, indices, a, y))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t n = numel(indices);
+    if (n == 0)
+      return AMPRT_OK;
+    ElementsMap m = elementsMap(data, indices, a);
+    cudaStream_t s = stream(ctx);
+    byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
+      using E = decltype(e);
+      gatherElementsKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          m, static_cast<const E *>(data->data), indices->data,
+          indices->dtype, static_cast<E *>(y->data), n);
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaGatherElementsGrad(amprt_context *ctx, T dy, T indices,
+                                    int64_t axis, T dx) {
+  const char *k = "gather_elements_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gather_elements_grad(ctx, dy, indices, axis, dx);
+    };
+    int64_t a = axis;
+    if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "dx", dx) ||
+        checkGatherElementsShape(ctx, k, dx, indices, a, dy))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, dx->shape[a], ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    if (numel(dx) == 0)
+      return AMPRT_OK;
+    F32Accumulator acc;
+    AMPRT_TRY(acc.begin(ctx, k, dx));
+    int64_t n = numel(indices);
+    if (n) {
+      gatherElementsGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
+                                 stream(ctx)>>>(
+          elementsMap(dx, indices, a), dy->data, dy->dtype, indices->data,
+          indices->dtype, acc.p, n);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    return acc.finish(ctx, k, dx);
+  });
+}
+
+/// One thread per (outer, inner) line: Reduce.cpp's scan (floats summed in
+/// f64 and rounded once per element, integers wrapping in 64 bits and
+/// stored in their type).
+__global__ void cumsumKernel(const void *x, void *y, int32_t dt,
+                             int64_t lines, int64_t len, int64_t inner,
+                             bool exclusive, bool reverse) {
+  for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines;
+       l += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = (l / inner) * len * inner + l % inner;
+    if (dt == AMPRT_I64 || dt == AMPRT_I32)
+      scanLine<uint64_t>(
+          base, len, inner, exclusive, reverse,
+          [&](int64_t i) { return uint64_t(readI(x, dt, i)); },
+          [&](int64_t i, uint64_t v) { writeI(y, dt, i, int64_t(v)); });
+    else
+      scanLine<double>(
+          base, len, inner, exclusive, reverse,
+          [&](int64_t i) { return double(loadF(x, dt, i)); },
+          [&](int64_t i, double v) { writeD(y, dt, i, v); });
+  }
+}
+
+amprt_status cudaCumSum(amprt_context *ctx, T x, int64_t axis,
+                        int32_t exclusive, int32_t reverse, T y) {
+  const char *k = "cumsum";
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t outer, len, inner;
+    if (checkCumSum(ctx, k, x, axis, y, outer, len, inner))
+      return onHost(ctx, [&] {
+        return amprt_cumsum(ctx, x, axis, exclusive, reverse, y);
+      });
+    int64_t lines = outer * inner;
+    if (lines == 0 || len == 0)
+      return AMPRT_OK;
+    cumsumKernel<<<gridFor(lines, kThreads), kThreads, 0, stream(ctx)>>>(
+        x->data, y->data, x->dtype, lines, len, inner, exclusive != 0,
+        reverse != 0);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerSelect(KernelTable &t) {
+  t.arg_max = cudaArg<true>;
+  t.arg_min = cudaArg<false>;
+  t.gather_elements = cudaGatherElements;
+  t.gather_elements_grad = cudaGatherElementsGrad;
+  t.cumsum = cudaCumSum;
+}
