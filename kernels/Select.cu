@@ -1,4 +1,4 @@
-//===- Select.cu - arg_max/min, gather_elements and grad, cumsum ----------===//
+//===- Select.cu - arg_max/min, gather_elements, cumsum, trilu ------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -7,9 +7,10 @@
 // The CUDA versions of the selections along an axis that training graphs
 // run on their data every step (Select.cpp, and Reduce.cpp's cumsum):
 // sequence classifiers take an ArgMax of a mask, RoBERTa-style models a
-// CumSum for their position ids and a GatherElements. One thread per line
-// (arg_max/min, cumsum) or per element (gather_elements), running the CPU's
-// own line walks (argOfLine, scanLine, gatheredOffset in Internal.h), so
+// CumSum for their position ids and a GatherElements, causal masks a Trilu.
+// One thread per line (arg_max/min, cumsum) or per element (gather_elements,
+// trilu), running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
+// triluKeeps in Internal.h), so
 // the results are the CPU's bits; gather_elements_grad adds into f32 with
 // atomics, in another order. Index values are checked on the device first
 // (one wait) and a bad one is reported by the CPU code, nothing written.
@@ -192,6 +193,36 @@ amprt_status cudaCumSum(amprt_context *ctx, T x, int64_t axis,
   });
 }
 
+template <typename E>
+__global__ void triluKernel(const E *x, E *y, int64_t n, int64_t rows,
+                            int64_t cols, int64_t k, bool upper) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x)
+    y[e] = triluKeeps(e, rows, cols, k, upper) ? x[e] : E(0);
+}
+
+amprt_status cudaTrilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
+                       T y) {
+  const char *kn = "trilu";
+  return guard(ctx, kn, [&]() -> amprt_status {
+    int64_t rows, cols;
+    if (checkTrilu(ctx, x, y, rows, cols))
+      return onHost(ctx, [&] { return amprt_trilu(ctx, x, k, upper, y); });
+    int64_t n = numel(x);
+    if (n == 0)
+      return AMPRT_OK;
+    cudaStream_t s = stream(ctx);
+    byElementSize(amprt_dtype_size(x->dtype), [&](auto e) {
+      using E = decltype(e);
+      triluKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          static_cast<const E *>(x->data), static_cast<E *>(y->data), n, rows,
+          cols, k, upper != 0);
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, kn);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerSelect(KernelTable &t) {
@@ -200,4 +231,5 @@ void amprt::cuda::registerSelect(KernelTable &t) {
   t.gather_elements = cudaGatherElements;
   t.gather_elements_grad = cudaGatherElementsGrad;
   t.cumsum = cudaCumSum;
+  t.trilu = cudaTrilu;
 }

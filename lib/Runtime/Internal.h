@@ -789,6 +789,16 @@ AMPRT_HD inline int64_t gatheredOffset(const ElementsMap &m, int64_t i,
   return off;
 }
 
+/// Trilu: x of rank >= 2 (rows x cols matrices), y of x's shape and dtype.
+amprt_status checkTrilu(amprt_context *ctx, const amprt_tensor *x,
+                        const amprt_tensor *y, int64_t &rows, int64_t &cols);
+/// Whether Trilu keeps element e (its diagonal offset j - i against k).
+AMPRT_HD inline bool triluKeeps(int64_t e, int64_t rows, int64_t cols,
+                                int64_t k, bool upper) {
+  int64_t j = e % cols, i = (e / cols) % rows;
+  return upper ? j - i >= k : j - i <= k;
+}
+
 /// CumSum: x and y of one shape and dtype (f32, f16, bf16, i64 or i32); x
 /// as (outer, len, inner) around the axis.
 amprt_status checkCumSum(amprt_context *ctx, const char *k,

@@ -190,6 +190,20 @@ ElementsMap amprt::elementsMap(T data, T indices, int64_t axis) {
   return m;
 }
 
+amprt_status amprt::checkTrilu(amprt_context *ctx, T x, T y, int64_t &rows,
+                               int64_t &cols) {
+  const char *k = "trilu";
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
+  if (x->rank < 2)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2", k,
+                     shapeStr(x).c_str());
+  rows = x->shape[x->rank - 2];
+  cols = x->shape[x->rank - 1];
+  return AMPRT_OK;
+}
+
 extern "C" {
 
 amprt_status amprt_arg_max(amprt_context *ctx, T x, int64_t axis,
@@ -385,21 +399,14 @@ amprt_status amprt_trilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
   AMPRT_DISPATCH(trilu, ctx, x, k, upper, y);
   const char *kn = "trilu";
   return guard(ctx, kn, [&]() -> amprt_status {
-    AMPRT_TRY(checkTensor(ctx, kn, "x", x));
-    AMPRT_TRY(checkDtype(ctx, kn, "y", y, x->dtype));
-    AMPRT_TRY(checkShape(ctx, kn, "y", y, shapeOf(x)));
-    if (x->rank < 2)
-      return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2",
-                       kn, shapeStr(x).c_str());
-    int64_t rows = x->shape[x->rank - 2], cols = x->shape[x->rank - 1];
+    int64_t rows, cols;
+    AMPRT_TRY(checkTrilu(ctx, x, y, rows, cols));
     int64_t n = numel(x);
     size_t es = amprt_dtype_size(x->dtype);
     auto *src = static_cast<const char *>(x->data);
     auto *dst = static_cast<char *>(y->data);
     for (int64_t e = 0; e < n; ++e) {
-      int64_t j = e % cols, i = (e / cols) % rows;
-      bool keep = upper ? j - i >= k : j - i <= k;
-      if (keep)
+      if (triluKeeps(e, rows, cols, k, upper != 0))
         std::memmove(dst + e * int64_t(es), src + e * int64_t(es), es);
       else
         std::memset(dst + e * int64_t(es), 0, es);

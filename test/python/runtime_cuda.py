@@ -12,7 +12,7 @@ dtype's ulp at the larger of the two values:
       transpose, expand, concat, slice, slice_grad, gather, max_pool
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
-      bernoulli, arg_max, arg_min, gather_elements, cumsum,
+      bernoulli, arg_max, arg_min, gather_elements, cumsum, trilu,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
@@ -1111,8 +1111,18 @@ def test_select(rt, gpu):
                                Buf(np.zeros(x.shape, np.int64), dt))
                 same(rt, "cumsum axis %d excl %d rev %d" % (axis, excl, rev),
                      c[4], g[4])
+    for dt in ("f32", "bf16", "i64", "bool"):
+        x = (special(rt, (2, 5, 7), dt) if dt in FLOATS else
+             Buf(rt.rng.integers(1, 3, (2, 5, 7)), dt))
+        for k_, upper in ((0, 1), (0, 0), (2, 1), (-3, 0), (-9, 1), (9, 0)):
+            c, g, _ = both(rt, gpu, "trilu", x, k_, upper,
+                           rt.empty(x.shape, dt) if dt in FLOATS else
+                           Buf(np.zeros(x.shape, np.int64), dt))
+            same(rt, "trilu k %d upper %d" % (k_, upper), c[3], g[3])
     # The CPU's errors: an index out of range (nothing written), an empty
-    # axis, a dtype cumsum does not take.
+    # axis, a dtype cumsum does not take, a trilu of rank 1.
+    both(rt, gpu, "trilu", rt.randn((4,), "f32"), 0, 1,
+         rt.empty((4,), "f32"))
     bad = Buf(np.array([[0, 5]], np.int64), "i64")
     c, g, _ = both(rt, gpu, "gather_elements", rt.randn((2, 5), "f32"), bad,
                    1, rt.empty((1, 2), "f32"))
@@ -1317,8 +1327,9 @@ def test_cpu_fallback(rt, gpu):
         c, g, _ = both(rt, gpu, k_, x, i64s([2]), 1, 1, 0,
                        rt.empty((4, 6, 1), "f16"))
         same(rt, k_, c[5], g[5])
-    c, g, _ = both(rt, gpu, "trilu", x, 1, 1, rt.empty((4, 6, 5), "f16"))
-    same(rt, "trilu", c[3], g[3])
+    c, g, _ = both(rt, gpu, "reduce_max", x, None, 0, 0, 0,
+                   rt.empty((), "f16"))
+    same(rt, "reduce_max (all)", c[5], g[5])
     # A fallback after GPU work on the same buffers sees that work.
     a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
