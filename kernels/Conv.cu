@@ -1,4 +1,4 @@
-//===- Conv.cu - Conv and ConvGrad through cuDNN --------------------------===//
+//===- Conv.cu - Conv, ConvGrad and ConvTranspose through cuDNN -----------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -6,17 +6,18 @@
 //
 // Conv.cpp's semantics on cuDNN (legacy convolution API, NCHW; 1-D windows
 // as H = 1): cudnnConvolutionForward, BackwardData and BackwardFilter with
-// an f32 compute type. f16/bf16 tensors allow Tensor Core math; f32 ones use
+// an f32 compute type; ConvTranspose is BackwardData of the convolution its
+// window describes. f16/bf16 tensors allow Tensor Core math; f32 ones use
 // FMA math (no TF32) unless AMPRT_CUDA_ALLOW_TF32 is set. The bias of conv
 // is added by cudnnAddTensor and db is our own per-channel sum in double.
 // What cuDNN's legacy API cannot express runs the CPU code: mixed dtypes,
 // asymmetric pads, ceil mode, and any configuration cuDNN rejects.
 //
-// Rounding: an f16/bf16 conv with a bias rounds twice (the convolution into
-// y, then y + bias); without a bias, and in f32, once.
+// Rounding: an f16/bf16 conv or conv_transpose with a bias rounds twice
+// (the convolution into y, then y + bias); without a bias, and in f32, once.
 //
 // Built only when cuDNN's headers are found (AMPRT_HAVE_CUDNN); otherwise
-// conv and conv_grad stay on the CPU.
+// conv, conv_grad and conv_transpose stay on the CPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -229,6 +230,25 @@ amprt_status cpuFallback(amprt_context *ctx, const char *k,
   return onHost(ctx, cpu);
 }
 
+/// out += bias[channel] (cudnnAddTensor: an f16/bf16 out rounds a second
+/// time); nothing when bias is NULL.
+amprt_status addBias(amprt_context *ctx, const char *k, cudnnHandle_t h,
+                     Conv &c, T bias, int channels,
+                     cudnnTensorDescriptor_t outDesc, T out) {
+  if (!bias)
+    return AMPRT_OK;
+  float one = 1.f;
+  AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
+  AMPRT_DNN(ctx, k,
+            cudnnSetTensor4dDescriptor(c.b, CUDNN_TENSOR_NCHW,
+                                       dnnType(bias->dtype), 1, channels, 1,
+                                       1));
+  AMPRT_DNN(ctx, k,
+            cudnnAddTensor(h, &one, c.b, bias->data, &one, outDesc,
+                           out->data));
+  return AMPRT_OK;
+}
+
 /// db[m] = sum of dy[n, m, :] (double, as Conv.cpp), one block per channel.
 __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
                                int32_t ddb, int64_t N, int64_t M,
@@ -285,15 +305,7 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
     if (st == AMPRT_ERR_UNSUPPORTED)
       return cpuFallback(ctx, k, why, cpu);
     AMPRT_TRY(st);
-    if (bias) {
-      AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
-      AMPRT_DNN(ctx, k,
-                cudnnSetTensor4dDescriptor(c.b, CUDNN_TENSOR_NCHW,
-                                           dnnType(dt), 1, int(s.M), 1, 1));
-      AMPRT_DNN(ctx, k,
-                cudnnAddTensor(h, &one, c.b, bias->data, &one, c.y, y->data));
-    }
-    return AMPRT_OK;
+    return addBias(ctx, k, h, c, bias, int(s.M), c.y, y);
   });
 }
 
@@ -374,11 +386,57 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
   });
 }
 
+/// ConvTranspose is the data gradient of the convolution `win` describes
+/// from y's shape to x's: cudnnConvolutionBackwardData with x as the output
+/// gradient, then the bias (over y's channels).
+amprt_status cudaConvTranspose(amprt_context *ctx, T x, T w, T bias, T y,
+                               const amprt_window *win) {
+  const char *k = "conv_transpose";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_conv_transpose(ctx, x, w, bias, y, win); };
+    Geometry s; // of the convolution y -> x
+    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "w", w) ||
+        checkFloat(ctx, k, "bias", bias, true) || checkFloat(ctx, k, "y", y) ||
+        !geometry(ctx, k, y, w, win, s) ||
+        checkShape(ctx, k, "x", x, outShape(s, win->spatial_rank)) ||
+        (bias && checkShape(ctx, k, "bias", bias, {s.g.C})))
+      return onHost(ctx, cpu);
+    int32_t dt = x->dtype;
+    if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt) ||
+        numel(y) == 0 || numel(x) == 0)
+      return onHost(ctx, cpu); // mixed dtypes, empty tensors
+    cudnnHandle_t h;
+    AMPRT_TRY(handle(ctx, k, h));
+    Conv c;
+    AMPRT_TRY(describe(ctx, k, s, dt, c));
+    float one = 1.f, zero = 0.f;
+    State &S = state(ctx);
+    std::string why;
+    amprt_status st = runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
+        ctx, k, algoKey('d', dt, s),
+        [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
+          return cudnnGetConvolutionBackwardDataAlgorithm_v7(
+              h, c.w, c.y, c.conv, c.x, n, found, p);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t algo) {
+          return cudnnConvolutionBackwardData(
+              h, &one, c.w, w->data, c.y, x->data, c.conv, algo, S.workspace,
+              S.workspaceBytes, &zero, c.x, y->data);
+        },
+        why);
+    if (st == AMPRT_ERR_UNSUPPORTED)
+      return cpuFallback(ctx, k, why, cpu);
+    AMPRT_TRY(st);
+    return addBias(ctx, k, h, c, bias, int(s.g.C), c.x, y);
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerConv(KernelTable &t) {
   t.conv = cudaConv;
   t.conv_grad = cudaConvGrad;
+  t.conv_transpose = cudaConvTranspose;
 }
 
 #else // !AMPRT_HAVE_CUDNN

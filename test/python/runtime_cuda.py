@@ -38,9 +38,10 @@ dtype's ulp at the larger of the two values:
       (the sums run as a tree instead of a sequence); log_softmax,
       softmax_grad and log_prob keep that absolute part in f16/bf16 too
       (x - max - log(sum) cancels);
-  conv / conv_grad (cuDNN): 1 ulp + (K + 4) 2^-24 4 max|out|, plus one ulp
-      of the largest |conv| + |bias| for f16/bf16 conv with a bias (cuDNN
-      adds the bias to the rounded convolution);
+  conv / conv_grad / conv_transpose (cuDNN): 1 ulp + (K + 4) 2^-24 4
+      max|out|, plus one ulp of the largest |conv| + |bias| for f16/bf16
+      conv and conv_transpose with a bias (cuDNN adds the bias to the
+      rounded convolution);
   gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
       accumulation in a different order; TF32 is off unless
       AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
@@ -1318,6 +1319,16 @@ def test_conv(rt, gpu):
                 terms = int(np.prod(ys)) // ws[0] if j > 3 else K * ws[0]
                 same(rt, "conv_grad " + what, c2[j], g2[j], ulps=1,
                      scale=4 * m, terms=terms)
+            # conv_transpose: conv_grad's dx with dy as its input, plus a
+            # bias over the channels of its output (x's shape here).
+            bt = rt.randn((xs[1],), dt)
+            c3, g3, _ = both(rt, gpu, "conv_transpose", dy, w, bt,
+                             rt.empty(xs, dt), C.byref(win))
+            m = np.max(np.abs(decode(c3[3])), initial=0) + 1
+            atol = 0.0 if dt == "f32" else float(ulp(dt, m + np.max(
+                np.abs(decode(bt)))))
+            same(rt, "conv_transpose", c3[3], g3[3], ulps=1, scale=4 * m,
+                 terms=K * ws[0], atol=atol)
 
 
 def test_cpu_fallback(rt, gpu):
