@@ -7,7 +7,8 @@
 # Stages (all by default, in this order):
 #   env     the device, driver, CUDA libraries found, Python packages;
 #   lit     the lit tests that need a CUDA device (cuda-vs-cpu.test,
-#           device-cuda.test) plus the CPU stand-ins, through lit;
+#           device-cuda.test, device-cuda-models.test) plus the CPU
+#           stand-ins, through lit;
 #   seeds   test/python/runtime_cuda.py on three more random seeds;
 #   kernels bench/gpu_kernels.py (GEMM vs cuBLAS peak, AdamW vs bandwidth);
 #   train   bench/train_step_bench.py run --device cuda on the artifacts in
