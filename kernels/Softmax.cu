@@ -1,4 +1,4 @@
-//===- Softmax.cu - softmax, cross-entropy loss, reduce_sum ---------------===//
+//===- Softmax.cu - softmax, cross-entropy loss, reductions ---------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -7,9 +7,11 @@
 // softmax / log_softmax / softmax_grad along the last axis (one warp per
 // row; other axes run the CPU code), softmax_cross_entropy_loss and its
 // gradient (any [N, C, d...] layout; log-sum-exp and the reductions in
-// double as Loss.cpp), and reduce_sum/mean over any axes (double accumulation
-// as Reduce.cpp). The float formulas are the CPU code's; only the order of
-// the sums differs (a tree instead of a sequence).
+// double as Loss.cpp), reduce_sum/mean over any axes (double accumulation
+// as Reduce.cpp) and reduce_max/min (Reduce.cpp's walk: the first NaN, else
+// the first of the extreme values, so the CPU's bits). The float formulas
+// are the CPU code's; only the order of the sums differs (a tree instead of
+// a sequence).
 //
 // Labels are checked on the device: the first out-of-range one is reported
 // through the context's status word, which costs one wait for the stream at
@@ -565,14 +567,12 @@ void mergeDims(int32_t &n, int64_t *dims, int64_t *strides) {
   n = w;
 }
 
-} // namespace
-
-amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
-                                      const std::vector<bool> &red, T y,
-                                      bool mean) {
-  Shape sx = shapeOf(x);
-  ReduceMap m;
-  int64_t count = 1, outs = 1, stride = 1;
+/// x's dims split by `red` into kept and reduced ones, neighbours that are
+/// contiguous merged; count and outs their element counts.
+void makeReduceMap(const Shape &sx, const std::vector<bool> &red,
+                   ReduceMap &m, int64_t &count, int64_t &outs) {
+  count = outs = 1;
+  int64_t stride = 1;
   std::vector<int64_t> xs(sx.size());
   for (size_t i = sx.size(); i-- > 0;) {
     xs[i] = stride;
@@ -589,10 +589,93 @@ amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
       outs *= sx[i];
     }
   }
-  if (outs == 0)
-    return AMPRT_OK;
   mergeDims(m.nk, m.kd, m.ks);
   mergeDims(m.nr, m.rd, m.rs);
+}
+
+/// Reduce.cpp's max / min step: a NaN stays; else v replaces a when
+/// strictly larger (smaller), so the first of equal values (+0 and -0
+/// included) is kept.
+__device__ __forceinline__ bool takes(float a, float v, bool max) {
+  return !(a != a) && (v != v || (max ? v > a : v < a));
+}
+
+/// One thread per output element, the reduced elements in x's order (as
+/// Reduce.cpp): the CPU's result bit for bit.
+__global__ void extremeThreadKernel(ReduceMap m, const void *x, int32_t dx,
+                                    void *y, int32_t dy, int64_t outs,
+                                    int64_t count, bool max) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base = decompose(o, m.nk, m.kd, m.ks);
+    float a = max ? -INFINITY : INFINITY;
+    for (int64_t r = 0; r < count; ++r) {
+      float v = loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
+      if (takes(a, v, max))
+        a = v;
+    }
+    storeF(y, dy, o, a);
+  }
+}
+
+/// One block per output element (long reductions): each thread walks its
+/// strided share in order, then (value, first index) pairs combine so that
+/// the result is the sequential one: the first NaN, else the first extreme.
+__global__ void extremeBlockKernel(ReduceMap m, const void *x, int32_t dx,
+                                   void *y, int32_t dy, int64_t outs,
+                                   int64_t count, bool max) {
+  __shared__ float val[256];
+  __shared__ int64_t at[256];
+  for (int64_t o = blockIdx.x; o < outs; o += gridDim.x) {
+    int64_t base = decompose(o, m.nk, m.kd, m.ks);
+    float a = max ? -INFINITY : INFINITY;
+    int64_t ia = INT64_MAX;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      float v = loadF(x, dx, base + decompose(r, m.nr, m.rd, m.rs));
+      if (ia == INT64_MAX || takes(a, v, max)) {
+        a = v;
+        ia = r;
+      }
+    }
+    val[threadIdx.x] = a;
+    at[threadIdx.x] = ia;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+      if (threadIdx.x < w) {
+        float b = val[threadIdx.x + w];
+        int64_t ib = at[threadIdx.x + w];
+        float c = val[threadIdx.x];
+        int64_t ic = at[threadIdx.x];
+        // The pair that comes first in the sequential walk's result.
+        bool nb = b != b, nc = c != c;
+        bool second = ib != INT64_MAX &&
+                      (ic == INT64_MAX ||
+                       (nb || nc ? nb && (!nc || ib < ic)
+                                 : (max ? b > c : b < c) ||
+                                       (b == c && ib < ic)));
+        if (second) {
+          val[threadIdx.x] = b;
+          at[threadIdx.x] = ib;
+        }
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0)
+      storeF(y, dy, o, val[0]);
+    __syncthreads();
+  }
+}
+
+} // namespace
+
+amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
+                                      const std::vector<bool> &red, T y,
+                                      bool mean) {
+  ReduceMap m;
+  int64_t count, outs;
+  makeReduceMap(shapeOf(x), red, m, count, outs);
+  if (outs == 0)
+    return AMPRT_OK;
   // When the reduced dims hold x's innermost one, a block reads each
   // output's elements contiguously (few outputs split their count into
   // chunks, one block each). Otherwise neighbouring outputs are
@@ -646,15 +729,41 @@ amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
 
 namespace {
 
-template <bool Mean>
+/// reduce_max (max) or reduce_min of float x over the dims marked in `red`.
+amprt_status reduceExtreme(amprt_context *ctx, const char *k, T x,
+                           const std::vector<bool> &red, T y, bool max) {
+  ReduceMap m;
+  int64_t count, outs;
+  makeReduceMap(shapeOf(x), red, m, count, outs);
+  if (outs == 0)
+    return AMPRT_OK;
+  if (count >= 1024 && outs < 4096)
+    extremeBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)), 256,
+                         0, stream(ctx)>>>(m, x->data, x->dtype, y->data,
+                                           y->dtype, outs, count, max);
+  else
+    extremeThreadKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
+        m, x->data, x->dtype, y->data, y->dtype, outs, count, max);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+enum class Red { Sum, Mean, Max, Min };
+
+template <Red Op>
 amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
                         int64_t naxes, int32_t keepdims,
                         int32_t noop_with_empty_axes, T y) {
-  const char *k = Mean ? "reduce_mean" : "reduce_sum";
+  static const char *names[] = {"reduce_sum", "reduce_mean", "reduce_max",
+                                "reduce_min"};
+  const char *k = names[int(Op)];
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return (Mean ? amprt_reduce_mean : amprt_reduce_sum)(
-          ctx, x, axes, naxes, keepdims, noop_with_empty_axes, y);
+      auto *f = Op == Red::Sum    ? amprt_reduce_sum
+                : Op == Red::Mean ? amprt_reduce_mean
+                : Op == Red::Max  ? amprt_reduce_max
+                                  : amprt_reduce_min;
+      return f(ctx, x, axes, naxes, keepdims, noop_with_empty_axes, y);
     };
     if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
         naxes < 0 || (naxes > 0 && !axes))
@@ -673,7 +782,9 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
         so.push_back(red[i] ? 1 : sx[i]);
     if (checkShape(ctx, k, "y", y, so))
       return onHost(ctx, cpu);
-    return reduceFloat(ctx, k, x, red, y, Mean);
+    if (Op == Red::Max || Op == Red::Min)
+      return reduceExtreme(ctx, k, x, red, y, Op == Red::Max);
+    return reduceFloat(ctx, k, x, red, y, Op == Red::Mean);
   });
 }
 
@@ -685,6 +796,8 @@ void amprt::cuda::registerSoftmax(KernelTable &t) {
   t.softmax_grad = cudaSoftmaxGrad;
   t.softmax_cross_entropy_loss = cudaSce;
   t.softmax_cross_entropy_loss_grad = cudaSceGrad;
-  t.reduce_sum = cudaReduce<false>;
-  t.reduce_mean = cudaReduce<true>;
+  t.reduce_sum = cudaReduce<Red::Sum>;
+  t.reduce_mean = cudaReduce<Red::Mean>;
+  t.reduce_max = cudaReduce<Red::Max>;
+  t.reduce_min = cudaReduce<Red::Min>;
 }

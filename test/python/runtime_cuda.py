@@ -13,6 +13,7 @@ dtype's ulp at the larger of the two values:
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
       bernoulli, arg_max, arg_min, gather_elements, cumsum, trilu,
+      reduce_max, reduce_min,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
@@ -681,8 +682,30 @@ def test_reduce_sum(rt, gpu):
                     same(rt, name, c[5], g[5],
                          ulps=1 if ydt != "f32" else 2,
                          scale=sc / div if ydt == "f32" else None, terms=0)
+            # max / min: the CPU's walk (first NaN, first of equal values,
+            # so +0 / -0 ties too) whether a thread or a block reduces.
+            xm = special(rt, shape, dt) if dt == "f32" else x
+            xm.arr.reshape(-1)[::7] = 0  # many +0 ties
+            if dt == "f32" and xm.arr.size > 3:
+                xm.arr.reshape(-1)[1::11] = -0.0
+            for name in ("reduce_max", "reduce_min"):
+                c, g, _ = both(rt, gpu, name, xm, i64s(axes), len(axes),
+                               keep, 0, rt.empty(np.shape(ref), dt))
+                same(rt, name, c[5], g[5])
+    for name in ("reduce_max", "reduce_min"):
+        # NaN-free and with NaNs, in long rows that a block reduces.
+        x = rt.randn((3, 5000), "f32")
+        x.arr[1, 4000] = np.nan
+        x.arr[2, ::3] = 0.0
+        x.arr[2, 1::3] = -0.0
+        c, g, _ = both(rt, gpu, name, x, i64s([1]), 1, 0, 0,
+                       rt.empty((3,), "f32"))
+        same(rt, name + " long rows", c[5], g[5])
     both(rt, gpu, "reduce_sum", rt.randn((2, 3), "f32"), i64s([1, 1]), 2, 0,
          0, rt.empty((2,), "f32"))
+    both(rt, gpu, "reduce_max", Buf(np.zeros((2, 3), np.int64), "i64"),
+         i64s([1]), 1, 0, 0,
+         Buf(np.zeros((2,), np.int64), "i64"))
 
 
 # ---------------------------------------------------------------------------
@@ -1334,29 +1357,26 @@ def test_conv(rt, gpu):
 def test_cpu_fallback(rt, gpu):
     # Kernels without a CUDA override run the CPU code on managed memory.
     x = rt.randn((4, 6, 5), "f16")
-    for k_ in ("reduce_max", "reduce_min"):
-        c, g, _ = both(rt, gpu, k_, x, i64s([2]), 1, 1, 0,
-                       rt.empty((4, 6, 1), "f16"))
-        same(rt, k_, c[5], g[5])
-    c, g, _ = both(rt, gpu, "reduce_max", x, None, 0, 0, 0,
-                   rt.empty((), "f16"))
-    same(rt, "reduce_max (all)", c[5], g[5])
+    y = rt.empty((), "f32")
+    c, g, _ = both(rt, gpu, "mse_loss", x, rt.randn((4, 6, 5), "f16"), y)
+    same(rt, "mse_loss", c[2], g[2])
     # A fallback after GPU work on the same buffers sees that work.
     a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
     y, yb = gpu.upload(rt.empty((2, 32, 64), "f32"))
     z, zb = gpu.upload(rt.empty((2, 32, 1), "f32"))
+    zi, _ = gpu.upload(Buf(np.zeros((2, 32, 1), np.int64), "i64"))
     L = rt.lib
-    ax = i64s([2])
     assert L.amprt_relu(gpu.ctx, C.byref(t), C.byref(y)) == 0, gpu.err()
-    assert L.amprt_reduce_max(gpu.ctx, C.byref(y), ax, 1, 1, 0,
-                              C.byref(z)) == 0, gpu.err()
+    assert L.amprt_top_k(gpu.ctx, C.byref(y), 1, 2, 1, 1, C.byref(z),
+                         C.byref(zi)) == 0, gpu.err()
     gpu.download(z, zb)
     gpu.free_all()
     mid, want = rt.empty((2, 32, 64), "f32"), rt.empty((2, 32, 1), "f32")
     rt.ok("relu", a.ref, mid.ref)
-    rt.ok("reduce_max", mid.ref, ax, 1, 1, 0, want.ref)
-    same(rt, "relu then reduce_max (fallback)", want, zb)
+    wi = Buf(np.zeros((2, 32, 1), np.int64), "i64")
+    rt.ok("top_k", mid.ref, 1, 2, 1, 1, want.ref, wi.ref)
+    same(rt, "relu then top_k (fallback)", want, zb)
 
 
 def test_unaligned(rt, gpu):
