@@ -121,6 +121,8 @@ amprt_status cudaOpen(amprt_context *ctx) {
   }
   const char *tf32 = std::getenv("AMPRT_CUDA_ALLOW_TF32");
   s->allowTf32 = tf32 && *tf32 && std::strcmp(tf32, "0") != 0;
+  const char *i64 = std::getenv("AMPRT_CUDA_INDEX64");
+  s->forceIndex64 = i64 && *i64 && std::strcmp(i64, "0") != 0;
   struct Step {
     const char *what;
     cudaError_t err;
@@ -205,14 +207,19 @@ amprt_status amprt::cuda::readScalars(amprt_context *ctx, const char *k,
   if (ts.size() > size_t(kMaxScalars))
     return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many scalars", k);
   int i = 0;
+  bool copied = false;
   for (T t : ts) {
-    if (t && numel(t) > 0)
+    if (t && numel(t) > 0) {
       AMPRT_CUDA(ctx, k,
                  cudaMemcpyAsync(s.hostScalars + i, t->data,
                                  amprt_dtype_size(t->dtype),
                                  cudaMemcpyDefault, s.stream));
+      copied = true;
+    }
     ++i;
   }
+  if (!copied)
+    return AMPRT_OK; // nothing to wait for
   AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
   i = 0;
   for (T t : ts) {

@@ -57,6 +57,9 @@ struct State {
   uint64_t *hostScalars = nullptr;
   /// AMPRT_CUDA_ALLOW_TF32=1: f32 GEMMs may use TF32 Tensor Cores.
   bool allowTf32 = false;
+  /// AMPRT_CUDA_INDEX64=1 (for tests): the strided copies take their 64-bit
+  /// index path even for tensors that fit 32-bit offsets.
+  bool forceIndex64 = false;
 #ifdef AMPRT_HAVE_CUDNN
   cudnnHandle_t cudnn = nullptr; // created on first use
   /// The cuDNN algorithm that ran each convolution problem (Conv.cu's key:

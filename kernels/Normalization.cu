@@ -380,7 +380,8 @@ __global__ void lnGradDxKernel(LnArgs a) {
       sg += gs;
       sgx += double(gs) * xh;
     }
-    sg = blockSum(sg, part);
+    if (!a.rms) // RMSNorm has no mean term
+      sg = blockSum(sg, part);
     sgx = blockSum(sgx, part);
     // RMSNorm: g scale - 0 - xh mgx is the CPU's g scale - x inv mgx.
     float mg = a.rms ? 0.f : float(sg / double(a.inner));

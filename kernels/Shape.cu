@@ -101,8 +101,8 @@ amprt_status stridedCopy(amprt_context *ctx, const char *k, T x, T y,
   if (n == 0)
     return AMPRT_OK;
   cudaStream_t s = stream(ctx);
-  bool small = n < (int64_t(1) << 31) && numel(x) < (int64_t(1) << 31) &&
-               numel(y) < (int64_t(1) << 31);
+  bool small = !state(ctx).forceIndex64 && n < (int64_t(1) << 31) &&
+               numel(x) < (int64_t(1) << 31) && numel(y) < (int64_t(1) << 31);
   byElementSize(amprt_dtype_size(x->dtype), [&](auto e) {
     using E = decltype(e);
     if (small)
