@@ -1,4 +1,4 @@
-//===- Select.cu - arg_max/min, gather_elements, cumsum, trilu ------------===//
+//===- Select.cu - arg_max/min, gather_elements/nd, cumsum, trilu ---------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -7,13 +7,14 @@
 // The CUDA versions of the selections along an axis that training graphs
 // run on their data every step (Select.cpp, and Reduce.cpp's cumsum):
 // sequence classifiers take an ArgMax of a mask, RoBERTa-style models a
-// CumSum for their position ids and a GatherElements, causal masks a Trilu.
-// One thread per line (arg_max/min, cumsum) or per element (gather_elements,
-// trilu), running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
-// triluKeeps in Internal.h), so
-// the results are the CPU's bits; gather_elements_grad adds into f32 with
-// atomics, in another order. Index values are checked on the device first
-// (one wait) and a bad one is reported by the CPU code, nothing written.
+// CumSum for their position ids and a GatherElements, causal masks a Trilu,
+// dynamo exports a GatherND for x[arange(b), idx]. One thread per line
+// (arg_max/min, cumsum) or per element (gather_elements, gather_nd, trilu),
+// running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
+// ndSlabOffset, triluKeeps in Internal.h), so the results are the CPU's
+// bits; gather_elements_grad and gather_nd_grad add into f32 with atomics,
+// in another order. Index values are checked on the device first (one
+// wait) and a bad one is reported by the CPU code, nothing written.
 //
 //===----------------------------------------------------------------------===//
 
@@ -223,6 +224,124 @@ amprt_status cudaTrilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
   });
 }
 
+/// The smallest e whose index lies outside [-d, d) of its dim goes to
+/// *status.
+__global__ void checkNDKernel(NDMap m, const void *idx, int32_t di,
+                              int64_t n, int64_t *status) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t d = m.dims[e % m.kk], v = ldIdx(idx, di, e);
+    if (v < -d || v >= d)
+      atomicMin(reinterpret_cast<unsigned long long *>(status),
+                static_cast<unsigned long long>(e));
+  }
+}
+
+/// Waits for the device check of GatherND's indices; ok when all are in
+/// range.
+amprt_status ndIndicesInRange(amprt_context *ctx, const char *k,
+                              const NDMap &m, T indices, bool &ok) {
+  ok = true;
+  int64_t n = numel(indices);
+  if (n == 0)
+    return AMPRT_OK;
+  AMPRT_TRY(clearStatus(ctx, k));
+  checkNDKernel<<<gridFor(n, kThreads), kThreads, 0, stream(ctx)>>>(
+      m, indices->data, indices->dtype, n, state(ctx).devStatus);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  int64_t bad;
+  AMPRT_TRY(readStatus(ctx, k, bad));
+  ok = bad == kNoError;
+  return AMPRT_OK;
+}
+
+/// y[t, s] = data[slab of tuple t, s], one thread per element of y.
+template <typename E>
+__global__ void gatherNDKernel(NDMap m, const E *data, const void *idx,
+                               int32_t di, E *y, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = e / m.slab;
+    int64_t at =
+        ndSlabOffset(m, t, [&](int64_t j) { return ldIdx(idx, di, j); });
+    y[e] = data[at * m.slab + e % m.slab];
+  }
+}
+
+__global__ void gatherNDGradKernel(NDMap m, const void *dy, int32_t ddy,
+                                   const void *idx, int32_t di, float *acc,
+                                   int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = e / m.slab;
+    int64_t at =
+        ndSlabOffset(m, t, [&](int64_t j) { return ldIdx(idx, di, j); });
+    atomicAdd(acc + at * m.slab + e % m.slab, loadF(dy, ddy, e));
+  }
+}
+
+amprt_status cudaGatherND(amprt_context *ctx, T data, T indices,
+                          int64_t batch_dims, T y) {
+  const char *k = "gather_nd";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gather_nd(ctx, data, indices, batch_dims, y);
+    };
+    NDMap m;
+    if (checkTensor(ctx, k, "data", data) ||
+        checkDtype(ctx, k, "y", y, data->dtype) ||
+        gatherNDShape(ctx, k, data, indices, batch_dims, y, m))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    int64_t n = numel(y);
+    if (n == 0)
+      return AMPRT_OK;
+    cudaStream_t s = stream(ctx);
+    byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
+      using E = decltype(e);
+      gatherNDKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          m, static_cast<const E *>(data->data), indices->data,
+          indices->dtype, static_cast<E *>(y->data), n);
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaGatherNDGrad(amprt_context *ctx, T dy, T indices,
+                              int64_t batch_dims, T dx) {
+  const char *k = "gather_nd_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gather_nd_grad(ctx, dy, indices, batch_dims, dx);
+    };
+    NDMap m;
+    if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "dx", dx) ||
+        gatherNDShape(ctx, k, dx, indices, batch_dims, dy, m))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    if (numel(dx) == 0)
+      return AMPRT_OK;
+    F32Accumulator acc;
+    AMPRT_TRY(acc.begin(ctx, k, dx));
+    int64_t n = numel(dy);
+    if (n) {
+      gatherNDGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
+                           stream(ctx)>>>(m, dy->data, dy->dtype,
+                                          indices->data, indices->dtype,
+                                          acc.p, n);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+    }
+    return acc.finish(ctx, k, dx);
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerSelect(KernelTable &t) {
@@ -232,4 +351,6 @@ void amprt::cuda::registerSelect(KernelTable &t) {
   t.gather_elements_grad = cudaGatherElementsGrad;
   t.cumsum = cudaCumSum;
   t.trilu = cudaTrilu;
+  t.gather_nd = cudaGatherND;
+  t.gather_nd_grad = cudaGatherNDGrad;
 }

@@ -799,6 +799,32 @@ AMPRT_HD inline bool triluKeeps(int64_t e, int64_t rows, int64_t cols,
   return upper ? j - i >= k : j - i <= k;
 }
 
+/// GatherND with b = batch_dims and kk = the indices' last dim: data [B..,
+/// D_b.. D_{b+kk-1}, S..] and indices [B.., N.., kk] give y [B.., N.., S..]:
+/// `batch` = prod B, `tuples` = prod N, `slab` = prod S, the indexed dims
+/// and their product `inBatch` (slabs per batch entry).
+struct NDMap {
+  int32_t kk = 0;
+  int64_t batch = 1, tuples = 1, slab = 1, inBatch = 1;
+  int64_t dims[AMPRT_MAX_RANK] = {};
+};
+/// GatherND's checks but the index values (each within [-d, d) of its dim).
+amprt_status gatherNDShape(amprt_context *ctx, const char *k,
+                           const amprt_tensor *data,
+                           const amprt_tensor *indices, int64_t batch_dims,
+                           const amprt_tensor *y, NDMap &m);
+/// The slab (in slab units) of data that index tuple t reads; idx(e) is
+/// element e of the indices (in range).
+template <typename Idx>
+AMPRT_HD inline int64_t ndSlabOffset(const NDMap &m, int64_t t, Idx &&idx) {
+  int64_t off = 0;
+  for (int32_t j = 0; j < m.kk; ++j) {
+    int64_t n = m.dims[j], v = idx(t * m.kk + j);
+    off = off * n + (v < 0 ? v + n : v);
+  }
+  return (t / m.tuples) * m.inBatch + off;
+}
+
 /// CumSum: x and y of one shape and dtype (f32, f16, bf16, i64 or i32); x
 /// as (outer, len, inner) around the axis.
 amprt_status checkCumSum(amprt_context *ctx, const char *k,

@@ -77,60 +77,28 @@ void forEachGathered(T data, T indices, int64_t axis, F &&f) {
     f(i, gatheredOffset(m, i, indexAt(indices, i)));
 }
 
-/// GatherND's geometry: with b = batch_dims and k = the indices' last dim,
-/// data [B.., D_b.. D_{b+k-1}, S..] and indices [B.., N.., k] give y
-/// [B.., N.., S..]. `slabs` gets, per index tuple in order, the offset of
-/// its slab (in slab units) in data; every index is checked against
-/// [-d, d).
+/// GatherND's geometry (gatherNDShape) and, per index tuple in order, the
+/// offset of its slab (in slab units) in data; every index is checked
+/// against [-d, d).
 amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
                               T indices, int64_t b, T y,
                               std::vector<int64_t> &slabs, int64_t &slab) {
-  AMPRT_TRY(checkIndices(ctx, k, indices));
-  int32_t r = data->rank, q = indices->rank;
-  int64_t kk = q ? indices->shape[q - 1] : 0;
-  if (q < 1 || b < 0 || b >= std::min(r, q) || kk < 1 || kk > r - b)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: indices %s, data %s and batch_dims %" PRId64
-                     " do not fit (need 0 <= batch_dims < both ranks and 1 "
-                     "<= indices' last dim <= data rank - batch_dims)",
-                     k, shapeStr(indices).c_str(), shapeStr(data).c_str(), b);
-  Shape so;
-  int64_t batch = 1, tuples = 1;
-  slab = 1;
-  for (int64_t d = 0; d < b; ++d) {
-    if (indices->shape[d] != data->shape[d])
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: batch dim %" PRId64 " differs: indices %s, data %s",
-                       k, d, shapeStr(indices).c_str(), shapeStr(data).c_str());
-    batch *= data->shape[d];
-    so.push_back(data->shape[d]);
+  NDMap m;
+  AMPRT_TRY(gatherNDShape(ctx, k, data, indices, b, y, m));
+  slab = m.slab;
+  int64_t n = m.batch * m.tuples;
+  for (int64_t e = 0; e < n * m.kk; ++e) {
+    int64_t d = m.dims[e % m.kk], v = indexAt(indices, e);
+    if (v < -d || v >= d)
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: index %" PRId64 " of tuple %" PRId64
+                       " outside [-%" PRId64 ", %" PRId64 ")",
+                       k, v, e / m.kk, d, d);
   }
-  for (int32_t d = int32_t(b); d < q - 1; ++d) {
-    tuples *= indices->shape[d];
-    so.push_back(indices->shape[d]);
-  }
-  for (int32_t d = int32_t(b + kk); d < r; ++d) {
-    slab *= data->shape[d];
-    so.push_back(data->shape[d]);
-  }
-  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
-  int64_t inBatch = 1; // slabs per batch entry of data
-  for (int64_t d = b; d < b + kk; ++d)
-    inBatch *= data->shape[d];
-  slabs.assign(size_t(batch * tuples), 0);
-  for (int64_t t = 0; t < batch * tuples; ++t) {
-    int64_t off = 0;
-    for (int64_t j = 0; j < kk; ++j) {
-      int64_t n = data->shape[b + j], v = indexAt(indices, t * kk + j);
-      if (v < -n || v >= n)
-        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                         "%s: index %" PRId64 " of tuple %" PRId64
-                         " outside [-%" PRId64 ", %" PRId64 ")",
-                         k, v, t, n, n);
-      off = off * n + (v < 0 ? v + n : v);
-    }
-    slabs[size_t(t)] = (t / tuples) * inBatch + off;
-  }
+  slabs.assign(size_t(n), 0);
+  for (int64_t t = 0; t < n; ++t)
+    slabs[size_t(t)] =
+        ndSlabOffset(m, t, [&](int64_t e) { return indexAt(indices, e); });
   return AMPRT_OK;
 }
 
@@ -201,6 +169,44 @@ amprt_status amprt::checkTrilu(amprt_context *ctx, T x, T y, int64_t &rows,
                      shapeStr(x).c_str());
   rows = x->shape[x->rank - 2];
   cols = x->shape[x->rank - 1];
+  return AMPRT_OK;
+}
+
+amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
+                                  T indices, int64_t b, T y, NDMap &m) {
+  AMPRT_TRY(checkIndices(ctx, k, indices));
+  int32_t r = data->rank, q = indices->rank;
+  int64_t kk = q ? indices->shape[q - 1] : 0;
+  if (q < 1 || b < 0 || b >= std::min(r, q) || kk < 1 || kk > r - b)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: indices %s, data %s and batch_dims %" PRId64
+                     " do not fit (need 0 <= batch_dims < both ranks and 1 "
+                     "<= indices' last dim <= data rank - batch_dims)",
+                     k, shapeStr(indices).c_str(), shapeStr(data).c_str(), b);
+  Shape so;
+  m = NDMap();
+  m.kk = int32_t(kk);
+  for (int64_t d = 0; d < b; ++d) {
+    if (indices->shape[d] != data->shape[d])
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: batch dim %" PRId64 " differs: indices %s, data %s",
+                       k, d, shapeStr(indices).c_str(), shapeStr(data).c_str());
+    m.batch *= data->shape[d];
+    so.push_back(data->shape[d]);
+  }
+  for (int32_t d = int32_t(b); d < q - 1; ++d) {
+    m.tuples *= indices->shape[d];
+    so.push_back(indices->shape[d]);
+  }
+  for (int32_t d = int32_t(b + kk); d < r; ++d) {
+    m.slab *= data->shape[d];
+    so.push_back(data->shape[d]);
+  }
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  for (int64_t j = 0; j < kk; ++j) {
+    m.dims[j] = data->shape[b + j];
+    m.inBatch *= m.dims[j];
+  }
   return AMPRT_OK;
 }
 

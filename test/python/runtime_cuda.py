@@ -12,7 +12,7 @@ dtype's ulp at the larger of the two values:
       transpose, expand, concat, slice, slice_grad, gather, max_pool
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
-      bernoulli, arg_max, arg_min, gather_elements, cumsum, trilu,
+      bernoulli, arg_max, arg_min, gather_elements, gather_nd, cumsum, trilu,
       reduce_max, reduce_min,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
@@ -27,7 +27,8 @@ dtype's ulp at the larger of the two values:
       powf against glibc's); gelu, fast_gelu and their gradients: 6 ulp
       (erfcf), the gradients plus 16 2^-24 |dy| (1 + |x|) (two terms that
       cancel); every f32 transcendental also 4 2^-126 (subnormal results);
-  gather_grad, gather_elements_grad, max_pool_grad, average_pool_grad: 1 ulp + (terms + 4)
+  gather_grad, gather_elements_grad, gather_nd_grad, max_pool_grad,
+      average_pool_grad: 1 ulp + (terms + 4)
       2^-24 sum|dy| (f32 atomics: rows sharing an index sum in another
       order);
   global_average_pool: 1 ulp + (S + 4) 2^-24 mean|x| (f64 sums on the
@@ -1172,6 +1173,38 @@ def test_select(rt, gpu):
                                Buf(np.zeros(x.shape, np.int64), dt))
                 same(rt, "cumsum axis %d excl %d rev %d" % (axis, excl, rev),
                      c[4], g[4])
+    # gather_nd / gather_nd_grad: batch_dims 0..2, tuples of 1..3 indices,
+    # negative indices, repeats (the grad's atomics).
+    for dt in ("f32", "f16", "i64"):
+        data = (rt.randn((3, 4, 5, 6), dt) if dt in FLOATS else
+                Buf(rt.rng.integers(-99, 99, (3, 4, 5, 6)), dt))
+        for b, ishape in ((0, (7, 2)), (0, (2, 5, 3)), (1, (3, 9, 1)),
+                          (2, (3, 4, 2, 2)), (0, (6, 1))):
+            kk = ishape[-1]
+            dims = data.shape[b:b + kk]
+            idx = np.stack([rt.rng.integers(-d, d, ishape[:-1])
+                            for d in dims], axis=-1)
+            so = ishape[:-1] + data.shape[b + kk:]
+            if b:
+                so = data.shape[:b] + ishape[b:-1] + data.shape[b + kk:]
+            for idt in ("i64", "i32"):
+                ix = Buf(idx, idt)
+                c, g, _ = both(rt, gpu, "gather_nd", data, ix, b,
+                               rt.empty(so, dt) if dt in FLOATS else
+                               Buf(np.zeros(so, np.int64), dt))
+                same(rt, "gather_nd b %d %s" % (b, ishape), c[3], g[3])
+                if dt in FLOATS:
+                    dy = rt.randn(so, dt)
+                    c2, g2, _ = both(rt, gpu, "gather_nd_grad", dy, ix, b,
+                                     rt.empty(data.shape, dt))
+                    same(rt, "gather_nd_grad b %d" % b, c2[3], g2[3], ulps=1,
+                         scale=np.sum(np.abs(decode(dy))), terms=8)
+    bad = Buf(np.array([[0, 1], [2, 7]], np.int64), "i64")
+    c, g, _ = both(rt, gpu, "gather_nd", rt.randn((3, 4), "f32"), bad, 0,
+                   rt.empty((2,), "f32"))
+    same(rt, "gather_nd error leaves y", c[3], g[3])
+    both(rt, gpu, "gather_nd_grad", rt.randn((2,), "f32"), bad, 0,
+         rt.empty((3, 4), "f32"))
     for dt in ("f32", "bf16", "i64", "bool"):
         x = (special(rt, (2, 5, 7), dt) if dt in FLOATS else
              Buf(rt.rng.integers(1, 3, (2, 5, 7)), dt))
