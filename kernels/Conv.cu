@@ -5,11 +5,12 @@
 //===----------------------------------------------------------------------===//
 //
 // Conv.cpp's semantics on cuDNN (legacy convolution API, NCHW; 1-D windows
-// as H = 1): cudnnConvolutionForward, BackwardData and BackwardFilter with
-// an f32 compute type; ConvTranspose is BackwardData of the convolution its
-// window describes. f16/bf16 tensors allow Tensor Core math; f32 ones use
-// FMA math (no TF32) unless AMPRT_CUDA_ALLOW_TF32 is set. The bias of conv
-// is added by cudnnAddTensor and db is our own per-channel sum in double.
+// as H = 1, 3-D ones with 5-D descriptors): cudnnConvolutionForward,
+// BackwardData and BackwardFilter with an f32 compute type; ConvTranspose is
+// BackwardData of the convolution its window describes. f16/bf16 tensors
+// allow Tensor Core math; f32 ones use FMA math (no TF32) unless
+// AMPRT_CUDA_ALLOW_TF32 is set. The bias of conv is added by cudnnAddTensor
+// and db is our own per-channel sum in double.
 // What cuDNN's legacy API cannot express runs the CPU code: mixed dtypes,
 // asymmetric pads, ceil mode, and any configuration cuDNN rejects.
 //
@@ -73,12 +74,12 @@ struct Conv {
 struct Geometry {
   Window g;
   int64_t M = 0, G = 1;
+  int32_t sr = 2; // spatial rank: 1 and 2 use 4-D descriptors, 3 5-D ones
 };
 
 bool geometry(amprt_context *ctx, const char *k, T x, T w,
               const amprt_window *win, Geometry &s) {
-  // 3-D windows run on the CPU (the 4-D descriptors below are 2-D).
-  if (!win || w->rank != x->rank || win->ceil_mode || win->spatial_rank > 2)
+  if (!win || w->rank != x->rank || win->ceil_mode || win->spatial_rank > 3)
     return false;
   if (makeWindow(ctx, k, x, w->shape + 2, win, s.g) != AMPRT_OK)
     return false;
@@ -88,12 +89,14 @@ bool geometry(amprt_context *ctx, const char *k, T x, T w,
       w->shape[1] * s.G != s.g.C)
     return false;
   // cuDNN's legacy descriptors take one pad per dimension.
-  if (s.g.pt != s.g.pb || s.g.pl != s.g.pr)
+  if (s.g.pt != s.g.pb || s.g.pl != s.g.pr || s.g.pf != s.g.pk)
     return false;
+  s.sr = win->spatial_rank;
   // 32-bit dimensions.
   const int64_t lim = INT32_MAX;
-  return s.g.N <= lim && s.g.C <= lim && s.g.H <= lim && s.g.W <= lim &&
-         s.M <= lim;
+  return s.g.N <= lim && s.g.C <= lim && s.g.D <= lim && s.g.H <= lim &&
+         s.g.W <= lim && s.M <= lim && s.g.C * s.g.inPlane() <= lim &&
+         s.M * s.g.outPlane() <= lim;
 }
 
 Shape outShape(const Geometry &s, int32_t sr) {
@@ -103,8 +106,9 @@ Shape outShape(const Geometry &s, int32_t sr) {
 /// The algorithm cache key of a problem: direction, dtype and geometry.
 std::string algoKey(char dir, int32_t dt, const Geometry &s) {
   const Window &g = s.g;
-  int64_t v[] = {dt,   g.N,  g.C,  g.H,  g.W,  s.M,  s.G,  g.kh, g.kw,
-                 g.sh, g.sw, g.pt, g.pl, g.pb, g.pr, g.dh, g.dw};
+  int64_t v[] = {dt,   g.N,  g.C,  g.D,  g.H,  g.W,  s.M,  s.G,  g.kd,
+                 g.kh, g.kw, g.sd, g.sh, g.sw, g.pf, g.pt, g.pl, g.pk,
+                 g.pb, g.pr, g.dd, g.dh, g.dw};
   std::string key(1, dir);
   for (int64_t x : v)
     key += "," + std::to_string(x);
@@ -121,6 +125,25 @@ amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
   return AMPRT_OK;
 }
 
+/// A 4-D (N, C, H, W) or, for 3-D windows, 5-D (N, C, D, H, W) packed
+/// tensor descriptor.
+amprt_status tensorDesc(amprt_context *ctx, const char *k, const Geometry &s,
+                        cudnnTensorDescriptor_t d, cudnnDataType_t t,
+                        int64_t n, int64_t c, int64_t dd, int64_t h,
+                        int64_t w) {
+  if (s.sr < 3) {
+    AMPRT_DNN(ctx, k,
+              cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, int(n),
+                                         int(c), int(h), int(w)));
+    return AMPRT_OK;
+  }
+  int dims[5] = {int(n), int(c), int(dd), int(h), int(w)};
+  int strides[5] = {int(c * dd * h * w), int(dd * h * w), int(h * w), int(w),
+                    1};
+  AMPRT_DNN(ctx, k, cudnnSetTensorNdDescriptor(d, t, 5, dims, strides));
+  return AMPRT_OK;
+}
+
 amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
                       int32_t dt, Conv &c) {
   const Window &g = s.g;
@@ -129,25 +152,35 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
   AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.y));
   AMPRT_DNN(ctx, k, cudnnCreateFilterDescriptor(&c.w));
   AMPRT_DNN(ctx, k, cudnnCreateConvolutionDescriptor(&c.conv));
-  AMPRT_DNN(ctx, k,
-            cudnnSetTensor4dDescriptor(c.x, CUDNN_TENSOR_NCHW, t, int(g.N),
-                                       int(g.C), int(g.H), int(g.W)));
-  AMPRT_DNN(ctx, k,
-            cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NCHW, int(s.M),
-                                       int(g.C / s.G), int(g.kh), int(g.kw)));
-  AMPRT_DNN(ctx, k,
-            cudnnSetConvolution2dDescriptor(
-                c.conv, int(g.pt), int(g.pl), int(g.sh), int(g.sw), int(g.dh),
-                int(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  AMPRT_TRY(tensorDesc(ctx, k, s, c.x, t, g.N, g.C, g.D, g.H, g.W));
+  if (s.sr < 3) {
+    AMPRT_DNN(ctx, k,
+              cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NCHW, int(s.M),
+                                         int(g.C / s.G), int(g.kh),
+                                         int(g.kw)));
+    AMPRT_DNN(ctx, k,
+              cudnnSetConvolution2dDescriptor(
+                  c.conv, int(g.pt), int(g.pl), int(g.sh), int(g.sw),
+                  int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
+                  CUDNN_DATA_FLOAT));
+  } else {
+    int fd[5] = {int(s.M), int(g.C / s.G), int(g.kd), int(g.kh), int(g.kw)};
+    int pad[3] = {int(g.pf), int(g.pt), int(g.pl)};
+    int str[3] = {int(g.sd), int(g.sh), int(g.sw)};
+    int dil[3] = {int(g.dd), int(g.dh), int(g.dw)};
+    AMPRT_DNN(ctx, k,
+              cudnnSetFilterNdDescriptor(c.w, t, CUDNN_TENSOR_NCHW, 5, fd));
+    AMPRT_DNN(ctx, k,
+              cudnnSetConvolutionNdDescriptor(c.conv, 3, pad, str, dil,
+                                              CUDNN_CROSS_CORRELATION,
+                                              CUDNN_DATA_FLOAT));
+  }
   AMPRT_DNN(ctx, k, cudnnSetConvolutionGroupCount(c.conv, int(s.G)));
   cudnnMathType_t math = dt != AMPRT_F32 ? CUDNN_TENSOR_OP_MATH
                          : state(ctx).allowTf32 ? CUDNN_DEFAULT_MATH
                                                 : CUDNN_FMA_MATH;
   AMPRT_DNN(ctx, k, cudnnSetConvolutionMathType(c.conv, math));
-  AMPRT_DNN(ctx, k,
-            cudnnSetTensor4dDescriptor(c.y, CUDNN_TENSOR_NCHW, t, int(g.N),
-                                       int(s.M), int(g.Ho), int(g.Wo)));
-  return AMPRT_OK;
+  return tensorDesc(ctx, k, s, c.y, t, g.N, s.M, g.Do, g.Ho, g.Wo);
 }
 
 /// Whether cuDNN turned the problem down (a parameter or configuration
@@ -233,16 +266,14 @@ amprt_status cpuFallback(amprt_context *ctx, const char *k,
 /// out += bias[channel] (cudnnAddTensor: an f16/bf16 out rounds a second
 /// time); nothing when bias is NULL.
 amprt_status addBias(amprt_context *ctx, const char *k, cudnnHandle_t h,
-                     Conv &c, T bias, int channels,
+                     const Geometry &s, Conv &c, T bias, int64_t channels,
                      cudnnTensorDescriptor_t outDesc, T out) {
   if (!bias)
     return AMPRT_OK;
   float one = 1.f;
   AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
-  AMPRT_DNN(ctx, k,
-            cudnnSetTensor4dDescriptor(c.b, CUDNN_TENSOR_NCHW,
-                                       dnnType(bias->dtype), 1, channels, 1,
-                                       1));
+  AMPRT_TRY(tensorDesc(ctx, k, s, c.b, dnnType(bias->dtype), 1, channels, 1,
+                       1, 1));
   AMPRT_DNN(ctx, k,
             cudnnAddTensor(h, &one, c.b, bias->data, &one, outDesc,
                            out->data));
@@ -305,7 +336,7 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
     if (st == AMPRT_ERR_UNSUPPORTED)
       return cpuFallback(ctx, k, why, cpu);
     AMPRT_TRY(st);
-    return addBias(ctx, k, h, c, bias, int(s.M), c.y, y);
+    return addBias(ctx, k, h, s, c, bias, s.M, c.y, y);
   });
 }
 
@@ -427,7 +458,7 @@ amprt_status cudaConvTranspose(amprt_context *ctx, T x, T w, T bias, T y,
     if (st == AMPRT_ERR_UNSUPPORTED)
       return cpuFallback(ctx, k, why, cpu);
     AMPRT_TRY(st);
-    return addBias(ctx, k, h, c, bias, int(s.g.C), c.x, y);
+    return addBias(ctx, k, h, s, c, bias, s.g.C, c.x, y);
   });
 }
 

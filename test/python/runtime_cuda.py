@@ -1411,7 +1411,15 @@ def test_conv(rt, gpu):
                  window([3, 3], [1, 1], [1, 1, 1, 1])),
                 ((2, 4, 10, 8), (6, 2, 3, 2),
                  window([3, 2], [2, 1], [0, 1, 1, 0], [1, 2], group=2)),
-                ((3, 2, 17), (5, 2, 4), window([4], [2], [1, 2]))):
+                ((3, 2, 17), (5, 2, 4), window([4], [2], [1, 2])),
+                # 3-D: 5-D cuDNN descriptors (symmetric pads), then the
+                # CPU fallback (asymmetric ones).
+                ((2, 3, 5, 6, 7), (4, 3, 3, 2, 3),
+                 window([3, 2, 3], [1, 2, 1], [1, 0, 1, 1, 0, 1],
+                        [1, 1, 2])),
+                ((2, 4, 4, 5, 6), (4, 2, 2, 3, 2),
+                 window([2, 3, 2], [2, 1, 1], [0, 1, 1, 1, 1, 0],
+                        group=2))):
             x, w = rt.randn(xs, dt), rt.randn(ws, dt)
             b = rt.randn((ws[0],), dt)
             # The output shape (floor mode).
