@@ -1,4 +1,4 @@
-//===- Select.cu - arg_max/min, gather_elements/nd, cumsum, trilu ---------===//
+//===- Select.cu - arg_max/min, top_k, gathers, scatter, cumsum, trilu ----===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -8,8 +8,9 @@
 // run on their data every step (Select.cpp, and Reduce.cpp's cumsum):
 // sequence classifiers take an ArgMax of a mask, RoBERTa-style models a
 // CumSum for their position ids and a GatherElements, causal masks a Trilu,
-// dynamo exports a GatherND for x[arange(b), idx]. One thread per line
-// (arg_max/min, cumsum) or per element (gather_elements, gather_nd, trilu),
+// dynamo exports a GatherND for x[arange(b), idx], mixture-of-experts
+// routers a TopK and a ScatterElements. One thread per line (arg_max/min,
+// cumsum) or per element (top_k by ranks, gathers, scatter, trilu),
 // running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
 // ndSlabOffset, triluKeeps in Internal.h), so the results are the CPU's
 // bits; gather_elements_grad and gather_nd_grad add into f32 with atomics,
@@ -342,6 +343,129 @@ amprt_status cudaGatherNDGrad(amprt_context *ctx, T dy, T indices,
   });
 }
 
+/// top_k by ranks: each element of a line counts the elements that come
+/// before it in top_k's total order (topKBefore: ties by position, so the
+/// ranks are distinct) and, when its rank is below k, writes itself there:
+/// the CPU's partial sort, element for element. One thread per element,
+/// len reads each.
+__global__ void topKKernel(const void *x, int32_t dx, void *values,
+                           int32_t dv, int64_t *indices, int64_t outer,
+                           int64_t len, int64_t inner, int64_t k,
+                           bool largest) {
+  int64_t n = outer * len * inner;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t j = e % inner, a = (e / inner) % len, o = e / (inner * len);
+    int64_t base = o * len * inner + j;
+    float u = loadF(x, dx, e);
+    int64_t rank = 0;
+    for (int64_t b = 0; b < len && rank < k; ++b)
+      rank += b != a && topKBefore(loadF(x, dx, base + b * inner), b, u, a,
+                                   largest);
+    if (rank < k) {
+      int64_t at = (o * k + rank) * inner + j;
+      storeF(values, dv, at, u);
+      indices[at] = a;
+    }
+  }
+}
+
+amprt_status cudaTopK(amprt_context *ctx, T x, int64_t k, int64_t axis,
+                      int32_t largest, int32_t sorted, T values, T indices) {
+  const char *kn = "top_k";
+  return guard(ctx, kn, [&]() -> amprt_status {
+    int64_t a = axis, outer, len, inner;
+    if (checkTopK(ctx, x, k, a, values, indices, outer, len, inner))
+      return onHost(ctx, [&] {
+        return amprt_top_k(ctx, x, k, axis, largest, sorted, values,
+                           indices);
+      });
+    int64_t n = numel(x);
+    if (n == 0 || k == 0)
+      return AMPRT_OK;
+    topKKernel<<<gridFor(n, kThreads), kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, values->data, values->dtype,
+        static_cast<int64_t *>(indices->data), outer, len, inner, k,
+        largest != 0);
+    AMPRT_CUDA_LAUNCHED(ctx, kn);
+    return AMPRT_OK;
+  });
+}
+
+/// winner[pos] = 1 + the last update element i that targets pos.
+__global__ void scatterWinnerKernel(ElementsMap m, const void *idx,
+                                    int32_t di, unsigned long long *winner,
+                                    int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    atomicMax(winner + gatheredOffset(m, i, ldIdx(idx, di, i)),
+              static_cast<unsigned long long>(i + 1));
+}
+
+template <typename E>
+__global__ void scatterWriteKernel(ElementsMap m, const void *idx, int32_t di,
+                                   const unsigned long long *winner,
+                                   const E *updates, E *y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t pos = gatheredOffset(m, i, ldIdx(idx, di, i));
+    if (winner[pos] == static_cast<unsigned long long>(i + 1))
+      y[pos] = updates[i];
+  }
+}
+
+/// scatter_elements without a reduction (the last write of a place wins,
+/// as in the CPU's sequential loop): y = data, then each place written by
+/// the last update that targets it. The reductions, whose rounding at each
+/// step depends on the order, run on the CPU.
+amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
+                                 T updates, int64_t axis, int32_t reduction,
+                                 T y) {
+  const char *k = "scatter_elements";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_scatter_elements(ctx, data, indices, updates, axis,
+                                    reduction, y);
+    };
+    int64_t a = axis;
+    if (checkScatterElements(ctx, data, indices, updates, a, reduction, y) ||
+        reduction != 0)
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    cudaStream_t s = stream(ctx);
+    int64_t ny = numel(y), n = numel(indices);
+    size_t es = amprt_dtype_size(data->dtype);
+    if (ny && y->data != data->data)
+      AMPRT_CUDA(ctx, k,
+                 cudaMemcpyAsync(y->data, data->data, size_t(ny) * es,
+                                 cudaMemcpyDeviceToDevice, s));
+    if (n == 0)
+      return AMPRT_OK;
+    Scratch winner;
+    AMPRT_TRY(winner.get(ctx, k, size_t(ny) * sizeof(unsigned long long)));
+    auto *w = static_cast<unsigned long long *>(winner.p);
+    AMPRT_CUDA(ctx, k,
+               cudaMemsetAsync(w, 0, size_t(ny) * sizeof(unsigned long long),
+                               s));
+    ElementsMap m = elementsMap(data, indices, a);
+    scatterWinnerKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+        m, indices->data, indices->dtype, w, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    byElementSize(es, [&](auto e) {
+      using E = decltype(e);
+      scatterWriteKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+          m, indices->data, indices->dtype, w,
+          static_cast<const E *>(updates->data), static_cast<E *>(y->data),
+          n);
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerSelect(KernelTable &t) {
@@ -353,4 +477,6 @@ void amprt::cuda::registerSelect(KernelTable &t) {
   t.trilu = cudaTrilu;
   t.gather_nd = cudaGatherND;
   t.gather_nd_grad = cudaGatherNDGrad;
+  t.top_k = cudaTopK;
+  t.scatter_elements = cudaScatterElements;
 }

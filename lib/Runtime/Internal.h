@@ -752,6 +752,21 @@ AMPRT_HD inline int64_t argOfLine(int64_t base, int64_t len, int64_t inner,
   return best;
 }
 
+/// top_k's total order: element (u, position a) before (v, b) when u ranks
+/// before v, ties by position.
+AMPRT_HD inline bool topKBefore(float u, int64_t a, float v, int64_t b,
+                                bool largest) {
+  if (ranksBefore(u, v, largest))
+    return true;
+  return !ranksBefore(v, u, largest) && a < b;
+}
+/// top_k: x float, k within the axis (normalized in place), values (x's
+/// dtype) and indices (i64) of x's shape with the axis k long.
+amprt_status checkTopK(amprt_context *ctx, const amprt_tensor *x, int64_t k,
+                       int64_t &axis, const amprt_tensor *values,
+                       const amprt_tensor *indices, int64_t &outer,
+                       int64_t &len, int64_t &inner);
+
 /// arg_max / arg_min: x float, integer or bool, y i64 of x's shape with the
 /// axis kept as 1 or dropped, a non-empty axis; x as (outer, len, inner).
 amprt_status checkArgExtreme(amprt_context *ctx, const char *k,
@@ -824,6 +839,14 @@ AMPRT_HD inline int64_t ndSlabOffset(const NDMap &m, int64_t t, Idx &&idx) {
   }
   return (t / m.tuples) * m.inBatch + off;
 }
+
+/// scatter_elements' checks but the index values: dtypes, shapes (the
+/// updates' that of the indices), the reduction (0..4; 1..4 floats only).
+amprt_status checkScatterElements(amprt_context *ctx,
+                                  const amprt_tensor *data,
+                                  const amprt_tensor *indices,
+                                  const amprt_tensor *updates, int64_t &axis,
+                                  int32_t reduction, const amprt_tensor *y);
 
 /// CumSum: x and y of one shape and dtype (f32, f16, bf16, i64 or i32); x
 /// as (outer, len, inner) around the axis.

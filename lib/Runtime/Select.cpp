@@ -210,6 +210,45 @@ amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkScatterElements(amprt_context *ctx, T data,
+                                         T indices, T updates, int64_t &axis,
+                                         int32_t reduction, T y) {
+  const char *k = "scatter_elements";
+  AMPRT_TRY(checkTensor(ctx, k, "data", data));
+  AMPRT_TRY(checkDtype(ctx, k, "updates", updates, data->dtype));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
+  AMPRT_TRY(checkGatherElementsShape(ctx, k, data, indices, axis, updates));
+  if (reduction < 0 || reduction > 4)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
+                     "max, 4 min)",
+                     k, reduction);
+  if (reduction && !isLowOrF32(data->dtype))
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: a reduction needs f32, f16 or bf16 data, not %s", k,
+                     amprt_dtype_name(data->dtype));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkTopK(amprt_context *ctx, T x, int64_t k,
+                              int64_t &axis, T values, T indices,
+                              int64_t &outer, int64_t &len, int64_t &inner) {
+  const char *kn = "top_k";
+  AMPRT_TRY(checkFloat(ctx, kn, "x", x));
+  AMPRT_TRY(checkDtype(ctx, kn, "values", values, x->dtype));
+  AMPRT_TRY(checkDtype(ctx, kn, "indices", indices, AMPRT_I64));
+  AMPRT_TRY(splitAxis(ctx, kn, x, axis, outer, len, inner));
+  if (k < 0 || k > len)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: k = %" PRId64 " for an axis of %" PRId64, kn, k,
+                     len);
+  Shape so = shapeOf(x);
+  so[size_t(axis)] = k;
+  AMPRT_TRY(checkShape(ctx, kn, "values", values, so));
+  return checkShape(ctx, kn, "indices", indices, so);
+}
+
 extern "C" {
 
 amprt_status amprt_arg_max(amprt_context *ctx, T x, int64_t axis,
@@ -236,19 +275,8 @@ amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
   AMPRT_DISPATCH(top_k, ctx, x, k, axis, largest, sorted, values, indices);
   const char *kn = "top_k";
   return guard(ctx, kn, [&]() -> amprt_status {
-    AMPRT_TRY(checkFloat(ctx, kn, "x", x));
-    AMPRT_TRY(checkDtype(ctx, kn, "values", values, x->dtype));
-    AMPRT_TRY(checkDtype(ctx, kn, "indices", indices, AMPRT_I64));
     int64_t outer, len, inner;
-    AMPRT_TRY(splitAxis(ctx, kn, x, axis, outer, len, inner));
-    if (k < 0 || k > len)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: k = %" PRId64 " for an axis of %" PRId64, kn, k,
-                       len);
-    Shape so = shapeOf(x);
-    so[size_t(axis)] = k;
-    AMPRT_TRY(checkShape(ctx, kn, "values", values, so));
-    AMPRT_TRY(checkShape(ctx, kn, "indices", indices, so));
+    AMPRT_TRY(checkTopK(ctx, x, k, axis, values, indices, outer, len, inner));
     F32In in(x);
     F32Out out(values);
     auto *idx = static_cast<int64_t *>(indices->data);
@@ -262,10 +290,8 @@ amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
         // one serves both.
         std::partial_sort(order.begin(), order.begin() + k, order.end(),
                           [&](int64_t a, int64_t b) {
-                            float u = p[a * inner], v = p[b * inner];
-                            if (ranksBefore(u, v, largest != 0))
-                              return true;
-                            return !ranksBefore(v, u, largest != 0) && a < b;
+                            return topKBefore(p[a * inner], a, p[b * inner],
+                                              b, largest != 0);
                           });
         for (int64_t i = 0; i < k; ++i) {
           int64_t at = (o * k + i) * inner + j;
@@ -362,20 +388,9 @@ amprt_status amprt_scatter_elements(amprt_context *ctx, T data, T indices,
                  reduction, y);
   const char *k = "scatter_elements";
   return guard(ctx, k, [&]() -> amprt_status {
-    AMPRT_TRY(checkTensor(ctx, k, "data", data));
-    AMPRT_TRY(checkDtype(ctx, k, "updates", updates, data->dtype));
-    AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
+    AMPRT_TRY(checkScatterElements(ctx, data, indices, updates, axis,
+                                   reduction, y));
     AMPRT_TRY(checkGatherElements(ctx, k, data, indices, axis, updates));
-    if (reduction < 0 || reduction > 4)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
-                       "max, 4 min)",
-                       k, reduction);
-    if (reduction && !isLowOrF32(data->dtype))
-      return ctx->fail(AMPRT_ERR_DTYPE,
-                       "%s: a reduction needs f32, f16 or bf16 data, not %s",
-                       k, amprt_dtype_name(data->dtype));
     size_t es = amprt_dtype_size(data->dtype);
     if (y->data != data->data)
       std::memcpy(y->data, data->data, size_t(numel(data)) * es);

@@ -12,7 +12,8 @@ dtype's ulp at the larger of the two values:
       transpose, expand, concat, slice, slice_grad, gather, max_pool
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
-      bernoulli, arg_max, arg_min, gather_elements, gather_nd, cumsum, trilu,
+      bernoulli, arg_max, arg_min, top_k, gather_elements, gather_nd,
+      scatter_elements, cumsum, trilu,
       reduce_max, reduce_min,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
@@ -1205,6 +1206,42 @@ def test_select(rt, gpu):
     same(rt, "gather_nd error leaves y", c[3], g[3])
     both(rt, gpu, "gather_nd_grad", rt.randn((2,), "f32"), bad, 0,
          rt.empty((3, 4), "f32"))
+    # top_k: ranks in top_k's total order (NaN first, ties by position).
+    for dt in FLOATS:
+        x = special(rt, (4, 9, 6), dt) if dt == "f32" else \
+            rt.buf(np.round(rt.rng.standard_normal((4, 9, 6))), dt)
+        for axis, kk in ((1, 3), (-1, 6), (0, 1), (1, 0), (2, 2)):
+            so = list(x.shape)
+            so[axis] = kk
+            for largest in (1, 0):
+                c, g, _ = both(rt, gpu, "top_k", x, kk, axis, largest, 1,
+                               rt.empty(so, dt),
+                               Buf(np.zeros(so, np.int64), "i64"))
+                same(rt, "top_k values", c[5], g[5])
+                same(rt, "top_k indices", c[6], g[6])
+    both(rt, gpu, "top_k", rt.randn((3, 4), "f32"), 5, 1, 1, 1,
+         rt.empty((3, 5), "f32"), Buf(np.zeros((3, 5), np.int64), "i64"))
+    # scatter_elements: repeats (the last write wins), in place, and the
+    # reductions (which run on the CPU).
+    for dt in ("f32", "f16", "i64"):
+        data = (rt.randn((5, 6), dt) if dt in FLOATS else
+                Buf(rt.rng.integers(-50, 50, (5, 6)), dt))
+        for axis, ishape in ((0, (7, 6)), (1, (5, 9)), (-1, (2, 3))):
+            n = data.shape[axis]
+            idx = Buf(rt.rng.integers(-n, n, ishape), "i64")
+            upd = (rt.randn(ishape, dt) if dt in FLOATS else
+                   Buf(rt.rng.integers(-50, 50, ishape), dt))
+            for red in ((0, 1, 3) if dt in FLOATS else (0,)):
+                c, g, _ = both(rt, gpu, "scatter_elements", data, idx, upd,
+                               axis, red, rt.empty(data.shape, dt)
+                               if dt in FLOATS else
+                               Buf(np.zeros(data.shape, np.int64), dt))
+                same(rt, "scatter_elements axis %d red %d" % (axis, red),
+                     c[5], g[5])
+    bad = Buf(np.array([[0, 9]], np.int64), "i64")
+    c, g, _ = both(rt, gpu, "scatter_elements", rt.randn((2, 5), "f32"), bad,
+                   rt.randn((1, 2), "f32"), 1, 0, rt.empty((2, 5), "f32"))
+    same(rt, "scatter_elements error leaves y", c[5], g[5])
     for dt in ("f32", "bf16", "i64", "bool"):
         x = (special(rt, (2, 5, 7), dt) if dt in FLOATS else
              Buf(rt.rng.integers(1, 3, (2, 5, 7)), dt))
@@ -1465,23 +1502,26 @@ def test_cpu_fallback(rt, gpu):
     y = rt.empty((), "f32")
     c, g, _ = both(rt, gpu, "mse_loss", x, rt.randn((4, 6, 5), "f16"), y)
     same(rt, "mse_loss", c[2], g[2])
+    yb = rt.empty((4, 6, 5), "f16")
+    c, g, _ = both(rt, gpu, "batch_norm_inference", x, rt.randn((6,), "f32"),
+                   rt.randn((6,), "f32"), rt.randn((6,), "f32"),
+                   rt.uniform((6,), "f32", 0.5, 2.0), C.c_float(1e-5), yb)
+    same(rt, "batch_norm_inference", c[6], g[6])
     # A fallback after GPU work on the same buffers sees that work.
     a = rt.randn((2, 32, 64), "f32")
     t, back = gpu.upload(a)
     y, yb = gpu.upload(rt.empty((2, 32, 64), "f32"))
-    z, zb = gpu.upload(rt.empty((2, 32, 1), "f32"))
-    zi, _ = gpu.upload(Buf(np.zeros((2, 32, 1), np.int64), "i64"))
+    z, zb = gpu.upload(rt.empty((), "f32"))
     L = rt.lib
     assert L.amprt_relu(gpu.ctx, C.byref(t), C.byref(y)) == 0, gpu.err()
-    assert L.amprt_top_k(gpu.ctx, C.byref(y), 1, 2, 1, 1, C.byref(z),
-                         C.byref(zi)) == 0, gpu.err()
+    assert L.amprt_mse_loss(gpu.ctx, C.byref(y), C.byref(t),
+                            C.byref(z)) == 0, gpu.err()
     gpu.download(z, zb)
     gpu.free_all()
-    mid, want = rt.empty((2, 32, 64), "f32"), rt.empty((2, 32, 1), "f32")
+    mid, want = rt.empty((2, 32, 64), "f32"), rt.empty((), "f32")
     rt.ok("relu", a.ref, mid.ref)
-    wi = Buf(np.zeros((2, 32, 1), np.int64), "i64")
-    rt.ok("top_k", mid.ref, 1, 2, 1, 1, want.ref, wi.ref)
-    same(rt, "relu then top_k (fallback)", want, zb)
+    rt.ok("mse_loss", mid.ref, a.ref, want.ref)
+    same(rt, "relu then mse_loss (fallback)", want, zb)
 
 
 def test_unaligned(rt, gpu):
