@@ -340,6 +340,28 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
   });
 }
 
+/// dx = the data gradient of convolution c for output gradient dy
+/// (cudnnConvolutionBackwardData; conv_grad's dx, conv_transpose's y).
+amprt_status backwardData(amprt_context *ctx, const char *k, cudnnHandle_t h,
+                          const Geometry &s, int32_t dt, const Conv &c, T w,
+                          T dy, T dx, std::string &why) {
+  float one = 1.f, zero = 0.f;
+  State &S = state(ctx);
+  return runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
+      ctx, k, algoKey('d', dt, s),
+      [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w, c.y, c.conv,
+                                                           c.x, n, found, p);
+      },
+      [&](cudnnConvolutionBwdDataAlgo_t algo) {
+        return cudnnConvolutionBackwardData(h, &one, c.w, w->data, c.y,
+                                            dy->data, c.conv, algo,
+                                            S.workspace, S.workspaceBytes,
+                                            &zero, c.x, dx->data);
+      },
+      why);
+}
+
 amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
                           T db, const amprt_window *win) {
   const char *k = "conv_grad";
@@ -379,18 +401,7 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     State &S = state(ctx);
     if (dx) {
       std::string why;
-      amprt_status st = runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
-          ctx, k, algoKey('d', dt, s),
-          [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
-            return cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                h, c.w, c.y, c.conv, c.x, n, found, p);
-          },
-          [&](cudnnConvolutionBwdDataAlgo_t algo) {
-            return cudnnConvolutionBackwardData(
-                h, &one, c.w, w->data, c.y, dy->data, c.conv, algo,
-                S.workspace, S.workspaceBytes, &zero, c.x, dx->data);
-          },
-          why);
+      amprt_status st = backwardData(ctx, k, h, s, dt, c, w, dy, dx, why);
       if (st == AMPRT_ERR_UNSUPPORTED)
         return cpuFallback(ctx, k, why, cpu);
       AMPRT_TRY(st);
@@ -440,21 +451,8 @@ amprt_status cudaConvTranspose(amprt_context *ctx, T x, T w, T bias, T y,
     AMPRT_TRY(handle(ctx, k, h));
     Conv c;
     AMPRT_TRY(describe(ctx, k, s, dt, c));
-    float one = 1.f, zero = 0.f;
-    State &S = state(ctx);
     std::string why;
-    amprt_status st = runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
-        ctx, k, algoKey('d', dt, s),
-        [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
-          return cudnnGetConvolutionBackwardDataAlgorithm_v7(
-              h, c.w, c.y, c.conv, c.x, n, found, p);
-        },
-        [&](cudnnConvolutionBwdDataAlgo_t algo) {
-          return cudnnConvolutionBackwardData(
-              h, &one, c.w, w->data, c.y, x->data, c.conv, algo, S.workspace,
-              S.workspaceBytes, &zero, c.x, y->data);
-        },
-        why);
+    amprt_status st = backwardData(ctx, k, h, s, dt, c, w, x, y, why);
     if (st == AMPRT_ERR_UNSUPPORTED)
       return cpuFallback(ctx, k, why, cpu);
     AMPRT_TRY(st);

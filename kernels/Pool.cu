@@ -24,14 +24,25 @@ namespace {
 
 constexpr int kThreads = 256;
 
+/// The window position (od, oh, ow) and the (n, c) plane of output
+/// element o.
+__device__ __forceinline__ void outputPosition(const Window &g, int64_t o,
+                                               int64_t &od, int64_t &oh,
+                                               int64_t &ow, int64_t &nc) {
+  ow = o % g.Wo;
+  int64_t r = o / g.Wo;
+  oh = r % g.Ho;
+  r /= g.Ho;
+  od = r % g.Do;
+  nc = r / g.Do;
+}
+
 __global__ void maxPoolKernel(Window g, const void *x, int32_t dx, void *y,
                               int32_t dy, int64_t *indices, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ow = o % g.Wo, r = o / g.Wo;
-    int64_t oh = r % g.Ho;
-    r /= g.Ho;
-    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t od, oh, ow, nc;
+    outputPosition(g, o, od, oh, ow, nc);
     int64_t base = nc * g.inPlane();
     float best = -INFINITY;
     int64_t arg = -1;
@@ -122,10 +133,8 @@ __global__ void avgPoolKernel(Window g, bool includePad, const void *x,
                               int32_t dx, void *y, int32_t dy, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ow = o % g.Wo, r = o / g.Wo;
-    int64_t oh = r % g.Ho;
-    r /= g.Ho;
-    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t od, oh, ow, nc;
+    outputPosition(g, o, od, oh, ow, nc);
     int64_t base = nc * g.inPlane();
     float s = 0.f;
     forEachTap(g, od, oh, ow, [&](int64_t t) { s += loadF(x, dx, base + t); });
@@ -140,10 +149,8 @@ __global__ void avgPoolGradKernel(Window g, bool includePad, const void *dy,
                                   int32_t ddy, float *acc, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t ow = o % g.Wo, r = o / g.Wo;
-    int64_t oh = r % g.Ho;
-    r /= g.Ho;
-    int64_t od = r % g.Do, nc = r / g.Do;
+    int64_t od, oh, ow, nc;
+    outputPosition(g, o, od, oh, ow, nc);
     int64_t cnt = avgCount(g, od, oh, ow, includePad);
     if (!cnt)
       continue;

@@ -72,22 +72,78 @@ __device__ __forceinline__ int64_t ldIdx(const void *idx, int32_t dt,
                          : static_cast<const int32_t *>(idx)[i];
 }
 
-template <typename E>
-__global__ void gatherElementsKernel(ElementsMap m, const E *data,
-                                     const void *idx, int32_t di, E *y,
-                                     int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = data[gatheredOffset(m, i, ldIdx(idx, di, i))];
+/// Where element e of a gather's output reads, and the scatter-add of its
+/// gradient writes: GatherElements' map, and GatherND's (below).
+struct ElementsSource {
+  ElementsMap m;
+  __device__ int64_t operator()(const void *idx, int32_t di,
+                                int64_t e) const {
+    return gatheredOffset(m, e, ldIdx(idx, di, e));
+  }
+};
+
+struct NDSource {
+  NDMap m;
+  __device__ int64_t operator()(const void *idx, int32_t di,
+                                int64_t e) const {
+    int64_t at = ndSlabOffset(m, e / m.slab,
+                              [&](int64_t j) { return ldIdx(idx, di, j); });
+    return at * m.slab + e % m.slab;
+  }
+};
+
+template <typename E, typename Src>
+__global__ void indexedGatherKernel(Src src, const E *data, const void *idx,
+                                    int32_t di, E *y, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x)
+    y[e] = data[src(idx, di, e)];
 }
 
-__global__ void gatherElementsGradKernel(ElementsMap m, const void *dy,
-                                         int32_t ddy, const void *idx,
-                                         int32_t di, float *acc, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    atomicAdd(acc + gatheredOffset(m, i, ldIdx(idx, di, i)),
-              loadF(dy, ddy, i));
+template <typename Src>
+__global__ void indexedScatterAddKernel(Src src, const void *dy, int32_t ddy,
+                                        const void *idx, int32_t di,
+                                        float *acc, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x)
+    atomicAdd(acc + src(idx, di, e), loadF(dy, ddy, e));
+}
+
+/// y[e] = data[src(e)] for every element of y (any dtype; indices checked).
+template <typename Src>
+amprt_status indexedGather(amprt_context *ctx, const char *k, Src src,
+                           T data, T indices, T y) {
+  int64_t n = numel(y);
+  if (n == 0)
+    return AMPRT_OK;
+  cudaStream_t s = stream(ctx);
+  byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
+    using E = decltype(e);
+    indexedGatherKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
+        src, static_cast<const E *>(data->data), indices->data,
+        indices->dtype, static_cast<E *>(y->data), n);
+  });
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+/// dx = 0, then dx[src(e)] += dy[e] in f32 with atomics, rounded once.
+template <typename Src>
+amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src,
+                               T dy, T indices, T dx) {
+  if (numel(dx) == 0)
+    return AMPRT_OK;
+  F32Accumulator acc;
+  AMPRT_TRY(acc.begin(ctx, k, dx));
+  int64_t n = numel(dy);
+  if (n) {
+    indexedScatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
+                              stream(ctx)>>>(src, dy->data, dy->dtype,
+                                             indices->data, indices->dtype,
+                                             acc.p, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+  }
+  return acc.finish(ctx, k, dx);
 }
 
 amprt_status cudaGatherElements(amprt_context *ctx, T data, T indices,
@@ -106,19 +162,8 @@ amprt_status cudaGatherElements(amprt_context *ctx, T data, T indices,
     AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], ok));
     if (!ok)
       return onHost(ctx, cpu);
-    int64_t n = numel(indices);
-    if (n == 0)
-      return AMPRT_OK;
-    ElementsMap m = elementsMap(data, indices, a);
-    cudaStream_t s = stream(ctx);
-    byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
-      using E = decltype(e);
-      gatherElementsKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-          m, static_cast<const E *>(data->data), indices->data,
-          indices->dtype, static_cast<E *>(y->data), n);
-    });
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
+    return indexedGather(ctx, k, ElementsSource{elementsMap(data, indices, a)},
+                         data, indices, y);
   });
 }
 
@@ -137,19 +182,9 @@ amprt_status cudaGatherElementsGrad(amprt_context *ctx, T dy, T indices,
     AMPRT_TRY(indicesInRange(ctx, k, indices, dx->shape[a], ok));
     if (!ok)
       return onHost(ctx, cpu);
-    if (numel(dx) == 0)
-      return AMPRT_OK;
-    F32Accumulator acc;
-    AMPRT_TRY(acc.begin(ctx, k, dx));
-    int64_t n = numel(indices);
-    if (n) {
-      gatherElementsGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
-                                 stream(ctx)>>>(
-          elementsMap(dx, indices, a), dy->data, dy->dtype, indices->data,
-          indices->dtype, acc.p, n);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
-    return acc.finish(ctx, k, dx);
+    return indexedGatherGrad(ctx, k,
+                             ElementsSource{elementsMap(dx, indices, a)}, dy,
+                             indices, dx);
   });
 }
 
@@ -256,31 +291,6 @@ amprt_status ndIndicesInRange(amprt_context *ctx, const char *k,
   return AMPRT_OK;
 }
 
-/// y[t, s] = data[slab of tuple t, s], one thread per element of y.
-template <typename E>
-__global__ void gatherNDKernel(NDMap m, const E *data, const void *idx,
-                               int32_t di, E *y, int64_t n) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t t = e / m.slab;
-    int64_t at =
-        ndSlabOffset(m, t, [&](int64_t j) { return ldIdx(idx, di, j); });
-    y[e] = data[at * m.slab + e % m.slab];
-  }
-}
-
-__global__ void gatherNDGradKernel(NDMap m, const void *dy, int32_t ddy,
-                                   const void *idx, int32_t di, float *acc,
-                                   int64_t n) {
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t t = e / m.slab;
-    int64_t at =
-        ndSlabOffset(m, t, [&](int64_t j) { return ldIdx(idx, di, j); });
-    atomicAdd(acc + at * m.slab + e % m.slab, loadF(dy, ddy, e));
-  }
-}
-
 amprt_status cudaGatherND(amprt_context *ctx, T data, T indices,
                           int64_t batch_dims, T y) {
   const char *k = "gather_nd";
@@ -297,18 +307,7 @@ amprt_status cudaGatherND(amprt_context *ctx, T data, T indices,
     AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
     if (!ok)
       return onHost(ctx, cpu);
-    int64_t n = numel(y);
-    if (n == 0)
-      return AMPRT_OK;
-    cudaStream_t s = stream(ctx);
-    byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
-      using E = decltype(e);
-      gatherNDKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-          m, static_cast<const E *>(data->data), indices->data,
-          indices->dtype, static_cast<E *>(y->data), n);
-    });
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
+    return indexedGather(ctx, k, NDSource{m}, data, indices, y);
   });
 }
 
@@ -327,19 +326,7 @@ amprt_status cudaGatherNDGrad(amprt_context *ctx, T dy, T indices,
     AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
     if (!ok)
       return onHost(ctx, cpu);
-    if (numel(dx) == 0)
-      return AMPRT_OK;
-    F32Accumulator acc;
-    AMPRT_TRY(acc.begin(ctx, k, dx));
-    int64_t n = numel(dy);
-    if (n) {
-      gatherNDGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
-                           stream(ctx)>>>(m, dy->data, dy->dtype,
-                                          indices->data, indices->dtype,
-                                          acc.p, n);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
-    return acc.finish(ctx, k, dx);
+    return indexedGatherGrad(ctx, k, NDSource{m}, dy, indices, dx);
   });
 }
 
