@@ -95,8 +95,8 @@ bool geometry(amprt_context *ctx, const char *k, T x, T w,
   // 32-bit dimensions.
   const int64_t lim = INT32_MAX;
   return s.g.N <= lim && s.g.C <= lim && s.g.D <= lim && s.g.H <= lim &&
-         s.g.W <= lim && s.M <= lim && s.g.C * s.g.inPlane() <= lim &&
-         s.M * s.g.outPlane() <= lim;
+         s.g.W <= lim && s.M <= lim && s.g.N * s.g.C * s.g.inPlane() <= lim &&
+         s.g.N * s.M * s.g.outPlane() <= lim;
 }
 
 Shape outShape(const Geometry &s, int32_t sr) {
@@ -110,6 +110,7 @@ std::string algoKey(char dir, int32_t dt, const Geometry &s) {
                  g.kh, g.kw, g.sd, g.sh, g.sw, g.pf, g.pt, g.pl, g.pk,
                  g.pb, g.pr, g.dd, g.dh, g.dw};
   std::string key(1, dir);
+  key += std::to_string(s.sr); // 4-D or 5-D descriptors
   for (int64_t x : v)
     key += "," + std::to_string(x);
   return key;

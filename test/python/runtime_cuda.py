@@ -696,14 +696,19 @@ def test_reduce_sum(rt, gpu):
                                keep, 0, rt.empty(np.shape(ref), dt))
                 same(rt, name, c[5], g[5])
     for name in ("reduce_max", "reduce_min"):
-        # NaN-free and with NaNs, in long rows that a block reduces.
-        x = rt.randn((3, 5000), "f32")
-        x.arr[1, 4000] = np.nan
-        x.arr[2, ::3] = 0.0
-        x.arr[2, 1::3] = -0.0
-        c, g, _ = both(rt, gpu, name, x, i64s([1]), 1, 0, 0,
-                       rt.empty((3,), "f32"))
-        same(rt, name + " long rows", c[5], g[5])
+        # NaN-free and with NaNs, in long rows that a block reduces; rows
+        # whose extreme is a signed zero: -0 at 255, +0 at 256 (threads 255
+        # and 0 of the block), so only the first index may win.
+        sgn = -1.0 if name == "reduce_max" else 1.0
+        for n in (5000, 300):
+            x = rt.randn((3, n), "f32")
+            x.arr[1, n - 100] = np.nan
+            x.arr[2] = sgn * (np.abs(x.arr[2]) + 0.5)
+            x.arr[2, 255] = -0.0
+            x.arr[2, 256] = 0.0
+            c, g, _ = both(rt, gpu, name, x, i64s([1]), 1, 0, 0,
+                           rt.empty((3,), "f32"))
+            same(rt, "%s rows of %d" % (name, n), c[5], g[5])
     both(rt, gpu, "reduce_sum", rt.randn((2, 3), "f32"), i64s([1, 1]), 2, 0,
          0, rt.empty((2,), "f32"))
     both(rt, gpu, "reduce_max", Buf(np.zeros((2, 3), np.int64), "i64"),
@@ -1221,8 +1226,8 @@ def test_select(rt, gpu):
                 same(rt, "top_k indices", c[6], g[6])
     both(rt, gpu, "top_k", rt.randn((3, 4), "f32"), 5, 1, 1, 1,
          rt.empty((3, 5), "f32"), Buf(np.zeros((3, 5), np.int64), "i64"))
-    # scatter_elements: repeats (the last write wins), in place, and the
-    # reductions (which run on the CPU).
+    # scatter_elements: repeats (the last write wins) and the reductions
+    # (which run on the CPU).
     for dt in ("f32", "f16", "i64"):
         data = (rt.randn((5, 6), dt) if dt in FLOATS else
                 Buf(rt.rng.integers(-50, 50, (5, 6)), dt))
@@ -1449,6 +1454,10 @@ def test_conv(rt, gpu):
                 ((2, 4, 10, 8), (6, 2, 3, 2),
                  window([3, 2], [2, 1], [0, 1, 1, 0], [1, 2], group=2)),
                 ((3, 2, 17), (5, 2, 4), window([4], [2], [1, 2])),
+                # Grouped with symmetric pads (cuDNN): the last row of the
+                # input is under no window (conv_transpose: output_padding).
+                ((2, 4, 8, 9), (6, 2, 3, 3),
+                 window([3, 3], [2, 2], [0, 0, 0, 0], group=2)),
                 # 3-D: 5-D cuDNN descriptors (symmetric pads), then the
                 # CPU fallback (asymmetric ones).
                 ((2, 3, 5, 6, 7), (4, 3, 3, 2, 3),
