@@ -177,6 +177,7 @@ KernelTable makeTable() {
   registerResize(t);
   registerRandom(t);
   registerSelect(t);
+  registerRecurrent(t);
   return t;
 }
 

@@ -419,6 +419,14 @@ __device__ __forceinline__ void bcastOffsets(const Bcast &b, int64_t o,
 /// Fills a Bcast for output shape `out` and the given input shapes.
 Bcast makeBcast(const Shape &out, std::initializer_list<Shape> ins);
 
+/// C[M, N] = op(A) op(B) + beta C for row-major f32 matrices with leading
+/// dimensions in elements, on cuBLASLt (f32 compute; TF32 only with
+/// AMPRT_CUDA_ALLOW_TF32): the products of the recurrent kernels (Gemm.cu).
+amprt_status sgemmRows(amprt_context *ctx, const char *k, bool transA,
+                       bool transB, int64_t M, int64_t N, int64_t K,
+                       const float *A, int64_t lda, const float *B,
+                       int64_t ldb, float *C, int64_t ldc, float beta);
+
 /// reduce_sum (mean false) or reduce_mean of float x over the dims marked in
 /// `red` into y (its elements in the order of x's kept dims), double sums
 /// (Softmax.cu; the arguments already checked).
@@ -442,6 +450,7 @@ void registerPool(KernelTable &t);        // Pool.cu
 void registerResize(KernelTable &t);      // Resize.cu
 void registerRandom(KernelTable &t);      // Random.cu
 void registerSelect(KernelTable &t);      // Select.cu
+void registerRecurrent(KernelTable &t);   // Recurrent.cu
 
 } // namespace cuda
 } // namespace amprt

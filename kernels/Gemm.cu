@@ -247,6 +247,25 @@ amprt_status rowMajorProduct(amprt_context *ctx, const char *k,
                   beta);
 }
 
+} // namespace
+
+amprt_status amprt::cuda::sgemmRows(amprt_context *ctx, const char *k,
+                                    bool transA, bool transB, int64_t M,
+                                    int64_t N, int64_t K, const float *A,
+                                    int64_t lda, const float *B, int64_t ldb,
+                                    float *C, int64_t ldc, float beta) {
+  if (M == 0 || N == 0)
+    return AMPRT_OK;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+  // row-major matrix is its transpose seen column-major.
+  Operand b = {B, CUDA_R_32F, transB ? K : N, transB ? N : K, ldb, 0, 4};
+  Operand a = {A, CUDA_R_32F, transA ? M : K, transA ? K : M, lda, 0, 4};
+  Operand d = {C, CUDA_R_32F, N, M, ldc, 0, 4};
+  return ltMatmul(ctx, k, transB, transA, N, M, K, b, a, d, 1, 1.f, beta);
+}
+
+namespace {
+
 //===----------------------------------------------------------------------===//
 // gemm
 //===----------------------------------------------------------------------===//

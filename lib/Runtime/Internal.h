@@ -873,6 +873,39 @@ AMPRT_HD inline void scanLine(int64_t base, int64_t len, int64_t inner,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Recurrent layers (Recurrent.cpp; kernels/Recurrent.cu)
+//===----------------------------------------------------------------------===//
+
+/// The sizes of an LSTM / GRU call: sequence, batch, input, hidden,
+/// directions, gates.
+struct RnnDims {
+  int64_t S = 0, B = 0, I = 0, H = 0, D = 0, G = 0;
+};
+/// The time step of the n-th step of direction `dir` (1: reversed).
+AMPRT_HD inline int64_t stepAt(const RnnDims &d, int64_t n, int32_t direction,
+                               int64_t dir) {
+  bool reversed = direction == 1 || (direction == 2 && dir == 1);
+  return reversed ? d.S - 1 - n : n;
+}
+/// lstm's and lstm_grad's arguments (every output optional).
+amprt_status checkLstm(amprt_context *ctx, const amprt_tensor *x,
+                       const amprt_tensor *w, const amprt_tensor *r,
+                       const amprt_tensor *b, const amprt_tensor *h0,
+                       const amprt_tensor *c0, int32_t direction,
+                       const amprt_tensor *y, const amprt_tensor *y_h,
+                       const amprt_tensor *y_c, const amprt_tensor *all_c,
+                       const amprt_tensor *gates, RnnDims &d);
+amprt_status checkLstmGrad(
+    amprt_context *ctx, const amprt_tensor *x, const amprt_tensor *w,
+    const amprt_tensor *r, const amprt_tensor *b, const amprt_tensor *h0,
+    const amprt_tensor *c0, const amprt_tensor *y, const amprt_tensor *all_c,
+    const amprt_tensor *gates, const amprt_tensor *dy,
+    const amprt_tensor *dy_h, const amprt_tensor *dy_c, int32_t direction,
+    const amprt_tensor *dx, const amprt_tensor *dw, const amprt_tensor *dr,
+    const amprt_tensor *db, const amprt_tensor *dh0, const amprt_tensor *dc0,
+    RnnDims &d);
+
 /// Reads a one-element tensor as double (any dtype).
 double scalarOf(const amprt_tensor *t);
 /// Writes a one-element tensor from a double (any dtype).

@@ -37,16 +37,9 @@ using T = const amprt_tensor *;
 
 float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
 
-/// The sizes of a call: sequence, batch, input, hidden, directions, gates.
-struct Dims {
-  int64_t S = 0, B = 0, I = 0, H = 0, D = 0, G = 0;
-};
-
-/// Checks X, W, R, B, the initial states and the direction; G is 4 (LSTM)
-/// or 3 (GRU).
 amprt_status checkRecurrent(amprt_context *ctx, const char *k, T x, T w, T r,
                             T b, T h0, T c0, int32_t direction, int64_t G,
-                            Dims &d) {
+                            RnnDims &d) {
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkFloat(ctx, k, "w", w));
   AMPRT_TRY(checkFloat(ctx, k, "r", r));
@@ -95,16 +88,10 @@ amprt_status checkOut(amprt_context *ctx, const char *k, const char *what, T t,
   return AMPRT_OK;
 }
 
-/// The time step of the n-th step of direction `dir` (1: reversed).
-int64_t stepAt(const Dims &d, int64_t n, int32_t direction, int64_t dir) {
-  bool reversed = direction == 1 || (direction == 2 && dir == 1);
-  return reversed ? d.S - 1 - n : n;
-}
-
 /// The state ([B, H]) before the n-th step of direction dir: the previous
 /// step's (in `all`, [S, D, B, H]), or the initial one (`initial`, [D, B,
 /// H]; zeros when absent).
-const float *stateBefore(const Dims &d, int64_t n, int32_t direction,
+const float *stateBefore(const RnnDims &d, int64_t n, int32_t direction,
                          int64_t dir, const float *all, const float *initial,
                          const float *zeros) {
   if (n > 0)
@@ -124,7 +111,7 @@ struct Operands {
 /// would be, Gemm.cpp's sgemm being position independent).
 struct Prepared {
   std::vector<float> wT, rT, xw; // [I, GH], [H, GH], [S * B, GH]
-  Prepared(const Dims &d, const float *x, const float *W, const float *R) {
+  Prepared(const RnnDims &d, const float *x, const float *W, const float *R) {
     int64_t GH = d.G * d.H;
     wT.resize(size_t(d.I * GH));
     rT.resize(size_t(d.H * GH));
@@ -149,6 +136,45 @@ void addOuter(int64_t rows, int64_t N, int64_t K, const float *g, int64_t ldg,
 
 } // namespace
 
+amprt_status amprt::checkLstm(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                              T c0, int32_t direction, T y, T y_h, T y_c,
+                              T all_c, T gates, RnnDims &d) {
+  const char *k = "lstm";
+  AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
+  AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
+  AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
+  AMPRT_TRY(checkOut(ctx, k, "y_c", y_c, {d.D, d.B, d.H}));
+  AMPRT_TRY(checkOut(ctx, k, "all_c", all_c, {d.S, d.D, d.B, d.H}));
+  return checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 4 * d.H});
+}
+
+amprt_status amprt::checkLstmGrad(amprt_context *ctx, T x, T w, T r, T b,
+                                  T h0, T c0, T y, T all_c, T gates, T dy,
+                                  T dy_h, T dy_c, int32_t direction, T dx,
+                                  T dw, T dr, T db, T dh0, T dc0,
+                                  RnnDims &d) {
+  const char *k = "lstm_grad";
+  AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
+  int64_t S = d.S, B = d.B, H = d.H, D = d.D, G4 = 4 * H;
+  Shape seq = {S, D, B, H}, last = {D, B, H};
+  for (auto [what, t, shape] :
+       {std::tuple<const char *, T, Shape>{"y", y, seq},
+        {"all_c", all_c, seq},
+        {"gates", gates, {S, D, B, G4}}}) {
+    AMPRT_TRY(checkFloat(ctx, k, what, t));
+    AMPRT_TRY(checkShape(ctx, k, what, t, shape));
+  }
+  AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
+  AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
+  AMPRT_TRY(checkOut(ctx, k, "dy_c", dy_c, last));
+  AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
+  AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
+  AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
+  AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 8 * H}));
+  AMPRT_TRY(checkOut(ctx, k, "dh0", dh0, last));
+  return checkOut(ctx, k, "dc0", dc0, last);
+}
+
 extern "C" {
 
 amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
@@ -158,13 +184,9 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
                  gates);
   const char *k = "lstm";
   return guard(ctx, k, [&]() -> amprt_status {
-    Dims d;
-    AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
-    AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "y_c", y_c, {d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "all_c", all_c, {d.S, d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 4 * d.H}));
+    RnnDims d;
+    AMPRT_TRY(checkLstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c,
+                        all_c, gates, d));
     Operands in(x, w, r, b, h0, c0);
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
     std::vector<float> Y(size_t(S * D * B * H)), C(Y.size()),
@@ -232,26 +254,11 @@ amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
                  dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0);
   const char *k = "lstm_grad";
   return guard(ctx, k, [&]() -> amprt_status {
-    Dims d;
-    AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
+    RnnDims d;
+    AMPRT_TRY(checkLstmGrad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy,
+                            dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0,
+                            d));
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
-    Shape seq = {S, D, B, H}, last = {D, B, H};
-    for (auto [what, t, shape] :
-         {std::tuple<const char *, T, Shape>{"y", y, seq},
-          {"all_c", all_c, seq},
-          {"gates", gates, {S, D, B, G4}}}) {
-      AMPRT_TRY(checkFloat(ctx, k, what, t));
-      AMPRT_TRY(checkShape(ctx, k, what, t, shape));
-    }
-    AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
-    AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
-    AMPRT_TRY(checkOut(ctx, k, "dy_c", dy_c, last));
-    AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
-    AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
-    AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
-    AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 8 * H}));
-    AMPRT_TRY(checkOut(ctx, k, "dh0", dh0, last));
-    AMPRT_TRY(checkOut(ctx, k, "dc0", dc0, last));
     Operands in(x, w, r, b, h0, c0);
     F32In Y(y), C(all_c), A(gates), gY(dy), gYh(dy_h), gYc(dy_c);
     std::vector<float> dX(size_t(S * B * I), 0.f), dW(size_t(D * G4 * I), 0.f),
@@ -322,7 +329,7 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
                  y_h, gates);
   const char *k = "gru";
   return guard(ctx, k, [&]() -> amprt_status {
-    Dims d;
+    RnnDims d;
     AMPRT_TRY(
         checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
     AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
@@ -397,7 +404,7 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
                  linear_before_reset, dx, dw, dr, db, dh0);
   const char *k = "gru_grad";
   return guard(ctx, k, [&]() -> amprt_status {
-    Dims d;
+    RnnDims d;
     AMPRT_TRY(
         checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;

@@ -45,6 +45,8 @@ dtype's ulp at the larger of the two values:
       max|out|, plus one ulp of the largest |conv| + |bias| for f16/bf16
       conv and conv_transpose with a bias (cuDNN adds the bias to the
       rounded convolution);
+  lstm, lstm_grad (cuBLASLt products, f32 steps): 4 ulp + 68 2^-24
+      (max|out| + 1);
   gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
       accumulation in a different order; TF32 is off unless
       AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
@@ -1443,6 +1445,70 @@ def test_average_pool(rt, gpu):
 
 
 # ---------------------------------------------------------------------------
+# Recurrent.cpp (LSTM on cuBLASLt; GRU stays on the CPU)
+# ---------------------------------------------------------------------------
+
+def rnn_tol(c):
+    """f32 products in another order, summed over the steps: 4 ulp plus
+    (S (I + H) 4 + 4) 2^-24 of the largest output + 1."""
+    return dict(ulps=4, scale=np.max(np.abs(decode(c)), initial=0) + 1,
+                terms=64)
+
+
+def test_recurrent(rt, gpu):
+    for dt in ("f32", "bf16"):
+        for (S, B, I, H), direction in (((5, 3, 7, 4), 0), ((4, 2, 3, 8), 1),
+                                        ((3, 4, 6, 5), 2), ((1, 1, 1, 1), 2)):
+            D = 2 if direction == 2 else 1
+            x = rt.randn((S, B, I), dt)
+            w = rt.randn((D, 4 * H, I), dt, 0.5)
+            r = rt.randn((D, 4 * H, H), dt, 0.5)
+            b = rt.randn((D, 8 * H), dt, 0.5)
+            h0 = rt.randn((D, B, H), dt, 0.5)
+            c0 = rt.randn((D, B, H), dt, 0.5)
+            for bias, init in ((b, (h0, c0)), (None, (None, None))):
+                outs = [rt.empty((S, D, B, H), dt), rt.empty((D, B, H), dt),
+                        rt.empty((D, B, H), dt), rt.empty((S, D, B, H), "f32"),
+                        rt.empty((S, D, B, 4 * H), "f32")]
+                c, g, _ = both(rt, gpu, "lstm", x, w, r, bias, *init,
+                               direction, *outs)
+                for j, what in ((7, "y"), (8, "y_h"), (9, "y_c"),
+                                (10, "all_c"), (11, "gates")):
+                    same(rt, "lstm " + what, c[j], g[j], **rnn_tol(c[j]))
+                # The gradient from the CPU's forward outputs.
+                gy = rt.randn((S, D, B, H), dt)
+                gh = rt.randn((D, B, H), dt)
+                gc = rt.randn((D, B, H), dt)
+                douts = [rt.empty(x.shape, dt), rt.empty(w.shape, dt),
+                         rt.empty(r.shape, dt), rt.empty((D, 8 * H), dt),
+                         rt.empty((D, B, H), dt), rt.empty((D, B, H), dt)]
+                c2, g2, _ = both(rt, gpu, "lstm_grad", x, w, r, bias, *init,
+                                 c[7], c[10], c[11], gy, gh, gc, direction,
+                                 *douts)
+                for j, what in ((13, "dx"), (14, "dw"), (15, "dr"),
+                                (16, "db"), (17, "dh0"), (18, "dc0")):
+                    same(rt, "lstm_grad " + what, c2[j], g2[j],
+                         **rnn_tol(c2[j]))
+    # Optional outputs and gradients absent; the CPU's errors.
+    x = rt.randn((3, 2, 4), "f32")
+    w, r = rt.randn((1, 8, 4), "f32"), rt.randn((1, 8, 2), "f32")
+    c, g, _ = both(rt, gpu, "lstm", x, w, r, None, None, None, 0,
+                   rt.empty((3, 1, 2, 2), "f32"), None, None,
+                   rt.empty((3, 1, 2, 2), "f32"),
+                   rt.empty((3, 1, 2, 8), "f32"))
+    same(rt, "lstm y only", c[7], g[7], **rnn_tol(c[7]))
+    c2, g2, _ = both(rt, gpu, "lstm_grad", x, w, r, None, None, None, c[7],
+                     c[10], c[11], rt.randn((3, 1, 2, 2), "f32"), None, None,
+                     0, rt.empty((3, 2, 4), "f32"), None, None, None, None,
+                     None)
+    same(rt, "lstm_grad dx only", c2[13], g2[13], **rnn_tol(c2[13]))
+    both(rt, gpu, "lstm", x, w, r, None, None, None, 3,
+         rt.empty((3, 1, 2, 2), "f32"), None, None, None, None)
+    both(rt, gpu, "lstm", x, rt.randn((1, 6, 4), "f32"), r, None, None, None,
+         0, None, None, None, None, None)
+
+
+# ---------------------------------------------------------------------------
 # Convolution (cuDNN) and the CPU fallback path
 # ---------------------------------------------------------------------------
 
@@ -1556,7 +1622,8 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_index64,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
-         test_average_pool, test_conv, test_cpu_fallback, test_unaligned]
+         test_average_pool, test_recurrent, test_conv, test_cpu_fallback,
+         test_unaligned]
 
 
 def main():
