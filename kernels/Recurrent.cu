@@ -1,11 +1,11 @@
-//===- Recurrent.cu - LSTM forward and backward on the device -------------===//
+//===- Recurrent.cu - LSTM and GRU, forward and backward, on the device ---===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA version of Recurrent.cpp's LSTM (layout 0, default activations,
-// ONNX Runtime's training forms), in f32 like the CPU code: the inputs are
+// The CUDA version of Recurrent.cpp's LSTM and GRU (layout 0, default
+// activations, ONNX Runtime's training forms), in f32 like the CPU code: the inputs are
 // widened once, the products run on cuBLASLt (sgemmRows) and the gates in
 // one element-wise kernel per step, and the outputs are rounded once.
 //
@@ -18,7 +18,9 @@
 //
 // The sums run in cuBLASLt's order (the CPU sums step by step), and the
 // device's expf/tanhf are within a few ulp of glibc's: results agree with
-// the CPU within tolerances, not bit for bit. GRU runs on the CPU.
+// the CPU within tolerances, not bit for bit. GRU follows the same plan;
+// without linear_before_reset each step has a second product,
+// (r H_{t-1}) R_h^T, and its backward one more, da_h R_h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,6 +150,24 @@ __global__ void biasGradKernel(const float *da, int64_t rows, int64_t G,
     for (int64_t r = 0; r < rows; ++r)
       s += da[r * G + j];
     db[j] = db[G + j] = float(s);
+  }
+}
+
+/// GRU's db [6H]: Wb = the column sums of da [rows, 3H]; Rb's z and r
+/// likewise, its h the column sums of dq [rows, H] (f64, in order).
+__global__ void gruBiasGradKernel(const float *da, const float *dq,
+                                  int64_t rows, int64_t H, float *db) {
+  int64_t G3 = 3 * H;
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < G3;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    double s = 0, sq = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      s += da[r * G3 + j];
+      if (j >= 2 * H)
+        sq += dq[r * H + j - 2 * H];
+    }
+    db[j] = float(s);
+    db[G3 + j] = float(j < 2 * H ? s : sq);
   }
 }
 
@@ -310,9 +330,276 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// GRU (gates z, r, h; linear_before_reset or not)
+//===----------------------------------------------------------------------===//
+
+/// z and r of one step: ax [B, 3H] = X_t W^T, ah = H_{t-1} R^T (z and r
+/// columns; all three with linear_before_reset), bias [6H] (Wb, Rb) or
+/// NULL. Writes gates z, r and rh = r H_{t-1}.
+__global__ void gruGatesKernel(const float *ax, const float *ah,
+                               const float *bias, const float *hPrev,
+                               float *gates, float *rh, int64_t B,
+                               int64_t H) {
+  int64_t G3 = 3 * H;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t bi = e / H, h = e % H, o = bi * G3;
+    float z = ax[o + h] + ah[o + h], rr = ax[o + H + h] + ah[o + H + h];
+    if (bias) {
+      z += bias[h] + bias[G3 + h];
+      rr += bias[H + h] + bias[G3 + H + h];
+    }
+    gates[o + h] = sigm(z);
+    gates[o + H + h] = sigm(rr);
+    rh[e] = sigm(rr) * hPrev[e];
+  }
+}
+
+/// h and H_t of one step; ah's h columns hold H_{t-1} R_h^T (linear before
+/// reset) or (r H_{t-1}) R_h^T.
+__global__ void gruOutKernel(const float *ax, const float *ah,
+                             const float *bias, const float *hPrev,
+                             bool lbr, float *gates, float *ht, int64_t B,
+                             int64_t H) {
+  int64_t G3 = 3 * H;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t bi = e / H, h = e % H, o = bi * G3;
+    float z = gates[o + h], rr = gates[o + H + h];
+    float q = ah[o + 2 * H + h] + (bias ? bias[G3 + 2 * H + h] : 0.f);
+    float a = ax[o + 2 * H + h] + (bias ? bias[2 * H + h] : 0.f) +
+              (lbr ? rr * q : q);
+    float hc = tanhf(a);
+    gates[o + 2 * H + h] = hc;
+    ht[e] = (1.f - z) * hc + z * hPrev[e];
+  }
+}
+
+amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                     int32_t direction, int32_t linear_before_reset, T y,
+                     T y_h, T gates) {
+  const char *k = "gru";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gru(ctx, x, w, r, b, h0, direction, linear_before_reset, y,
+                       y_h, gates);
+    };
+    RnnDims d;
+    if (checkGru(ctx, x, w, r, b, h0, direction, y, y_h, gates, d) ||
+        d.S == 0 || d.B == 0 || d.I == 0 || d.H == 0)
+      return onHost(ctx, cpu); // errors and empty problems
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
+    bool lbr = linear_before_reset != 0;
+    F32Operands in;
+    const float *X, *W, *R, *Bs, *H0;
+    AMPRT_TRY(in.get(ctx, k, x, X));
+    AMPRT_TRY(in.get(ctx, k, w, W));
+    AMPRT_TRY(in.get(ctx, k, r, R));
+    AMPRT_TRY(in.get(ctx, k, b, Bs));
+    AMPRT_TRY(in.get(ctx, k, h0, H0));
+    Scratch sY, sA, sYh, sXW, sah, srh, sZ;
+    float *Y, *A, *Yh, *XW, *ah, *rh, *Z;
+    AMPRT_TRY(scratchF32(ctx, k, sY, S * D * B * H, Y));
+    AMPRT_TRY(scratchF32(ctx, k, sA, S * D * B * G3, A));
+    AMPRT_TRY(scratchF32(ctx, k, sYh, D * B * H, Yh));
+    AMPRT_TRY(scratchF32(ctx, k, sXW, S * B * G3, XW));
+    AMPRT_TRY(scratchF32(ctx, k, sah, B * G3, ah));
+    AMPRT_TRY(scratchF32(ctx, k, srh, B * H, rh));
+    AMPRT_TRY(scratchF32(ctx, k, sZ, B * H, Z, /*zero=*/true));
+    cudaStream_t st = stream(ctx);
+    unsigned grid = gridFor(B * H, kThreads);
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *Wd = W + dir * G3 * I, *Rd = R + dir * G3 * H;
+      const float *bias = Bs ? Bs + dir * 2 * G3 : nullptr;
+      AMPRT_TRY(sgemmRows(ctx, k, false, true, S * B, G3, I, X, I, Wd, I, XW,
+                          G3, 0.f));
+      const float *hPrev = H0 ? H0 + dir * B * H : Z;
+      for (int64_t n = 0; n < S; ++n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        const float *ax = XW + t * B * G3;
+        float *gt = A + (t * D + dir) * B * G3;
+        float *ht = Y + (t * D + dir) * B * H;
+        AMPRT_TRY(sgemmRows(ctx, k, false, true, B, lbr ? G3 : 2 * H, H,
+                            hPrev, H, Rd, H, ah, G3, 0.f));
+        gruGatesKernel<<<grid, kThreads, 0, st>>>(ax, ah, bias, hPrev, gt, rh,
+                                                  B, H);
+        AMPRT_CUDA_LAUNCHED(ctx, k);
+        if (!lbr) // (r H_{t-1}) R_h^T
+          AMPRT_TRY(sgemmRows(ctx, k, false, true, B, H, H, rh, H,
+                              Rd + 2 * H * H, H, ah + 2 * H, G3, 0.f));
+        gruOutKernel<<<grid, kThreads, 0, st>>>(ax, ah, bias, hPrev, lbr, gt,
+                                                ht, B, H);
+        AMPRT_CUDA_LAUNCHED(ctx, k);
+        hPrev = ht;
+      }
+      AMPRT_TRY(copyF32(ctx, k, Yh + dir * B * H, hPrev, B * H));
+    }
+    AMPRT_TRY(storeOut(ctx, k, Y, y));
+    AMPRT_TRY(storeOut(ctx, k, Yh, y_h));
+    return storeOut(ctx, k, A, gates);
+  });
+}
+
+/// One step's gate gradients (Recurrent.cpp's amprt_gru_grad): da's z and h
+/// columns, dPrev = gh z, hPrev kept in hp; with linear_before_reset also
+/// da's r column and dq = da_h r (q = H_{t-1} R_h^T + Rb_h, given), else
+/// rh = r H_{t-1}.
+__global__ void gruGradKernel(const float *gates, const float *hPrev,
+                              const float *gy, const float *dH,
+                              const float *q, const float *bias, bool lbr,
+                              float *da, float *dPrev, float *dq, float *rh,
+                              float *hp, int64_t B, int64_t H) {
+  int64_t G3 = 3 * H;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t bi = e / H, h = e % H, o = bi * G3;
+    float z = gates[o + h], rr = gates[o + H + h], hc = gates[o + 2 * H + h];
+    float gh = dH[e] + (gy ? gy[e] : 0.f);
+    da[o + h] = gh * (hPrev[e] - hc) * z * (1.f - z);
+    da[o + 2 * H + h] = gh * (1.f - z) * (1.f - hc * hc);
+    dPrev[e] = gh * z;
+    hp[e] = hPrev[e];
+    if (lbr) {
+      float qq = q[e] + (bias ? bias[G3 + 2 * H + h] : 0.f);
+      da[o + H + h] = da[o + 2 * H + h] * qq * rr * (1.f - rr);
+      dq[e] = da[o + 2 * H + h] * rr;
+    } else {
+      rh[e] = rr * hPrev[e];
+    }
+  }
+}
+
+/// Without linear_before_reset: ds = da_h R_h (given) gives da's r column
+/// and adds ds r to dPrev; dq = da_h.
+__global__ void gruResetGradKernel(const float *gates, const float *hPrev,
+                                   const float *ds, float *da, float *dPrev,
+                                   float *dq, int64_t B, int64_t H) {
+  int64_t G3 = 3 * H;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t bi = e / H, h = e % H, o = bi * G3;
+    float rr = gates[o + H + h];
+    da[o + H + h] = ds[e] * hPrev[e] * rr * (1.f - rr);
+    dPrev[e] += ds[e] * rr;
+    dq[e] = da[o + 2 * H + h];
+  }
+}
+
+amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
+                         T gates, T dy, T dy_h, int32_t direction,
+                         int32_t linear_before_reset, T dx, T dw, T dr, T db,
+                         T dh0) {
+  const char *k = "gru_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gru_grad(ctx, x, w, r, b, h0, y, gates, dy, dy_h,
+                            direction, linear_before_reset, dx, dw, dr, db,
+                            dh0);
+    };
+    RnnDims d;
+    if (checkGruGrad(ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction, dx,
+                     dw, dr, db, dh0, d) ||
+        d.S == 0 || d.B == 0 || d.I == 0 || d.H == 0)
+      return onHost(ctx, cpu); // errors and empty problems
+    int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
+    bool lbr = linear_before_reset != 0;
+    F32Operands in;
+    const float *X, *W, *R, *Bs, *H0, *Yf, *Af;
+    AMPRT_TRY(in.get(ctx, k, x, X));
+    AMPRT_TRY(in.get(ctx, k, w, W));
+    AMPRT_TRY(in.get(ctx, k, r, R));
+    AMPRT_TRY(in.get(ctx, k, b, Bs));
+    AMPRT_TRY(in.get(ctx, k, h0, H0));
+    AMPRT_TRY(in.get(ctx, k, y, Yf));
+    AMPRT_TRY(in.get(ctx, k, gates, Af));
+    F32Operands grads;
+    const float *gY, *gYh;
+    AMPRT_TRY(grads.get(ctx, k, dy, gY));
+    AMPRT_TRY(grads.get(ctx, k, dy_h, gYh));
+    Scratch sDX, sDW, sDR, sDB, sDH0, sDA, sDQ, sHP, sRH, sdH, sdP, sq, sds,
+        sZ;
+    float *dX, *dW, *dR, *dB, *dH0, *DA, *DQ, *HP, *RH, *dH, *dP, *q, *ds, *Z;
+    AMPRT_TRY(scratchF32(ctx, k, sDX, S * B * I, dX));
+    AMPRT_TRY(scratchF32(ctx, k, sDW, D * G3 * I, dW));
+    AMPRT_TRY(scratchF32(ctx, k, sDR, D * G3 * H, dR));
+    AMPRT_TRY(scratchF32(ctx, k, sDB, D * 6 * H, dB));
+    AMPRT_TRY(scratchF32(ctx, k, sDH0, D * B * H, dH0));
+    AMPRT_TRY(scratchF32(ctx, k, sDA, S * B * G3, DA));
+    AMPRT_TRY(scratchF32(ctx, k, sDQ, S * B * H, DQ));
+    AMPRT_TRY(scratchF32(ctx, k, sHP, S * B * H, HP));
+    AMPRT_TRY(scratchF32(ctx, k, sRH, S * B * H, RH));
+    AMPRT_TRY(scratchF32(ctx, k, sdH, B * H, dH));
+    AMPRT_TRY(scratchF32(ctx, k, sdP, B * H, dP));
+    AMPRT_TRY(scratchF32(ctx, k, sq, B * H, q));
+    AMPRT_TRY(scratchF32(ctx, k, sds, B * H, ds));
+    AMPRT_TRY(scratchF32(ctx, k, sZ, B * H, Z, /*zero=*/true));
+    cudaStream_t st = stream(ctx);
+    unsigned grid = gridFor(B * H, kThreads);
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const float *Wd = W + dir * G3 * I, *Rd = R + dir * G3 * H;
+      const float *Rh = Rd + 2 * H * H;
+      const float *bias = Bs ? Bs + dir * 2 * G3 : nullptr;
+      AMPRT_TRY(copyF32(ctx, k, dH, gYh ? gYh + dir * B * H : Z, B * H));
+      for (int64_t n = S - 1; n >= 0; --n) {
+        int64_t t = stepAt(d, n, direction, dir);
+        const float *hPrev =
+            n > 0 ? Yf + (stepAt(d, n - 1, direction, dir) * D + dir) * B * H
+                  : (H0 ? H0 + dir * B * H : Z);
+        int64_t at = (t * D + dir) * B;
+        float *da = DA + t * B * G3, *dq = DQ + t * B * H;
+        if (lbr) // q = H_{t-1} R_h^T
+          AMPRT_TRY(sgemmRows(ctx, k, false, true, B, H, H, hPrev, H, Rh, H,
+                              q, H, 0.f));
+        gruGradKernel<<<grid, kThreads, 0, st>>>(
+            Af + at * G3, hPrev, gY ? gY + at * H : nullptr, dH, q, bias, lbr,
+            da, dP, dq, RH + t * B * H, HP + t * B * H, B, H);
+        AMPRT_CUDA_LAUNCHED(ctx, k);
+        if (!lbr) {
+          // ds = da_h R_h, then da_r, dPrev += ds r and dq = da_h.
+          AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, H, da + 2 * H, G3,
+                              Rh, H, ds, H, 0.f));
+          gruResetGradKernel<<<grid, kThreads, 0, st>>>(Af + at * G3, hPrev,
+                                                        ds, da, dP, dq, B, H);
+          AMPRT_CUDA_LAUNCHED(ctx, k);
+        } else { // dPrev += dq R_h
+          AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, H, dq, H, Rh, H, dP,
+                              H, 1.f));
+        }
+        // dPrev += da_zr R_zr; it is the next (earlier) step's dH.
+        AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, 2 * H, da, G3, Rd, H,
+                            dP, H, 1.f));
+        std::swap(dH, dP);
+      }
+      // Over all steps at once.
+      AMPRT_TRY(sgemmRows(ctx, k, false, false, S * B, I, G3, DA, G3, Wd, I,
+                          dX, I, dir ? 1.f : 0.f));
+      AMPRT_TRY(sgemmRows(ctx, k, true, false, G3, I, S * B, DA, G3, X, I,
+                          dW + dir * G3 * I, I, 0.f));
+      AMPRT_TRY(sgemmRows(ctx, k, true, false, 2 * H, H, S * B, DA, G3, HP, H,
+                          dR + dir * G3 * H, H, 0.f));
+      AMPRT_TRY(sgemmRows(ctx, k, true, false, H, H, S * B, DQ, H,
+                          lbr ? HP : RH, H, dR + dir * G3 * H + 2 * H * H, H,
+                          0.f));
+      float *bW = dB + dir * 6 * H;
+      gruBiasGradKernel<<<gridFor(G3, kThreads), kThreads, 0, st>>>(
+          DA, DQ, S * B, H, bW);
+      AMPRT_CUDA_LAUNCHED(ctx, k);
+      AMPRT_TRY(copyF32(ctx, k, dH0 + dir * B * H, dH, B * H));
+    }
+    AMPRT_TRY(storeOut(ctx, k, dX, dx));
+    AMPRT_TRY(storeOut(ctx, k, dW, dw));
+    AMPRT_TRY(storeOut(ctx, k, dR, dr));
+    AMPRT_TRY(storeOut(ctx, k, dB, db));
+    return storeOut(ctx, k, dH0, dh0);
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerRecurrent(KernelTable &t) {
   t.lstm = cudaLstm;
   t.lstm_grad = cudaLstmGrad;
+  t.gru = cudaGru;
+  t.gru_grad = cudaGruGrad;
 }

@@ -906,6 +906,21 @@ amprt_status checkLstmGrad(
     const amprt_tensor *db, const amprt_tensor *dh0, const amprt_tensor *dc0,
     RnnDims &d);
 
+/// gru's and gru_grad's arguments (every output optional).
+amprt_status checkGru(amprt_context *ctx, const amprt_tensor *x,
+                      const amprt_tensor *w, const amprt_tensor *r,
+                      const amprt_tensor *b, const amprt_tensor *h0,
+                      int32_t direction, const amprt_tensor *y,
+                      const amprt_tensor *y_h, const amprt_tensor *gates,
+                      RnnDims &d);
+amprt_status checkGruGrad(
+    amprt_context *ctx, const amprt_tensor *x, const amprt_tensor *w,
+    const amprt_tensor *r, const amprt_tensor *b, const amprt_tensor *h0,
+    const amprt_tensor *y, const amprt_tensor *gates, const amprt_tensor *dy,
+    const amprt_tensor *dy_h, int32_t direction, const amprt_tensor *dx,
+    const amprt_tensor *dw, const amprt_tensor *dr, const amprt_tensor *db,
+    const amprt_tensor *dh0, RnnDims &d);
+
 /// Reads a one-element tensor as double (any dtype).
 double scalarOf(const amprt_tensor *t);
 /// Writes a one-element tensor from a double (any dtype).

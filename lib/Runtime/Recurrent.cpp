@@ -175,6 +175,37 @@ amprt_status amprt::checkLstmGrad(amprt_context *ctx, T x, T w, T r, T b,
   return checkOut(ctx, k, "dc0", dc0, last);
 }
 
+amprt_status amprt::checkGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                             int32_t direction, T y, T y_h, T gates,
+                             RnnDims &d) {
+  const char *k = "gru";
+  AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
+  AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
+  AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
+  return checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 3 * d.H});
+}
+
+amprt_status amprt::checkGruGrad(amprt_context *ctx, T x, T w, T r, T b,
+                                 T h0, T y, T gates, T dy, T dy_h,
+                                 int32_t direction, T dx, T dw, T dr, T db,
+                                 T dh0, RnnDims &d) {
+  const char *k = "gru_grad";
+  AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
+  int64_t S = d.S, B = d.B, H = d.H, D = d.D, G3 = 3 * H;
+  Shape seq = {S, D, B, H}, last = {D, B, H};
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, seq));
+  AMPRT_TRY(checkFloat(ctx, k, "gates", gates));
+  AMPRT_TRY(checkShape(ctx, k, "gates", gates, {S, D, B, G3}));
+  AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
+  AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
+  AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
+  AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
+  AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
+  AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 6 * H}));
+  return checkOut(ctx, k, "dh0", dh0, last);
+}
+
 extern "C" {
 
 amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
@@ -330,11 +361,7 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
   const char *k = "gru";
   return guard(ctx, k, [&]() -> amprt_status {
     RnnDims d;
-    AMPRT_TRY(
-        checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
-    AMPRT_TRY(checkOut(ctx, k, "y", y, {d.S, d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "y_h", y_h, {d.D, d.B, d.H}));
-    AMPRT_TRY(checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 3 * d.H}));
+    AMPRT_TRY(checkGru(ctx, x, w, r, b, h0, direction, y, y_h, gates, d));
     Operands in(x, w, r, b, h0, nullptr);
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
     std::vector<float> Y(size_t(S * D * B * H)), A(size_t(S * D * B * G3)),
@@ -405,21 +432,9 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
   const char *k = "gru_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     RnnDims d;
-    AMPRT_TRY(
-        checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
+    AMPRT_TRY(checkGruGrad(ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction,
+                           dx, dw, dr, db, dh0, d));
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
-    Shape seq = {S, D, B, H}, last = {D, B, H};
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    AMPRT_TRY(checkShape(ctx, k, "y", y, seq));
-    AMPRT_TRY(checkFloat(ctx, k, "gates", gates));
-    AMPRT_TRY(checkShape(ctx, k, "gates", gates, {S, D, B, G3}));
-    AMPRT_TRY(checkOut(ctx, k, "dy", dy, seq));
-    AMPRT_TRY(checkOut(ctx, k, "dy_h", dy_h, last));
-    AMPRT_TRY(checkOut(ctx, k, "dx", dx, shapeOf(x)));
-    AMPRT_TRY(checkOut(ctx, k, "dw", dw, shapeOf(w)));
-    AMPRT_TRY(checkOut(ctx, k, "dr", dr, shapeOf(r)));
-    AMPRT_TRY(checkOut(ctx, k, "db", db, {D, 6 * H}));
-    AMPRT_TRY(checkOut(ctx, k, "dh0", dh0, last));
     Operands in(x, w, r, b, h0, nullptr);
     F32In Y(y), A(gates), gY(dy), gYh(dy_h);
     std::vector<float> dX(size_t(S * B * I), 0.f), dW(size_t(D * G3 * I), 0.f),

@@ -45,8 +45,8 @@ dtype's ulp at the larger of the two values:
       max|out|, plus one ulp of the largest |conv| + |bias| for f16/bf16
       conv and conv_transpose with a bias (cuDNN adds the bias to the
       rounded convolution);
-  lstm, lstm_grad (cuBLASLt products, f32 steps): 4 ulp + 68 2^-24
-      (max|out| + 1);
+  lstm, lstm_grad, gru, gru_grad (cuBLASLt products, f32 steps): 4 ulp +
+      68 2^-24 (max|out| + 1);
   gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
       accumulation in a different order; TF32 is off unless
       AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
@@ -1445,7 +1445,7 @@ def test_average_pool(rt, gpu):
 
 
 # ---------------------------------------------------------------------------
-# Recurrent.cpp (LSTM on cuBLASLt; GRU stays on the CPU)
+# Recurrent.cpp (LSTM and GRU on cuBLASLt)
 # ---------------------------------------------------------------------------
 
 def rnn_tol(c):
@@ -1489,6 +1489,36 @@ def test_recurrent(rt, gpu):
                                 (16, "db"), (17, "dh0"), (18, "dc0")):
                     same(rt, "lstm_grad " + what, c2[j], g2[j],
                          **rnn_tol(c2[j]))
+    for dt in ("f32", "f16"):
+        for (S, B, I, H), direction, lbr in (((5, 3, 7, 4), 0, 0),
+                                             ((4, 2, 3, 8), 1, 1),
+                                             ((3, 4, 6, 5), 2, 0),
+                                             ((3, 2, 2, 3), 2, 1)):
+            D = 2 if direction == 2 else 1
+            x = rt.randn((S, B, I), dt)
+            w = rt.randn((D, 3 * H, I), dt, 0.5)
+            r = rt.randn((D, 3 * H, H), dt, 0.5)
+            b = rt.randn((D, 6 * H), dt, 0.5)
+            h0 = rt.randn((D, B, H), dt, 0.5)
+            for bias, init in ((b, h0), (None, None)):
+                outs = [rt.empty((S, D, B, H), dt), rt.empty((D, B, H), dt),
+                        rt.empty((S, D, B, 3 * H), "f32")]
+                c, g, _ = both(rt, gpu, "gru", x, w, r, bias, init,
+                               direction, lbr, *outs)
+                for j, what in ((7, "y"), (8, "y_h"), (9, "gates")):
+                    same(rt, "gru lbr %d %s" % (lbr, what), c[j], g[j],
+                         **rnn_tol(c[j]))
+                gy = rt.randn((S, D, B, H), dt)
+                gh = rt.randn((D, B, H), dt)
+                douts = [rt.empty(x.shape, dt), rt.empty(w.shape, dt),
+                         rt.empty(r.shape, dt), rt.empty((D, 6 * H), dt),
+                         rt.empty((D, B, H), dt)]
+                c2, g2, _ = both(rt, gpu, "gru_grad", x, w, r, bias, init,
+                                 c[7], c[9], gy, gh, direction, lbr, *douts)
+                for j, what in ((11, "dx"), (12, "dw"), (13, "dr"),
+                                (14, "db"), (15, "dh0")):
+                    same(rt, "gru_grad lbr %d %s" % (lbr, what), c2[j],
+                         g2[j], **rnn_tol(c2[j]))
     # Optional outputs and gradients absent; the CPU's errors.
     x = rt.randn((3, 2, 4), "f32")
     w, r = rt.randn((1, 8, 4), "f32"), rt.randn((1, 8, 2), "f32")
