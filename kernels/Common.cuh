@@ -420,7 +420,7 @@ __device__ __forceinline__ void bcastOffsets(const Bcast &b, int64_t o,
 Bcast makeBcast(const Shape &out, std::initializer_list<Shape> ins);
 
 /// C[M, N] = op(A) op(B) + beta C for row-major f32 matrices with leading
-/// dimensions in elements, on cuBLASLt (f32 compute; TF32 only with
+/// dimensions in elements, K > 0, on cuBLASLt (f32 compute; TF32 only with
 /// AMPRT_CUDA_ALLOW_TF32): the products of the recurrent kernels (Gemm.cu).
 amprt_status sgemmRows(amprt_context *ctx, const char *k, bool transA,
                        bool transB, int64_t M, int64_t N, int64_t K,

@@ -44,7 +44,8 @@ __global__ void widenKernel(const void *x, int32_t dt, float *y, int64_t n) {
 /// f32 device copies of the operands (the data itself when already f32;
 /// NULL for an absent optional one).
 struct F32Operands {
-  Scratch buf[8];
+  static constexpr int kMax = 10;
+  Scratch buf[kMax];
   int used = 0;
   amprt_status get(amprt_context *ctx, const char *k, T t, const float *&p) {
     p = nullptr;
@@ -54,6 +55,9 @@ struct F32Operands {
       p = static_cast<const float *>(t->data);
       return AMPRT_OK;
     }
+    if (used == kMax)
+      return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many operands to widen",
+                       k);
     int64_t n = numel(t);
     Scratch &s = buf[used++];
     AMPRT_TRY(s.get(ctx, k, size_t(n) * sizeof(float)));
@@ -443,8 +447,8 @@ amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
 
 /// One step's gate gradients (Recurrent.cpp's amprt_gru_grad): da's z and h
 /// columns, dPrev = gh z, hPrev kept in hp; with linear_before_reset also
-/// da's r column and dq = da_h r (q = H_{t-1} R_h^T + Rb_h, given), else
-/// rh = r H_{t-1}.
+/// da's r column and dq = da_h r (q = H_{t-1} R_h^T is given, Rb_h added
+/// here), else rh = r H_{t-1}.
 __global__ void gruGradKernel(const float *gates, const float *hPrev,
                               const float *gy, const float *dH,
                               const float *q, const float *bias, bool lbr,

@@ -1449,8 +1449,8 @@ def test_average_pool(rt, gpu):
 # ---------------------------------------------------------------------------
 
 def rnn_tol(c):
-    """f32 products in another order, summed over the steps: 4 ulp plus
-    (S (I + H) 4 + 4) 2^-24 of the largest output + 1."""
+    """f32 products in another order over a few steps (sigmoid' and tanh'
+    damp what the steps carry): 4 ulp plus 68 2^-24 (max|out| + 1)."""
     return dict(ulps=4, scale=np.max(np.abs(decode(c)), initial=0) + 1,
                 terms=64)
 
@@ -1519,6 +1519,49 @@ def test_recurrent(rt, gpu):
                                 (14, "db"), (15, "dh0")):
                     same(rt, "gru_grad lbr %d %s" % (lbr, what), c2[j],
                          g2[j], **rnn_tol(c2[j]))
+    # Sizes that take several blocks and other cuBLASLt algorithms; dy
+    # absent, an initial h without c.
+    S, B, I, H = 16, 32, 64, 96
+    x = rt.randn((S, B, I), "f32")
+    for kind, G in (("lstm", 4), ("gru", 3)):
+        w = rt.randn((2, G * H, I), "f32", 0.1)
+        r = rt.randn((2, G * H, H), "f32", 0.1)
+        h0 = rt.randn((2, B, H), "f32", 0.5)
+        if kind == "lstm":
+            outs = [rt.empty((S, 2, B, H), "f32"), None, None,
+                    rt.empty((S, 2, B, H), "f32"),
+                    rt.empty((S, 2, B, 4 * H), "f32")]
+            c, g, _ = both(rt, gpu, "lstm", x, w, r, None, h0, None, 2,
+                           *outs)
+            for j in (7, 10, 11):
+                same(rt, "lstm large", c[j], g[j], **rnn_tol(c[j]))
+            c2, g2, _ = both(rt, gpu, "lstm_grad", x, w, r, None, h0, None,
+                             c[7], c[10], c[11], None,
+                             rt.randn((2, B, H), "f32"), None, 2,
+                             rt.empty(x.shape, "f32"), rt.empty(w.shape, "f32"),
+                             rt.empty(r.shape, "f32"), None,
+                             rt.empty((2, B, H), "f32"), None)
+            for j in (13, 14, 15, 17):
+                same(rt, "lstm_grad large", c2[j], g2[j], **rnn_tol(c2[j]))
+        else:
+            outs = [rt.empty((S, 2, B, H), "f32"), None,
+                    rt.empty((S, 2, B, 3 * H), "f32")]
+            c, g, _ = both(rt, gpu, "gru", x, w, r, None, h0, 2, 0, *outs)
+            for j in (7, 9):
+                same(rt, "gru large", c[j], g[j], **rnn_tol(c[j]))
+            c2, g2, _ = both(rt, gpu, "gru_grad", x, w, r, None, h0, c[7],
+                             c[9], rt.randn((S, 2, B, H), "f32"), None, 2, 0,
+                             rt.empty(x.shape, "f32"), rt.empty(w.shape, "f32"),
+                             rt.empty(r.shape, "f32"), None,
+                             rt.empty((2, B, H), "f32"))
+            for j in (11, 12, 13, 15):
+                same(rt, "gru_grad large", c2[j], g2[j], **rnn_tol(c2[j]))
+    # An empty sequence (the CPU code runs it).
+    c, g, _ = both(rt, gpu, "gru", rt.randn((0, 2, 3), "f32"),
+                   rt.randn((1, 6, 3), "f32"), rt.randn((1, 6, 2), "f32"),
+                   None, None, 0, 0, rt.empty((0, 1, 2, 2), "f32"),
+                   rt.empty((1, 2, 2), "f32"), None)
+    same(rt, "gru of an empty sequence", c[8], g[8])
     # Optional outputs and gradients absent; the CPU's errors.
     x = rt.randn((3, 2, 4), "f32")
     w, r = rt.randn((1, 8, 4), "f32"), rt.randn((1, 8, 2), "f32")
