@@ -175,6 +175,17 @@ __global__ void gruBiasGradKernel(const float *da, const float *dq,
   }
 }
 
+/// The input-side gradients of one direction over all steps: dX (+)= DA W
+/// (accumulating over directions) and dW = DA^T X, DA [rows, G] the gate
+/// gradients of every step.
+amprt_status inputGrads(amprt_context *ctx, const char *k, int64_t rows,
+                        int64_t I, int64_t G, const float *DA, const float *W,
+                        const float *X, float *dX, float *dW, bool accumulate) {
+  AMPRT_TRY(sgemmRows(ctx, k, false, false, rows, I, G, DA, G, W, I, dX, I,
+                      accumulate ? 1.f : 0.f));
+  return sgemmRows(ctx, k, true, false, G, I, rows, DA, G, X, I, dW, I, 0.f);
+}
+
 amprt_status cudaLstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
                       int32_t direction, T y, T y_h, T y_c, T all_c,
                       T gates) {
@@ -215,8 +226,8 @@ amprt_status cudaLstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
       const float *bias = Bs ? Bs + dir * 2 * G4 : nullptr;
       AMPRT_TRY(sgemmRows(ctx, k, false, true, S * B, G4, I, X, I, Wd, I, XW,
                           G4, 0.f));
-      const float *hPrev = H0 ? H0 + dir * B * H : Z;
-      const float *cPrev = C0 ? C0 + dir * B * H : Z;
+      const float *hPrev = stateBefore(d, 0, direction, dir, nullptr, H0, Z);
+      const float *cPrev = stateBefore(d, 0, direction, dir, nullptr, C0, Z);
       for (int64_t n = 0; n < S; ++n) {
         int64_t t = stepAt(d, n, direction, dir);
         AMPRT_TRY(copyF32(ctx, k, a, XW + t * B * G4, B * G4));
@@ -292,15 +303,8 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
       for (int64_t n = S - 1; n >= 0; --n) {
         int64_t t = stepAt(d, n, direction, dir);
         // The states before step n: step n-1's, or the initial ones.
-        const float *hPrev, *cPrev;
-        if (n > 0) {
-          int64_t tp = stepAt(d, n - 1, direction, dir);
-          hPrev = Yf + (tp * D + dir) * B * H;
-          cPrev = Cf + (tp * D + dir) * B * H;
-        } else {
-          hPrev = H0 ? H0 + dir * B * H : Z;
-          cPrev = C0 ? C0 + dir * B * H : Z;
-        }
+        const float *hPrev = stateBefore(d, n, direction, dir, Yf, H0, Z);
+        const float *cPrev = stateBefore(d, n, direction, dir, Cf, C0, Z);
         int64_t at = (t * D + dir) * B;
         float *da = DA + t * B * G4;
         lstmCellGradKernel<<<grid, kThreads, 0, st>>>(
@@ -313,10 +317,8 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
         AMPRT_TRY(copyF32(ctx, k, HP + t * B * H, hPrev, B * H));
       }
       // Over all steps at once (rows of DA, X and HP are time steps).
-      AMPRT_TRY(sgemmRows(ctx, k, false, false, S * B, I, G4, DA, G4, Wd, I,
-                          dX, I, dir ? 1.f : 0.f));
-      AMPRT_TRY(sgemmRows(ctx, k, true, false, G4, I, S * B, DA, G4, X, I,
-                          dW + dir * G4 * I, I, 0.f));
+      AMPRT_TRY(inputGrads(ctx, k, S * B, I, G4, DA, Wd, X, dX,
+                           dW + dir * G4 * I, dir > 0));
       AMPRT_TRY(sgemmRows(ctx, k, true, false, G4, H, S * B, DA, G4, HP, H,
                           dR + dir * G4 * H, H, 0.f));
       biasGradKernel<<<gridFor(G4, kThreads), kThreads, 0, st>>>(
@@ -418,7 +420,7 @@ amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
       const float *bias = Bs ? Bs + dir * 2 * G3 : nullptr;
       AMPRT_TRY(sgemmRows(ctx, k, false, true, S * B, G3, I, X, I, Wd, I, XW,
                           G3, 0.f));
-      const float *hPrev = H0 ? H0 + dir * B * H : Z;
+      const float *hPrev = stateBefore(d, 0, direction, dir, nullptr, H0, Z);
       for (int64_t n = 0; n < S; ++n) {
         int64_t t = stepAt(d, n, direction, dir);
         const float *ax = XW + t * B * G3;
@@ -547,9 +549,7 @@ amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
       AMPRT_TRY(copyF32(ctx, k, dH, gYh ? gYh + dir * B * H : Z, B * H));
       for (int64_t n = S - 1; n >= 0; --n) {
         int64_t t = stepAt(d, n, direction, dir);
-        const float *hPrev =
-            n > 0 ? Yf + (stepAt(d, n - 1, direction, dir) * D + dir) * B * H
-                  : (H0 ? H0 + dir * B * H : Z);
+        const float *hPrev = stateBefore(d, n, direction, dir, Yf, H0, Z);
         int64_t at = (t * D + dir) * B;
         float *da = DA + t * B * G3, *dq = DQ + t * B * H;
         if (lbr) // q = H_{t-1} R_h^T
@@ -576,10 +576,8 @@ amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
         std::swap(dH, dP);
       }
       // Over all steps at once.
-      AMPRT_TRY(sgemmRows(ctx, k, false, false, S * B, I, G3, DA, G3, Wd, I,
-                          dX, I, dir ? 1.f : 0.f));
-      AMPRT_TRY(sgemmRows(ctx, k, true, false, G3, I, S * B, DA, G3, X, I,
-                          dW + dir * G3 * I, I, 0.f));
+      AMPRT_TRY(inputGrads(ctx, k, S * B, I, G3, DA, Wd, X, dX,
+                           dW + dir * G3 * I, dir > 0));
       AMPRT_TRY(sgemmRows(ctx, k, true, false, 2 * H, H, S * B, DA, G3, HP, H,
                           dR + dir * G3 * H, H, 0.f));
       AMPRT_TRY(sgemmRows(ctx, k, true, false, H, H, S * B, DQ, H,

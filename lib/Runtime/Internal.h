@@ -888,6 +888,17 @@ AMPRT_HD inline int64_t stepAt(const RnnDims &d, int64_t n, int32_t direction,
   bool reversed = direction == 1 || (direction == 2 && dir == 1);
   return reversed ? d.S - 1 - n : n;
 }
+/// The state ([B, H]) before the n-th step of direction dir: the previous
+/// step's (in `all`, [S, D, B, H]), or the initial one (`initial`, [D, B,
+/// H]; `zeros` when absent). Host and device pointers alike.
+inline const float *stateBefore(const RnnDims &d, int64_t n,
+                                int32_t direction, int64_t dir,
+                                const float *all, const float *initial,
+                                const float *zeros) {
+  if (n > 0)
+    return all + (stepAt(d, n - 1, direction, dir) * d.D + dir) * d.B * d.H;
+  return initial ? initial + dir * d.B * d.H : zeros;
+}
 /// lstm's and lstm_grad's arguments (every output optional).
 amprt_status checkLstm(amprt_context *ctx, const amprt_tensor *x,
                        const amprt_tensor *w, const amprt_tensor *r,

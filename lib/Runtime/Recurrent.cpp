@@ -88,17 +88,6 @@ amprt_status checkOut(amprt_context *ctx, const char *k, const char *what, T t,
   return AMPRT_OK;
 }
 
-/// The state ([B, H]) before the n-th step of direction dir: the previous
-/// step's (in `all`, [S, D, B, H]), or the initial one (`initial`, [D, B,
-/// H]; zeros when absent).
-const float *stateBefore(const RnnDims &d, int64_t n, int32_t direction,
-                         int64_t dir, const float *all, const float *initial,
-                         const float *zeros) {
-  if (n > 0)
-    return all + (stepAt(d, n - 1, direction, dir) * d.D + dir) * d.B * d.H;
-  return initial ? initial + dir * d.B * d.H : zeros;
-}
-
 /// The widened operands of a call, and the per-direction slices of them.
 struct Operands {
   F32In x, w, r, b, h0, c0;
