@@ -4,9 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// softmax / log_softmax / softmax_grad along the last axis (one warp per
-// row; other axes run the CPU code), softmax_cross_entropy_loss and its
-// gradient (any [N, C, d...] layout; log-sum-exp and the reductions in
+// softmax / log_softmax / softmax_grad along any axis (one warp per row;
+// rows along an inner axis are read with a stride),
+// softmax_cross_entropy_loss and its gradient (any [N, C, d...] layout; log-sum-exp and the reductions in
 // double as Loss.cpp), reduce_sum/mean over any axes (double accumulation
 // as Reduce.cpp) and reduce_max/min (Reduce.cpp's walk: the first NaN, else
 // the first of the extreme values, so the CPU's bits). The float formulas
@@ -42,72 +42,90 @@ __device__ __forceinline__ float warpMax(float v) {
 // softmax, log_softmax, softmax_grad (last axis)
 //===----------------------------------------------------------------------===//
 
+/// A row of the softmax kernels: x as (outer, len, inner) around the axis,
+/// row r = (r / inner, r % inner), its element i at base + i * inner (inner
+/// is 1 for the last axis: contiguous rows).
+struct Rows {
+  int64_t rows = 0, len = 0, inner = 1;
+  __device__ int64_t base(int64_t r) const {
+    return inner == 1 ? r * len : (r / inner) * len * inner + r % inner;
+  }
+};
+
+/// x's rows along `axis`; false on a bad axis (the CPU code reports it).
+bool rowsAlong(amprt_context *ctx, const char *k, T x, int64_t axis,
+               Rows &rw) {
+  int64_t a, outer;
+  if (splitAtAxis(ctx, k, x, axis, a, outer, rw.len, rw.inner) != AMPRT_OK)
+    return false;
+  rw.rows = rw.len ? outer * rw.inner : 0;
+  return true;
+}
+
 __global__ void softmaxKernel(const void *x, int32_t dx, void *y, int32_t dy,
-                              int64_t rows, int64_t len, bool logOut) {
+                              Rows rw, bool logOut) {
   int lane = threadIdx.x % 32;
-  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32; r < rows;
-       r += int64_t(gridDim.x) * kWarps) {
-    int64_t base = r * len;
+  int64_t len = rw.len, st = rw.inner;
+  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
+       r < rw.rows; r += int64_t(gridDim.x) * kWarps) {
+    int64_t base = rw.base(r);
     float mx = -INFINITY;
     for (int64_t i = lane; i < len; i += 32)
-      mx = fmaxf(mx, loadF(x, dx, base + i));
+      mx = fmaxf(mx, loadF(x, dx, base + i * st));
     mx = warpMax(mx);
     float s = 0.f;
     for (int64_t i = lane; i < len; i += 32)
-      s += expf(loadF(x, dx, base + i) - mx);
+      s += expf(loadF(x, dx, base + i * st) - mx);
     s = warpSum(s);
     if (logOut) {
       float ls = logf(s);
       for (int64_t i = lane; i < len; i += 32)
-        storeF(y, dy, base + i, loadF(x, dx, base + i) - mx - ls);
+        storeF(y, dy, base + i * st, loadF(x, dx, base + i * st) - mx - ls);
     } else {
       float rs = 1.f / s;
       for (int64_t i = lane; i < len; i += 32)
-        storeF(y, dy, base + i, expf(loadF(x, dx, base + i) - mx) * rs);
+        storeF(y, dy, base + i * st,
+               expf(loadF(x, dx, base + i * st) - mx) * rs);
     }
   }
 }
 
 __global__ void softmaxGradKernel(const void *g, int32_t dg, const void *y,
                                   int32_t dy, void *out, int32_t dout,
-                                  int64_t rows, int64_t len) {
+                                  Rows rw) {
   int lane = threadIdx.x % 32;
-  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32; r < rows;
-       r += int64_t(gridDim.x) * kWarps) {
-    int64_t base = r * len;
+  int64_t len = rw.len, st = rw.inner;
+  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
+       r < rw.rows; r += int64_t(gridDim.x) * kWarps) {
+    int64_t base = rw.base(r);
     float s = 0.f;
     for (int64_t i = lane; i < len; i += 32)
-      s += loadF(g, dg, base + i) * loadF(y, dy, base + i);
+      s += loadF(g, dg, base + i * st) * loadF(y, dy, base + i * st);
     s = warpSum(s);
     for (int64_t i = lane; i < len; i += 32)
-      storeF(out, dout, base + i,
-          loadF(y, dy, base + i) * (loadF(g, dg, base + i) - s));
+      storeF(out, dout, base + i * st,
+             loadF(y, dy, base + i * st) * (loadF(g, dg, base + i * st) - s));
   }
 }
 
 unsigned rowGrid(int64_t rows) { return gridFor(rows, kWarps); }
 
-/// True when `axis` is x's last one (after normalizing); false on errors.
-bool lastAxis(amprt_context *ctx, const char *k, T x, int64_t axis) {
-  int64_t a;
-  return normAxis(ctx, k, axis, x->rank, a) == AMPRT_OK && a == x->rank - 1;
-}
-
 template <bool Log>
 amprt_status cudaSoftmax(amprt_context *ctx, T x, int64_t axis, T y) {
   const char *k = Log ? "log_softmax" : "softmax";
   return guard(ctx, k, [&]() -> amprt_status {
+    Rows rw;
     if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
-        checkShape(ctx, k, "y", y, shapeOf(x)) || !lastAxis(ctx, k, x, axis))
+        checkShape(ctx, k, "y", y, shapeOf(x)) ||
+        !rowsAlong(ctx, k, x, axis, rw))
       return onHost(ctx, [&] {
         return Log ? amprt_log_softmax(ctx, x, axis, y)
                    : amprt_softmax(ctx, x, axis, y);
       });
-    int64_t len = x->shape[x->rank - 1], rows = len ? numel(x) / len : 0;
-    if (rows == 0)
+    if (rw.rows == 0)
       return AMPRT_OK;
-    softmaxKernel<<<rowGrid(rows), 32 * kWarps, 0, stream(ctx)>>>(
-        x->data, x->dtype, y->data, y->dtype, rows, len, Log);
+    softmaxKernel<<<rowGrid(rw.rows), 32 * kWarps, 0, stream(ctx)>>>(
+        x->data, x->dtype, y->data, y->dtype, rw, Log);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -117,19 +135,18 @@ amprt_status cudaSoftmaxGrad(amprt_context *ctx, T dy, T y, int64_t axis,
                              T dx) {
   const char *k = "softmax_grad";
   return guard(ctx, k, [&]() -> amprt_status {
+    Rows rw;
     if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "y", y) ||
         checkFloat(ctx, k, "dx", dx) ||
         checkShape(ctx, k, "y", y, shapeOf(dy)) ||
         checkShape(ctx, k, "dx", dx, shapeOf(dy)) ||
-        !lastAxis(ctx, k, dy, axis))
+        !rowsAlong(ctx, k, dy, axis, rw))
       return onHost(ctx,
                     [&] { return amprt_softmax_grad(ctx, dy, y, axis, dx); });
-    int64_t len = dy->shape[dy->rank - 1], rows = len ? numel(dy) / len : 0;
-    if (rows == 0)
+    if (rw.rows == 0)
       return AMPRT_OK;
-    softmaxGradKernel<<<rowGrid(rows), 32 * kWarps, 0, stream(ctx)>>>(
-        dy->data, dy->dtype, y->data, y->dtype, dx->data, dx->dtype, rows,
-        len);
+    softmaxGradKernel<<<rowGrid(rw.rows), 32 * kWarps, 0, stream(ctx)>>>(
+        dy->data, dy->dtype, y->data, y->dtype, dx->data, dx->dtype, rw);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

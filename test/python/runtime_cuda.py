@@ -598,7 +598,7 @@ def test_adamw(rt, gpu):
 def test_softmax(rt, gpu):
     for dt in FLOATS:
         for shape in ((4, 10), (3, 5, 1000), (1, 3), (0, 7), (6, 4097)):
-            for axis in (-1, 0):
+            for axis in (-1, 0, 1):  # 0 and 1: strided rows (3-D shape)
                 x = rt.randn(shape, dt, 3.0)
                 n = shape[axis]
                 tol = dict(ulps=1) if dt != "f32" else dict(
