@@ -281,7 +281,7 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
     AMPRT_TRY(grads.get(ctx, k, dy, gY));
     AMPRT_TRY(grads.get(ctx, k, dy_h, gYh));
     AMPRT_TRY(grads.get(ctx, k, dy_c, gYc));
-    Scratch sDX, sDW, sDR, sDB, sDH0, sDC0, sDA, sHP, sCP, sdH, sdC, sZ;
+    Scratch sDX, sDW, sDR, sDB, sDH0, sDC0, sDA, sHP, sdH, sdC, sZ;
     float *dX, *dW, *dR, *dB, *dH0, *dC0, *DA, *HP, *dH, *dC, *Z;
     AMPRT_TRY(scratchF32(ctx, k, sDX, S * B * I, dX));
     AMPRT_TRY(scratchF32(ctx, k, sDW, D * G4 * I, dW));
