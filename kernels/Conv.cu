@@ -298,22 +298,34 @@ __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
   }
 }
 
+/// Whether the cuDNN path takes a conv (x -> y) or conv_transpose call (the
+/// convolution y -> x, its bias over y's channels): float tensors of one
+/// dtype, none empty, a geometry cuDNN expresses, the shapes right. Else
+/// the CPU code runs the call (and reports any error). Fills s.
+bool takesConv(amprt_context *ctx, const char *k, T x, T w, T bias, T y,
+               const amprt_window *win, bool transpose, Geometry &s) {
+  T in = transpose ? y : x, out = transpose ? x : y;
+  if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "w", w) ||
+      checkFloat(ctx, k, "bias", bias, true) || checkFloat(ctx, k, "y", y) ||
+      !geometry(ctx, k, in, w, win, s) ||
+      checkShape(ctx, k, transpose ? "x" : "y", out,
+                 outShape(s, win->spatial_rank)) ||
+      (bias && checkShape(ctx, k, "bias", bias, {transpose ? s.g.C : s.M})))
+    return false;
+  int32_t dt = x->dtype;
+  return w->dtype == dt && y->dtype == dt && (!bias || bias->dtype == dt) &&
+         numel(y) > 0 && numel(x) > 0;
+}
+
 amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
                       const amprt_window *win) {
   const char *k = "conv";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] { return amprt_conv(ctx, x, w, bias, y, win); };
     Geometry s;
-    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "w", w) ||
-        checkFloat(ctx, k, "bias", bias, true) || checkFloat(ctx, k, "y", y) ||
-        !geometry(ctx, k, x, w, win, s) ||
-        checkShape(ctx, k, "y", y, outShape(s, win->spatial_rank)) ||
-        (bias && checkShape(ctx, k, "bias", bias, {s.M})))
+    if (!takesConv(ctx, k, x, w, bias, y, win, /*transpose=*/false, s))
       return onHost(ctx, cpu);
     int32_t dt = x->dtype;
-    if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt) ||
-        numel(y) == 0 || numel(x) == 0)
-      return onHost(ctx, cpu); // mixed dtypes, empty tensors
     cudnnHandle_t h;
     AMPRT_TRY(handle(ctx, k, h));
     Conv c;
@@ -438,16 +450,9 @@ amprt_status cudaConvTranspose(amprt_context *ctx, T x, T w, T bias, T y,
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] { return amprt_conv_transpose(ctx, x, w, bias, y, win); };
     Geometry s; // of the convolution y -> x
-    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "w", w) ||
-        checkFloat(ctx, k, "bias", bias, true) || checkFloat(ctx, k, "y", y) ||
-        !geometry(ctx, k, y, w, win, s) ||
-        checkShape(ctx, k, "x", x, outShape(s, win->spatial_rank)) ||
-        (bias && checkShape(ctx, k, "bias", bias, {s.g.C})))
+    if (!takesConv(ctx, k, x, w, bias, y, win, /*transpose=*/true, s))
       return onHost(ctx, cpu);
     int32_t dt = x->dtype;
-    if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt) ||
-        numel(y) == 0 || numel(x) == 0)
-      return onHost(ctx, cpu); // mixed dtypes, empty tensors
     cudnnHandle_t h;
     AMPRT_TRY(handle(ctx, k, h));
     Conv c;
