@@ -151,6 +151,18 @@ const OnnxOpSchema *lookupLatestOnnxSchema(llvm::StringRef domain,
   return range ? &registry.schemas[range->end - 1] : nullptr;
 }
 
+const OnnxOpSchema *lookupNextOnnxSchema(const OnnxOpSchema &schema) {
+  const SchemaRegistry &registry = getRegistry();
+  const SchemaRegistry::Range *range =
+      registry.find(schema.domain, schema.opType);
+  if (!range)
+    return nullptr;
+  for (unsigned i = range->begin; i != range->end; ++i)
+    if (registry.schemas[i].sinceVersion > schema.sinceVersion)
+      return &registry.schemas[i];
+  return nullptr;
+}
+
 llvm::ArrayRef<OnnxOpSchema> getAllOnnxSchemas() {
   return getRegistry().schemas;
 }

@@ -112,19 +112,30 @@ AMPPaint amp::train::paintAMP(ArrayRef<AMPVertex> vertices,
   allowOps.reserve(numAllow);
   denyOps.reserve(numDeny);
   denyOrInferOps.reserve(numDeny + numInfer);
+  // Unlike Grappler, an allow-list vertex that cannot take the low type
+  // (not f32, or an operator version whose constraint lacks it: Conv-11 in
+  // bf16, an integer MatMul) seeds nothing. Grappler paints it here and
+  // drops it in pass 6, after passes 3 and 5 spread its paint to the clear
+  // nodes around it: harmless in TensorFlow, whose allow-list kernels all
+  // take fp16 and bf16, but in ONNX it would leave low-precision islands of
+  // clear nodes between f32 nodes, each wrapped in casts.
+  bool anyAllowOp = false;
   for (unsigned v = 0; v < numV; ++v) {
     AMPList l = listOf(v);
     if (l == AMPList::Allow) {
-      allow[v] = 1;
-      p.why[v] = AMPPaintWhy::AllowOp;
-      allowOps.push_back(v);
+      anyAllowOp = true;
+      if (vertices[v].isF32 && vertices[v].supports) {
+        allow[v] = 1;
+        p.why[v] = AMPPaintWhy::AllowOp;
+        allowOps.push_back(v);
+      }
     }
     if (l == AMPList::Deny)
       denyOps.push_back(v);
     if (l == AMPList::Deny || l == AMPList::Infer)
       denyOrInferOps.push_back(v);
   }
-  if (allowOps.empty()) {
+  if (!anyAllowOp) {
     p.nothingToDo = true;
     return p;
   }

@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
+#include <map>
 
 namespace amp::train {
 #define GEN_PASS_DEF_AUTOMIXEDPRECISION
@@ -106,6 +107,7 @@ public:
     if (!nothingToDo)
       rewrite();
     record();
+    warnOpsetLimits();
   }
 
 private:
@@ -263,6 +265,20 @@ private:
     SmallVector<const OnnxTypeConstraintSchema *, 4> constraints;
   };
   DenseMap<const OnnxOpSchema *, PortGroups> portGroups;
+  /// Per schema, the first later opset version whose f32 type constraint
+  /// also allows the low type (0 for none), worked out once.
+  DenseMap<const OnnxOpSchema *, int> laterOpsetTaking;
+  int getLaterOpsetTaking(const OnnxOpSchema &schema);
+  /// Allow-list nodes left f32 only by their operator version, per op type
+  /// (sorted, for a stable message).
+  struct OpsetLimit {
+    int since = 0, taking = 0;
+    unsigned nodes = 0;
+  };
+  std::map<std::string, OpsetLimit> opsetLimits;
+  /// Tells the user which operator versions kept allow-list nodes f32 (a
+  /// model at opset 11 gets no bf16 Conv at all, say).
+  void warnOpsetLimits();
   std::vector<char> allow, deny;
   std::vector<PaintWhy> why;
   std::vector<int> paintFrom; ///< neighbour vertex that painted it, or -1
@@ -955,6 +971,50 @@ void AMPGraphRewriter::rewrite() {
 // Report
 //===----------------------------------------------------------------------===//
 
+int AMPGraphRewriter::getLaterOpsetTaking(const OnnxOpSchema &schema) {
+  auto [it, inserted] = laterOpsetTaking.try_emplace(&schema, 0);
+  if (!inserted)
+    return it->second;
+  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+  // The constraints that take f32 but not the low type, by name: a later
+  // version keeps the names of its type constraints.
+  SmallVector<StringRef, 2> lacking;
+  for (const OnnxTypeConstraintSchema &c : schema.getConstraints())
+    if (llvm::is_contained(c.getAllowedTypes(), StringRef("tensor(float)")) &&
+        !llvm::is_contained(c.getAllowedTypes(), low))
+      lacking.push_back(c.name);
+  for (const OnnxOpSchema *next = lookupNextOnnxSchema(schema);
+       next && !lacking.empty(); next = lookupNextOnnxSchema(*next))
+    for (StringRef name : lacking)
+      if (const OnnxTypeConstraintSchema *c = next->findConstraint(name);
+          c && llvm::is_contained(c->getAllowedTypes(), low))
+        return laterOpsetTaking[&schema] = next->sinceVersion;
+  return 0;
+}
+
+void AMPGraphRewriter::warnOpsetLimits() {
+  if (opsetLimits.empty())
+    return;
+  unsigned total = 0;
+  for (const auto &entry : opsetLimits)
+    total += entry.second.nodes;
+  // At the graph's location, without the graph printed after it.
+  InFlightDiagnostic diag = mlir::emitWarning(graph.getLoc())
+                            << "auto-mixed-precision: " << total
+                            << (total == 1 ? " allow-list node stays"
+                                           : " allow-list nodes stay")
+                            << " fp32 because the model's operator "
+                               "versions take no "
+                            << getAMPModeName(mode) << ": ";
+  llvm::interleaveComma(opsetLimits, diag, [&](const auto &entry) {
+    const OpsetLimit &l = entry.second;
+    diag << entry.first << "-" << l.since << " (" << l.nodes << "; from opset "
+         << l.taking << ")";
+  });
+  diag << "; convert the model to a newer opset first (e.g. with "
+          "onnx.version_converter)";
+}
+
 void AMPGraphRewriter::record() {
   AMPSummary &s = report.summary;
   auto nodeNameOf = [&](int v) -> std::string {
@@ -975,6 +1035,21 @@ void AMPGraphRewriter::record() {
 
     if (info.processable)
       s.countNode(info.list, info.converted, isDenied);
+    // An allow-list node whose f32 ports take no low type at this opset,
+    // though a later version of its operator does.
+    int laterOpset = 0;
+    if (info.processable && info.schema && info.list == AMPList::Allow &&
+        !info.converted && !isDenied && !info.keep && !info.structural &&
+        llvm::any_of(info.vertices(), [&](unsigned v) {
+          return pv[v].isF32 && !pv[v].supports;
+        }))
+      laterOpset = getLaterOpsetTaking(*info.schema);
+    if (laterOpset) {
+      OpsetLimit &limit = opsetLimits[opTypeOf(info).str()];
+      limit.since = info.schema->sinceVersion;
+      limit.taking = laterOpset;
+      ++limit.nodes;
+    }
     if (!records) // the summary is all that was asked for
       continue;
 
@@ -1033,9 +1108,15 @@ void AMPGraphRewriter::record() {
         }
         break;
       }
-    } else if (info.list == AMPList::Allow)
+    } else if (info.list == AMPList::Allow) {
       rec.reason =
           listed + ", but no f32 port can take " + getAMPModeName(mode).str();
+      if (laterOpset)
+        rec.reason += " (" + opType.str() + "-" +
+                      std::to_string(info.schema->sinceVersion) +
+                      " takes none; opset " + std::to_string(laterOpset) +
+                      " does)";
+    }
     else if (info.list == AMPList::Infer)
       rec.reason = "stays fp32: not between allow nodes";
     else

@@ -128,6 +128,10 @@ const OnnxOpSchema *lookupOnnxSchema(llvm::StringRef domain,
 const OnnxOpSchema *lookupLatestOnnxSchema(llvm::StringRef domain,
                                            llvm::StringRef opType);
 
+/// The next version of the same operator after `schema` (the schema with the
+/// smallest since_version above it), or nullptr if `schema` is the newest.
+const OnnxOpSchema *lookupNextOnnxSchema(const OnnxOpSchema &schema);
+
 /// True for schemas generated from the ONNX operator definitions (enforced
 /// on import), false for the hand-written ONNX Runtime ones (advisory: a
 /// node that does not fit one imports as a generic node).
