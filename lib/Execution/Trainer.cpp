@@ -571,7 +571,8 @@ llvm::Error Trainer::load() {
       return fail(opts.optimizerModel + ": import failed");
     if (opts.amp) {
       train::AMPPipelineOptions po;
-      po.lossScaling = true;
+      po.amp.mode = opts.ampMode;
+      po.lossScaling = opts.ampMode != "bf16";
       if (failed(train::runAMPPipeline(*trainMod, po)) ||
           failed(train::runAMPPipeline(*optMod, po)))
         return fail("the AMP + loss-scaling pipeline failed");
@@ -1085,7 +1086,10 @@ llvm::Error Trainer::run() {
   status << "amp-run: " << params.size() << " parameters, "
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
-         << optProg->arenaBytes() << " bytes, " << (opts.amp || state.count("amp.loss_scale") ? "AMP" : "fp32")
+         << optProg->arenaBytes() << " bytes, "
+         << (opts.amp                         ? "AMP " + opts.ampMode
+             : state.count("amp.loss_scale") ? std::string("AMP")
+                                             : std::string("fp32"))
          << ", device " << opts.device << "\n";
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();

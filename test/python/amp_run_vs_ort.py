@@ -6,7 +6,8 @@ on the same data, and compares them.
 fp32: per-step losses and the final weights agree within --rtol relative
 (max |a - b| / max |b| per tensor; a loss: |a - b| / |b|).
 --amp: amp-run's AMP + loss-scaling loss curve is compared with ORT's fp32
-curve within --amp-rtol per step.
+curve within --amp-rtol per step; with --bf16-rtol, amp-run --amp=bf16's
+curve too (bf16, no loss scaling).
 
 Prints one line per check and "amp-run-vs-ort: PASS" or exits non-zero.
 Run with the Python of .venv-ort-training.
@@ -69,6 +70,9 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--amp-rtol", type=float, default=1e-2)
+    ap.add_argument("--bf16-rtol", type=float, default=None,
+                    help="also run --amp=bf16 and compare its loss curve "
+                         "with ORT's fp32 one within this tolerance")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--int-high", action="append", default=[],
                     metavar="NAME=N",
@@ -121,7 +125,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, arr in data.items():
             np.save(os.path.join(tmp, name + ".npy"), arr)
-        for amp in (False, True):
+        modes = [("fp32", None, args.rtol), ("amp", "--amp", args.amp_rtol)]
+        if args.bf16_rtol is not None:
+            modes.append(("bf16", "--amp=bf16", args.bf16_rtol))
+        for mode, flag, tol in modes:
+            amp = flag is not None
             log = os.path.join(tmp, "loss.csv")
             out = os.path.join(tmp, "trained.onnx")
             cmd = [args.amp_run,
@@ -130,15 +138,13 @@ def main():
                    "--weights", args.weights, "--data", tmp, "--no-shuffle",
                    "--batch", str(args.batch), "--steps", str(args.steps),
                    "--lr", str(args.lr), "--log", log, "-o", out, "--quiet"]
-            if amp:
-                cmd.append("--amp")
+            if flag:
+                cmd.append(flag)
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 print(r.stderr)
                 return 1
             losses = read_log(log)
-            tol = args.amp_rtol if amp else args.rtol
-            mode = "amp" if amp else "fp32"
             worst = max(abs(a - b) / abs(b) for a, b in zip(losses,
                                                             ref_losses))
             ok = len(losses) == args.steps and worst <= tol

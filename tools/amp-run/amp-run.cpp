@@ -43,8 +43,11 @@ int main(int argc, char **argv) {
   cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::cat(category), cl::init(0));
   cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"), cl::cat(category));
   cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."), cl::cat(category));
-  cl::opt<bool> amp("amp", cl::desc("run auto-mixed-precision and "
-                                    "loss-scaling before lowering"), cl::cat(category));
+  cl::opt<std::string> amp(
+      "amp", cl::ValueOptional, cl::value_desc("fp16|bf16"),
+      cl::desc("run auto-mixed-precision before lowering: --amp or "
+               "--amp=fp16 with dynamic loss scaling, --amp=bf16 without"),
+      cl::cat(category));
   cl::opt<double> lr("lr", cl::desc("learning rate"), cl::cat(category), cl::init(1e-3));
   cl::opt<std::string> log("log", cl::desc("per-step CSV log"), cl::cat(category));
   cl::opt<std::string> out("o", cl::desc("write the trained weights as "
@@ -98,7 +101,15 @@ int main(int argc, char **argv) {
   o.seed = seed;
   o.shuffle = !noShuffle;
   o.dims = dims;
-  o.amp = amp;
+  o.amp = amp.getNumOccurrences() > 0;
+  if (o.amp) {
+    o.ampMode = amp.empty() ? "fp16" : amp.getValue();
+    if (o.ampMode != "fp16" && o.ampMode != "bf16") {
+      llvm::errs() << "amp-run: --amp takes fp16 or bf16, not '" << o.ampMode
+                   << "'\n";
+      return 1;
+    }
+  }
   o.lr = lr;
   o.logPath = log;
   o.outPath = out;

@@ -40,6 +40,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   bool amp = false;
+  /// With amp: the low type, "fp16" (with dynamic loss scaling) or "bf16"
+  /// (without: bf16 has fp32's exponent range, as PyTorch uses it).
+  std::string ampMode = "fp16";
   double lr = 1e-3;
   /// Gradient accumulation: the optimizer runs every `accumulate` steps on
   /// the gradients summed over them (steps must be a multiple).
