@@ -7,8 +7,10 @@
 #include "amp/Execution/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
+#include <cmath>
 
 namespace cl = llvm::cl;
 
@@ -117,6 +119,20 @@ int main(int argc, char **argv) {
   o.resumePath = resume;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
+  if (steps < 0) {
+    llvm::errs() << "amp-run: --steps must not be negative\n";
+    return 1;
+  }
+  if (batch.getNumOccurrences() && batch < 1) {
+    llvm::errs() << "amp-run: --batch must be at least 1\n";
+    return 1;
+  }
+  if (!std::isfinite(lr) || lr < 0) {
+    llvm::errs() << "amp-run: --lr must be a finite number >= 0, not "
+                 << llvm::format("%g", lr.getValue())
+                 << "\n";
+    return 1;
+  }
   if (accumulate < 1 || steps % accumulate != 0) {
     llvm::errs() << "amp-run: --accumulate must be at least 1 and divide "
                     "--steps (checkpoints fall between groups)\n";
