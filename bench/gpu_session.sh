@@ -13,6 +13,8 @@
 #   kernels bench/gpu_kernels.py (GEMM vs cuBLAS peak, AdamW vs bandwidth);
 #   train   bench/train_step_bench.py run --device cuda on the artifacts in
 #           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
+#   train-bf16 the same with --precision bf16 (amp-run --amp=bf16 against
+#           bf16 autocast without a GradScaler);
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
 #   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
 #           and AMP, 30 steps: where a step's time goes, kernel by kernel.
@@ -21,7 +23,7 @@
 # stage and exits non-zero if any failed.
 set -uo pipefail
 if [[ $# -lt 2 ]]; then
-  echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|memcheck|profile]..." >&2
+  echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-bf16|memcheck|profile]..." >&2
   exit 2
 fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -115,6 +117,12 @@ stage_train() {
     --device cuda --markdown "$out/train-step.md"
 }
 
+stage_train-bf16() {
+  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --precision bf16 --markdown "$out/train-step-bf16.md"
+}
+
 stage_memcheck() {
   timeout "$tmo" compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 3 "$py" "$repo/test/python/runtime_cuda.py" \
@@ -147,7 +155,7 @@ stage_profile() {
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|memcheck|profile) run_stage "$s" "stage_$s" ;;
+    env|lit|seeds|kernels|train|train-bf16|memcheck|profile) run_stage "$s" "stage_$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

@@ -15,6 +15,11 @@ gen_fixtures.py), scaled to GPU sizes, are timed in one run:
   torch : the same torch module, eager fp32, and torch.autocast + GradScaler
           (fp16 on CUDA; bf16 autocast without a scaler on the CPU), AdamW.
 
+`run --precision bf16` times bf16 instead on both sides: amp-run --amp=bf16
+(no loss scaling) against bf16 autocast without a GradScaler. The fixtures
+are opset 17, where Conv takes no bfloat16 (and ONNX Runtime's ConvGrad
+schema never does), so the CNN's convolutions stay fp32 in ours.
+
 Per step time of amp-run is (t(N2 steps) - t(N1 steps)) / (N2 - N1), t being
 the time of its training loop (from the `steps/s` it prints at the end), so
 the import, the passes, the lowering, the context creation and the first
@@ -96,14 +101,14 @@ def make(args) -> int:
 
 
 def amp_run_loop_seconds(amp_run: str, model_dir: Path, batch: int,
-                         steps: int, device: str, amp: bool) -> float:
+                         steps: int, device: str, amp: str | None) -> float:
     """Seconds amp-run spent in its training loop (its closing `steps/s`)."""
     cmd = [amp_run, str(model_dir / "training_model.onnx"),
            str(model_dir / "optimizer_model.onnx"), "--init", "1",
            "--batch", str(batch), "--steps", str(steps), "--data", "synthetic:1",
            "--device", device]
     if amp:
-        cmd.append("--amp")
+        cmd.append("--amp=" + amp)
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-4000:]}")
@@ -113,7 +118,7 @@ def amp_run_loop_seconds(amp_run: str, model_dir: Path, batch: int,
     return steps / float(m[-1])
 
 
-def ours_step(args, model_dir: Path, batch: int, amp: bool) -> float:
+def ours_step(args, model_dir: Path, batch: int, amp: str | None) -> float:
     # The difference of two loop times leaves out the first step's one-time
     # work (workspace allocation, library handles).
     lo, hi = args.steps_lo, args.steps_hi
@@ -126,7 +131,7 @@ def ours_step(args, model_dir: Path, batch: int, amp: bool) -> float:
 
 
 def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
-               warmup: int, steps: int) -> float:
+               warmup: int, steps: int, precision: str = "fp16") -> float:
     import torch
     import gen_fixtures
 
@@ -146,8 +151,9 @@ def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
     cuda = device.startswith("cuda")
-    low = torch.float16 if cuda else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda") if (amp and cuda) else None
+    low = torch.float16 if cuda and precision == "fp16" else torch.bfloat16
+    scaler = (torch.amp.GradScaler("cuda")
+              if (amp and cuda and low == torch.float16) else None)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -184,15 +190,17 @@ def run(args) -> int:
         batch = sizes["batch"]
         d = root / name
         try:
-            o32 = ours_step(args, d, batch, amp=False)
-            oamp = ours_step(args, d, batch, amp=True)
+            o32 = ours_step(args, d, batch, amp=None)
+            oamp = ours_step(args, d, batch, amp=args.precision)
         except RuntimeError as e:
             # Go on with the other models; the run fails at the end.
             print(f"[{name}] {e}", flush=True)
             failed.append(name)
             continue
-        t32 = torch_step(name, sizes, batch, args.device, False, args.warmup, args.torch_steps)
-        tamp = torch_step(name, sizes, batch, args.device, True, args.warmup, args.torch_steps)
+        t32 = torch_step(name, sizes, batch, args.device, False, args.warmup,
+                         args.torch_steps)
+        tamp = torch_step(name, sizes, batch, args.device, True, args.warmup,
+                          args.torch_steps, args.precision)
         rows.append((name, batch, o32, oamp, t32, tamp))
         print(f"[{name}] ours fp32 {o32 * 1e3:.3f} ms, AMP {oamp * 1e3:.3f} ms; "
               f"torch fp32 {t32 * 1e3:.3f} ms, AMP {tamp * 1e3:.3f} ms", flush=True)
@@ -209,7 +217,7 @@ def run(args) -> int:
                      f"{so:.2f}x | {t32 * 1e3:.3f} | {tamp * 1e3:.3f} | {st:.2f}x | "
                      f"{oamp / tamp:.2f} |")
     print()
-    print(f"device {args.device}, preset {meta['preset']}, amp-run steps "
+    print(f"device {args.device}, preset {meta['preset']}, AMP {args.precision}, amp-run steps "
           f"{args.steps_lo}->{args.steps_hi} (best of {args.repeat}), torch "
           f"{args.torch_steps} steps after {args.warmup}")
     print("\n".join(lines))
@@ -241,6 +249,8 @@ def main() -> int:
     r.add_argument("--repeat", type=int, default=3)
     r.add_argument("--warmup", type=int, default=5)
     r.add_argument("--torch-steps", type=int, default=20)
+    r.add_argument("--precision", choices=("fp16", "bf16"), default="fp16",
+                   help="the low type of both AMP columns")
     r.add_argument("--markdown")
     args = ap.parse_args()
     return make(args) if args.cmd == "make" else run(args)
