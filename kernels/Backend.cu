@@ -95,6 +95,7 @@ void cudaClose(amprt_context *ctx) {
   if (s->cudnn)
     cudnnDestroy(s->cudnn);
 #endif
+  s->gemmPlans.clear(); // their descriptors go before the handle
   if (s->lt)
     cublasLtDestroy(s->lt);
   cudaFree(s->workspace);

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -60,6 +61,11 @@ struct State {
   /// AMPRT_CUDA_INDEX64=1 (for tests): the strided copies take their 64-bit
   /// index path even for tensors that fit 32-bit offsets.
   bool forceIndex64 = false;
+  /// Gemm.cu's cuBLASLt plans (descriptors, layouts and the heuristic's
+  /// algorithm) by problem: a GEMM seen before skips the descriptor set-up
+  /// and the heuristic query, host work that can outlast a small product.
+  /// Type-erased so that this header needs no Gemm.cu type.
+  std::map<std::string, std::shared_ptr<void>> gemmPlans;
 #ifdef AMPRT_HAVE_CUDNN
   cudnnHandle_t cudnn = nullptr; // created on first use
   /// The cuDNN algorithm that ran each convolution problem (Conv.cu's key:

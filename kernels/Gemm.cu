@@ -65,11 +65,17 @@ struct Operand {
   int64_t elem;                   // bytes per element
 };
 
-struct LtCall {
+/// A cuBLASLt problem set up once: its descriptors and the algorithm the
+/// heuristic chose. Kept in State::gemmPlans by planKey.
+struct LtPlan {
   cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t layouts[4] = {};
+  cublasLtMatrixLayout_t layouts[3] = {};
   cublasLtMatmulPreference_t pref = nullptr;
-  ~LtCall() {
+  cublasLtMatmulAlgo_t algo = {};
+  LtPlan() = default;
+  LtPlan(const LtPlan &) = delete;
+  LtPlan &operator=(const LtPlan &) = delete;
+  ~LtPlan() {
     if (pref)
       cublasLtMatmulPreferenceDestroy(pref);
     for (auto l : layouts)
@@ -88,8 +94,95 @@ struct LtCall {
                          cublasLtGetStatusString(amprt_lt_s_));                \
   } while (0)
 
+/// Everything the plan of a product depends on, packed: the compute type,
+/// the transposes, each operand's type, shape, leading dimension, batch
+/// stride and alignment, the batch count and the workspace size.
+std::string planKey(cublasComputeType_t compute, bool transA, bool transB,
+                    const Operand *const ops[3], const uint32_t al[3],
+                    int64_t batch, uint64_t ws) {
+  int64_t v[] = {int64_t(compute), transA, transB, batch, int64_t(ws)};
+  std::string key(reinterpret_cast<const char *>(v), sizeof(v));
+  for (int i = 0; i < 3; ++i) {
+    const Operand &o = *ops[i];
+    int64_t w[] = {int64_t(o.type), o.rows, o.cols, o.ld,
+                   batch > 1 ? o.stride : 0, int64_t(al[i])};
+    key.append(reinterpret_cast<const char *>(w), sizeof(w));
+  }
+  return key;
+}
+
+/// Sets up `plan` for the problem: descriptors, layouts, preferences, and
+/// the heuristic's first algorithm. AMPRT_ERR_UNSUPPORTED when cuBLASLt has
+/// none.
+amprt_status makePlan(amprt_context *ctx, const char *k, LtPlan &plan,
+                      cublasComputeType_t compute, bool transA, bool transB,
+                      int64_t m, int64_t n, int64_t kk,
+                      const Operand *const ops[3], const uint32_t al[3],
+                      int64_t batch) {
+  State &s = state(ctx);
+  AMPRT_LT(ctx, k, cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
+  int32_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                          &opA, sizeof(opA)));
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                          &opB, sizeof(opB)));
+  for (int i = 0; i < 3; ++i) {
+    const Operand &o = *ops[i];
+    AMPRT_LT(ctx, k,
+             cublasLtMatrixLayoutCreate(&plan.layouts[i], o.type,
+                                        uint64_t(o.rows), uint64_t(o.cols),
+                                        o.ld));
+    if (batch > 1) {
+      int32_t b32 = int32_t(batch);
+      AMPRT_LT(ctx, k,
+               cublasLtMatrixLayoutSetAttribute(
+                   plan.layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b32,
+                   sizeof(b32)));
+      AMPRT_LT(ctx, k,
+               cublasLtMatrixLayoutSetAttribute(
+                   plan.layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                   &o.stride, sizeof(o.stride)));
+    }
+  }
+  AMPRT_LT(ctx, k, cublasLtMatmulPreferenceCreate(&plan.pref));
+  uint64_t ws = s.workspaceBytes;
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulPreferenceSetAttribute(
+               plan.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+               sizeof(ws)));
+  cublasLtMatmulPreferenceAttributes_t alAttr[3] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 3; ++i)
+    AMPRT_LT(ctx, k,
+             cublasLtMatmulPreferenceSetAttribute(plan.pref, alAttr[i], &al[i],
+                                                  sizeof(al[i])));
+  AMPRT_LT(ctx, k,
+           cublasLtMatmulPreferenceSetAttribute(
+               plan.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2],
+               sizeof(al[2])));
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
+      s.lt, plan.desc, plan.layouts[0], plan.layouts[1], plan.layouts[2],
+      plan.layouts[2], plan.pref, 1, &result, &found);
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
+    return ctx->fail(AMPRT_ERR_UNSUPPORTED,
+                     "%s: cuBLASLt has no algorithm for m %lld n %lld k %lld "
+                     "(%s)",
+                     k, (long long)m, (long long)n, (long long)kk,
+                     cublasLtGetStatusString(hs));
+  plan.algo = result.algo;
+  return AMPRT_OK;
+}
+
 /// D = alpha op(A) op(B) + beta C (C = D when beta != 0), `batch` times.
 /// AMPRT_ERR_UNSUPPORTED when cuBLASLt has no algorithm for the problem.
+/// The plan of each distinct problem is made once per context.
 amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
                       bool transB, int64_t m, int64_t n, int64_t kk,
                       const Operand &A, const Operand &B, const Operand &D,
@@ -98,72 +191,25 @@ amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
   cublasComputeType_t compute =
       A.type == CUDA_R_32F && s.allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
-  LtCall c;
-  AMPRT_LT(ctx, k, cublasLtMatmulDescCreate(&c.desc, compute, CUDA_R_32F));
-  int32_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int32_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  AMPRT_LT(ctx, k,
-           cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                          &opA, sizeof(opA)));
-  AMPRT_LT(ctx, k,
-           cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                          &opB, sizeof(opB)));
-  const Operand *ops[3] = {&A, &B, &D};
-  for (int i = 0; i < 3; ++i) {
-    const Operand &o = *ops[i];
-    AMPRT_LT(ctx, k,
-             cublasLtMatrixLayoutCreate(&c.layouts[i], o.type, uint64_t(o.rows),
-                                        uint64_t(o.cols), o.ld));
-    if (batch > 1) {
-      int32_t b32 = int32_t(batch);
-      AMPRT_LT(ctx, k,
-               cublasLtMatrixLayoutSetAttribute(
-                   c.layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b32,
-                   sizeof(b32)));
-      AMPRT_LT(ctx, k,
-               cublasLtMatrixLayoutSetAttribute(
-                   c.layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                   &o.stride, sizeof(o.stride)));
-    }
-  }
-  AMPRT_LT(ctx, k, cublasLtMatmulPreferenceCreate(&c.pref));
-  uint64_t ws = s.workspaceBytes;
-  AMPRT_LT(ctx, k,
-           cublasLtMatmulPreferenceSetAttribute(
-               c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-               sizeof(ws)));
+  const Operand *const ops[3] = {&A, &B, &D};
   uint32_t al[3];
-  cublasLtMatmulPreferenceAttributes_t alAttr[3] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 3; ++i)
     al[i] = alignmentOf(ops[i]->p, ops[i]->stride * ops[i]->elem);
-    AMPRT_LT(ctx, k,
-             cublasLtMatmulPreferenceSetAttribute(c.pref, alAttr[i], &al[i],
-                                                  sizeof(al[i])));
+  std::string key =
+      planKey(compute, transA, transB, ops, al, batch, s.workspaceBytes);
+  auto it = s.gemmPlans.find(key);
+  if (it == s.gemmPlans.end()) {
+    auto plan = std::make_shared<LtPlan>();
+    AMPRT_TRY(makePlan(ctx, k, *plan, compute, transA, transB, m, n, kk, ops,
+                       al, batch));
+    it = s.gemmPlans.emplace(std::move(key), std::move(plan)).first;
   }
+  const LtPlan &plan = *static_cast<const LtPlan *>(it->second.get());
   AMPRT_LT(ctx, k,
-           cublasLtMatmulPreferenceSetAttribute(
-               c.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al[2],
-               sizeof(al[2])));
-  cublasLtMatmulHeuristicResult_t result = {};
-  int found = 0;
-  cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(
-      s.lt, c.desc, c.layouts[0], c.layouts[1], c.layouts[2], c.layouts[2],
-      c.pref, 1, &result, &found);
-  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
-    return ctx->fail(AMPRT_ERR_UNSUPPORTED,
-                     "%s: cuBLASLt has no algorithm for m %lld n %lld k %lld "
-                     "(%s)",
-                     k, (long long)m, (long long)n, (long long)kk,
-                     cublasLtGetStatusString(hs));
-  AMPRT_LT(ctx, k,
-           cublasLtMatmul(s.lt, c.desc, &alpha, A.p, c.layouts[0], B.p,
-                          c.layouts[1], &beta, D.p, c.layouts[2],
-                          const_cast<void *>(D.p), c.layouts[2],
-                          &result.algo, s.workspace, s.workspaceBytes,
-                          s.stream));
+           cublasLtMatmul(s.lt, plan.desc, &alpha, A.p, plan.layouts[0], B.p,
+                          plan.layouts[1], &beta, D.p, plan.layouts[2],
+                          const_cast<void *>(D.p), plan.layouts[2], &plan.algo,
+                          s.workspace, s.workspaceBytes, s.stream));
   return AMPRT_OK;
 }
 
