@@ -523,6 +523,20 @@ llvm::Error Trainer::load() {
                   memref::MemRefDialect, arith::ArithDialect>();
   mctx.appendDialectRegistry(registry);
   mctx.loadAllAvailableDialects();
+  // Warnings (the AMP pass's operator versions that keep nodes f32, ...)
+  // reach the user as amp-opt prints them; errors go on to the default
+  // handler.
+  ScopedDiagnosticHandler warnings(&mctx, [](Diagnostic &d) {
+    if (d.getSeverity() != DiagnosticSeverity::Warning)
+      return failure();
+    if (auto flc = dyn_cast<FileLineColLoc>(d.getLocation()))
+      llvm::errs() << flc.getFilename().getValue() << ":" << flc.getLine()
+                   << ":" << flc.getColumn();
+    else
+      llvm::errs() << d.getLocation();
+    llvm::errs() << ": warning: " << d << "\n";
+    return success();
+  });
 
   // A lowered program (amp-run --dump-lowered): one file, two nested
   // modules @training and @optimizer. Otherwise an ONNX pair.
@@ -570,9 +584,13 @@ llvm::Error Trainer::load() {
     if (!optMod)
       return fail(opts.optimizerModel + ": import failed");
     if (opts.amp) {
+      std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
+      if (!mode)
+        return fail("unknown AMP mode '" + opts.ampMode +
+                    "' (expected fp16 or bf16)");
       train::AMPPipelineOptions po;
-      po.amp.mode = opts.ampMode;
-      po.lossScaling = opts.ampMode != "bf16";
+      po.amp.mode = train::getAMPModeName(*mode).str();
+      po.lossScaling = *mode == train::AMPMode::FP16;
       if (failed(train::runAMPPipeline(*trainMod, po)) ||
           failed(train::runAMPPipeline(*optMod, po)))
         return fail("the AMP + loss-scaling pipeline failed");
@@ -1087,7 +1105,9 @@ llvm::Error Trainer::run() {
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
          << optProg->arenaBytes() << " bytes, "
-         << (opts.amp                         ? "AMP " + opts.ampMode
+         << (opts.amp ? "AMP " + train::getAMPModeName(
+                                     *train::parseAMPMode(opts.ampMode))
+                                     .str()
              : state.count("amp.loss_scale") ? std::string("AMP")
                                              : std::string("fp32"))
          << ", device " << opts.device << "\n";

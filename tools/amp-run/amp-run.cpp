@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Execution/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -73,6 +74,12 @@ int main(int argc, char **argv) {
                               "amp-run: train ONNX Runtime training "
                               "artifacts on the amp runtime\n");
   amp::exec::TrainOptions o;
+  for (const std::string &m : models)
+    if (amp::train::parseAMPMode(m)) {
+      llvm::errs() << "amp-run: '" << m << "' is not a model; to choose the "
+                   << "AMP type write --amp=" << m << "\n";
+      return 1;
+    }
   if (models.size() > 2 ||
       (models.size() == 1 && !llvm::StringRef(models[0]).ends_with(".mlir"))) {
     llvm::errs() << "amp-run: give an ONNX training + optimizer model pair, "
@@ -105,12 +112,14 @@ int main(int argc, char **argv) {
   o.dims = dims;
   o.amp = amp.getNumOccurrences() > 0;
   if (o.amp) {
-    o.ampMode = amp.empty() ? "fp16" : amp.getValue();
-    if (o.ampMode != "fp16" && o.ampMode != "bf16") {
-      llvm::errs() << "amp-run: --amp takes fp16 or bf16, not '" << o.ampMode
-                   << "'\n";
+    std::optional<amp::train::AMPMode> mode =
+        amp::train::parseAMPMode(amp.empty() ? "fp16" : amp.getValue());
+    if (!mode) {
+      llvm::errs() << "amp-run: --amp takes fp16 or bf16, not '"
+                   << amp.getValue() << "'\n";
       return 1;
     }
+    o.ampMode = amp::train::getAMPModeName(*mode).str();
   }
   o.lr = lr;
   o.logPath = log;

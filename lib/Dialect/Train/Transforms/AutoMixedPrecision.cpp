@@ -272,10 +272,11 @@ private:
   /// Allow-list nodes left f32 only by their operator version, per op type
   /// (sorted, for a stable message).
   struct OpsetLimit {
-    int since = 0, taking = 0;
+    int taking = 0;
     unsigned nodes = 0;
   };
-  std::map<std::string, OpsetLimit> opsetLimits;
+  /// Keyed by (domain, op_type, since_version).
+  std::map<std::tuple<std::string, std::string, int>, OpsetLimit> opsetLimits;
   /// Tells the user which operator versions kept allow-list nodes f32 (a
   /// model at opset 11 gets no bf16 Conv at all, say).
   void warnOpsetLimits();
@@ -1006,13 +1007,17 @@ void AMPGraphRewriter::warnOpsetLimits() {
                             << " fp32 because the model's operator "
                                "versions take no "
                             << getAMPModeName(mode) << ": ";
+  bool onlyOnnx = true;
   llvm::interleaveComma(opsetLimits, diag, [&](const auto &entry) {
+    const auto &[domain, opType, since] = entry.first;
     const OpsetLimit &l = entry.second;
-    diag << entry.first << "-" << l.since << " (" << l.nodes << "; from opset "
-         << l.taking << ")";
+    onlyOnnx &= domain.empty();
+    diag << (domain.empty() ? "" : domain + ":") << opType << "-" << since
+         << " (" << l.nodes << "; from opset " << l.taking << ")";
   });
-  diag << "; convert the model to a newer opset first (e.g. with "
-          "onnx.version_converter)";
+  diag << "; convert the model to a newer opset first";
+  if (onlyOnnx)
+    diag << " (e.g. with onnx.version_converter)";
 }
 
 void AMPGraphRewriter::record() {
@@ -1023,6 +1028,16 @@ void AMPGraphRewriter::record() {
     const NodeInfo &n = nodes[vertexNode[v]];
     StringRef name = nodeName(n);
     return (name.empty() ? opTypeOf(n) : name).str();
+  };
+  // A neighbouring vertex of an allow-list node that stayed f32 (its
+  // operator cannot take the low type, or it is kept), or -1.
+  auto unpaintedAllowNeighbour = [&](const NodeInfo &info) -> int {
+    for (unsigned v : info.vertices())
+      for (ArrayRef<unsigned> next : {edges.fanin(v), edges.fanout(v)})
+        for (unsigned w : next)
+          if (!allow[w] && nodes[vertexNode[w]].list == AMPList::Allow)
+            return w;
+    return -1;
   };
   for (NodeInfo &info : nodes) {
     bool isDenied = false;
@@ -1045,8 +1060,9 @@ void AMPGraphRewriter::record() {
         }))
       laterOpset = getLaterOpsetTaking(*info.schema);
     if (laterOpset) {
-      OpsetLimit &limit = opsetLimits[opTypeOf(info).str()];
-      limit.since = info.schema->sinceVersion;
+      OpsetLimit &limit =
+          opsetLimits[{normalizeOnnxDomain(domainOf(info)).str(),
+                       opTypeOf(info).str(), info.schema->sinceVersion}];
       limit.taking = laterOpset;
       ++limit.nodes;
     }
@@ -1117,6 +1133,9 @@ void AMPGraphRewriter::record() {
                       " takes none; opset " + std::to_string(laterOpset) +
                       " does)";
     }
+    else if (int w = unpaintedAllowNeighbour(info); w >= 0)
+      rec.reason = "stays fp32: its allow-list neighbour " + nodeNameOf(w) +
+                   " stays fp32";
     else if (info.list == AMPList::Infer)
       rec.reason = "stays fp32: not between allow nodes";
     else
