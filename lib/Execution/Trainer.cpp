@@ -374,6 +374,19 @@ private:
   OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
   /// The lowered training and optimizer modules (each with func @main).
   ModuleOp trainLowered, optLowered;
+  /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
+  /// training step computes in, if any (for the status line).
+  std::string precisionName() {
+    bool f16 = false, bf16 = false;
+    trainLowered.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto m = dyn_cast<MemRefType>(t)) {
+          f16 |= m.getElementType().isF16();
+          bf16 |= m.getElementType().isBF16();
+        }
+    });
+    return bf16 ? "AMP bf16" : f16 ? "AMP fp16" : "fp32";
+  }
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
   std::vector<std::string> params;     // training graph order
@@ -1105,11 +1118,7 @@ llvm::Error Trainer::run() {
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
          << optProg->arenaBytes() << " bytes, "
-         << (opts.amp ? "AMP " + train::getAMPModeName(
-                                     *train::parseAMPMode(opts.ampMode))
-                                     .str()
-             : state.count("amp.loss_scale") ? std::string("AMP")
-                                             : std::string("fp32"))
+         << precisionName()
          << ", device " << opts.device << "\n";
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();
