@@ -23,6 +23,7 @@
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
+#include "amp/Target/ONNX/ExternalData.h"
 #include "amp/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -118,7 +119,10 @@ int onnxOfDtype(int32_t dt) {
   return onnx::TensorProto::UNDEFINED;
 }
 
-llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t) {
+/// `t`'s values; external data is read from files in `dir` (the folder of
+/// the model or data file that holds `t`).
+llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t,
+                                           StringRef dir) {
   HostTensor h;
   h.dtype = dtypeOfOnnx(t.data_type());
   if (h.dtype < 0)
@@ -126,7 +130,12 @@ llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t) {
   h.shape.assign(t.dims().begin(), t.dims().end());
   size_t bytes = size_t(h.numel()) * amprt_dtype_size(h.dtype);
   h.data.resize(bytes);
-  if (t.has_raw_data()) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto buf = readOnnxExternalData(t, dir, int64_t(bytes));
+    if (!buf)
+      return fail("tensor '" + t.name() + "': " + toString(buf.takeError()));
+    std::memcpy(h.data.data(), (*buf)->getBufferStart(), bytes);
+  } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       return fail("tensor '" + t.name() + "': raw_data has the wrong size");
     std::memcpy(h.data.data(), t.raw_data().data(), bytes);
@@ -136,8 +145,6 @@ llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t) {
     std::memcpy(h.data.data(), t.int64_data().data(), bytes);
   } else if (h.dtype == AMPRT_F64 && t.double_data_size() == h.numel()) {
     std::memcpy(h.data.data(), t.double_data().data(), bytes);
-  } else if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    return fail("tensor '" + t.name() + "': external data is not supported");
   } else {
     return fail("tensor '" + t.name() + "': no data in a supported field");
   }
@@ -646,7 +653,7 @@ llvm::Error Trainer::load() {
     if (!in || !model.ParseFromIstream(&in))
       return fail(opts.weights + ": cannot read the ONNX model");
     for (const auto &t : model.graph().initializer()) {
-      auto h = fromTensorProto(t);
+      auto h = fromTensorProto(t, llvm::sys::path::parent_path(opts.weights));
       if (!h)
         return h.takeError();
       weights[t.name()] = std::move(*h);
@@ -886,7 +893,7 @@ llvm::Error Trainer::load() {
         std::ifstream in(std::string(pb), std::ios::binary);
         if (!in || !proto.ParseFromIstream(&in))
           return fail(pb + ": cannot read the TensorProto");
-        auto h = fromTensorProto(proto);
+        auto h = fromTensorProto(proto, opts.data);
         if (!h)
           return h.takeError();
         t = std::move(*h);
@@ -1033,6 +1040,20 @@ llvm::Error Trainer::writeWeights(StringRef path) {
     model.mutable_graph()->set_name("trained_weights");
   }
   auto *g = model.mutable_graph();
+  // Initializers kept in external data files next to the weights model are
+  // inlined: the written model may live in another folder. (Parameters are
+  // overwritten below.)
+  for (auto &init : *g->mutable_initializer()) {
+    if (init.data_location() != onnx::TensorProto::EXTERNAL ||
+        llvm::is_contained(params, init.name()))
+      continue;
+    auto h = fromTensorProto(init, llvm::sys::path::parent_path(opts.weights));
+    if (!h)
+      return h.takeError();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    init.set_raw_data(std::string(h->data.begin(), h->data.end()));
+  }
   for (const std::string &p : params) {
     DeviceBuffer &b = *state[p];
     onnx::TensorProto *t = nullptr;
@@ -1060,7 +1081,8 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   }
   std::string bytes;
   if (!model.SerializeToString(&bytes))
-    return fail(path + ": cannot serialize the model");
+    return fail(path + ": cannot serialize the model (a protobuf holds at most "
+                       "2 GB)");
   return writeAtomically(path, bytes);
 }
 

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Target/ONNX/ImportONNX.h"
+#include "amp/Target/ONNX/ExternalData.h"
 #include "ONNXInternals.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
@@ -376,67 +377,15 @@ void appendLE(std::string &out, T v, unsigned width) {
 FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
 Importer::loadExternalData(const onnx::TensorProto &tensor, const Twine &what,
                            int64_t expectedBytes) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (const auto &kv : tensor.external_data()) {
-    if (kv.key() == "location") {
-      location = kv.value();
-    } else if (kv.key() == "offset" || kv.key() == "length") {
-      long long v;
-      if (llvm::StringRef(kv.value()).getAsInteger(10, v) || v < 0)
-        return error() << what << ": external data " << kv.key() << " '"
-                       << kv.value() << "' is not a non-negative integer";
-      (kv.key() == "offset" ? offset : length) = v;
-    }
-  }
-  if (location.empty())
-    return error() << what << ": external data has no 'location'";
-  // The path must stay inside the model's folder: relative, no "..".
-  if (llvm::sys::path::is_absolute(location) ||
-      llvm::sys::path::is_absolute(location, llvm::sys::path::Style::windows))
-    return error() << what << ": external data location '" << location
-                   << "' is an absolute path outside the model folder";
-  for (auto it = llvm::sys::path::begin(location),
-            e = llvm::sys::path::end(location);
-       it != e; ++it)
-    if (*it == "..")
-      return error() << what << ": external data location '" << location
-                     << "' leaves the model folder";
   std::string dir = options.externalDataDir;
   if (dir.empty()) {
     dir = llvm::sys::path::parent_path(fileName).str();
     if (dir.empty())
       dir = ".";
   }
-  SmallString<256> path(dir);
-  llvm::sys::path::append(path, location);
-  // Resolve symlinks and check again that the file is inside the folder.
-  SmallString<256> realDir, realPath;
-  if (llvm::sys::fs::real_path(dir, realDir) ||
-      llvm::sys::fs::real_path(path, realPath))
-    return error() << what << ": cannot open external data file '" << path
-                   << "'";
-  if (!StringRef(realPath).starts_with(StringRef(realDir.str().str() + "/")))
-    return error() << what << ": external data location '" << location
-                   << "' resolves outside the model folder";
-  uint64_t fileSize = 0;
-  if (llvm::sys::fs::file_size(realPath, fileSize))
-    return error() << what << ": cannot stat external data file '" << path
-                   << "'";
-  if (length < 0)
-    length = expectedBytes;
-  if ((uint64_t)offset > fileSize || (uint64_t)length > fileSize - offset)
-    return error() << what << ": external data [" << offset << ", "
-                   << offset + length << ") is beyond the end of '" << path
-                   << "' (" << fileSize << " bytes)";
-  if (length != expectedBytes)
-    return error() << what << ": external data has " << length
-                   << " bytes but the tensor needs " << expectedBytes;
-  auto buf = llvm::MemoryBuffer::getFileSlice(realPath, length, offset,
-                                              /*IsVolatile=*/false);
+  auto buf = readOnnxExternalData(tensor, dir, expectedBytes);
   if (!buf)
-    return error() << what << ": cannot read external data file '" << path
-                   << "': " << buf.getError().message();
+    return error() << what << ": " << llvm::toString(buf.takeError());
   return std::move(*buf);
 }
 
