@@ -16,6 +16,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 APT_PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools  # MLIR 22 + lit/FileCheck
   libprotobuf-dev protobuf-compiler libonnx-dev           # ONNX protobuf in C++
+  libflatbuffers-dev                                      # ORT checkpoints
   ninja-build cmake g++ lld ccache                        # build
   clang-22                                                # libFuzzer target
 )

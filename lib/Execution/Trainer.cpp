@@ -21,6 +21,7 @@
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
+#include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
 #include "amp/Target/ONNX/ExternalData.h"
@@ -381,6 +382,14 @@ private:
   OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
   /// The lowered training and optimizer modules (each with func @main).
   ModuleOp trainLowered, optLowered;
+  /// Whether --weights names an onnxruntime-training checkpoint (rather
+  /// than an ONNX model): its first bytes say so.
+  bool weightsAreOrtCheckpoint() const {
+    char head[8] = {};
+    std::ifstream in(opts.weights, std::ios::binary);
+    return in.read(head, sizeof(head)) &&
+           isOrtCheckpoint(StringRef(head, sizeof(head)));
+  }
   /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
   /// training step computes in, if any (for the status line).
   std::string precisionName() {
@@ -647,7 +656,26 @@ llvm::Error Trainer::load() {
   // checkpoint, or every trainable one with --init); their types give the
   // optimizer's sequences.
   std::map<std::string, HostTensor> weights;
-  if (!opts.weights.empty()) {
+  if (!opts.weights.empty() && weightsAreOrtCheckpoint()) {
+    // onnxruntime-training's `checkpoint`: its module state.
+    auto c = readOrtCheckpoint(opts.weights);
+    if (!c)
+      return c.takeError();
+    if (c->hasOptimizerState)
+      status << "amp-run: " << opts.weights
+             << ": the optimizer state in this checkpoint is not read; the "
+                "optimizer starts fresh\n";
+    for (OrtCheckpointTensor &t : c->params) {
+      HostTensor h;
+      h.dtype = dtypeOfOnnx(t.onnxType);
+      if (h.dtype < 0)
+        return fail(opts.weights + ": parameter '" + t.name +
+                    "': unsupported data type");
+      h.shape = std::move(t.dims);
+      h.data = std::move(t.data);
+      weights[t.name] = std::move(h);
+    }
+  } else if (!opts.weights.empty()) {
     onnx::ModelProto model;
     std::ifstream in(opts.weights, std::ios::binary);
     if (!in || !model.ParseFromIstream(&in))
@@ -679,8 +707,15 @@ llvm::Error Trainer::load() {
     bool hasGrad = inputNames.contains(in.name + "_grad.accumulation.buffer");
     bool initialized = opts.initSeed && opts.weights.empty() && hasGrad;
     if (!weights.count(in.name) && !resumed.count("param:" + in.name) &&
-        !initialized)
+        !initialized) {
+      // An input with a gradient accumulator is a trainable parameter: fed
+      // batches instead of values, it would train on noise.
+      if (hasGrad && !weights.empty())
+        return fail("trainable parameter '" + in.name +
+                    "' (it has a gradient accumulator) is not in " +
+                    opts.weights);
       continue;
+    }
     params.push_back(in.name);
     if (!in.elem || llvm::any_of(in.shape, [](int64_t d) { return d < 0; }))
       return fail("parameter '" + in.name + "' has no static shape");
@@ -1030,7 +1065,7 @@ llvm::Error Trainer::saveCheckpoint(StringRef path) {
 
 llvm::Error Trainer::writeWeights(StringRef path) {
   onnx::ModelProto model;
-  if (!opts.weights.empty()) {
+  if (!opts.weights.empty() && !weightsAreOrtCheckpoint()) {
     std::ifstream in(opts.weights, std::ios::binary);
     if (!in || !model.ParseFromIstream(&in))
       return fail(opts.weights + ": cannot read the ONNX model");

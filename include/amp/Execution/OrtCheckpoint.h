@@ -1,0 +1,55 @@
+//===- OrtCheckpoint.h - ONNX Runtime training checkpoints ------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Reads the parameters of the `checkpoint` file that onnxruntime-training's
+// generate_artifacts writes next to training_model.onnx (and that
+// CheckpointState.save_checkpoint writes): a FlatBuffer with the file
+// identifier "ODTC" holding the module state (trainable and frozen
+// parameters as tensors), optimizer groups and a property bag. Only the
+// module state is read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_ORTCHECKPOINT_H
+#define AMP_EXECUTION_ORTCHECKPOINT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace amp::exec {
+
+struct OrtCheckpointTensor {
+  std::string name;
+  int32_t onnxType = 0; ///< ONNX TensorProto data type (ORT uses the same)
+  std::vector<int64_t> dims;
+  std::vector<char> data; ///< little-endian, row-major
+  bool trainable = false; ///< requires_grad_params (else frozen_params)
+};
+
+struct OrtCheckpoint {
+  std::vector<OrtCheckpointTensor> params;
+  /// The checkpoint also holds optimizer state (moments, step), which is
+  /// not read.
+  bool hasOptimizerState = false;
+};
+
+/// True when `bytes` start like an ONNX Runtime training checkpoint (the
+/// FlatBuffer file identifier "ODTC").
+bool isOrtCheckpoint(llvm::StringRef bytes);
+
+/// Reads and verifies the checkpoint at `path`. Errors name the file and
+/// what is wrong: not a checkpoint, a buffer that fails FlatBuffers'
+/// verification (truncated, corrupt), a nominal checkpoint (no values), a
+/// tensor whose data does not match its type and dims, or data kept in an
+/// external file.
+llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
+
+} // namespace amp::exec
+
+#endif // AMP_EXECUTION_ORTCHECKPOINT_H

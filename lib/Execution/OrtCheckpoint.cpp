@@ -1,0 +1,226 @@
+//===- OrtCheckpoint.cpp - ONNX Runtime training checkpoints --------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The checkpoint is a FlatBuffer; FlatBuffers' own Table and Verifier read
+// it. The tables and their field slots (ONNX Runtime's training checkpoint
+// schema, version 1 and later):
+//
+//   Checkpoint:  0 version:int, 1 module_state:ModuleState,
+//                2 optimizer_groups:[OptimizerGroup], 3 property_bag
+//   ModuleState: 0 requires_grad_params:[Tensor], 1 frozen_params:[Tensor],
+//                2 is_nominal_state:bool, 3 has_external_data:bool
+//   Tensor:      0 name:string, 1 doc_string:string, 2 dims:[int64],
+//                3 data_type:int (ONNX's numbering), 4 raw_data:[ubyte],
+//                5 string_data:[string], 6 external_data_offset:int64 = -1
+//
+// Slot i is at vtable offset 4 + 2 i. Every table is verified (bounds,
+// alignment, nesting depth) before any field is read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Execution/OrtCheckpoint.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <flatbuffers/flatbuffers.h>
+
+using namespace llvm;
+using namespace amp::exec;
+
+namespace {
+
+constexpr const char *kIdentifier = "ODTC";
+
+constexpr flatbuffers::voffset_t slot(int i) {
+  return flatbuffers::voffset_t(4 + 2 * i);
+}
+
+struct FbTensor : private flatbuffers::Table {
+  const flatbuffers::String *name() const {
+    return GetPointer<const flatbuffers::String *>(slot(0));
+  }
+  const flatbuffers::String *docString() const {
+    return GetPointer<const flatbuffers::String *>(slot(1));
+  }
+  const flatbuffers::Vector<int64_t> *dims() const {
+    return GetPointer<const flatbuffers::Vector<int64_t> *>(slot(2));
+  }
+  int32_t dataType() const { return GetField<int32_t>(slot(3), 0); }
+  const flatbuffers::Vector<uint8_t> *rawData() const {
+    return GetPointer<const flatbuffers::Vector<uint8_t> *>(slot(4));
+  }
+  const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *
+  stringData() const {
+    return GetPointer<
+        const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>> *>(
+        slot(5));
+  }
+  int64_t externalDataOffset() const { return GetField<int64_t>(slot(6), -1); }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+           v.VerifyString(name()) && VerifyOffset(v, slot(1)) &&
+           v.VerifyString(docString()) && VerifyOffset(v, slot(2)) &&
+           v.VerifyVector(dims()) && VerifyField<int32_t>(v, slot(3), 4) &&
+           VerifyOffset(v, slot(4)) && v.VerifyVector(rawData()) &&
+           VerifyOffset(v, slot(5)) && v.VerifyVector(stringData()) &&
+           v.VerifyVectorOfStrings(stringData()) &&
+           VerifyField<int64_t>(v, slot(6), 8) && v.EndTable();
+  }
+};
+
+using TensorList = flatbuffers::Vector<flatbuffers::Offset<FbTensor>>;
+
+struct FbModuleState : private flatbuffers::Table {
+  const TensorList *requiresGrad() const {
+    return GetPointer<const TensorList *>(slot(0));
+  }
+  const TensorList *frozen() const {
+    return GetPointer<const TensorList *>(slot(1));
+  }
+  bool isNominal() const { return GetField<uint8_t>(slot(2), 0) != 0; }
+  bool hasExternalData() const { return GetField<uint8_t>(slot(3), 0) != 0; }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+           v.VerifyVector(requiresGrad()) &&
+           v.VerifyVectorOfTables(requiresGrad()) && VerifyOffset(v, slot(1)) &&
+           v.VerifyVector(frozen()) && v.VerifyVectorOfTables(frozen()) &&
+           VerifyField<uint8_t>(v, slot(2), 1) &&
+           VerifyField<uint8_t>(v, slot(3), 1) && v.EndTable();
+  }
+};
+
+struct FbCheckpoint : private flatbuffers::Table {
+  const FbModuleState *moduleState() const {
+    return GetPointer<const FbModuleState *>(slot(1));
+  }
+  /// Optimizer groups: only whether there are any (not verified further,
+  /// never read).
+  bool hasOptimizerGroups() const {
+    auto *g = GetPointer<const flatbuffers::Vector<flatbuffers::uoffset_t> *>(
+        slot(2));
+    return g && g->size() > 0;
+  }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyField<int32_t>(v, slot(0), 4) &&
+           VerifyOffset(v, slot(1)) && v.VerifyTable(moduleState()) &&
+           VerifyOffset(v, slot(2)) &&
+           v.VerifyVector(GetPointer<const flatbuffers::Vector<uint8_t> *>(
+               slot(2))) &&
+           v.EndTable();
+  }
+};
+
+Error failure(StringRef path, const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(), path + ": " + msg);
+}
+
+/// Bytes per element of the ONNX types a parameter may have; 0 for others.
+size_t elementBytes(int32_t onnxType) {
+  switch (onnxType) {
+  case 1:  // FLOAT
+  case 6:  // INT32
+  case 12: // UINT32
+    return 4;
+  case 2: // UINT8
+  case 3: // INT8
+  case 9: // BOOL
+    return 1;
+  case 4:  // UINT16
+  case 5:  // INT16
+  case 10: // FLOAT16
+  case 16: // BFLOAT16
+    return 2;
+  case 7:  // INT64
+  case 11: // DOUBLE
+  case 13: // UINT64
+    return 8;
+  default:
+    return 0;
+  }
+}
+
+} // namespace
+
+bool amp::exec::isOrtCheckpoint(StringRef bytes) {
+  return bytes.size() >= 8 &&
+         flatbuffers::BufferHasIdentifier(bytes.data(), kIdentifier);
+}
+
+Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return failure(path, buf.getError().message());
+  StringRef bytes = (*buf)->getBuffer();
+  if (!isOrtCheckpoint(bytes))
+    return failure(path, "not an ONNX Runtime training checkpoint (no "
+                         "FlatBuffer identifier 'ODTC')");
+  if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
+    return failure(path, "larger than a FlatBuffer can be");
+  flatbuffers::Verifier verifier(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size());
+  if (!verifier.VerifyBuffer<FbCheckpoint>(kIdentifier))
+    return failure(path, "corrupt or truncated checkpoint (FlatBuffer "
+                         "verification failed)");
+  auto *ckpt = flatbuffers::GetRoot<FbCheckpoint>(bytes.data());
+  const FbModuleState *module = ckpt->moduleState();
+  if (!module)
+    return failure(path, "the checkpoint has no module state");
+  if (module->isNominal())
+    return failure(path, "a nominal checkpoint holds parameter names but no "
+                         "values; give the model the artifacts were made "
+                         "from (--weights forward.onnx) or --init");
+  if (module->hasExternalData())
+    return failure(path, "the checkpoint keeps its tensors in an external "
+                         "data file, which is not read; give --weights "
+                         "<model.onnx>");
+  OrtCheckpoint out;
+  out.hasOptimizerState = ckpt->hasOptimizerGroups();
+  for (bool trainable : {true, false}) {
+    const TensorList *list =
+        trainable ? module->requiresGrad() : module->frozen();
+    if (!list)
+      continue;
+    for (const FbTensor *t : *list) {
+      OrtCheckpointTensor p;
+      p.trainable = trainable;
+      p.name = t->name() ? t->name()->str() : "";
+      if (p.name.empty())
+        return failure(path, "a parameter without a name");
+      p.onnxType = t->dataType();
+      size_t elem = elementBytes(p.onnxType);
+      if (!elem)
+        return failure(path, "parameter '" + p.name + "' has data type " +
+                                 Twine(p.onnxType) +
+                                 ", which amp-run cannot hold");
+      uint64_t numel = 1;
+      if (t->dims())
+        for (int64_t d : *t->dims()) {
+          if (d < 0 || (d && numel > UINT64_MAX / uint64_t(d)))
+            return failure(path, "parameter '" + p.name +
+                                     "' has an invalid shape");
+          numel *= uint64_t(d);
+          p.dims.push_back(d);
+        }
+      if (t->externalDataOffset() >= 0)
+        return failure(path, "parameter '" + p.name +
+                                 "' is in an external data file, which is "
+                                 "not read");
+      size_t have = t->rawData() ? t->rawData()->size() : 0;
+      if (numel > UINT64_MAX / elem || have != numel * elem)
+        return failure(path, "parameter '" + p.name + "' has " + Twine(have) +
+                                 " bytes of data; its type and shape need " +
+                                 Twine(numel * elem));
+      if (have)
+        p.data.assign(reinterpret_cast<const char *>(t->rawData()->data()),
+                      reinterpret_cast<const char *>(t->rawData()->data()) +
+                          have);
+      out.params.push_back(std::move(p));
+    }
+  }
+  return out;
+}
