@@ -23,8 +23,10 @@
 
 #include "amp/Execution/OrtCheckpoint.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -148,6 +150,15 @@ size_t elementBytes(int32_t onnxType) {
 bool amp::exec::isOrtCheckpoint(StringRef bytes) {
   return bytes.size() >= 8 &&
          flatbuffers::BufferHasIdentifier(bytes.data(), kIdentifier);
+}
+
+std::string amp::exec::findArtifactsCheckpoint(StringRef trainingModelPath) {
+  SmallString<256> path = sys::path::parent_path(trainingModelPath);
+  sys::path::append(path, "checkpoint");
+  auto buf = MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
+  if (!buf || !isOrtCheckpoint((*buf)->getBuffer()))
+    return "";
+  return std::string(path);
 }
 
 Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -90,6 +91,15 @@ int main(int argc, char **argv) {
   if (models.size() == 2)
     o.optimizerModel = models[1];
   o.weights = weights;
+  // ONNX Runtime's artifacts keep their parameters in `checkpoint`, next to
+  // the training model: the default when no other source is named.
+  if (o.weights.empty() && !initSeed.getNumOccurrences() && resume.empty() &&
+      models.size() == 2) {
+    o.weights = amp::exec::findArtifactsCheckpoint(models[0]);
+    if (!o.weights.empty() && !quiet)
+      llvm::errs() << "amp-run: parameters from " << o.weights
+                   << " (the artifacts' checkpoint)\n";
+  }
   if (initSeed.getNumOccurrences()) {
     uint64_t seed;
     if (llvm::StringRef(initSeed).getAsInteger(10, seed)) {

@@ -43,6 +43,11 @@ struct OrtCheckpoint {
 /// FlatBuffer file identifier "ODTC").
 bool isOrtCheckpoint(llvm::StringRef bytes);
 
+/// The `checkpoint` that generate_artifacts writes next to
+/// `trainingModelPath`, if that file exists and is an ONNX Runtime training
+/// checkpoint; else "".
+std::string findArtifactsCheckpoint(llvm::StringRef trainingModelPath);
+
 /// Reads and verifies the checkpoint at `path`. Errors name the file and
 /// what is wrong: not a checkpoint, a buffer that fails FlatBuffers'
 /// verification (truncated, corrupt), a nominal checkpoint (no values), a
