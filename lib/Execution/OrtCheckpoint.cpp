@@ -10,6 +10,10 @@
 //
 //   Checkpoint:  0 version:int, 1 module_state:ModuleState,
 //                2 optimizer_groups:[OptimizerGroup], 3 property_bag
+//   OptimizerGroup: 0 group_name:string, 1 step:int64,
+//                2 initial_learning_rate:float,
+//                3 optimizer_states:[ParameterOptimizerState]
+//   ParameterOptimizerState: 0 param_name:string, 1 momentums:[Tensor]
 //   ModuleState: 0 requires_grad_params:[Tensor], 1 frozen_params:[Tensor],
 //                2 is_nominal_state:bool, 3 has_external_data:bool
 //   Tensor:      0 name:string, 1 doc_string:string, 2 dims:[int64],
@@ -95,24 +99,53 @@ struct FbModuleState : private flatbuffers::Table {
   }
 };
 
+struct FbParameterOptimizerState : private flatbuffers::Table {
+  const flatbuffers::String *paramName() const {
+    return GetPointer<const flatbuffers::String *>(slot(0));
+  }
+  const TensorList *momentums() const {
+    return GetPointer<const TensorList *>(slot(1));
+  }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+           v.VerifyString(paramName()) && VerifyOffset(v, slot(1)) &&
+           v.VerifyVector(momentums()) &&
+           v.VerifyVectorOfTables(momentums()) && v.EndTable();
+  }
+};
+
+using StateList =
+    flatbuffers::Vector<flatbuffers::Offset<FbParameterOptimizerState>>;
+
+struct FbOptimizerGroup : private flatbuffers::Table {
+  int64_t step() const { return GetField<int64_t>(slot(1), 0); }
+  const StateList *states() const {
+    return GetPointer<const StateList *>(slot(3));
+  }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+           v.VerifyString(GetPointer<const flatbuffers::String *>(slot(0))) &&
+           VerifyField<int64_t>(v, slot(1), 8) &&
+           VerifyField<float>(v, slot(2), 4) && VerifyOffset(v, slot(3)) &&
+           v.VerifyVector(states()) && v.VerifyVectorOfTables(states()) &&
+           v.EndTable();
+  }
+};
+
+using GroupList = flatbuffers::Vector<flatbuffers::Offset<FbOptimizerGroup>>;
+
 struct FbCheckpoint : private flatbuffers::Table {
   const FbModuleState *moduleState() const {
     return GetPointer<const FbModuleState *>(slot(1));
   }
-  /// Optimizer groups: only whether there are any (not verified further,
-  /// never read).
-  bool hasOptimizerGroups() const {
-    auto *g = GetPointer<const flatbuffers::Vector<flatbuffers::uoffset_t> *>(
-        slot(2));
-    return g && g->size() > 0;
+  const GroupList *groups() const {
+    return GetPointer<const GroupList *>(slot(2));
   }
   bool Verify(flatbuffers::Verifier &v) const {
     return VerifyTableStart(v) && VerifyField<int32_t>(v, slot(0), 4) &&
            VerifyOffset(v, slot(1)) && v.VerifyTable(moduleState()) &&
-           VerifyOffset(v, slot(2)) &&
-           v.VerifyVector(GetPointer<const flatbuffers::Vector<uint8_t> *>(
-               slot(2))) &&
-           v.EndTable();
+           VerifyOffset(v, slot(2)) && v.VerifyVector(groups()) &&
+           v.VerifyVectorOfTables(groups()) && v.EndTable();
   }
 };
 
@@ -143,6 +176,41 @@ size_t elementBytes(int32_t onnxType) {
   default:
     return 0;
   }
+}
+
+/// `t`'s name, type, dims and data, checked against each other.
+Expected<OrtCheckpointTensor> readTensor(StringRef path, const FbTensor *t) {
+  OrtCheckpointTensor p;
+  p.name = t->name() ? t->name()->str() : "";
+  if (p.name.empty())
+    return failure(path, "a tensor without a name");
+  p.onnxType = t->dataType();
+  size_t elem = elementBytes(p.onnxType);
+  if (!elem)
+    return failure(path, "tensor '" + p.name + "' has data type " +
+                             Twine(p.onnxType) +
+                             ", which amp-run cannot hold");
+  uint64_t numel = 1;
+  if (t->dims())
+    for (int64_t d : *t->dims()) {
+      if (d < 0 || (d && numel > UINT64_MAX / uint64_t(d)))
+        return failure(path, "tensor '" + p.name + "' has an invalid shape");
+      numel *= uint64_t(d);
+      p.dims.push_back(d);
+    }
+  if (t->externalDataOffset() >= 0)
+    return failure(path, "tensor '" + p.name +
+                             "' is in an external data file, which is not "
+                             "read");
+  size_t have = t->rawData() ? t->rawData()->size() : 0;
+  if (numel > UINT64_MAX / elem || have != numel * elem)
+    return failure(path, "tensor '" + p.name + "' has " + Twine(have) +
+                             " bytes of data; its type and shape need " +
+                             Twine(numel * elem));
+  if (have)
+    p.data.assign(reinterpret_cast<const char *>(t->rawData()->data()),
+                  reinterpret_cast<const char *>(t->rawData()->data()) + have);
+  return p;
 }
 
 } // namespace
@@ -190,48 +258,40 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
                          "data file, which is not read; give --weights "
                          "<model.onnx>");
   OrtCheckpoint out;
-  out.hasOptimizerState = ckpt->hasOptimizerGroups();
   for (bool trainable : {true, false}) {
     const TensorList *list =
         trainable ? module->requiresGrad() : module->frozen();
     if (!list)
       continue;
     for (const FbTensor *t : *list) {
-      OrtCheckpointTensor p;
-      p.trainable = trainable;
-      p.name = t->name() ? t->name()->str() : "";
-      if (p.name.empty())
-        return failure(path, "a parameter without a name");
-      p.onnxType = t->dataType();
-      size_t elem = elementBytes(p.onnxType);
-      if (!elem)
-        return failure(path, "parameter '" + p.name + "' has data type " +
-                                 Twine(p.onnxType) +
-                                 ", which amp-run cannot hold");
-      uint64_t numel = 1;
-      if (t->dims())
-        for (int64_t d : *t->dims()) {
-          if (d < 0 || (d && numel > UINT64_MAX / uint64_t(d)))
-            return failure(path, "parameter '" + p.name +
-                                     "' has an invalid shape");
-          numel *= uint64_t(d);
-          p.dims.push_back(d);
-        }
-      if (t->externalDataOffset() >= 0)
-        return failure(path, "parameter '" + p.name +
-                                 "' is in an external data file, which is "
-                                 "not read");
-      size_t have = t->rawData() ? t->rawData()->size() : 0;
-      if (numel > UINT64_MAX / elem || have != numel * elem)
-        return failure(path, "parameter '" + p.name + "' has " + Twine(have) +
-                                 " bytes of data; its type and shape need " +
-                                 Twine(numel * elem));
-      if (have)
-        p.data.assign(reinterpret_cast<const char *>(t->rawData()->data()),
-                      reinterpret_cast<const char *>(t->rawData()->data()) +
-                          have);
-      out.params.push_back(std::move(p));
+      auto p = readTensor(path, t);
+      if (!p)
+        return p.takeError();
+      p->trainable = trainable;
+      out.params.push_back(std::move(*p));
     }
+  }
+  if (const GroupList *groups = ckpt->groups(); groups && groups->size()) {
+    if (groups->size() > 1)
+      return failure(path, "the checkpoint has " + Twine(groups->size()) +
+                               " optimizer groups; amp-run reads one");
+    const FbOptimizerGroup *g = groups->Get(0);
+    out.optimizerStep = g->step();
+    if (const StateList *states = g->states())
+      for (const FbParameterOptimizerState *st : *states) {
+        std::string param = st->paramName() ? st->paramName()->str() : "";
+        if (param.empty())
+          return failure(path, "optimizer state without a parameter name");
+        if (!st->momentums())
+          continue;
+        for (const FbTensor *t : *st->momentums()) {
+          auto m = readTensor(path, t);
+          if (!m)
+            return m.takeError();
+          std::string moment = m->name;
+          out.moments.push_back({param, moment, std::move(*m)});
+        }
+      }
   }
   return out;
 }

@@ -384,6 +384,11 @@ private:
   ModuleOp trainLowered, optLowered;
   /// Whether --weights names an onnxruntime-training checkpoint (rather
   /// than an ONNX model): its first bytes say so.
+  /// The optimizer state of an onnxruntime-training checkpoint given as
+  /// --weights: its step count and moments (loaded once the optimizer's
+  /// inputs are bound).
+  std::optional<int64_t> ortStep;
+  std::vector<OrtCheckpointMoment> ortMoments;
   bool weightsAreOrtCheckpoint() const {
     char head[8] = {};
     std::ifstream in(opts.weights, std::ios::binary);
@@ -661,10 +666,8 @@ llvm::Error Trainer::load() {
     auto c = readOrtCheckpoint(opts.weights);
     if (!c)
       return c.takeError();
-    if (c->hasOptimizerState)
-      status << "amp-run: " << opts.weights
-             << ": the optimizer state in this checkpoint is not read; the "
-                "optimizer starts fresh\n";
+    ortStep = c->optimizerStep;
+    ortMoments = std::move(c->moments);
     for (OrtCheckpointTensor &t : c->params) {
       HostTensor h;
       h.dtype = dtypeOfOnnx(t.onnxType);
@@ -908,6 +911,30 @@ llvm::Error Trainer::load() {
     stepsDone = ckpt->steps;
     optimizerStep = ckpt->optimizerStep;
     skipped = ckpt->skipped;
+  } else if (ortStep) {
+    // onnxruntime-training's AdamW moments, "momentum0" and "momentum1" per
+    // parameter, are the optimizer graph's first and second order moments.
+    for (const OrtCheckpointMoment &m : ortMoments) {
+      std::string key = m.moment == "momentum0"   ? "first_order_moments:"
+                        : m.moment == "momentum1" ? "second_order_moments:"
+                                                  : "";
+      key += m.param;
+      auto it = state.find(key);
+      int32_t dt = dtypeOfOnnx(m.tensor.onnxType);
+      if (!StringRef(key).contains(':') || it == state.end() ||
+          it->second->bytes != m.tensor.data.size() ||
+          it->second->dtype != dt)
+        return fail(opts.weights + ": the optimizer state '" + m.moment +
+                    "' of '" + m.param +
+                    "' does not fit the optimizer model's inputs");
+      amprt_memcpy(ctx, it->second->data, m.tensor.data.data(),
+                   m.tensor.data.size(), AMPRT_HOST_TO_DEVICE);
+    }
+    if (*ortStep < 0)
+      return fail(opts.weights + ": negative optimizer step count");
+    optimizerStep = uint64_t(*ortStep);
+    status << "amp-run: optimizer state from " << opts.weights << " (step "
+           << optimizerStep << ", " << ortMoments.size() << " moments)\n";
   }
 
   // Data source.

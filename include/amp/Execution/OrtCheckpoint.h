@@ -8,8 +8,8 @@
 // generate_artifacts writes next to training_model.onnx (and that
 // CheckpointState.save_checkpoint writes): a FlatBuffer with the file
 // identifier "ODTC" holding the module state (trainable and frozen
-// parameters as tensors), optimizer groups and a property bag. Only the
-// module state is read.
+// parameters as tensors), optimizer groups (step count and per-parameter
+// moments) and a property bag. The property bag is not read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,19 @@ struct OrtCheckpointTensor {
   bool trainable = false; ///< requires_grad_params (else frozen_params)
 };
 
+/// One optimizer state tensor of a parameter: ORT names an AdamW's first
+/// and second moments "momentum0" and "momentum1".
+struct OrtCheckpointMoment {
+  std::string param, moment;
+  OrtCheckpointTensor tensor;
+};
+
 struct OrtCheckpoint {
   std::vector<OrtCheckpointTensor> params;
-  /// The checkpoint also holds optimizer state (moments, step), which is
-  /// not read.
-  bool hasOptimizerState = false;
+  /// The optimizer state, when the checkpoint was saved with it (one
+  /// optimizer group): the number of optimizer steps taken and the moments.
+  std::optional<int64_t> optimizerStep;
+  std::vector<OrtCheckpointMoment> moments;
 };
 
 /// True when `bytes` start like an ONNX Runtime training checkpoint (the
@@ -51,8 +60,8 @@ std::string findArtifactsCheckpoint(llvm::StringRef trainingModelPath);
 /// Reads and verifies the checkpoint at `path`. Errors name the file and
 /// what is wrong: not a checkpoint, a buffer that fails FlatBuffers'
 /// verification (truncated, corrupt), a nominal checkpoint (no values), a
-/// tensor whose data does not match its type and dims, or data kept in an
-/// external file.
+/// tensor whose data does not match its type and dims, data kept in an
+/// external file, or more than one optimizer group.
 llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
 
 } // namespace amp::exec
