@@ -28,11 +28,19 @@
 #include "amp/Execution/OrtCheckpoint.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <flatbuffers/flatbuffers.h>
+
+// Table::VerifyField with an alignment argument (used below) is 2.0.6's.
+#if FLATBUFFERS_VERSION_MAJOR < 2 ||                                           \
+    (FLATBUFFERS_VERSION_MAJOR == 2 && FLATBUFFERS_VERSION_MINOR == 0 &&       \
+     FLATBUFFERS_VERSION_REVISION < 6)
+#error "amp-mlir needs FlatBuffers 2.0.6 or newer (Debian 12: libflatbuffers-dev)"
+#endif
 
 using namespace llvm;
 using namespace amp::exec;
@@ -72,8 +80,10 @@ struct FbTensor : private flatbuffers::Table {
            v.VerifyString(docString()) && VerifyOffset(v, slot(2)) &&
            v.VerifyVector(dims()) && VerifyField<int32_t>(v, slot(3), 4) &&
            VerifyOffset(v, slot(4)) && v.VerifyVector(rawData()) &&
+           // string_data is never read (string tensors are refused), so its
+           // strings are not walked: shared by many tensors, that walk
+           // would cost each reference again.
            VerifyOffset(v, slot(5)) && v.VerifyVector(stringData()) &&
-           v.VerifyVectorOfStrings(stringData()) &&
            VerifyField<int64_t>(v, slot(6), 8) && v.EndTable();
   }
 };
@@ -258,6 +268,21 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
                          "data file, which is not read; give --weights "
                          "<model.onnx>");
   OrtCheckpoint out;
+  // ORT writes each tensor once, with a unique name. A crafted file could
+  // point many entries at one large tensor: names must be unique and the
+  // data copied can be no more than the file holds.
+  StringSet<> seen;
+  uint64_t copied = 0;
+  auto account = [&](const OrtCheckpointTensor &t,
+                     const Twine &key) -> Error {
+    if (!seen.insert(key.str()).second)
+      return failure(path, "'" + key + "' appears twice");
+    copied += t.data.size();
+    if (copied > bytes.size())
+      return failure(path, "the tensors share data (more bytes than the "
+                           "file holds)");
+    return Error::success();
+  };
   for (bool trainable : {true, false}) {
     const TensorList *list =
         trainable ? module->requiresGrad() : module->frozen();
@@ -267,6 +292,8 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
       auto p = readTensor(path, t);
       if (!p)
         return p.takeError();
+      if (Error e = account(*p, p->name))
+        return std::move(e);
       p->trainable = trainable;
       out.params.push_back(std::move(*p));
     }
@@ -288,6 +315,9 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
           auto m = readTensor(path, t);
           if (!m)
             return m.takeError();
+          if (Error e = account(*m, "optimizer state " + m->name + " of " +
+                                        param))
+            return std::move(e);
           std::string moment = m->name;
           out.moments.push_back({param, moment, std::move(*m)});
         }

@@ -129,14 +129,36 @@ llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t,
   if (h.dtype < 0)
     return fail("tensor '" + t.name() + "': unsupported data type");
   h.shape.assign(t.dims().begin(), t.dims().end());
-  size_t bytes = size_t(h.numel()) * amprt_dtype_size(h.dtype);
-  h.data.resize(bytes);
+  // Dims are checked before anything is allocated: a negative or
+  // overflowing shape in a small file must not ask for terabytes.
+  uint64_t numel = 1;
+  for (int64_t d : h.shape) {
+    if (d < 0 || (d && numel > (uint64_t(INT64_MAX) / 8) / uint64_t(d)))
+      return fail("tensor '" + t.name() + "': invalid dims");
+    numel *= uint64_t(d);
+  }
+  size_t bytes = size_t(numel) * amprt_dtype_size(h.dtype);
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto buf = readOnnxExternalData(t, dir, int64_t(bytes));
     if (!buf)
       return fail("tensor '" + t.name() + "': " + toString(buf.takeError()));
-    std::memcpy(h.data.data(), (*buf)->getBufferStart(), bytes);
-  } else if (t.has_raw_data()) {
+    h.data.assign((*buf)->getBufferStart(), (*buf)->getBufferStart() + bytes);
+    return h;
+  }
+  size_t available = t.has_raw_data() ? t.raw_data().size()
+                     : h.dtype == AMPRT_F32
+                         ? size_t(t.float_data_size()) * 4
+                     : h.dtype == AMPRT_I64
+                         ? size_t(t.int64_data_size()) * 8
+                     : h.dtype == AMPRT_F64 ? size_t(t.double_data_size()) * 8
+                                            : 0;
+  if (!t.has_raw_data() && available == 0 && bytes != 0)
+    return fail("tensor '" + t.name() + "': no data in a supported field");
+  if (available != bytes)
+    return fail("tensor '" + t.name() + "': " + Twine(available) +
+                " bytes of data, its type and dims need " + Twine(bytes));
+  h.data.resize(bytes);
+  if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       return fail("tensor '" + t.name() + "': raw_data has the wrong size");
     std::memcpy(h.data.data(), t.raw_data().data(), bytes);
@@ -389,12 +411,8 @@ private:
   /// inputs are bound).
   std::optional<int64_t> ortStep;
   std::vector<OrtCheckpointMoment> ortMoments;
-  bool weightsAreOrtCheckpoint() const {
-    char head[8] = {};
-    std::ifstream in(opts.weights, std::ios::binary);
-    return in.read(head, sizeof(head)) &&
-           isOrtCheckpoint(StringRef(head, sizeof(head)));
-  }
+  /// Set by load(), before anything reads --weights.
+  bool weightsAreOrtCheckpoint = false;
   /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
   /// training step computes in, if any (for the status line).
   std::string precisionName() {
@@ -661,7 +679,13 @@ llvm::Error Trainer::load() {
   // checkpoint, or every trainable one with --init); their types give the
   // optimizer's sequences.
   std::map<std::string, HostTensor> weights;
-  if (!opts.weights.empty() && weightsAreOrtCheckpoint()) {
+  if (!opts.weights.empty()) {
+    char head[8] = {};
+    std::ifstream in(opts.weights, std::ios::binary);
+    weightsAreOrtCheckpoint = in.read(head, sizeof(head)) &&
+                              isOrtCheckpoint(StringRef(head, sizeof(head)));
+  }
+  if (!opts.weights.empty() && weightsAreOrtCheckpoint) {
     // onnxruntime-training's `checkpoint`: its module state.
     auto c = readOrtCheckpoint(opts.weights);
     if (!c)
@@ -690,6 +714,17 @@ llvm::Error Trainer::load() {
       weights[t.name()] = std::move(*h);
     }
   }
+  // -o writes one self-contained ModelProto, which protobuf caps at 2 GB:
+  // say so now, not after training.
+  if (!opts.outPath.empty()) {
+    uint64_t total = 0;
+    for (const auto &[name, t] : weights)
+      total += t.data.size();
+    if (total >= (uint64_t(1) << 31))
+      return fail("-o " + opts.outPath + ": the weights hold " + Twine(total) +
+                  " bytes, more than one ONNX protobuf can (2 GB); keep the "
+                  "trained state with --checkpoint instead");
+  }
   std::map<std::string, HostTensor> resumed;
   std::optional<Checkpoint> ckpt;
   if (!opts.resumePath.empty()) {
@@ -713,7 +748,7 @@ llvm::Error Trainer::load() {
         !initialized) {
       // An input with a gradient accumulator is a trainable parameter: fed
       // batches instead of values, it would train on noise.
-      if (hasGrad && !weights.empty())
+      if (hasGrad && !opts.weights.empty())
         return fail("trainable parameter '" + in.name +
                     "' (it has a gradient accumulator) is not in " +
                     opts.weights);
@@ -731,8 +766,8 @@ llvm::Error Trainer::load() {
   if (params.empty())
     return fail("no parameters: give --weights <model.onnx> whose "
                 "initializers are named like the training graph's inputs "
-                "(e.g. the forward model), --init <seed>, or --resume "
-                "<checkpoint>");
+                "(e.g. the forward model) or onnxruntime-training's "
+                "checkpoint, --init <seed>, or --resume <checkpoint>");
   if (opts.initSeed && opts.weights.empty() && resumed.empty()) {
     // LeCun-uniform weights, zero biases: a start for graphs shipped
     // without their checkpoint. fan_in = product of the dims after the
@@ -914,27 +949,47 @@ llvm::Error Trainer::load() {
   } else if (ortStep) {
     // onnxruntime-training's AdamW moments, "momentum0" and "momentum1" per
     // parameter, are the optimizer graph's first and second order moments.
-    for (const OrtCheckpointMoment &m : ortMoments) {
-      std::string key = m.moment == "momentum0"   ? "first_order_moments:"
-                        : m.moment == "momentum1" ? "second_order_moments:"
-                                                  : "";
-      key += m.param;
-      auto it = state.find(key);
-      int32_t dt = dtypeOfOnnx(m.tensor.onnxType);
-      if (!StringRef(key).contains(':') || it == state.end() ||
-          it->second->bytes != m.tensor.data.size() ||
-          it->second->dtype != dt)
-        return fail(opts.weights + ": the optimizer state '" + m.moment +
-                    "' of '" + m.param +
-                    "' does not fit the optimizer model's inputs");
-      amprt_memcpy(ctx, it->second->data, m.tensor.data.data(),
-                   m.tensor.data.size(), AMPRT_HOST_TO_DEVICE);
-    }
+    // All or nothing: every moment the optimizer model takes must come from
+    // the checkpoint (zero moments at a late step would skip Adam's bias
+    // correction and take steps of several lr).
     if (*ortStep < 0)
       return fail(opts.weights + ": negative optimizer step count");
+    llvm::StringSet<> wanted, given;
+    for (const auto &e : state)
+      if (e.getKey().starts_with("first_order_moments:") ||
+          e.getKey().starts_with("second_order_moments:"))
+        wanted.insert(e.getKey());
+    for (const OrtCheckpointMoment &m : ortMoments) {
+      StringRef prefix = m.moment == "momentum0"   ? "first_order_moments:"
+                         : m.moment == "momentum1" ? "second_order_moments:"
+                                                   : "";
+      std::string key = (prefix + m.param).str();
+      auto it = state.find(key);
+      int32_t dt = dtypeOfOnnx(m.tensor.onnxType);
+      if (prefix.empty() || it == state.end() ||
+          it->second->shape != m.tensor.dims || it->second->dtype != dt)
+        return fail(opts.weights + ": the optimizer state '" + m.moment +
+                    "' of '" + m.param +
+                    "' does not fit the optimizer model's inputs" +
+                    (wanted.empty() ? " (it takes no moments)" : ""));
+      given.insert(key);
+    }
+    if (given.size() != wanted.size())
+      return fail(opts.weights + ": the checkpoint's optimizer state holds " +
+                  Twine(given.size()) + " of the " + Twine(wanted.size()) +
+                  " moments the optimizer model takes");
+    for (const OrtCheckpointMoment &m : ortMoments) {
+      StringRef prefix = m.moment == "momentum0" ? "first_order_moments:"
+                                                 : "second_order_moments:";
+      DeviceBuffer &b = *state[(prefix + m.param).str()];
+      amprt_memcpy(ctx, b.data, m.tensor.data.data(), m.tensor.data.size(),
+                   AMPRT_HOST_TO_DEVICE);
+    }
     optimizerStep = uint64_t(*ortStep);
     status << "amp-run: optimizer state from " << opts.weights << " (step "
            << optimizerStep << ", " << ortMoments.size() << " moments)\n";
+    ortMoments.clear(); // on the device now
+    ortMoments.shrink_to_fit();
   }
 
   // Data source.
@@ -1092,7 +1147,7 @@ llvm::Error Trainer::saveCheckpoint(StringRef path) {
 
 llvm::Error Trainer::writeWeights(StringRef path) {
   onnx::ModelProto model;
-  if (!opts.weights.empty() && !weightsAreOrtCheckpoint()) {
+  if (!opts.weights.empty() && !weightsAreOrtCheckpoint) {
     std::ifstream in(opts.weights, std::ios::binary);
     if (!in || !model.ParseFromIstream(&in))
       return fail(opts.weights + ": cannot read the ONNX model");

@@ -36,13 +36,20 @@ sys.modules["onnxruntime.training"] = _pkg
 from onnxruntime.training import api as orttrain  # noqa: E402
 
 
-def ort_train(art, feeds_per_step, lr):
+def ort_open(art):
+    """ORT's training API on the artifacts in `art`: (state, module,
+    optimizer), from their checkpoint, on the CPU."""
     state = orttrain.CheckpointState.load_checkpoint(
         os.path.join(art, "checkpoint"))
     model = orttrain.Module(os.path.join(art, "training_model.onnx"), state,
                             os.path.join(art, "eval_model.onnx"),
                             device="cpu")
     opt = orttrain.Optimizer(os.path.join(art, "optimizer_model.onnx"), model)
+    return state, model, opt
+
+
+def ort_train(art, feeds_per_step, lr):
+    state, model, opt = ort_open(art)
     opt.set_learning_rate(lr)
     model.train()
     losses = []

@@ -17,28 +17,16 @@ Run with the Python of .venv-ort-training.
 
 import os
 import sys
-import types
 
 import numpy as np
 import onnx
-import onnxruntime
-
-# Only onnxruntime.training.api / .artifacts are needed, not the torch-based
-# package __init__ (as in amp_run_vs_ort.py).
-_pkg = types.ModuleType("onnxruntime.training")
-_pkg.__path__ = [os.path.join(os.path.dirname(onnxruntime.__file__),
-                              "training")]
-sys.modules["onnxruntime.training"] = _pkg
 
 
 def trained(art, out):
-    from onnxruntime.training import api as orttrain
-    state = orttrain.CheckpointState.load_checkpoint(
-        os.path.join(art, "checkpoint"))
-    model = orttrain.Module(os.path.join(art, "training_model.onnx"), state,
-                            os.path.join(art, "eval_model.onnx"),
-                            device="cpu")
-    opt = orttrain.Optimizer(os.path.join(art, "optimizer_model.onnx"), model)
+    # amp_run_vs_ort loads onnxruntime.training without its torch-based
+    # package __init__.
+    from amp_run_vs_ort import ort_open, orttrain
+    state, model, opt = ort_open(art)
     model.train()
     feature = onnx.load(os.path.join(art, "training_model.onnx")).graph.input[0]
     width = feature.type.tensor_type.shape.dim[1].dim_value
@@ -98,6 +86,7 @@ def compare(out, log, trained):
 
 
 def nominal(forward, out):
+    import amp_run_vs_ort  # noqa: F401 (onnxruntime.training without torch)
     from onnxruntime.training import artifacts
     os.makedirs(out, exist_ok=True)
     m = onnx.load(forward)

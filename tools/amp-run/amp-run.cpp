@@ -26,8 +26,11 @@ int main(int argc, char **argv) {
       cl::desc("<training_model.onnx> <optimizer_model.onnx> | "
                "<lowered.mlir>"), cl::cat(category));
   cl::opt<std::string> weights(
-      "weights", cl::desc("ONNX model whose initializers are the initial "
-                          "parameters (e.g. the forward model)"), cl::cat(category));
+      "weights", cl::desc("the initial parameters: an ONNX model's "
+                          "initializers (e.g. the forward model) or "
+                          "onnxruntime-training's checkpoint (the default: "
+                          "the checkpoint next to the training model)"),
+      cl::cat(category));
   cl::opt<std::string> initSeed(
       "init", cl::value_desc("seed"),
       cl::desc("without --weights: initialize the trainable parameters "

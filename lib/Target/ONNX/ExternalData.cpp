@@ -64,8 +64,9 @@ amp::readOnnxExternalData(const onnx::TensorProto &tensor, StringRef modelDir,
     length = expectedBytes;
   if ((uint64_t)offset > fileSize || (uint64_t)length > fileSize - offset)
     return failure("external data [" + Twine(offset) + ", " +
-                   Twine(offset + length) + ") is beyond the end of '" + path +
-                   "' (" + Twine(fileSize) + " bytes)");
+                   Twine(uint64_t(offset) + uint64_t(length)) +
+                   ") is beyond the end of '" + path + "' (" +
+                   Twine(fileSize) + " bytes)");
   if (length != expectedBytes)
     return failure("external data has " + Twine(length) +
                    " bytes but the tensor needs " + Twine(expectedBytes));

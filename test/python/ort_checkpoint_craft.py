@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Writes crafted onnxruntime-training checkpoints (FlatBuffers, identifier
+ODTC) holding the MLP fixture's parameters, for amp-run's checks:
+
+  step-only   an optimizer group with a step count and no moments
+  partial     moments for one parameter of four
+  bad-shape   a moment flattened to 1-D
+  duplicate   one tensor listed twice under the same name
+  shared      many distinct names pointing at one 1 MiB raw_data
+
+Usage: ort_checkpoint_craft.py FORWARD.onnx CASE OUT. Needs numpy, onnx and
+the `flatbuffers` package (an onnxruntime dependency).
+"""
+
+import sys
+
+import flatbuffers
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def tensor(b, name, arr=None, raw_offset=None, dims=None):
+    """A Tensor table: name (slot 0), dims (2), data_type FLOAT (3),
+    raw_data (4), from `arr` or an existing byte vector."""
+    n = b.CreateString(name)
+    if arr is not None:
+        raw_offset = b.CreateByteVector(arr.astype(np.float32).tobytes())
+        dims = list(arr.shape)
+    b.StartVector(8, len(dims), 8)
+    for d in reversed(dims):
+        b.PrependInt64(d)
+    dv = b.EndVector()
+    b.StartObject(7)
+    b.PrependUOffsetTRelativeSlot(0, n, 0)
+    b.PrependUOffsetTRelativeSlot(2, dv, 0)
+    b.PrependInt32Slot(3, 1, 0)
+    b.PrependUOffsetTRelativeSlot(4, raw_offset, 0)
+    return b.EndObject()
+
+
+def vector(b, offsets):
+    b.StartVector(4, len(offsets), 4)
+    for o in reversed(offsets):
+        b.PrependUOffsetTRelative(o)
+    return b.EndVector()
+
+
+def group(b, step, states):
+    """An OptimizerGroup: name, step, learning rate, [(param, [moments])]."""
+    tables = []
+    for param, moments in states:
+        p = b.CreateString(param)
+        mv = vector(b, moments)
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(0, p, 0)
+        b.PrependUOffsetTRelativeSlot(1, mv, 0)
+        tables.append(b.EndObject())
+    sv = vector(b, tables)
+    name = b.CreateString("group0")
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(0, name, 0)
+    b.PrependInt64Slot(1, step, 0)
+    b.PrependFloat32Slot(2, 1e-3, 0)
+    b.PrependUOffsetTRelativeSlot(3, sv, 0)
+    return b.EndObject()
+
+
+def checkpoint(b, params, groups=()):
+    pv = vector(b, params)
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(0, pv, 0)
+    module = b.EndObject()
+    gv = vector(b, list(groups)) if groups else None
+    b.StartObject(4)
+    b.PrependInt32Slot(0, 2, 0)
+    b.PrependUOffsetTRelativeSlot(1, module, 0)
+    if gv is not None:
+        b.PrependUOffsetTRelativeSlot(2, gv, 0)
+    b.Finish(b.EndObject(), file_identifier=b"ODTC")
+    return bytes(b.Output())
+
+
+def main():
+    forward, case, out = sys.argv[1:4]
+    w = {t.name: numpy_helper.to_array(t)
+         for t in onnx.load(forward).graph.initializer}
+    b = flatbuffers.Builder(1 << 16)
+    params = [tensor(b, n, a) for n, a in sorted(w.items())]
+    first = sorted(w)[0]
+    groups = ()
+    if case == "step-only":
+        groups = [group(b, 1000, [])]
+    elif case == "partial":
+        groups = [group(b, 5, [(first, [
+            tensor(b, "momentum0", np.zeros_like(w[first])),
+            tensor(b, "momentum1", np.zeros_like(w[first]))])])]
+    elif case == "bad-shape":
+        matrix = next(n for n in sorted(w) if w[n].ndim >= 2)
+        groups = [group(b, 5, [(matrix, [
+            tensor(b, "momentum0", np.zeros_like(w[matrix]).reshape(-1))])])]
+    elif case == "duplicate":
+        params.append(params[0])
+    elif case == "shared":
+        raw = b.CreateByteVector(bytes(1 << 20))
+        params += [tensor(b, f"junk{i}", raw_offset=raw, dims=[1 << 18])
+                   for i in range(64)]
+    else:
+        raise SystemExit("unknown case " + case)
+    with open(out, "wb") as f:
+        f.write(checkpoint(b, params, groups))
+
+
+if __name__ == "__main__":
+    main()
