@@ -230,13 +230,15 @@ bool amp::exec::isOrtCheckpoint(StringRef bytes) {
          flatbuffers::BufferHasIdentifier(bytes.data(), kIdentifier);
 }
 
+bool amp::exec::isOrtCheckpointFile(StringRef path) {
+  auto buf = MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
+  return buf && isOrtCheckpoint((*buf)->getBuffer());
+}
+
 std::string amp::exec::findArtifactsCheckpoint(StringRef trainingModelPath) {
   SmallString<256> path = sys::path::parent_path(trainingModelPath);
   sys::path::append(path, "checkpoint");
-  auto buf = MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
-  if (!buf || !isOrtCheckpoint((*buf)->getBuffer()))
-    return "";
-  return std::string(path);
+  return isOrtCheckpointFile(path) ? std::string(path) : "";
 }
 
 Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {

@@ -145,32 +145,32 @@ llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t,
     h.data.assign((*buf)->getBufferStart(), (*buf)->getBufferStart() + bytes);
     return h;
   }
-  size_t available = t.has_raw_data() ? t.raw_data().size()
-                     : h.dtype == AMPRT_F32
-                         ? size_t(t.float_data_size()) * 4
-                     : h.dtype == AMPRT_I64
-                         ? size_t(t.int64_data_size()) * 8
-                     : h.dtype == AMPRT_F64 ? size_t(t.double_data_size()) * 8
-                                            : 0;
+  // The one field that holds the values, and how many bytes it has.
+  const void *src = nullptr;
+  size_t available = 0;
+  if (t.has_raw_data()) {
+    src = t.raw_data().data();
+    available = t.raw_data().size();
+  } else if (h.dtype == AMPRT_F32) {
+    src = t.float_data().data();
+    available = size_t(t.float_data_size()) * 4;
+  } else if (h.dtype == AMPRT_I64) {
+    src = t.int64_data().data();
+    available = size_t(t.int64_data_size()) * 8;
+  } else if (h.dtype == AMPRT_F64) {
+    src = t.double_data().data();
+    available = size_t(t.double_data_size()) * 8;
+  } else {
+    return fail("tensor '" + t.name() + "': no data in a supported field");
+  }
   if (!t.has_raw_data() && available == 0 && bytes != 0)
     return fail("tensor '" + t.name() + "': no data in a supported field");
   if (available != bytes)
     return fail("tensor '" + t.name() + "': " + Twine(available) +
                 " bytes of data, its type and dims need " + Twine(bytes));
   h.data.resize(bytes);
-  if (t.has_raw_data()) {
-    if (t.raw_data().size() != bytes)
-      return fail("tensor '" + t.name() + "': raw_data has the wrong size");
-    std::memcpy(h.data.data(), t.raw_data().data(), bytes);
-  } else if (h.dtype == AMPRT_F32 && t.float_data_size() == h.numel()) {
-    std::memcpy(h.data.data(), t.float_data().data(), bytes);
-  } else if (h.dtype == AMPRT_I64 && t.int64_data_size() == h.numel()) {
-    std::memcpy(h.data.data(), t.int64_data().data(), bytes);
-  } else if (h.dtype == AMPRT_F64 && t.double_data_size() == h.numel()) {
-    std::memcpy(h.data.data(), t.double_data().data(), bytes);
-  } else {
-    return fail("tensor '" + t.name() + "': no data in a supported field");
-  }
+  if (bytes)
+    std::memcpy(h.data.data(), src, bytes);
   return h;
 }
 
@@ -679,12 +679,8 @@ llvm::Error Trainer::load() {
   // checkpoint, or every trainable one with --init); their types give the
   // optimizer's sequences.
   std::map<std::string, HostTensor> weights;
-  if (!opts.weights.empty()) {
-    char head[8] = {};
-    std::ifstream in(opts.weights, std::ios::binary);
-    weightsAreOrtCheckpoint = in.read(head, sizeof(head)) &&
-                              isOrtCheckpoint(StringRef(head, sizeof(head)));
-  }
+  weightsAreOrtCheckpoint =
+      !opts.weights.empty() && isOrtCheckpointFile(opts.weights);
   if (!opts.weights.empty() && weightsAreOrtCheckpoint) {
     // onnxruntime-training's `checkpoint`: its module state.
     auto c = readOrtCheckpoint(opts.weights);
@@ -959,32 +955,29 @@ llvm::Error Trainer::load() {
       if (e.getKey().starts_with("first_order_moments:") ||
           e.getKey().starts_with("second_order_moments:"))
         wanted.insert(e.getKey());
+    std::vector<std::pair<DeviceBuffer *, const OrtCheckpointMoment *>> into;
     for (const OrtCheckpointMoment &m : ortMoments) {
       StringRef prefix = m.moment == "momentum0"   ? "first_order_moments:"
                          : m.moment == "momentum1" ? "second_order_moments:"
                                                    : "";
-      std::string key = (prefix + m.param).str();
-      auto it = state.find(key);
-      int32_t dt = dtypeOfOnnx(m.tensor.onnxType);
+      auto it = state.find((prefix + m.param).str());
       if (prefix.empty() || it == state.end() ||
-          it->second->shape != m.tensor.dims || it->second->dtype != dt)
+          it->second->shape != m.tensor.dims ||
+          it->second->dtype != dtypeOfOnnx(m.tensor.onnxType))
         return fail(opts.weights + ": the optimizer state '" + m.moment +
                     "' of '" + m.param +
                     "' does not fit the optimizer model's inputs" +
                     (wanted.empty() ? " (it takes no moments)" : ""));
-      given.insert(key);
+      given.insert(it->getKey());
+      into.push_back({it->second.get(), &m});
     }
     if (given.size() != wanted.size())
       return fail(opts.weights + ": the checkpoint's optimizer state holds " +
                   Twine(given.size()) + " of the " + Twine(wanted.size()) +
                   " moments the optimizer model takes");
-    for (const OrtCheckpointMoment &m : ortMoments) {
-      StringRef prefix = m.moment == "momentum0" ? "first_order_moments:"
-                                                 : "second_order_moments:";
-      DeviceBuffer &b = *state[(prefix + m.param).str()];
-      amprt_memcpy(ctx, b.data, m.tensor.data.data(), m.tensor.data.size(),
+    for (auto [b, m] : into)
+      amprt_memcpy(ctx, b->data, m->tensor.data.data(), m->tensor.data.size(),
                    AMPRT_HOST_TO_DEVICE);
-    }
     optimizerStep = uint64_t(*ortStep);
     status << "amp-run: optimizer state from " << opts.weights << " (step "
            << optimizerStep << ", " << ortMoments.size() << " moments)\n";

@@ -52,6 +52,9 @@ struct OrtCheckpoint {
 /// FlatBuffer file identifier "ODTC").
 bool isOrtCheckpoint(llvm::StringRef bytes);
 
+/// True when the file at `path` starts like one (reads 8 bytes).
+bool isOrtCheckpointFile(llvm::StringRef path);
+
 /// The `checkpoint` that generate_artifacts writes next to
 /// `trainingModelPath`, if that file exists and is an ONNX Runtime training
 /// checkpoint; else "".
