@@ -19,9 +19,14 @@
 //   Tensor:      0 name:string, 1 doc_string:string, 2 dims:[int64],
 //                3 data_type:int (ONNX's numbering), 4 raw_data:[ubyte],
 //                5 string_data:[string], 6 external_data_offset:int64 = -1
+//   PropertyBag: 0 ints:[IntProperty], 1 floats:[FloatProperty],
+//                2 strings:[StringProperty]
+//   IntProperty, FloatProperty, StringProperty: 0 name:string,
+//                1 value:int64 | float | string
 //
 // Slot i is at vtable offset 4 + 2 i. Every table is verified (bounds,
-// alignment, nesting depth) before any field is read.
+// alignment, nesting depth) before any field is read. The writer builds
+// the same tables with FlatBufferBuilder's table API.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +39,7 @@
 #include "llvm/Support/Path.h"
 
 #include <flatbuffers/flatbuffers.h>
+#include <type_traits>
 
 // Table::VerifyField with an alignment argument (used below) is 2.0.6's.
 #if FLATBUFFERS_VERSION_MAJOR < 2 ||                                           \
@@ -129,6 +135,7 @@ using StateList =
 
 struct FbOptimizerGroup : private flatbuffers::Table {
   int64_t step() const { return GetField<int64_t>(slot(1), 0); }
+  float initialLearningRate() const { return GetField<float>(slot(2), 0); }
   const StateList *states() const {
     return GetPointer<const StateList *>(slot(3));
   }
@@ -144,6 +151,50 @@ struct FbOptimizerGroup : private flatbuffers::Table {
 
 using GroupList = flatbuffers::Vector<flatbuffers::Offset<FbOptimizerGroup>>;
 
+/// IntProperty, FloatProperty and StringProperty: a name and a value of
+/// type T (a scalar, or a string).
+template <typename T> struct FbProperty : private flatbuffers::Table {
+  static constexpr bool isString = std::is_same_v<T, flatbuffers::String>;
+  const flatbuffers::String *name() const {
+    return GetPointer<const flatbuffers::String *>(slot(0));
+  }
+  auto value() const {
+    if constexpr (isString)
+      return GetPointer<const flatbuffers::String *>(slot(1));
+    else
+      return GetField<T>(slot(1), 0);
+  }
+  bool Verify(flatbuffers::Verifier &v) const {
+    bool ok = VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+              v.VerifyString(name());
+    if constexpr (isString)
+      ok = ok && VerifyOffset(v, slot(1)) && v.VerifyString(value());
+    else
+      ok = ok && VerifyField<T>(v, slot(1), sizeof(T));
+    return ok && v.EndTable();
+  }
+};
+
+template <typename T>
+using PropertyList = flatbuffers::Vector<flatbuffers::Offset<FbProperty<T>>>;
+
+struct FbPropertyBag : private flatbuffers::Table {
+  template <int I, typename T> const PropertyList<T> *list() const {
+    return GetPointer<const PropertyList<T> *>(slot(I));
+  }
+  bool Verify(flatbuffers::Verifier &v) const {
+    return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
+           v.VerifyVector(list<0, int64_t>()) &&
+           v.VerifyVectorOfTables(list<0, int64_t>()) &&
+           VerifyOffset(v, slot(1)) && v.VerifyVector(list<1, float>()) &&
+           v.VerifyVectorOfTables(list<1, float>()) &&
+           VerifyOffset(v, slot(2)) &&
+           v.VerifyVector(list<2, flatbuffers::String>()) &&
+           v.VerifyVectorOfTables(list<2, flatbuffers::String>()) &&
+           v.EndTable();
+  }
+};
+
 struct FbCheckpoint : private flatbuffers::Table {
   const FbModuleState *moduleState() const {
     return GetPointer<const FbModuleState *>(slot(1));
@@ -151,13 +202,21 @@ struct FbCheckpoint : private flatbuffers::Table {
   const GroupList *groups() const {
     return GetPointer<const GroupList *>(slot(2));
   }
+  const FbPropertyBag *propertyBag() const {
+    return GetPointer<const FbPropertyBag *>(slot(3));
+  }
   bool Verify(flatbuffers::Verifier &v) const {
     return VerifyTableStart(v) && VerifyField<int32_t>(v, slot(0), 4) &&
            VerifyOffset(v, slot(1)) && v.VerifyTable(moduleState()) &&
            VerifyOffset(v, slot(2)) && v.VerifyVector(groups()) &&
-           v.VerifyVectorOfTables(groups()) && v.EndTable();
+           v.VerifyVectorOfTables(groups()) && VerifyOffset(v, slot(3)) &&
+           v.VerifyTable(propertyBag()) && v.EndTable();
   }
 };
+
+/// The format version written: onnxruntime-training 1.19's (version 2 added
+/// ModuleState.has_external_data to version 1).
+constexpr int32_t kWrittenVersion = 2;
 
 Error failure(StringRef path, const Twine &msg) {
   return createStringError(inconvertibleErrorCode(), path + ": " + msg);
@@ -306,6 +365,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
                                " optimizer groups; amp-run reads one");
     const FbOptimizerGroup *g = groups->Get(0);
     out.optimizerStep = g->step();
+    out.initialLearningRate = g->initialLearningRate();
     if (const StateList *states = g->states())
       for (const FbParameterOptimizerState *st : *states) {
         std::string param = st->paramName() ? st->paramName()->str() : "";
@@ -325,5 +385,184 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
         }
       }
   }
+  if (const FbPropertyBag *bag = ckpt->propertyBag()) {
+    // One name, one value, across the three kinds (ORT keeps them in one
+    // map).
+    auto readList = [&](const auto *list, auto &into) -> Error {
+      if (!list)
+        return Error::success();
+      for (const auto *p : *list) {
+        std::string name = p->name() ? p->name()->str() : "";
+        if (name.empty())
+          return failure(path, "a property without a name");
+        if (!seen.insert("property " + name).second)
+          return failure(path, "property '" + name + "' appears twice");
+        if constexpr (std::is_same_v<std::decay_t<decltype(into)>,
+                                     std::map<std::string, std::string>>) {
+          std::string v = p->value() ? p->value()->str() : "";
+          copied += v.size();
+          if (copied > bytes.size())
+            return failure(path, "the properties share data (more bytes "
+                                 "than the file holds)");
+          into[name] = std::move(v);
+        } else {
+          into[name] = p->value();
+        }
+      }
+      return Error::success();
+    };
+    if (Error e = readList(bag->list<0, int64_t>(), out.properties.ints))
+      return std::move(e);
+    if (Error e = readList(bag->list<1, float>(), out.properties.floats))
+      return std::move(e);
+    if (Error e = readList(bag->list<2, flatbuffers::String>(),
+                           out.properties.strings))
+      return std::move(e);
+  }
   return out;
+}
+
+Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
+  // Everything goes into one buffer, which FlatBuffers' 32-bit offsets cap
+  // just under 2 GB; leave room for the tables around the data.
+  uint64_t total = 0;
+  auto check = [&](const OrtCheckpointTensor &t) -> Error {
+    size_t elem = elementBytes(t.onnxType);
+    if (!elem)
+      return createStringError(inconvertibleErrorCode(),
+                               "tensor '" + t.name + "' has data type " +
+                                   Twine(t.onnxType) +
+                                   ", which a checkpoint cannot hold");
+    uint64_t numel = 1;
+    for (int64_t d : t.dims)
+      numel *= uint64_t(std::max<int64_t>(d, 0));
+    if (t.data.size() != numel * elem)
+      return createStringError(inconvertibleErrorCode(),
+                               "tensor '" + t.name + "' has " +
+                                   Twine(t.data.size()) +
+                                   " bytes of data; its type and shape "
+                                   "need " + Twine(numel * elem));
+    total += t.data.size() + t.name.size() + 8 * t.dims.size() + 64;
+    return Error::success();
+  };
+  for (const OrtCheckpointTensor &t : c.params)
+    if (Error e = check(t))
+      return std::move(e);
+  for (const OrtCheckpointMoment &m : c.moments)
+    if (Error e = check(m.tensor))
+      return std::move(e);
+  for (const auto &[name, value] : c.properties.strings)
+    total += name.size() + value.size() + 64;
+  if (total >= FLATBUFFERS_MAX_BUFFER_SIZE - (uint64_t(1) << 20))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "the state holds " + Twine(total) +
+            " bytes, more than one checkpoint buffer can (2 GB; "
+            "onnxruntime-training keeps larger models in an external data "
+            "file, which amp-run does not write)");
+
+  flatbuffers::FlatBufferBuilder b(size_t(total) + 1024);
+  using Off = flatbuffers::Offset<void>;
+  auto tensor = [&](const OrtCheckpointTensor &t) {
+    auto name = b.CreateString(t.name);
+    auto dims = b.CreateVector(t.dims);
+    // 16-byte aligned data, so a reader may view it as floats in place.
+    b.ForceVectorAlignment(t.data.size(), 1, 16);
+    auto raw = b.CreateVector(reinterpret_cast<const uint8_t *>(t.data.data()),
+                              t.data.size());
+    auto start = b.StartTable();
+    b.AddOffset(slot(0), name);
+    b.AddOffset(slot(2), dims);
+    b.AddElement<int32_t>(slot(3), t.onnxType, 0);
+    b.AddOffset(slot(4), raw);
+    return Off(b.EndTable(start));
+  };
+  auto tensors = [&](bool trainable) {
+    std::vector<Off> offs;
+    for (const OrtCheckpointTensor &t : c.params)
+      if (t.trainable == trainable)
+        offs.push_back(tensor(t));
+    return b.CreateVector(offs);
+  };
+  auto requiresGrad = tensors(true);
+  auto frozen = tensors(false);
+  auto moduleStart = b.StartTable();
+  b.AddOffset(slot(0), requiresGrad);
+  b.AddOffset(slot(1), frozen);
+  b.AddElement<uint8_t>(slot(2), 0, 0); // is_nominal_state
+  b.AddElement<uint8_t>(slot(3), 0, 0); // has_external_data
+  Off module(b.EndTable(moduleStart));
+
+  Off groups;
+  if (c.optimizerStep) {
+    std::vector<Off> states;
+    for (const OrtCheckpointTensor &p : c.params) {
+      if (!p.trainable)
+        continue;
+      std::vector<Off> moments;
+      for (const OrtCheckpointMoment &m : c.moments)
+        if (m.param == p.name) {
+          OrtCheckpointTensor t = m.tensor;
+          t.name = m.moment;
+          moments.push_back(tensor(t));
+        }
+      auto paramName = b.CreateString(p.name);
+      auto momentList = b.CreateVector(moments);
+      auto start = b.StartTable();
+      b.AddOffset(slot(0), paramName);
+      b.AddOffset(slot(1), momentList);
+      states.push_back(Off(b.EndTable(start)));
+    }
+    auto stateList = b.CreateVector(states);
+    auto groupName = b.CreateString("group0");
+    auto start = b.StartTable();
+    b.AddOffset(slot(0), groupName);
+    b.AddElement<int64_t>(slot(1), *c.optimizerStep, 0);
+    b.AddElement<float>(slot(2), c.initialLearningRate, 0);
+    b.AddOffset(slot(3), stateList);
+    std::vector<Off> one{Off(b.EndTable(start))};
+    groups = b.CreateVector(one).o;
+  }
+
+  Off bag;
+  if (!c.properties.empty()) {
+    auto list = [&](const auto &values) {
+      std::vector<Off> offs;
+      for (const auto &[name, value] : values) {
+        auto n = b.CreateString(name);
+        flatbuffers::Offset<flatbuffers::String> s;
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>,
+                                     std::string>)
+          s = b.CreateString(value);
+        auto start = b.StartTable();
+        b.AddOffset(slot(0), n);
+        if constexpr (std::is_same_v<std::decay_t<decltype(value)>,
+                                     std::string>)
+          b.AddOffset(slot(1), s);
+        else
+          b.AddElement(slot(1), value, decltype(value)(0));
+        offs.push_back(Off(b.EndTable(start)));
+      }
+      return b.CreateVector(offs);
+    };
+    auto ints = list(c.properties.ints);
+    auto floats = list(c.properties.floats);
+    auto strings = list(c.properties.strings);
+    auto start = b.StartTable();
+    b.AddOffset(slot(0), ints);
+    b.AddOffset(slot(1), floats);
+    b.AddOffset(slot(2), strings);
+    bag = Off(b.EndTable(start));
+  }
+
+  auto start = b.StartTable();
+  b.AddElement<int32_t>(slot(0), kWrittenVersion, 0);
+  b.AddOffset(slot(1), module);
+  if (!groups.IsNull())
+    b.AddOffset(slot(2), groups);
+  if (!bag.IsNull())
+    b.AddOffset(slot(3), bag);
+  b.Finish(Off(b.EndTable(start)), kIdentifier);
+  return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()),
+                     b.GetSize());
 }

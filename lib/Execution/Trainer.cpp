@@ -411,6 +411,8 @@ private:
   /// inputs are bound).
   std::optional<int64_t> ortStep;
   std::vector<OrtCheckpointMoment> ortMoments;
+  /// Its property bag: the loss-scaler state amp-run saved there.
+  OrtCheckpointProperties ortProperties;
   /// Set by load(), before anything reads --weights.
   bool weightsAreOrtCheckpoint = false;
   /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
@@ -463,6 +465,14 @@ private:
   llvm::Error fillBatch(int64_t step);
   llvm::Error saveCheckpoint(StringRef path);
   llvm::Error loadCheckpoint(StringRef path);
+  struct OrtEntry {
+    std::string key;   ///< in `state`
+    std::string name;  ///< in the checkpoint
+    std::string param; ///< for optimizer state: its parameter
+    bool trainable;
+  };
+  llvm::Expected<std::vector<OrtEntry>> ortCheckpointLayout();
+  llvm::Error saveOrtCheckpoint(StringRef path);
   llvm::Error writeWeights(StringRef path);
   int64_t numClasses(StringRef input);
   /// numClasses of each integer data input, found once.
@@ -688,6 +698,7 @@ llvm::Error Trainer::load() {
       return c.takeError();
     ortStep = c->optimizerStep;
     ortMoments = std::move(c->moments);
+    ortProperties = std::move(c->properties);
     for (OrtCheckpointTensor &t : c->params) {
       HostTensor h;
       h.dtype = dtypeOfOnnx(t.onnxType);
@@ -984,6 +995,26 @@ llvm::Error Trainer::load() {
     ortMoments.clear(); // on the device now
     ortMoments.shrink_to_fit();
   }
+  if (!ckpt) {
+    // The loss-scaler state that --ort-checkpoint keeps in the property bag
+    // (ORT's checkpoint has no other place for it): the scale and its
+    // growth counter go on where they were.
+    auto restore = [&](StringRef name, int32_t dtype, const void *v,
+                       size_t n) {
+      auto it = state.find(name);
+      if (it == state.end() || it->second->dtype != dtype ||
+          it->second->bytes != n)
+        return;
+      amprt_memcpy(ctx, it->second->data, v, n, AMPRT_HOST_TO_DEVICE);
+      status << "amp-run: " << name << " from " << opts.weights << "\n";
+    };
+    if (auto f = ortProperties.floats.find("amp.loss_scale");
+        f != ortProperties.floats.end())
+      restore(f->first, AMPRT_F32, &f->second, 4);
+    if (auto i = ortProperties.ints.find("amp.growth_tracker");
+        i != ortProperties.ints.end())
+      restore(i->first, AMPRT_I64, &i->second, 8);
+  }
 
   // Data source.
   StringRef src = opts.data;
@@ -1138,6 +1169,87 @@ llvm::Error Trainer::saveCheckpoint(StringRef path) {
   return writeAtomically(path, encode(c));
 }
 
+/// The state as onnxruntime-training keeps it: trainable and frozen
+/// parameters, by name, and the optimizer's per-parameter state (keys
+/// "<sequence>:<param>"), of which ORT names only Adam's two moments,
+/// "momentum0" and "momentum1". Known before training, so that a state ORT
+/// cannot hold is refused before the steps are spent.
+llvm::Expected<std::vector<Trainer::OrtEntry>> Trainer::ortCheckpointLayout() {
+  std::vector<OrtEntry> out;
+  std::vector<std::string> sorted = params;
+  llvm::sort(sorted);
+  for (const std::string &p : sorted)
+    out.push_back({p, p, "", llvm::is_contained(trainable, p)});
+  std::vector<std::string> keys;
+  for (auto &e : state)
+    keys.push_back(e.getKey().str());
+  llvm::sort(keys);
+  for (StringRef key : keys) {
+    auto [seq, param] = key.split(':');
+    if (param.empty() || !llvm::is_contained(trainable, param))
+      continue;
+    StringRef moment = seq == "first_order_moments"    ? "momentum0"
+                       : seq == "second_order_moments" ? "momentum1"
+                                                       : "";
+    if (moment.empty())
+      return fail("--ort-checkpoint: the optimizer state '" + seq + "' of '" +
+                  param + "' has no name in onnxruntime-training's "
+                  "checkpoint (it names Adam's two moments)");
+    out.push_back({key.str(), moment.str(), param.str(), false});
+  }
+  uint64_t total = 0;
+  for (const OrtEntry &e : out)
+    total += state[e.key]->bytes;
+  if (total >= (uint64_t(1) << 31) - (uint64_t(1) << 24))
+    return fail("--ort-checkpoint: the state holds " + Twine(total) +
+                " bytes, more than one checkpoint buffer can (2 GB; ORT "
+                "keeps larger models in an external data file, which "
+                "amp-run does not write); keep it with --checkpoint");
+  return out;
+}
+
+llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
+  auto layout = ortCheckpointLayout();
+  if (!layout)
+    return layout.takeError();
+  OrtCheckpoint c;
+  for (const OrtEntry &e : *layout) {
+    DeviceBuffer &b = *state[e.key];
+    OrtCheckpointTensor t;
+    t.name = e.name;
+    t.onnxType = onnxOfDtype(b.dtype);
+    t.dims = b.shape;
+    t.trainable = e.trainable;
+    t.data.resize(b.bytes);
+    amprt_memcpy(ctx, t.data.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
+    if (e.param.empty())
+      c.params.push_back(std::move(t));
+    else
+      c.moments.push_back({e.param, e.name, std::move(t)});
+  }
+  c.optimizerStep = int64_t(optimizerStep);
+  c.initialLearningRate = float(opts.lr);
+  // The loss-scaler state, which ORT's checkpoint has no field for.
+  auto scalar = [&](StringRef key, int32_t dtype, void *v, size_t n) {
+    auto it = state.find(key);
+    if (it == state.end() || it->second->dtype != dtype ||
+        it->second->bytes != n)
+      return false;
+    amprt_memcpy(ctx, v, it->second->data, n, AMPRT_DEVICE_TO_HOST);
+    return true;
+  };
+  float scale;
+  int64_t tracker;
+  if (scalar("amp.loss_scale", AMPRT_F32, &scale, 4))
+    c.properties.floats["amp.loss_scale"] = scale;
+  if (scalar("amp.growth_tracker", AMPRT_I64, &tracker, 8))
+    c.properties.ints["amp.growth_tracker"] = tracker;
+  auto bytes = encodeOrtCheckpoint(c);
+  if (!bytes)
+    return fail(path + ": " + llvm::toString(bytes.takeError()));
+  return writeAtomically(path, *bytes);
+}
+
 llvm::Error Trainer::writeWeights(StringRef path) {
   onnx::ModelProto model;
   if (!opts.weights.empty() && !weightsAreOrtCheckpoint) {
@@ -1199,6 +1311,9 @@ llvm::Error Trainer::writeWeights(StringRef path) {
 llvm::Error Trainer::run() {
   if (auto e = load())
     return e;
+  if (!opts.ortCheckpointPath.empty())
+    if (auto layout = ortCheckpointLayout(); !layout)
+      return layout.takeError();
   int lossOut = -1, scaleOut = -1, finiteOut = -1;
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
@@ -1425,6 +1540,9 @@ llvm::Error Trainer::run() {
   }
   if (!opts.checkpointPath.empty())
     if (auto e = saveCheckpoint(opts.checkpointPath))
+      return e;
+  if (!opts.ortCheckpointPath.empty())
+    if (auto e = saveOrtCheckpoint(opts.ortCheckpointPath))
       return e;
   if (!opts.outPath.empty())
     if (auto e = writeWeights(opts.outPath))

@@ -36,11 +36,11 @@ sys.modules["onnxruntime.training"] = _pkg
 from onnxruntime.training import api as orttrain  # noqa: E402
 
 
-def ort_open(art):
+def ort_open(art, checkpoint=None):
     """ORT's training API on the artifacts in `art`: (state, module,
-    optimizer), from their checkpoint, on the CPU."""
+    optimizer), from their checkpoint (or `checkpoint`), on the CPU."""
     state = orttrain.CheckpointState.load_checkpoint(
-        os.path.join(art, "checkpoint"))
+        checkpoint or os.path.join(art, "checkpoint"))
     model = orttrain.Module(os.path.join(art, "training_model.onnx"), state,
                             os.path.join(art, "eval_model.onnx"),
                             device="cpu")

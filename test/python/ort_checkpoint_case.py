@@ -11,6 +11,13 @@
       within 1e-5 relative (numpy and onnx only: run with any Python)
   ort_checkpoint_case.py nominal FORWARD DIR   generate_artifacts with
       nominal_checkpoint=True into DIR
+  ort_checkpoint_case.py data ART DIR ROWS SEED   ROWS random samples for
+      ART's two data inputs (features, class labels) as DIR/<input>.npy
+  ort_checkpoint_case.py continue CKPT ART DATA STEPS   ORT's training API
+      loads CKPT (a checkpoint amp-run wrote with --ort-checkpoint) with
+      ART's models, prints its properties, trains STEPS batches of 8 of
+      DATA in order, and saves the losses and parameters to
+      CKPT.continued.npz (for `compare`)
 
 Run with the Python of .venv-ort-training.
 """
@@ -85,6 +92,40 @@ def compare(out, log, trained):
     return 0 if ok else 1
 
 
+def data(art, out, rows, seed):
+    rows = int(rows)
+    inputs = onnx.load(os.path.join(art, "training_model.onnx")).graph.input
+    width = inputs[0].type.tensor_type.shape.dim[1].dim_value
+    rng = np.random.default_rng(int(seed))
+    os.makedirs(out, exist_ok=True)
+    np.save(os.path.join(out, inputs[0].name + ".npy"),
+            rng.standard_normal((rows, width)).astype(np.float32))
+    np.save(os.path.join(out, inputs[1].name + ".npy"),
+            rng.integers(0, 10, rows).astype(np.int64))
+    print(f"{rows} rows written")
+
+
+def continue_(ckpt, art, data_dir, steps):
+    from amp_run_vs_ort import ort_open
+    state, model, opt = ort_open(art, ckpt)
+    for name, value in sorted(state.properties):
+        print(f"property {name} = {value!r}")
+    model.train()
+    names = [i.name for i in
+             onnx.load(os.path.join(art, "training_model.onnx")).graph.input]
+    x = np.load(os.path.join(data_dir, names[0] + ".npy"))
+    y = np.load(os.path.join(data_dir, names[1] + ".npy"))
+    losses = []
+    for s in range(int(steps)):
+        losses.append(float(np.asarray(
+            model(x[8 * s:8 * s + 8], y[8 * s:8 * s + 8]))))
+        opt.step()
+        model.lazy_reset_grad()
+    np.savez(ckpt + ".continued.npz", losses=np.array(losses),
+             **{"param:" + n: np.array(p.data) for n, p in state.parameters})
+    print(f"ORT went on for {steps} steps")
+
+
 def nominal(forward, out):
     import amp_run_vs_ort  # noqa: F401 (onnxruntime.training without torch)
     from onnxruntime.training import artifacts
@@ -99,5 +140,6 @@ def nominal(forward, out):
 
 
 if __name__ == "__main__":
-    sys.exit({"trained": trained, "nominal": nominal,
-              "compare": compare}[sys.argv[1]](*sys.argv[2:]))
+    sys.exit({"trained": trained, "nominal": nominal, "compare": compare,
+              "data": data, "continue": continue_}[sys.argv[1]](
+                  *sys.argv[2:]))

@@ -7,6 +7,7 @@ ODTC) holding the MLP fixture's parameters, for amp-run's checks:
   bad-shape   a moment flattened to 1-D
   duplicate   one tensor listed twice under the same name
   shared      many distinct names pointing at one 1 MiB raw_data
+  dup-property  a property bag naming "epoch" as an int and as a string
 
 Usage: ort_checkpoint_craft.py FORWARD.onnx CASE OUT. Needs numpy, onnx and
 the `flatbuffers` package (an onnxruntime dependency).
@@ -66,7 +67,30 @@ def group(b, step, states):
     return b.EndObject()
 
 
-def checkpoint(b, params, groups=()):
+def property_bag(b, ints, strings):
+    """A PropertyBag: ints (slot 0) and strings (slot 2), each a list of
+    (name, value) tables."""
+    lists = []
+    for items, is_string in ((ints, False), (strings, True)):
+        tables = []
+        for name, value in items:
+            n = b.CreateString(name)
+            v = b.CreateString(value) if is_string else None
+            b.StartObject(2)
+            b.PrependUOffsetTRelativeSlot(0, n, 0)
+            if is_string:
+                b.PrependUOffsetTRelativeSlot(1, v, 0)
+            else:
+                b.PrependInt64Slot(1, value, 0)
+            tables.append(b.EndObject())
+        lists.append(vector(b, tables))
+    b.StartObject(3)
+    b.PrependUOffsetTRelativeSlot(0, lists[0], 0)
+    b.PrependUOffsetTRelativeSlot(2, lists[1], 0)
+    return b.EndObject()
+
+
+def checkpoint(b, params, groups=(), bag=None):
     pv = vector(b, params)
     b.StartObject(4)
     b.PrependUOffsetTRelativeSlot(0, pv, 0)
@@ -77,6 +101,8 @@ def checkpoint(b, params, groups=()):
     b.PrependUOffsetTRelativeSlot(1, module, 0)
     if gv is not None:
         b.PrependUOffsetTRelativeSlot(2, gv, 0)
+    if bag is not None:
+        b.PrependUOffsetTRelativeSlot(3, bag, 0)
     b.Finish(b.EndObject(), file_identifier=b"ODTC")
     return bytes(b.Output())
 
@@ -89,7 +115,10 @@ def main():
     params = [tensor(b, n, a) for n, a in sorted(w.items())]
     first = sorted(w)[0]
     groups = ()
-    if case == "step-only":
+    bag = None
+    if case == "dup-property":
+        bag = property_bag(b, [("epoch", 3)], [("epoch", "three")])
+    elif case == "step-only":
         groups = [group(b, 1000, [])]
     elif case == "partial":
         groups = [group(b, 5, [(first, [
@@ -108,7 +137,7 @@ def main():
     else:
         raise SystemExit("unknown case " + case)
     with open(out, "wb") as f:
-        f.write(checkpoint(b, params, groups))
+        f.write(checkpoint(b, params, groups, bag))
 
 
 if __name__ == "__main__":

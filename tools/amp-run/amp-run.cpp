@@ -62,6 +62,12 @@ int main(int argc, char **argv) {
   cl::opt<std::string> checkpoint("checkpoint",
                                   cl::desc("write a checkpoint at the end"), cl::cat(category));
   cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"), cl::cat(category));
+  cl::opt<std::string> ortCheckpoint(
+      "ort-checkpoint",
+      cl::desc("write onnxruntime-training's checkpoint at the end "
+               "(parameters, optimizer state; loss scale as properties): "
+               "training goes on in ORT, or in amp-run with --weights"),
+      cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
                                cl::desc("write the lowered modules here"), cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
@@ -139,6 +145,7 @@ int main(int argc, char **argv) {
   o.outPath = out;
   o.checkpointPath = checkpoint;
   o.resumePath = resume;
+  o.ortCheckpointPath = ortCheckpoint;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
   if (steps < 0) {

@@ -4,12 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Reads the parameters of the `checkpoint` file that onnxruntime-training's
+// Reads and writes the `checkpoint` file that onnxruntime-training's
 // generate_artifacts writes next to training_model.onnx (and that
 // CheckpointState.save_checkpoint writes): a FlatBuffer with the file
 // identifier "ODTC" holding the module state (trainable and frozen
-// parameters as tensors), optimizer groups (step count and per-parameter
-// moments) and a property bag. The property bag is not read.
+// parameters as tensors), optimizer groups (step count, learning rate and
+// per-parameter moments) and a property bag (named int64, float and string
+// values).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,12 +42,23 @@ struct OrtCheckpointMoment {
   OrtCheckpointTensor tensor;
 };
 
+/// The property bag: user values by name (ORT's CheckpointState.properties).
+struct OrtCheckpointProperties {
+  std::map<std::string, int64_t> ints;
+  std::map<std::string, float> floats;
+  std::map<std::string, std::string> strings;
+  bool empty() const { return ints.empty() && floats.empty() && strings.empty(); }
+};
+
 struct OrtCheckpoint {
   std::vector<OrtCheckpointTensor> params;
   /// The optimizer state, when the checkpoint was saved with it (one
-  /// optimizer group): the number of optimizer steps taken and the moments.
+  /// optimizer group): the number of optimizer steps taken, the learning
+  /// rate and the moments.
   std::optional<int64_t> optimizerStep;
+  float initialLearningRate = 0;
   std::vector<OrtCheckpointMoment> moments;
+  OrtCheckpointProperties properties;
 };
 
 /// True when `bytes` start like an ONNX Runtime training checkpoint (the
@@ -64,8 +77,18 @@ std::string findArtifactsCheckpoint(llvm::StringRef trainingModelPath);
 /// what is wrong: not a checkpoint, a buffer that fails FlatBuffers'
 /// verification (truncated, corrupt), a nominal checkpoint (no values), a
 /// tensor whose data does not match its type and dims, data kept in an
-/// external file, or more than one optimizer group.
+/// external file, more than one optimizer group, or a name used twice.
 llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
+
+/// The checkpoint as onnxruntime-training 1.19 writes it (format version 2,
+/// everything in one buffer): `params` split into requires_grad_params and
+/// frozen_params by their `trainable` flag, one optimizer group "group0"
+/// when `optimizerStep` is set (every trainable parameter gets an entry,
+/// with the moments `moments` lists for it), and the property bag. Fails
+/// when a tensor's data does not match its type and dims, or when the
+/// whole does not fit in one FlatBuffer (2 GB; ORT keeps larger models'
+/// tensors in an external file).
+llvm::Expected<std::string> encodeOrtCheckpoint(const OrtCheckpoint &ckpt);
 
 } // namespace amp::exec
 

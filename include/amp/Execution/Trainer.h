@@ -35,6 +35,9 @@ struct TrainOptions {
   std::string data = "synthetic:0"; ///< synthetic:<seed> or a folder
   std::string dims;                 ///< extra symbolic dims: name=value,...
   std::string logPath, outPath, checkpointPath, resumePath, loweredPath;
+  /// Where to write onnxruntime-training's own checkpoint at the end
+  /// (parameters, optimizer state, loss-scaler state as properties).
+  std::string ortCheckpointPath;
   int64_t steps = 1;
   int64_t batch = 0; ///< binds dim 0 of every data input (0: from dims)
   uint64_t seed = 0;
