@@ -18,7 +18,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev           # ONNX protobuf in C++
   libflatbuffers-dev                                      # ORT checkpoints
   ninja-build cmake g++ lld ccache                        # build
-  clang-22                                                # libFuzzer target
+  clang-22 libclang-rt-22-dev                             # libFuzzer target (+ its ASan/UBSan runtimes)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
