@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // mlir-opt with ONNX at both ends. When neither the input nor the output is
-// an .onnx file this is exactly MlirOptMain. Otherwise the input is imported
+// ONNX (an input is when it is called .onnx, or starts like a binary model
+// and is not called .mlir) this is exactly MlirOptMain. Otherwise the input is imported
 // (streamed from disk) or parsed, the pass pipeline from the command line
 // runs, and the result is exported to ONNX or printed as MLIR. The output
 // file is created only once everything succeeded.
@@ -44,6 +45,15 @@ static bool isOnnxPath(llvm::StringRef path) {
   return path.ends_with_insensitive(".onnx");
 }
 
+/// An input is ONNX when it is called .onnx, or when a file not called
+/// .mlir starts like a binary model (ONNX models are often .pb; an ORT
+/// format .ort gets the importer's explanation, not MLIR's parse error).
+static bool isOnnxInput(llvm::StringRef path) {
+  return isOnnxPath(path) ||
+         (path != "-" && !path.ends_with_insensitive(".mlir") &&
+          amp::startsLikeBinaryModel(path));
+}
+
 /// The AMP pass leaves the casts it inserts unnamed; the ONNX exporter names
 /// them as it writes them. When MLIR is printed instead, the pipeline ends
 /// with train-name-casts so that the printed casts carry the same names.
@@ -60,12 +70,14 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "amp-opt: the amp-mlir optimizer driver\n\n"
-      "Reads an ONNX model (.onnx) or train-dialect MLIR, runs the given "
-      "passes, and writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
+      "Reads an ONNX model (.onnx, or any binary file not called .mlir, "
+      "such as .pb) or train-dialect MLIR, runs the given passes, and "
+      "writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
-  if (!isOnnxPath(inputFilename) && !isOnnxPath(outputFilename)) {
+  bool onnxInput = isOnnxInput(inputFilename);
+  if (!onnxInput && !isOnnxPath(outputFilename)) {
     config.setPassPipelineSetupFn(
         [base = config](PassManager &pm) -> LogicalResult {
           if (failed(base.setupPassPipeline(pm)))
@@ -104,8 +116,8 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   TimingScope timing = tm.getRootScope();
   OwningOpRef<ModuleOp> module;
   TimingScope inputTiming =
-      timing.nest(isOnnxPath(inputFilename) ? "Import ONNX" : "Parser");
-  if (isOnnxPath(inputFilename)) {
+      timing.nest(onnxInput ? "Import ONNX" : "Parser");
+  if (onnxInput) {
     module = importOnnxFile(inputFilename, &context);
   } else {
     std::string errorMessage;
@@ -157,7 +169,7 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
     llvm::errs() << errorMessage << "\n";
     return 1;
   }
-  output->os() << buffer;
+  output->os() << buffer << "\n";
   output->keep();
   return 0;
 }

@@ -122,6 +122,14 @@ def _garbage(directory: str) -> str:
     raise AssertionError("garbage happens to parse")
 
 
+def _ort_format(directory: str) -> str:
+    # ONNX Runtime's ORT format (generate_artifacts(ort_format=True) writes
+    # .ort files): a FlatBuffer, root offset then the identifier "ORTM".
+    rng = random.Random(7)
+    data = (16).to_bytes(4, "little") + b"ORTM" + bytes(rng.getrandbits(8) for _ in range(248))
+    return _write(directory, "training_model.ort", data)
+
+
 def _empty(directory: str) -> str:
     return _write(directory, "empty.onnx", b"")
 
@@ -195,6 +203,8 @@ CASES: List[Case] = [
     Case("truncated", "a valid model cut in the middle", _truncated, [PARSE_WORDS]),
     Case("garbage", "bytes that are no protobuf", _garbage, [PARSE_WORDS]),
     Case("empty", "an empty file", _empty, [("empty", "no graph", "missing graph")]),
+    Case("ort-format", "an ONNX Runtime ORT-format model (.ort)", _ort_format,
+         [("ort-format", "ortm"), (".onnx",)]),
     Case("undefined-input", "Add_3 reads 'foo', which nothing defines",
          _model_case("undefined_input.onnx", _undefined_input),
          [("Add_3",), ("foo",), ("undefined", "not defined")]),

@@ -1659,13 +1659,26 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
 // Entry points
 //===----------------------------------------------------------------------===//
 
+/// ONNX Runtime's ORT format: a FlatBuffer whose file identifier (bytes 4
+/// to 8) is "ORTM". Users meet it as generate_artifacts(ort_format=True)'s
+/// .ort files, and it parses as no protobuf.
+static bool isOrtFormat(StringRef head) {
+  return head.size() >= 8 && head.substr(4, 4) == "ORTM";
+}
+
 static OwningOpRef<ModuleOp>
 importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
                  StringRef name, MLIRContext *ctx,
-                 const ImportOnnxOptions &options, bool empty) {
+                 const ImportOnnxOptions &options, StringRef head) {
   Location loc = FileLineColLoc::get(ctx, name, 0, 0);
-  if (empty) {
+  if (head.empty()) {
     emitError(loc) << "file is empty: not an ONNX model";
+    return nullptr;
+  }
+  if (isOrtFormat(head)) {
+    emitError(loc) << "an ONNX Runtime ORT-format model (FlatBuffer 'ORTM'), "
+                      "not ONNX: give the .onnx model it was made from "
+                      "(generate_artifacts writes one next to each .ort)";
     return nullptr;
   }
   // On an arena: a model of a million nodes is parsed into a few large
@@ -1702,7 +1715,7 @@ OwningOpRef<ModuleOp> amp::importOnnxModel(llvm::MemoryBufferRef buffer,
   google::protobuf::io::ArrayInputStream stream(buffer.getBufferStart(),
                                                 buffer.getBufferSize());
   return importFromStream(stream, buffer.getBufferIdentifier(), context,
-                          options, buffer.getBufferSize() == 0);
+                          options, buffer.getBuffer().take_front(8));
 }
 
 OwningOpRef<ModuleOp> amp::importOnnxFile(StringRef path, MLIRContext *context,
@@ -1713,15 +1726,30 @@ OwningOpRef<ModuleOp> amp::importOnnxFile(StringRef path, MLIRContext *context,
     emitError(loc) << "cannot open file: " << std::strerror(errno);
     return nullptr;
   }
-  uint64_t size = 0;
-  llvm::sys::fs::file_size(path, size);
+  char head[8];
+  ssize_t got = ::pread(fd, head, sizeof(head), 0);
   OwningOpRef<ModuleOp> result;
   {
     google::protobuf::io::FileInputStream stream(fd, 1 << 20);
-    result = importFromStream(stream, path, context, options, size == 0);
+    result = importFromStream(stream, path, context, options,
+                              StringRef(head, got > 0 ? size_t(got) : 0));
   }
   ::close(fd);
   return result;
+}
+
+bool amp::startsLikeBinaryModel(StringRef path) {
+  int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  unsigned char first;
+  ssize_t got = ::read(fd, &first, 1);
+  ::close(fd);
+  if (got != 1)
+    return false;
+  bool text = (first >= 0x20 && first < 0x7f) || first == '\t' ||
+              first == '\n' || first == '\r';
+  return !text;
 }
 
 void amp::registerFromOnnxTranslation() {
