@@ -18,50 +18,85 @@
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
 #   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
 #           and AMP, 30 steps: where a step's time goes, kernel by kernel.
-# STAGE_TIMEOUT (seconds, default 400) bounds each stage's commands.
+# STAGE_TIMEOUT (seconds, default 400) bounds each stage. BUDGET (seconds)
+# bounds them all together: each stage gets at most what is left, and the
+# stages that would start with less than MIN_STAGE (default 40) left are
+# skipped and listed, so that one device call ends in time and returns its
+# logs. SEEDS (default "11 22 33") are the seeds stage's seeds.
 # Each stage writes OUT_DIR/<stage>.log; the script goes on after a failed
-# stage and exits non-zero if any failed.
+# stage and exits non-zero if any failed or was skipped.
+#
+# A lent GPU gives a session 15 minutes of device time in all, the
+# machine's start included; a device command may run 10 minutes. The
+# stages in the order that decides issue 4 first, in one call:
+#
+#   BUDGET=500 SEEDS=11 bench/gpu_session.sh .gpu/bundle $OUT \
+#     env seeds train lit profile
+#
+# (with `timeout_s` 560 and `carry` [".gpu"]); then kernels, memcheck,
+# train-bf16 and more seeds in a second call if time is left.
 set -uo pipefail
-if [[ $# -lt 2 ]]; then
-  echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-bf16|memcheck|profile]..." >&2
-  exit 2
+if [[ -z ${AMP_GS_STAGE:-} ]]; then
+  if [[ $# -lt 2 ]]; then
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-bf16|memcheck|profile]..." >&2
+    exit 2
+  fi
+  repo=$(cd "$(dirname "$0")/.." && pwd)
+  bundle=$(cd "$1" && pwd)
+  out=$2
+  shift 2
+  stages=("$@")
+  [[ ${#stages[@]} -eq 0 ]] && stages=(env lit seeds kernels train)
+  mkdir -p "$out"
+  out=$(cd "$out" && pwd)
+  py=${PYTHON:-python3}
+  export repo bundle out py
+else
+  # One stage, run by run_stage below under `timeout`.
+  tmo=$AMP_GS_TIMEOUT
 fi
-repo=$(cd "$(dirname "$0")/.." && pwd)
-bundle=$(cd "$1" && pwd)
-out=$2
-shift 2
-stages=("$@")
-[[ ${#stages[@]} -eq 0 ]] && stages=(env lit seeds kernels train)
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-py=${PYTHON:-python3}
-tmo=${STAGE_TIMEOUT:-400}
 export PYTHONUNBUFFERED=1
 
 # CUDA's libraries on the GPU machine: the toolkit's, else the ones the
-# Python wheels (torch's nvidia-* packages) bring.
-cudalibs=()
-for name in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9; do
-  f=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
-        -name "$name" 2>/dev/null | head -n 1)
-  [[ -n $f ]] && cudalibs+=("$(dirname "$f")")
-done
-libpath=$bundle/lib
-for d in "${cudalibs[@]}"; do
-  [[ :$libpath: == *:$d:* ]] || libpath=$libpath:$d
-done
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$bundle/bin:$PATH:/usr/local/cuda/bin
+# Python wheels (torch's nvidia-* packages) bring. (A stage's child
+# inherits the paths.)
+if [[ -z ${AMP_GS_STAGE:-} ]]; then
+  cudalibs=()
+  for name in libcudart.so.13 libcublasLt.so.13 libcudnn.so.9; do
+    f=$(find /usr/local/cuda*/ /usr/lib/x86_64-linux-gnu /opt /usr/local/lib \
+          -name "$name" 2>/dev/null | head -n 1)
+    [[ -n $f ]] && cudalibs+=("$(dirname "$f")")
+  done
+  libpath=$bundle/lib
+  for d in "${cudalibs[@]}"; do
+    [[ :$libpath: == *:$d:* ]] || libpath=$libpath:$d
+  done
+  export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$bundle/bin:$PATH:/usr/local/cuda/bin
+fi
 
 failed=()
+skipped=()
+budget_end=$((SECONDS + ${BUDGET:-1000000}))
 run_stage() {
   local name=$1
-  shift
-  echo "=== $name: $*"
+  local left=$((budget_end - SECONDS))
+  if ((left < ${MIN_STAGE:-40})); then
+    echo "=== $name: skipped, ${left} s of the budget left"
+    skipped+=("$name")
+    return
+  fi
+  local t=${STAGE_TIMEOUT:-400}
+  ((t > left)) && t=$left
+  echo "=== $name (at most $t s)"
   local t0=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  # The stage runs in a child of this script, so that one timeout bounds
+  # all of its commands.
+  AMP_GS_STAGE=$name AMP_GS_TIMEOUT=$t timeout -k 10 "$t" bash "$0" \
+    > "$out/$name.log" 2>&1
   local rc=$?
   tail -n 25 "$out/$name.log"
+  ((rc == 124 || rc == 137)) && echo "=== $name: stopped at $t s"
   echo "=== $name: exit $rc, $((SECONDS - t0)) s"
   [[ $rc -eq 0 ]] || failed+=("$name")
 }
@@ -99,7 +134,7 @@ EOF
 
 stage_seeds() {
   local rc=0 s
-  for s in 11 22 33; do
+  for s in ${SEEDS:-11 22 33}; do
     timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" --lib "$bundle/lib/libAmpRuntime.so" \
       --ops-def "$repo/include/amp/Runtime/Ops.def" --seed $s || rc=1
   done
@@ -153,11 +188,16 @@ stage_profile() {
   return $rc
 }
 
+if [[ -n ${AMP_GS_STAGE:-} ]]; then
+  "stage_$AMP_GS_STAGE"
+  exit $?
+fi
+
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-bf16|memcheck|profile) run_stage "$s" "stage_$s" ;;
+    env|lit|seeds|kernels|train|train-bf16|memcheck|profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done
-echo "=== failed stages: ${failed[*]:-none}"
-[[ ${#failed[@]} -eq 0 ]]
+echo "=== failed stages: ${failed[*]:-none}; skipped: ${skipped[*]:-none}"
+[[ ${#failed[@]} -eq 0 && ${#skipped[@]} -eq 0 ]]
