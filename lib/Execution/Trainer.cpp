@@ -1049,14 +1049,30 @@ llvm::Error Trainer::load() {
                     amprt_dtype_name(p.dtype));
       if (t.shape.empty() ||
           std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
-              std::vector<int64_t>(p.shape.begin() + 1, p.shape.end()))
-        return fail("data for '" + name +
-                    "' has the wrong sample shape for the graph input");
+              std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
+        auto dims = [](ArrayRef<int64_t> d) {
+          std::string s = "[";
+          for (auto [k, v] : llvm::enumerate(d))
+            s += (k ? ", " : "") + std::to_string(v);
+          return s + "]";
+        };
+        return fail("data for '" + name + "' has shape " + dims(t.shape) +
+                    ": samples of " +
+                    dims(ArrayRef<int64_t>(t.shape).drop_front(
+                        t.shape.empty() ? 0 : 1)) +
+                    ", the graph input wants samples of " +
+                    dims(ArrayRef<int64_t>(p.shape).drop_front()) +
+                    " (samples along axis 0)");
+      }
       if (datasetRows && datasetRows != t.shape[0])
-        return fail("data files have different numbers of samples");
+        return fail("data files have different numbers of samples: " +
+                    Twine(t.shape[0]) + " for '" + name + "', " +
+                    Twine(datasetRows) + " for '" + dataset.begin()->first +
+                    "'");
       datasetRows = t.shape[0];
       if (datasetRows < p.shape[0])
-        return fail("data has fewer samples than one batch");
+        return fail("data has " + Twine(datasetRows) +
+                    " samples, fewer than one batch of " + Twine(p.shape[0]));
       dataset[name] = std::move(t);
     }
   }
