@@ -463,7 +463,8 @@ private:
   llvm::Error load();
   llvm::Error lower(ModuleOp module, StringRef what);
   llvm::Error fillBatch(int64_t step);
-  llvm::Error saveCheckpoint(StringRef path);
+  /// The state after `steps` steps (amp-run's checkpoint format).
+  llvm::Error saveCheckpoint(StringRef path, uint64_t steps);
   llvm::Error loadCheckpoint(StringRef path);
   struct OrtEntry {
     std::string key;   ///< in `state`
@@ -1159,9 +1160,9 @@ llvm::Error Trainer::fillBatch(int64_t step) {
   return llvm::Error::success();
 }
 
-llvm::Error Trainer::saveCheckpoint(StringRef path) {
+llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
   Checkpoint c;
-  c.steps = stepsDone;
+  c.steps = steps;
   c.optimizerStep = optimizerStep;
   c.skipped = skipped;
   c.lr = opts.lr;
@@ -1546,6 +1547,13 @@ llvm::Error Trainer::run() {
                                          std::max(secs, 1e-9))
              << " steps/s" << (last || !tty ? "\n" : "");
     status.flush();
+    // --checkpoint-every: the state after this step (a multiple of
+    // --accumulate, so between groups), replaced atomically; the last
+    // step's is written below.
+    if (opts.checkpointEvery > 0 && !last &&
+        (stepsDone + 1) % uint64_t(opts.checkpointEvery) == 0)
+      if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone + 1))
+        return e;
   }
   if (log) {
     log->close();
@@ -1555,7 +1563,7 @@ llvm::Error Trainer::run() {
       return fail(opts.logPath + ": " + ec.message());
   }
   if (!opts.checkpointPath.empty())
-    if (auto e = saveCheckpoint(opts.checkpointPath))
+    if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone))
       return e;
   if (!opts.ortCheckpointPath.empty())
     if (auto e = saveOrtCheckpoint(opts.ortCheckpointPath))

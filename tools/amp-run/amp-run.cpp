@@ -62,6 +62,11 @@ int main(int argc, char **argv) {
   cl::opt<std::string> checkpoint("checkpoint",
                                   cl::desc("write a checkpoint at the end"), cl::cat(category));
   cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"), cl::cat(category));
+  cl::opt<int64_t> checkpointEvery(
+      "checkpoint-every", cl::value_desc("N"),
+      cl::desc("with --checkpoint: also write it after every N steps (a "
+               "multiple of --accumulate), replacing the last"),
+      cl::cat(category), cl::init(0));
   cl::opt<std::string> ortCheckpoint(
       "ort-checkpoint",
       cl::desc("write onnxruntime-training's checkpoint at the end "
@@ -168,6 +173,14 @@ int main(int argc, char **argv) {
     return 1;
   }
   o.accumulate = accumulate;
+  if (checkpointEvery.getNumOccurrences() &&
+      (checkpoint.empty() || checkpointEvery < 1 ||
+       checkpointEvery % accumulate != 0)) {
+    llvm::errs() << "amp-run: --checkpoint-every takes a number of steps >= 1 "
+                    "that --accumulate divides, and needs --checkpoint\n";
+    return 1;
+  }
+  o.checkpointEvery = checkpointEvery;
   o.progress = !quiet;
   if (llvm::Error e = amp::exec::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")

@@ -50,6 +50,9 @@ struct TrainOptions {
   /// Gradient accumulation: the optimizer runs every `accumulate` steps on
   /// the gradients summed over them (steps must be a multiple).
   int64_t accumulate = 1;
+  /// With checkpointPath: also write the checkpoint after every this many
+  /// steps (a multiple of accumulate; 0: only at the end).
+  int64_t checkpointEvery = 0;
   int64_t injectNonFiniteStep = -1; ///< makes step k's batch NaN (testing)
   bool progress = true;
 };
