@@ -9,11 +9,14 @@
 #   lit     the lit tests that need a CUDA device (cuda-vs-cpu.test,
 #           device-cuda.test, device-cuda-models.test) plus the CPU
 #           stand-ins, through lit;
-#   seeds   test/python/runtime_cuda.py on three more random seeds;
+#   seeds   test/python/runtime_cuda.py on three more random seeds, and its
+#           convolution tests with AMPRT_CUDNN_FIND=1;
 #   kernels bench/gpu_kernels.py (GEMM vs cuBLAS peak, AdamW vs bandwidth);
 #   train   bench/train_step_bench.py run --device cuda on the artifacts in
 #           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
-#   train-bf16 the same with --precision bf16 (amp-run --amp=bf16 against
+#   train-find the CNN again with measured convolution algorithms on both
+#           sides (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark);
+#   train-bf16 train with --precision bf16 (amp-run --amp=bf16 against
 #           bf16 autocast without a GradScaler);
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
 #   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
@@ -38,7 +41,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-bf16|memcheck|profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-bf16|memcheck|profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -138,6 +141,10 @@ stage_seeds() {
     timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" --lib "$bundle/lib/libAmpRuntime.so" \
       --ops-def "$repo/include/amp/Runtime/Ops.def" --seed $s || rc=1
   done
+  # The convolutions again with the algorithms cuDNN measures.
+  AMPRT_CUDNN_FIND=1 timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" \
+    --lib "$bundle/lib/libAmpRuntime.so" \
+    --ops-def "$repo/include/amp/Runtime/Ops.def" -k conv || rc=1
   return $rc
 }
 
@@ -150,6 +157,15 @@ stage_train() {
   timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
     --device cuda --markdown "$out/train-step.md"
+}
+
+stage_train-find() {
+  # The CNN with measured convolution algorithms on both sides
+  # (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark).
+  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --models cnn --cudnn-benchmark \
+    --markdown "$out/train-step-find.md"
 }
 
 stage_train-bf16() {
@@ -195,7 +211,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-bf16|memcheck|profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-find|train-bf16|memcheck|profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

@@ -15,6 +15,10 @@ gen_fixtures.py), scaled to GPU sizes, are timed in one run:
   torch : the same torch module, eager fp32, and torch.autocast + GradScaler
           (fp16 on CUDA; bf16 autocast without a scaler on the CPU), AdamW.
 
+`run --cudnn-benchmark` lets both sides measure convolution algorithms
+(amp-run: AMPRT_CUDNN_FIND=1; PyTorch: cudnn.benchmark), `--models` picks
+models.
+
 `run --precision bf16` times bf16 instead on both sides: amp-run --amp=bf16
 (no loss scaling) against bf16 autocast without a GradScaler. The fixtures
 are opset 17, where Conv takes no bfloat16 (and ONNX Runtime's ConvGrad
@@ -101,7 +105,8 @@ def make(args) -> int:
 
 
 def amp_run_loop_seconds(amp_run: str, model_dir: Path, batch: int,
-                         steps: int, device: str, amp: str | None) -> float:
+                         steps: int, device: str, amp: str | None,
+                         env: dict | None = None) -> float:
     """Seconds amp-run spent in its training loop (its closing `steps/s`)."""
     cmd = [amp_run, str(model_dir / "training_model.onnx"),
            str(model_dir / "optimizer_model.onnx"), "--init", "1",
@@ -109,7 +114,8 @@ def amp_run_loop_seconds(amp_run: str, model_dir: Path, batch: int,
            "--device", device]
     if amp:
         cmd.append("--amp=" + amp)
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True,
+                         env={**os.environ, **(env or {})})
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-4000:]}")
     m = re.findall(r"([0-9.]+) steps/s", res.stdout + res.stderr)
@@ -122,19 +128,22 @@ def ours_step(args, model_dir: Path, batch: int, amp: str | None) -> float:
     # The difference of two loop times leaves out the first step's one-time
     # work (workspace allocation, library handles).
     lo, hi = args.steps_lo, args.steps_hi
+    env = {"AMPRT_CUDNN_FIND": "1"} if args.cudnn_benchmark else None
     best = float("inf")
     for _ in range(args.repeat):
-        t_lo = amp_run_loop_seconds(args.amp_run, model_dir, batch, lo, args.device, amp)
-        t_hi = amp_run_loop_seconds(args.amp_run, model_dir, batch, hi, args.device, amp)
+        t_lo = amp_run_loop_seconds(args.amp_run, model_dir, batch, lo, args.device, amp, env)
+        t_hi = amp_run_loop_seconds(args.amp_run, model_dir, batch, hi, args.device, amp, env)
         best = min(best, (t_hi - t_lo) / (hi - lo))
     return best
 
 
 def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
-               warmup: int, steps: int, precision: str = "fp16") -> float:
+               warmup: int, steps: int, precision: str = "fp16",
+               cudnn_benchmark: bool = False) -> float:
     import torch
     import gen_fixtures
 
+    torch.backends.cudnn.benchmark = cudnn_benchmark
     model_sizes = dict(sizes)
     model_sizes.pop("batch")
     model, example, _ = gen_fixtures.build_model(name, model_sizes)
@@ -187,6 +196,8 @@ def run(args) -> int:
     meta = json.loads((root / "sizes.json").read_text())
     rows, failed = [], []
     for name, sizes in meta["models"].items():
+        if args.models and name not in args.models:
+            continue
         batch = sizes["batch"]
         d = root / name
         try:
@@ -198,9 +209,9 @@ def run(args) -> int:
             failed.append(name)
             continue
         t32 = torch_step(name, sizes, batch, args.device, False, args.warmup,
-                         args.torch_steps)
+                         args.torch_steps, cudnn_benchmark=args.cudnn_benchmark)
         tamp = torch_step(name, sizes, batch, args.device, True, args.warmup,
-                          args.torch_steps, args.precision)
+                          args.torch_steps, args.precision, args.cudnn_benchmark)
         rows.append((name, batch, o32, oamp, t32, tamp))
         print(f"[{name}] ours fp32 {o32 * 1e3:.3f} ms, AMP {oamp * 1e3:.3f} ms; "
               f"torch fp32 {t32 * 1e3:.3f} ms, AMP {tamp * 1e3:.3f} ms", flush=True)
@@ -217,6 +228,9 @@ def run(args) -> int:
                      f"{so:.2f}x | {t32 * 1e3:.3f} | {tamp * 1e3:.3f} | {st:.2f}x | "
                      f"{oamp / tamp:.2f} |")
     print()
+    if args.cudnn_benchmark:
+        print("convolution algorithms measured: AMPRT_CUDNN_FIND=1 and "
+              "torch.backends.cudnn.benchmark = True")
     print(f"device {args.device}, preset {meta['preset']}, AMP {args.precision}, amp-run steps "
           f"{args.steps_lo}->{args.steps_hi} (best of {args.repeat}), torch "
           f"{args.torch_steps} steps after {args.warmup}")
@@ -252,6 +266,12 @@ def main() -> int:
     r.add_argument("--precision", choices=("fp16", "bf16"), default="fp16",
                    help="the low type of both AMP columns")
     r.add_argument("--markdown")
+    r.add_argument("--models", nargs="*", choices=MODELS,
+                   help="only these models of the artifacts")
+    r.add_argument("--cudnn-benchmark", action="store_true",
+                   help="both sides measure convolution algorithms: amp-run "
+                        "with AMPRT_CUDNN_FIND=1, PyTorch with "
+                        "torch.backends.cudnn.benchmark")
     args = ap.parse_args()
     return make(args) if args.cmd == "make" else run(args)
 

@@ -120,10 +120,13 @@ amprt_status cudaOpen(amprt_context *ctx) {
     cudaClose(ctx);
     return cudaFail(ctx, k, "cudaGetDevice", e);
   }
-  const char *tf32 = std::getenv("AMPRT_CUDA_ALLOW_TF32");
-  s->allowTf32 = tf32 && *tf32 && std::strcmp(tf32, "0") != 0;
-  const char *i64 = std::getenv("AMPRT_CUDA_INDEX64");
-  s->forceIndex64 = i64 && *i64 && std::strcmp(i64, "0") != 0;
+  auto envFlag = [](const char *name) {
+    const char *v = std::getenv(name);
+    return v && *v && std::strcmp(v, "0") != 0;
+  };
+  s->allowTf32 = envFlag("AMPRT_CUDA_ALLOW_TF32");
+  s->forceIndex64 = envFlag("AMPRT_CUDA_INDEX64");
+  s->cudnnFind = envFlag("AMPRT_CUDNN_FIND");
   struct Step {
     const char *what;
     cudaError_t err;

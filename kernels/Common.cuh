@@ -61,6 +61,10 @@ struct State {
   /// AMPRT_CUDA_INDEX64=1 (for tests): the strided copies take their 64-bit
   /// index path even for tensors that fit 32-bit offsets.
   bool forceIndex64 = false;
+  /// AMPRT_CUDNN_FIND=1: a convolution problem's algorithm is the fastest
+  /// that cuDNN measures on the first call (cudnnFind*AlgorithmEx, as
+  /// PyTorch's cudnn.benchmark), instead of the heuristics' first that runs.
+  bool cudnnFind = false;
   /// Gemm.cu's cuBLASLt plans (descriptors, layouts and the heuristic's
   /// algorithm) by problem: a GEMM seen before skips the descriptor set-up
   /// and the heuristic query, host work that can outlast a small product.

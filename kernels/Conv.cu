@@ -197,16 +197,19 @@ bool refused(cudnnStatus_t st) {
 }
 
 /// Runs exec(algo) with the algorithms cuDNN's heuristics rank for the
-/// problem, best first, skipping those that need more than the workspace
-/// and those that then refuse to run (the heuristics can offer one that
-/// answers CUDNN_STATUS_BAD_PARAM, e.g. for a 3-channel f16 input's
-/// backward filter). AMPRT_ERR_UNSUPPORTED, with what each one answered in
+/// problem (`get`), best first, skipping those that need more than the
+/// workspace and those that then refuse to run (the heuristics can offer
+/// one that answers CUDNN_STATUS_BAD_PARAM, e.g. for a 3-channel f16
+/// input's backward filter). With AMPRT_CUDNN_FIND=1 the ranking is
+/// cuDNN's measurement on the call's own buffers (`find`: every algorithm
+/// runs once, writing the call's output, which exec then writes again),
+/// fastest first. AMPRT_ERR_UNSUPPORTED, with what each one answered in
 /// `why`, when none ran. An answer outside BAD_PARAM and NOT_SUPPORTED (an
 /// execution failure, an internal error: the device, not the problem) is
 /// an error at once, not a reason to try the next algorithm or the CPU.
-template <typename Perf, typename Get, typename Exec>
+template <typename Perf, typename Get, typename Find, typename Exec>
 amprt_status runAlgos(amprt_context *ctx, const char *k,
-                      const std::string &key, Get get, Exec exec,
+                      const std::string &key, Get get, Find find, Exec exec,
                       std::string &why) {
   using Algo = decltype(Perf().algo);
   std::map<std::string, int> &cache = state(ctx).convAlgos;
@@ -225,7 +228,10 @@ amprt_status runAlgos(amprt_context *ctx, const char *k,
   }
   Perf perf[16];
   int found = 0;
-  AMPRT_DNN(ctx, k, get(perf, 16, &found));
+  if (state(ctx).cudnnFind)
+    AMPRT_DNN(ctx, k, find(perf, 16, &found));
+  else
+    AMPRT_DNN(ctx, k, get(perf, 16, &found));
   for (int i = 0; i < found; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS)
       continue;
@@ -339,6 +345,11 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
           return cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv,
                                                         c.y, n, found, p);
         },
+        [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
+          return cudnnFindConvolutionForwardAlgorithmEx(
+              h, c.x, x->data, c.w, w->data, c.conv, c.y, y->data, n, found,
+              p, S.workspace, S.workspaceBytes);
+        },
         [&](cudnnConvolutionFwdAlgo_t algo) {
           return cudnnConvolutionForward(h, &one, c.x, x->data, c.w, w->data,
                                          c.conv, algo, S.workspace,
@@ -365,6 +376,11 @@ amprt_status backwardData(amprt_context *ctx, const char *k, cudnnHandle_t h,
       [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w, c.y, c.conv,
                                                            c.x, n, found, p);
+      },
+      [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
+        return cudnnFindConvolutionBackwardDataAlgorithmEx(
+            h, c.w, w->data, c.y, dy->data, c.conv, c.x, dx->data, n, found,
+            p, S.workspace, S.workspaceBytes);
       },
       [&](cudnnConvolutionBwdDataAlgo_t algo) {
         return cudnnConvolutionBackwardData(h, &one, c.w, w->data, c.y,
@@ -426,6 +442,11 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
           [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, c.x, c.y, c.conv, c.w, n, found, p);
+          },
+          [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                h, c.x, x->data, c.y, dy->data, c.conv, c.w, dw->data, n,
+                found, p, S.workspace, S.workspaceBytes);
           },
           [&](cudnnConvolutionBwdFilterAlgo_t algo) {
             return cudnnConvolutionBackwardFilter(
