@@ -53,10 +53,7 @@ if [[ -z ${AMP_GS_STAGE:-} ]]; then
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
   py=${PYTHON:-python3}
-  export repo bundle out py
-else
-  # One stage, run by run_stage below under `timeout`.
-  tmo=$AMP_GS_TIMEOUT
+  export repo bundle out py SEEDS
 fi
 export PYTHONUNBUFFERED=1
 
@@ -80,7 +77,8 @@ fi
 
 failed=()
 skipped=()
-budget_end=$((SECONDS + ${BUDGET:-1000000}))
+# From the script's start (bash's SECONDS), the library search included.
+budget_end=${BUDGET:-1000000}
 run_stage() {
   local name=$1
   local left=$((budget_end - SECONDS))
@@ -93,9 +91,10 @@ run_stage() {
   ((t > left)) && t=$left
   echo "=== $name (at most $t s)"
   local t0=$SECONDS
-  # The stage runs in a child of this script, so that one timeout bounds
-  # all of its commands.
-  AMP_GS_STAGE=$name AMP_GS_TIMEOUT=$t timeout -k 10 "$t" bash "$0" \
+  # The stage runs in a child of this script under one timeout, which
+  # signals the child's whole process group: no command inside may start
+  # a `timeout` of its own (that would take it out of the group).
+  AMP_GS_STAGE=$name timeout -k 10 "$t" bash "$0" \
     > "$out/$name.log" 2>&1
   local rc=$?
   tail -n 25 "$out/$name.log"
@@ -131,30 +130,30 @@ import lit.llvm
 lit.llvm.initialize(lit_config, config)
 lit_config.load_config(config, "$repo/test/lit.cfg.py")
 EOF
-  timeout "$tmo" "$py" -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from lit.main import main; main()" \
+  "$py" -c "import sys; sys.path.insert(0, sys.argv.pop(1)); from lit.main import main; main()" \
     "$bundle/lit" -v -a "$bundle/test" --filter 'cuda' --show-unsupported
 }
 
 stage_seeds() {
   local rc=0 s
   for s in ${SEEDS:-11 22 33}; do
-    timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" --lib "$bundle/lib/libAmpRuntime.so" \
+    "$py" "$repo/test/python/runtime_cuda.py" --lib "$bundle/lib/libAmpRuntime.so" \
       --ops-def "$repo/include/amp/Runtime/Ops.def" --seed $s || rc=1
   done
   # The convolutions again with the algorithms cuDNN measures.
-  AMPRT_CUDNN_FIND=1 timeout "$tmo" "$py" "$repo/test/python/runtime_cuda.py" \
+  AMPRT_CUDNN_FIND=1 "$py" "$repo/test/python/runtime_cuda.py" \
     --lib "$bundle/lib/libAmpRuntime.so" \
     --ops-def "$repo/include/amp/Runtime/Ops.def" -k conv || rc=1
   return $rc
 }
 
 stage_kernels() {
-  timeout "$tmo" "$py" "$repo/bench/gpu_kernels.py" --lib "$bundle/lib/libAmpRuntime.so" \
+  "$py" "$repo/bench/gpu_kernels.py" --lib "$bundle/lib/libAmpRuntime.so" \
     --ops-def "$repo/include/amp/Runtime/Ops.def"
 }
 
 stage_train() {
-  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+  "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
     --device cuda --markdown "$out/train-step.md"
 }
@@ -162,20 +161,20 @@ stage_train() {
 stage_train-find() {
   # The CNN with measured convolution algorithms on both sides
   # (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark).
-  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+  "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
     --device cuda --models cnn --cudnn-benchmark \
     --markdown "$out/train-step-find.md"
 }
 
 stage_train-bf16() {
-  timeout "$tmo" "$py" "$repo/bench/train_step_bench.py" run \
+  "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
     --device cuda --precision bf16 --markdown "$out/train-step-bf16.md"
 }
 
 stage_memcheck() {
-  timeout "$tmo" compute-sanitizer --tool memcheck --leak-check no \
+  compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 3 "$py" "$repo/test/python/runtime_cuda.py" \
     --lib "$bundle/lib/libAmpRuntime.so" \
     --ops-def "$repo/include/amp/Runtime/Ops.def" --seed 44
@@ -190,12 +189,12 @@ stage_profile() {
       echo "== $(basename "$d") ${amp:-fp32} batch $m (first step left out)"
       # One step's calls: the count amp-run prints ("N + 1 runtime calls").
       local calls
-      calls=$(timeout "$tmo" "$bundle/bin/amp-run" "$d/training_model.onnx" \
+      calls=$("$bundle/bin/amp-run" "$d/training_model.onnx" \
                 "$d/optimizer_model.onnx" --init 1 --batch "$m" --steps 1 \
                 --data synthetic:1 --device cuda $amp --quiet 2>&1 |
               sed -n 's/.* \([0-9]*\) + \([0-9]*\) runtime calls.*/\1 \2/p' |
               awk '{print $1 + $2}')
-      AMPRT_PROFILE=1 AMPRT_PROFILE_SKIP=${calls:-0} timeout "$tmo" "$bundle/bin/amp-run" \
+      AMPRT_PROFILE=1 AMPRT_PROFILE_SKIP=${calls:-0} "$bundle/bin/amp-run" \
         "$d/training_model.onnx" "$d/optimizer_model.onnx" --init 1 \
         --batch "$m" --steps 30 --data synthetic:1 --device cuda $amp \
         --quiet 2>&1 | tail -n 40 || rc=1

@@ -41,7 +41,7 @@ rm -rf .gpu/artifacts
 # What the device tool sends: tracked and untracked-not-ignored files, plus
 # the carried .gpu/.
 tree=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } |
-        xargs -0 -r du -cb 2>/dev/null | tail -n 1 | cut -f1)
+        du -cb --files0-from=- 2>/dev/null | tail -n 1 | cut -f1)
 gpu=$(du -sb .gpu | cut -f1)
 total=$((tree + gpu))
 printf 'gpu-prep: working tree %d MiB + .gpu %d MiB = %d MiB of 64\n' \
