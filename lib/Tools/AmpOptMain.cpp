@@ -70,8 +70,8 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "amp-opt: the amp-mlir optimizer driver\n\n"
-      "Reads an ONNX model (.onnx, or any binary file not called .mlir, "
-      "such as .pb) or train-dialect MLIR, runs the given passes, and "
+      "Reads an ONNX model (.onnx, or any binary regular file not called "
+      ".mlir, such as .pb) or train-dialect MLIR, runs the given passes, and "
       "writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();

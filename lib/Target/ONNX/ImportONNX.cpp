@@ -42,6 +42,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fcntl.h>
+#include <optional>
 #include <queue>
 #include <unistd.h>
 
@@ -1666,16 +1667,19 @@ static bool isOrtFormat(StringRef head) {
   return head.size() >= 8 && head.substr(4, 4) == "ORTM";
 }
 
+/// `head`: the first bytes of the input (at most 8), when they could be
+/// read without consuming the stream (not from a pipe).
 static OwningOpRef<ModuleOp>
 importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
                  StringRef name, MLIRContext *ctx,
-                 const ImportOnnxOptions &options, StringRef head) {
+                 const ImportOnnxOptions &options,
+                 std::optional<StringRef> head) {
   Location loc = FileLineColLoc::get(ctx, name, 0, 0);
-  if (head.empty()) {
+  if (head && head->empty()) {
     emitError(loc) << "file is empty: not an ONNX model";
     return nullptr;
   }
-  if (isOrtFormat(head)) {
+  if (head && isOrtFormat(*head)) {
     emitError(loc) << "an ONNX Runtime ORT-format model (FlatBuffer 'ORTM'), "
                       "not ONNX: give the .onnx model it was made from "
                       "(generate_artifacts writes one next to each .ort)";
@@ -1726,27 +1730,38 @@ OwningOpRef<ModuleOp> amp::importOnnxFile(StringRef path, MLIRContext *context,
     emitError(loc) << "cannot open file: " << std::strerror(errno);
     return nullptr;
   }
+  // The first bytes, without consuming them (a pipe cannot be peeked: its
+  // head stays unknown and protobuf's parse speaks for it).
   char head[8];
   ssize_t got = ::pread(fd, head, sizeof(head), 0);
+  std::optional<StringRef> headBytes;
+  if (got >= 0)
+    headBytes = StringRef(head, size_t(got));
   OwningOpRef<ModuleOp> result;
   {
     google::protobuf::io::FileInputStream stream(fd, 1 << 20);
-    result = importFromStream(stream, path, context, options,
-                              StringRef(head, got > 0 ? size_t(got) : 0));
+    result = importFromStream(stream, path, context, options, headBytes);
   }
   ::close(fd);
   return result;
 }
 
 bool amp::startsLikeBinaryModel(StringRef path) {
+  // Only a regular file can be looked at without taking bytes from the
+  // parse that follows (a pipe or /dev/fd/N cannot).
+  if (!llvm::sys::fs::is_regular_file(path))
+    return false;
   int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return false;
-  unsigned char first;
-  ssize_t got = ::read(fd, &first, 1);
+  char head[8];
+  ssize_t got = ::pread(fd, head, sizeof(head), 0);
   ::close(fd);
-  if (got != 1)
+  if (got < 1)
     return false;
+  if (isOrtFormat(StringRef(head, size_t(got))))
+    return true;
+  unsigned char first = head[0];
   bool text = (first >= 0x20 && first < 0x7f) || first == '\t' ||
               first == '\n' || first == '\r';
   return !text;

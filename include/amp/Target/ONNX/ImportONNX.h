@@ -38,12 +38,13 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxFile(llvm::StringRef path, mlir::MLIRContext *context,
                const ImportOnnxOptions &options = {});
 
-/// Whether the file at `path` starts like a binary model rather than text:
-/// its first byte is not printable ASCII or white space (a serialized
-/// ModelProto starts with a field tag, ir_version's 0x08 first; an ONNX
-/// Runtime ORT-format model with a FlatBuffer offset). For tools that take
-/// ONNX or MLIR whatever the file is called (`model.pb`). False when the
-/// file cannot be read or is empty.
+/// Whether the regular file at `path` starts like a binary model rather
+/// than text: an ONNX Runtime ORT-format model (FlatBuffer identifier
+/// "ORTM"), or a first byte that is not printable ASCII or white space (a
+/// serialized ModelProto starts with a field tag, ir_version's 0x08
+/// first). For tools that take ONNX or MLIR whatever the file is called
+/// (`model.pb`). False when the file is not a regular file (a pipe cannot
+/// be looked at without consuming it), cannot be read or is empty.
 bool startsLikeBinaryModel(llvm::StringRef path);
 
 /// Registers the `--import-onnx` translation.
