@@ -33,6 +33,7 @@
 #include "amp/Execution/OrtCheckpoint.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -388,6 +389,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
   if (const FbPropertyBag *bag = ckpt->propertyBag()) {
     // One name, one value, across the three kinds (ORT keeps them in one
     // map).
+    StringSet<> propertyNames;
     auto readList = [&](const auto *list, auto &into) -> Error {
       if (!list)
         return Error::success();
@@ -395,7 +397,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
         std::string name = p->name() ? p->name()->str() : "";
         if (name.empty())
           return failure(path, "a property without a name");
-        if (!seen.insert("property " + name).second)
+        if (!propertyNames.insert(name).second)
           return failure(path, "property '" + name + "' appears twice");
         if constexpr (std::is_same_v<std::decay_t<decltype(into)>,
                                      std::map<std::string, std::string>>) {
@@ -422,7 +424,8 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
   return out;
 }
 
-Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
+Error amp::exec::encodeOrtCheckpoint(
+    const OrtCheckpoint &c, function_ref<Error(StringRef bytes)> write) {
   // Everything goes into one buffer, which FlatBuffers' 32-bit offsets cap
   // just under 2 GB; leave room for the tables around the data.
   uint64_t total = 0;
@@ -463,8 +466,8 @@ Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
 
   flatbuffers::FlatBufferBuilder b(size_t(total) + 1024);
   using Off = flatbuffers::Offset<void>;
-  auto tensor = [&](const OrtCheckpointTensor &t) {
-    auto name = b.CreateString(t.name);
+  auto tensor = [&](const OrtCheckpointTensor &t, StringRef nameAs) {
+    auto name = b.CreateString(nameAs.data(), nameAs.size());
     auto dims = b.CreateVector(t.dims);
     // 16-byte aligned data, so a reader may view it as floats in place.
     b.ForceVectorAlignment(t.data.size(), 1, 16);
@@ -481,7 +484,7 @@ Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
     std::vector<Off> offs;
     for (const OrtCheckpointTensor &t : c.params)
       if (t.trainable == trainable)
-        offs.push_back(tensor(t));
+        offs.push_back(tensor(t, t.name));
     return b.CreateVector(offs);
   };
   auto requiresGrad = tensors(true);
@@ -495,17 +498,16 @@ Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
 
   Off groups;
   if (c.optimizerStep) {
+    StringMap<std::vector<const OrtCheckpointMoment *>> momentsOf;
+    for (const OrtCheckpointMoment &m : c.moments)
+      momentsOf[m.param].push_back(&m);
     std::vector<Off> states;
     for (const OrtCheckpointTensor &p : c.params) {
       if (!p.trainable)
         continue;
       std::vector<Off> moments;
-      for (const OrtCheckpointMoment &m : c.moments)
-        if (m.param == p.name) {
-          OrtCheckpointTensor t = m.tensor;
-          t.name = m.moment;
-          moments.push_back(tensor(t));
-        }
+      for (const OrtCheckpointMoment *m : momentsOf.lookup(p.name))
+        moments.push_back(tensor(m->tensor, m->moment));
       auto paramName = b.CreateString(p.name);
       auto momentList = b.CreateVector(moments);
       auto start = b.StartTable();
@@ -563,6 +565,6 @@ Expected<std::string> amp::exec::encodeOrtCheckpoint(const OrtCheckpoint &c) {
   if (!bag.IsNull())
     b.AddOffset(slot(3), bag);
   b.Finish(Off(b.EndTable(start)), kIdentifier);
-  return std::string(reinterpret_cast<const char *>(b.GetBufferPointer()),
-                     b.GetSize());
+  return write(StringRef(reinterpret_cast<const char *>(b.GetBufferPointer()),
+                         b.GetSize()));
 }

@@ -700,6 +700,15 @@ llvm::Error Trainer::load() {
     ortStep = c->optimizerStep;
     ortMoments = std::move(c->moments);
     ortProperties = std::move(c->properties);
+    // ORT's Optimizer, too, takes its learning rate from the user, not
+    // from the checkpoint: say so when they differ.
+    if (ortStep && !opts.lrGiven && c->initialLearningRate > 0 &&
+        float(opts.lr) != c->initialLearningRate)
+      status << "amp-run: note: " << opts.weights
+             << " was saved with learning rate "
+             << llvm::format("%g", double(c->initialLearningRate))
+             << "; this run uses " << llvm::format("%g", opts.lr)
+             << " (--lr)\n";
     for (OrtCheckpointTensor &t : c->params) {
       HostTensor h;
       h.dtype = dtypeOfOnnx(t.onnxType);
@@ -1044,6 +1053,11 @@ llvm::Error Trainer::load() {
                     name + "'");
       }
       const Port &p = trainProg->inputs()[trainProg->findInput(name)];
+      if (p.shape.empty())
+        return fail("data: graph input '" + name +
+                    "' is a scalar, which cannot be fed samples along axis "
+                    "0; give it with --weights, or as a constant in the "
+                    "graph");
       if (t.dtype != p.dtype)
         return fail(Twine("data for '") + name + "' is " +
                     amprt_dtype_name(t.dtype) + ", the graph wants " +
@@ -1058,9 +1072,10 @@ llvm::Error Trainer::load() {
           return s + "]";
         };
         return fail("data for '" + name + "' has shape " + dims(t.shape) +
-                    ": samples of " +
-                    dims(ArrayRef<int64_t>(t.shape).drop_front(
-                        t.shape.empty() ? 0 : 1)) +
+                    (t.shape.empty()
+                         ? std::string(": a scalar, not samples")
+                         : ": samples of " +
+                               dims(ArrayRef<int64_t>(t.shape).drop_front())) +
                     ", the graph input wants samples of " +
                     dims(ArrayRef<int64_t>(p.shape).drop_front()) +
                     " (samples along axis 0)");
@@ -1246,7 +1261,10 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
   }
   c.optimizerStep = int64_t(optimizerStep);
   c.initialLearningRate = float(opts.lr);
-  // The loss-scaler state, which ORT's checkpoint has no field for.
+  // The properties of a checkpoint given as --weights go on (an epoch
+  // count, a best score); then the loss-scaler state, which ORT's
+  // checkpoint has no field for.
+  c.properties = ortProperties;
   auto scalar = [&](StringRef key, int32_t dtype, void *v, size_t n) {
     auto it = state.find(key);
     if (it == state.end() || it->second->dtype != dtype ||
@@ -1261,10 +1279,15 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
     c.properties.floats["amp.loss_scale"] = scale;
   if (scalar("amp.growth_tracker", AMPRT_I64, &tracker, 8))
     c.properties.ints["amp.growth_tracker"] = tracker;
-  auto bytes = encodeOrtCheckpoint(c);
-  if (!bytes)
-    return fail(path + ": " + llvm::toString(bytes.takeError()));
-  return writeAtomically(path, *bytes);
+  // Errors of the encoding get the path; writeAtomically's name it.
+  bool encoded = false;
+  llvm::Error e = encodeOrtCheckpoint(c, [&](StringRef bytes) {
+    encoded = true;
+    return writeAtomically(path, bytes);
+  });
+  if (e && !encoded)
+    return fail(path + ": " + llvm::toString(std::move(e)));
+  return e;
 }
 
 llvm::Error Trainer::writeWeights(StringRef path) {

@@ -146,6 +146,7 @@ int main(int argc, char **argv) {
     o.ampMode = amp::train::getAMPModeName(*mode).str();
   }
   o.lr = lr;
+  o.lrGiven = lr.getNumOccurrences() > 0;
   o.logPath = log;
   o.outPath = out;
   o.checkpointPath = checkpoint;

@@ -17,6 +17,7 @@
 #ifndef AMP_EXECUTION_ORTCHECKPOINT_H
 #define AMP_EXECUTION_ORTCHECKPOINT_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -87,8 +88,11 @@ llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
 /// with the moments `moments` lists for it), and the property bag. Fails
 /// when a tensor's data does not match its type and dims, or when the
 /// whole does not fit in one FlatBuffer (2 GB; ORT keeps larger models'
-/// tensors in an external file).
-llvm::Expected<std::string> encodeOrtCheckpoint(const OrtCheckpoint &ckpt);
+/// tensors in an external file). The bytes go to `write`, which returns
+/// encodeOrtCheckpoint's result.
+llvm::Error
+encodeOrtCheckpoint(const OrtCheckpoint &ckpt,
+                    llvm::function_ref<llvm::Error(llvm::StringRef bytes)> write);
 
 } // namespace amp::exec
 

@@ -47,6 +47,7 @@ struct TrainOptions {
   /// (without: bf16 has fp32's exponent range, as PyTorch uses it).
   std::string ampMode = "fp16";
   double lr = 1e-3;
+  bool lrGiven = false; ///< lr came from the command line
   /// Gradient accumulation: the optimizer runs every `accumulate` steps on
   /// the gradients summed over them (steps must be a multiple).
   int64_t accumulate = 1;
