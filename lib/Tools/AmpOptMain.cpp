@@ -27,6 +27,8 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -45,13 +47,23 @@ static bool isOnnxPath(llvm::StringRef path) {
   return path.ends_with_insensitive(".onnx");
 }
 
-/// An input is ONNX when it is called .onnx, or when a file not called
+/// An input is ONNX when it is called .onnx, or when an input not called
 /// .mlir starts like a binary model (ONNX models are often .pb; an ORT
-/// format .ort gets the importer's explanation, not MLIR's parse error).
-static bool isOnnxInput(llvm::StringRef path) {
+/// format .ort gets the importer's explanation, not MLIR's parse error). A
+/// regular file is looked at in place (and an ONNX one streamed from disk);
+/// stdin ("-") and pipes are read once into `preread` and judged by it.
+static bool isOnnxInput(llvm::StringRef path,
+                        std::unique_ptr<llvm::MemoryBuffer> &preread,
+                        std::string &errorMessage) {
+  bool mlirName = path.ends_with_insensitive(".mlir");
+  if (path != "-" && llvm::sys::fs::is_regular_file(path))
+    return isOnnxPath(path) || (!mlirName && amp::startsLikeBinaryModel(path));
+  preread = openInputFile(path, &errorMessage);
+  if (!preread)
+    return false;
   return isOnnxPath(path) ||
-         (path != "-" && !path.ends_with_insensitive(".mlir") &&
-          amp::startsLikeBinaryModel(path));
+         (!mlirName && amp::isBinaryModelHead(
+                           preread->getBuffer().take_front(8)));
 }
 
 /// The AMP pass leaves the casts it inserts unnamed; the ONNX exporter names
@@ -70,13 +82,24 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "amp-opt: the amp-mlir optimizer driver\n\n"
-      "Reads an ONNX model (.onnx, or any binary regular file not called "
-      ".mlir, such as .pb) or train-dialect MLIR, runs the given passes, and "
+      "Reads an ONNX model (.onnx, or any binary input not called .mlir, "
+      "such as .pb or stdin) or train-dialect MLIR, runs the given passes, and "
       "writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
-  bool onnxInput = isOnnxInput(inputFilename);
+  std::unique_ptr<llvm::MemoryBuffer> preread;
+  std::string readError;
+  bool onnxInput = isOnnxInput(inputFilename, preread, readError);
+  if (!readError.empty()) {
+    llvm::errs() << readError << "\n";
+    return 1;
+  }
+  // The input as a buffer: the one read already, or the file.
+  auto inputBuffer = [&](std::string &errorMessage) {
+    return preread ? std::move(preread)
+                   : openInputFile(inputFilename, &errorMessage);
+  };
   if (!onnxInput && !isOnnxPath(outputFilename)) {
     config.setPassPipelineSetupFn(
         [base = config](PassManager &pm) -> LogicalResult {
@@ -86,7 +109,7 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
           return success();
         });
     std::string errorMessage;
-    auto file = openInputFile(inputFilename, &errorMessage);
+    auto file = inputBuffer(errorMessage);
     if (!file) {
       llvm::errs() << errorMessage << "\n";
       return 1;
@@ -117,11 +140,13 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   OwningOpRef<ModuleOp> module;
   TimingScope inputTiming =
       timing.nest(onnxInput ? "Import ONNX" : "Parser");
-  if (onnxInput) {
+  if (onnxInput && preread) {
+    module = importOnnxModel(preread->getMemBufferRef(), &context);
+  } else if (onnxInput) {
     module = importOnnxFile(inputFilename, &context);
   } else {
     std::string errorMessage;
-    auto file = openInputFile(inputFilename, &errorMessage);
+    auto file = inputBuffer(errorMessage);
     if (!file) {
       llvm::errs() << errorMessage << "\n";
       return 1;

@@ -1757,9 +1757,13 @@ bool amp::startsLikeBinaryModel(StringRef path) {
   char head[8];
   ssize_t got = ::pread(fd, head, sizeof(head), 0);
   ::close(fd);
-  if (got < 1)
+  return got > 0 && isBinaryModelHead(StringRef(head, size_t(got)));
+}
+
+bool amp::isBinaryModelHead(StringRef head) {
+  if (head.empty())
     return false;
-  if (isOrtFormat(StringRef(head, size_t(got))))
+  if (isOrtFormat(head))
     return true;
   unsigned char first = head[0];
   bool text = (first >= 0x20 && first < 0x7f) || first == '\t' ||

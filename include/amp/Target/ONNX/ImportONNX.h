@@ -47,6 +47,10 @@ importOnnxFile(llvm::StringRef path, mlir::MLIRContext *context,
 /// be looked at without consuming it), cannot be read or is empty.
 bool startsLikeBinaryModel(llvm::StringRef path);
 
+/// The same test on a model's first bytes (at least the first 8, when the
+/// input has them).
+bool isBinaryModelHead(llvm::StringRef head);
+
 /// Registers the `--import-onnx` translation.
 void registerFromOnnxTranslation();
 
