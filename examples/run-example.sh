@@ -3,7 +3,9 @@
 # onnxruntime-training's generate_artifacts goes into the train dialect and
 # comes back out as ONNX, identical to the original; then the AMP and
 # loss-scaling passes rewrite it for fp16 and the result is checked with
-# onnx.checker and strict shape inference.
+# onnx.checker and strict shape inference; last, amp-run trains the pair
+# in AMP for 20 steps on the CPU backend and writes the weights (ONNX) and
+# onnxruntime-training's checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -31,4 +33,18 @@ assert {"amp.loss_scale", "amp.growth_tracker"} <= {i.name for i in m.graph.inpu
 assert "amp.all_finite" in {o.name for o in m.graph.output}
 print(f"   valid ONNX: {len(m.graph.node)} nodes, "
       f"{sum(n.op_type == 'Cast' for n in m.graph.node)} casts")
+PY
+OPT=test/Inputs/fixtures/mlp/optimizer_model.onnx
+echo "== amp-run $IN $OPT --amp --steps 20 (the runtime's CPU backend)"
+"$BIN/amp-run" "$IN" "$OPT" --amp --batch 8 --steps 20 --data synthetic:1 \
+  --log "$OUT_DIR/loss.csv" --ort-checkpoint "$OUT_DIR/checkpoint" \
+  -o "$OUT_DIR/trained.onnx"
+"${PYTHON:-python3}" - "$OUT_DIR/loss.csv" "$OUT_DIR/trained.onnx" <<'PY'
+import csv, sys, onnx
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 20 and all(r["all_finite"] == "1" for r in rows)
+m = onnx.load(sys.argv[2])
+print(f"   20 steps: loss {float(rows[0]['loss']):.4f} -> {float(rows[-1]['loss']):.4f}, "
+      f"scale {rows[-1]['loss_scale']}; {len(m.graph.initializer)} trained weights "
+      f"in {sys.argv[2]}, onnxruntime-training's checkpoint beside it")
 PY
