@@ -480,6 +480,29 @@ private:
   llvm::StringMap<int64_t> classCounts;
 };
 
+/// The ONNX op_type of a node, typed or generic ("" for other ops).
+StringRef opTypeOf(Operation *op) {
+  auto node = dyn_cast<train::OnnxNodeOpInterface>(op);
+  return node ? node.getOnnxOpType() : StringRef();
+}
+
+/// The optimizer nodes the lowering implements (TrainToRuntime.cpp):
+/// onnxruntime-training's, ai.onnx.preview.training's, and Deeploy's
+/// default-domain SGD.
+constexpr StringLiteral kOptimizerOps[] = {
+    "AdamWOptimizer", "AdamOptimizer", "SGDOptimizerV2", "Adam",
+    "Adagrad",        "Momentum",      "SGD"};
+
+bool containsOptimizer(ModuleOp module) {
+  return module
+      .walk([](Operation *op) {
+        return llvm::is_contained(kOptimizerOps, opTypeOf(op))
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// Frozen integer parameters never change: no gradient, no "<name>.out"
 /// written back, and the optimizer updates floats only. Their uses read an
 /// initializer holding the value instead, so that shape computations over
@@ -501,12 +524,10 @@ void inlineFrozenIntegers(train::GraphOp graph,
   // The ops whose lowering updates an input in place (the in-place
   // kernels of PlannedCalls.cpp: accumulators and optimizers).
   auto updatesInPlace = [](Operation *op) {
-    auto node = dyn_cast<train::NodeOp>(op);
-    StringRef t = node ? node.getOpType() : op->getName().stripDialect();
-    return llvm::is_contained(
-        {"InPlaceAccumulator", "InPlaceAccumulatorV2", "AdamOptimizer",
-         "AdamWOptimizer", "SGDOptimizerV2", "Adam", "Adagrad", "Momentum"},
-        t);
+    StringRef t = opTypeOf(op);
+    return llvm::is_contained(kOptimizerOps, t) ||
+           llvm::is_contained({"InPlaceAccumulator", "InPlaceAccumulatorV2"},
+                              t);
   };
   OpBuilder b(graph.getContext());
   b.setInsertionPointToStart(&graph.getBody().front());
@@ -646,6 +667,19 @@ llvm::Error Trainer::load() {
     optMod = importOnnxFile(opts.optimizerModel, &mctx);
     if (!optMod)
       return fail(opts.optimizerModel + ": import failed");
+    // The pair in its order: an optimizer model updates the parameters
+    // through an optimizer node, a training model has none. (Given the eval
+    // model instead, amp-run would run it as the "optimizer" and never
+    // update a weight.)
+    if (containsOptimizer(*trainMod) && !containsOptimizer(*optMod))
+      return fail(opts.trainingModel + " holds the optimizer and " +
+                  opts.optimizerModel + " does not: give the training "
+                  "model first, then the optimizer model");
+    if (!containsOptimizer(*optMod))
+      return fail(opts.optimizerModel + ": no optimizer node (" +
+                  llvm::join(std::begin(kOptimizerOps), std::end(kOptimizerOps), ", ") +
+                  "): give the optimizer model generate_artifacts wrote (not "
+                  "the eval or forward model)");
     if (opts.amp) {
       std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
       if (!mode)
