@@ -312,6 +312,10 @@ llvm::Expected<Checkpoint> decode(StringRef path) {
     return fail(path + ": not a valid amp-run checkpoint (" + why +
                 "); nothing was loaded");
   };
+  if (isOrtCheckpoint(s))
+    return fail(path + ": onnxruntime-training's checkpoint, not amp-run's: "
+                       "give it as --weights (parameters and optimizer "
+                       "state are read from it)");
   if (s.size() < 24 || std::memcmp(s.data(), kMagic, 8) != 0)
     return bad("bad magic");
   uint64_t n;
@@ -693,6 +697,31 @@ llvm::Error Trainer::load() {
         return fail("the AMP + loss-scaling pipeline failed");
     }
     graph = *trainMod->getOps<train::GraphOp>().begin();
+    // --dims names symbolic dims of the training graph's inputs: a name
+    // that none has (a typo) or a value that --batch contradicts is an
+    // error, not ignored.
+    llvm::StringSet<> symbols;
+    std::string symbolList;
+    for (unsigned i = 0; i < graph.getNumArguments(); ++i)
+      if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+        for (Attribute a : d)
+          if (auto s = dyn_cast<StringAttr>(a))
+            if (!s.getValue().empty() && symbols.insert(s.getValue()).second)
+              symbolList += (symbolList.empty() ? "" : ", ") + s.str();
+    SmallVector<StringRef> entries;
+    StringRef(opts.dims).split(entries, ',', -1, /*KeepEmpty=*/false);
+    llvm::StringMap<StringRef> bound;
+    for (StringRef e : entries) {
+      auto [name, value] = e.split('=');
+      name = name.trim();
+      if (!symbols.contains(name))
+        return fail("--dims " + e + ": no input of " + opts.trainingModel +
+                    " has a symbolic dim '" + name + "' (" +
+                    (symbolList.empty() ? "it has none"
+                                        : "its symbolic dims: " + symbolList) +
+                    ")");
+      bound[name] = value.trim();
+    }
     // Bind the leading symbolic dim of the graph inputs to --batch.
     std::string dims = opts.dims;
     if (opts.batch > 0) {
@@ -703,6 +732,14 @@ llvm::Error Trainer::load() {
             if (auto s = dyn_cast<StringAttr>(d[0]))
               if (!s.getValue().empty() && !seen[s.getValue()]) {
                 seen[s.getValue()] = true;
+                auto given = bound.find(s.getValue());
+                if (given != bound.end()) {
+                  if (given->second != std::to_string(opts.batch))
+                    return fail("--batch " + Twine(opts.batch) +
+                                " and --dims " + s.getValue() + "=" +
+                                given->second + " disagree");
+                  continue;
+                }
                 dims += (dims.empty() ? "" : ",") + s.str() + "=" +
                         std::to_string(opts.batch);
               }
@@ -814,6 +851,10 @@ llvm::Error Trainer::load() {
     seqTypes.push_back(
         TypeAttr::get(RankedTensorType::get(in.shape, in.elem)));
   }
+  if (params.empty() && !resumed.empty())
+    return fail(opts.resumePath + ": none of its parameters is an input of " +
+                opts.trainingModel +
+                " (a checkpoint of another model?); nothing was loaded");
   if (params.empty())
     return fail("no parameters: give --weights <model.onnx> whose "
                 "initializers are named like the training graph's inputs "
