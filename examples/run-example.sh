@@ -36,7 +36,8 @@ print(f"   valid ONNX: {len(m.graph.node)} nodes, "
 PY
 OPT=test/Inputs/fixtures/mlp/optimizer_model.onnx
 echo "== amp-run $IN $OPT --amp --steps 20 (the runtime's CPU backend)"
-"$BIN/amp-run" "$IN" "$OPT" --amp --batch 8 --steps 20 --data synthetic:1 \
+"$BIN/amp-run" "$IN" "$OPT" --weights test/Inputs/fixtures/mlp/checkpoint \
+  --amp --batch 8 --steps 20 --data synthetic:1 \
   --log "$OUT_DIR/loss.csv" --ort-checkpoint "$OUT_DIR/checkpoint" \
   -o "$OUT_DIR/trained.onnx"
 "${PYTHON:-python3}" - "$OUT_DIR/loss.csv" "$OUT_DIR/trained.onnx" <<'PY'

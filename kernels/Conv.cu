@@ -145,6 +145,14 @@ amprt_status tensorDesc(amprt_context *ctx, const char *k, const Geometry &s,
   return AMPRT_OK;
 }
 
+/// The math type of a convolution of dtype dt: Tensor Cores for f16/bf16;
+/// for f32, FMA unless TF32 is allowed.
+cudnnMathType_t convMath(amprt_context *ctx, int32_t dt) {
+  return dt != AMPRT_F32           ? CUDNN_TENSOR_OP_MATH
+         : state(ctx).allowTf32 ? CUDNN_DEFAULT_MATH
+                                : CUDNN_FMA_MATH;
+}
+
 amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
                       int32_t dt, Conv &c) {
   const Window &g = s.g;
@@ -177,10 +185,7 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
                                               CUDNN_DATA_FLOAT));
   }
   AMPRT_DNN(ctx, k, cudnnSetConvolutionGroupCount(c.conv, int(s.G)));
-  cudnnMathType_t math = dt != AMPRT_F32 ? CUDNN_TENSOR_OP_MATH
-                         : state(ctx).allowTf32 ? CUDNN_DEFAULT_MATH
-                                                : CUDNN_FMA_MATH;
-  AMPRT_DNN(ctx, k, cudnnSetConvolutionMathType(c.conv, math));
+  AMPRT_DNN(ctx, k, cudnnSetConvolutionMathType(c.conv, convMath(ctx, dt)));
   return tensorDesc(ctx, k, s, c.y, t, g.N, s.M, g.Do, g.Ho, g.Wo);
 }
 
@@ -203,14 +208,16 @@ bool refused(cudnnStatus_t st) {
 /// input's backward filter). With AMPRT_CUDNN_FIND=1 the ranking is
 /// cuDNN's measurement on the call's own buffers (`find`: every algorithm
 /// runs once, writing the call's output, which exec then writes again),
-/// fastest first. AMPRT_ERR_UNSUPPORTED, with what each one answered in
-/// `why`, when none ran. An answer outside BAD_PARAM and NOT_SUPPORTED (an
+/// fastest first, keeping only the entries timed with the descriptor's
+/// math type `math` (what exec runs); the heuristics' ranking when the
+/// measurement fails or none of its entries runs. AMPRT_ERR_UNSUPPORTED,
+/// with what each one answered in `why`, when none ran. An answer outside BAD_PARAM and NOT_SUPPORTED (an
 /// execution failure, an internal error: the device, not the problem) is
 /// an error at once, not a reason to try the next algorithm or the CPU.
 template <typename Perf, typename Get, typename Find, typename Exec>
 amprt_status runAlgos(amprt_context *ctx, const char *k,
-                      const std::string &key, Get get, Find find, Exec exec,
-                      std::string &why) {
+                      const std::string &key, cudnnMathType_t math, Get get,
+                      Find find, Exec exec, std::string &why) {
   using Algo = decltype(Perf().algo);
   std::map<std::string, int> &cache = state(ctx).convAlgos;
   auto fault = [&](Algo algo, cudnnStatus_t st) {
@@ -228,28 +235,38 @@ amprt_status runAlgos(amprt_context *ctx, const char *k,
   }
   Perf perf[16];
   int found = 0;
-  if (state(ctx).cudnnFind)
-    AMPRT_DNN(ctx, k, find(perf, 16, &found));
-  else
-    AMPRT_DNN(ctx, k, get(perf, 16, &found));
-  for (int i = 0; i < found; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS)
-      continue;
-    why += " algo " + std::to_string(int(perf[i].algo)) + ": ";
-    if (perf[i].memory > state(ctx).workspaceBytes) {
-      why += "needs " + std::to_string(perf[i].memory) + " bytes;";
-      continue;
+  // Tries the ranked entries in order (with `sameMath`, only those timed
+  // with the descriptor's math type); OK once one ran, a fault at once,
+  // AMPRT_ERR_UNSUPPORTED when none ran.
+  auto tryRanked = [&](int n, bool sameMath) -> amprt_status {
+    for (int i = 0; i < n; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS ||
+          (sameMath && perf[i].mathType != math))
+        continue;
+      why += " algo " + std::to_string(int(perf[i].algo)) + ": ";
+      if (perf[i].memory > state(ctx).workspaceBytes) {
+        why += "needs " + std::to_string(perf[i].memory) + " bytes;";
+        continue;
+      }
+      cudnnStatus_t st = exec(perf[i].algo);
+      if (st == CUDNN_STATUS_SUCCESS) {
+        cache[key] = int(perf[i].algo);
+        return AMPRT_OK;
+      }
+      if (!refused(st))
+        return fault(perf[i].algo, st);
+      why += std::string(cudnnGetErrorString(st)) + ";";
     }
-    cudnnStatus_t st = exec(perf[i].algo);
-    if (st == CUDNN_STATUS_SUCCESS) {
-      cache[key] = int(perf[i].algo);
-      return AMPRT_OK;
-    }
-    if (!refused(st))
-      return fault(perf[i].algo, st);
-    why += std::string(cudnnGetErrorString(st)) + ";";
+    return AMPRT_ERR_UNSUPPORTED;
+  };
+  if (state(ctx).cudnnFind && find(perf, 16, &found) == CUDNN_STATUS_SUCCESS) {
+    amprt_status st = tryRanked(found, /*sameMath=*/true);
+    if (st != AMPRT_ERR_UNSUPPORTED)
+      return st;
+    found = 0; // nothing measured ran: the heuristics' ranking
   }
-  return AMPRT_ERR_UNSUPPORTED;
+  AMPRT_DNN(ctx, k, get(perf, 16, &found));
+  return tryRanked(found, /*sameMath=*/false);
 }
 
 /// No cuDNN algorithm ran the call: it runs on the CPU (managed memory),
@@ -340,7 +357,7 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
     State &S = state(ctx);
     std::string why;
     amprt_status st = runAlgos<cudnnConvolutionFwdAlgoPerf_t>(
-        ctx, k, algoKey('f', dt, s),
+        ctx, k, algoKey('f', dt, s), convMath(ctx, dt),
         [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
           return cudnnGetConvolutionForwardAlgorithm_v7(h, c.x, c.w, c.conv,
                                                         c.y, n, found, p);
@@ -372,7 +389,7 @@ amprt_status backwardData(amprt_context *ctx, const char *k, cudnnHandle_t h,
   float one = 1.f, zero = 0.f;
   State &S = state(ctx);
   return runAlgos<cudnnConvolutionBwdDataAlgoPerf_t>(
-      ctx, k, algoKey('d', dt, s),
+      ctx, k, algoKey('d', dt, s), convMath(ctx, dt),
       [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c.w, c.y, c.conv,
                                                            c.x, n, found, p);
@@ -438,7 +455,7 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     if (dw) {
       std::string why;
       amprt_status st = runAlgos<cudnnConvolutionBwdFilterAlgoPerf_t>(
-          ctx, k, algoKey('w', dt, s),
+          ctx, k, algoKey('w', dt, s), convMath(ctx, dt),
           [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
                 h, c.x, c.y, c.conv, c.w, n, found, p);

@@ -491,18 +491,25 @@ StringRef opTypeOf(Operation *op) {
 }
 
 /// The optimizer nodes the lowering implements (TrainToRuntime.cpp):
-/// onnxruntime-training's, ai.onnx.preview.training's, and Deeploy's
-/// default-domain SGD.
-constexpr StringLiteral kOptimizerOps[] = {
-    "AdamWOptimizer", "AdamOptimizer", "SGDOptimizerV2", "Adam",
-    "Adagrad",        "Momentum",      "SGD"};
+/// onnxruntime-training's and Deeploy's default-domain SGD.
+constexpr StringLiteral kLoweredOptimizerOps[] = {
+    "AdamWOptimizer", "AdamOptimizer", "SGDOptimizerV2", "SGD"};
+/// ai.onnx.preview.training's optimizers: optimizer nodes too (the
+/// lowering names them as unimplemented).
+constexpr StringLiteral kPreviewOptimizerOps[] = {"Adam", "Adagrad",
+                                                  "Momentum"};
+
+bool isOptimizerOp(Operation *op) {
+  StringRef t = opTypeOf(op);
+  return llvm::is_contained(kLoweredOptimizerOps, t) ||
+         llvm::is_contained(kPreviewOptimizerOps, t);
+}
 
 bool containsOptimizer(ModuleOp module) {
   return module
       .walk([](Operation *op) {
-        return llvm::is_contained(kOptimizerOps, opTypeOf(op))
-                   ? WalkResult::interrupt()
-                   : WalkResult::advance();
+        return isOptimizerOp(op) ? WalkResult::interrupt()
+                                 : WalkResult::advance();
       })
       .wasInterrupted();
 }
@@ -528,10 +535,9 @@ void inlineFrozenIntegers(train::GraphOp graph,
   // The ops whose lowering updates an input in place (the in-place
   // kernels of PlannedCalls.cpp: accumulators and optimizers).
   auto updatesInPlace = [](Operation *op) {
-    StringRef t = opTypeOf(op);
-    return llvm::is_contained(kOptimizerOps, t) ||
+    return isOptimizerOp(op) ||
            llvm::is_contained({"InPlaceAccumulator", "InPlaceAccumulatorV2"},
-                              t);
+                              opTypeOf(op));
   };
   OpBuilder b(graph.getContext());
   b.setInsertionPointToStart(&graph.getBody().front());
@@ -681,7 +687,8 @@ llvm::Error Trainer::load() {
                   "model first, then the optimizer model");
     if (!containsOptimizer(*optMod))
       return fail(opts.optimizerModel + ": no optimizer node (" +
-                  llvm::join(std::begin(kOptimizerOps), std::end(kOptimizerOps), ", ") +
+                  llvm::join(std::begin(kLoweredOptimizerOps),
+                             std::end(kLoweredOptimizerOps), ", ") +
                   "): give the optimizer model generate_artifacts wrote (not "
                   "the eval or forward model)");
     if (opts.amp) {
@@ -702,25 +709,34 @@ llvm::Error Trainer::load() {
     // error, not ignored.
     llvm::StringSet<> symbols;
     std::string symbolList;
-    for (unsigned i = 0; i < graph.getNumArguments(); ++i)
-      if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
-        for (Attribute a : d)
-          if (auto s = dyn_cast<StringAttr>(a))
-            if (!s.getValue().empty() && symbols.insert(s.getValue()).second)
-              symbolList += (symbolList.empty() ? "" : ", ") + s.str();
+    auto optGraph = *optMod->getOps<train::GraphOp>().begin();
+    for (train::GraphOp g : {graph, optGraph})
+      for (unsigned i = 0; i < g.getNumArguments(); ++i)
+        if (auto d = g.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+          for (Attribute a : d)
+            if (auto s = dyn_cast<StringAttr>(a))
+              if (!s.getValue().empty() &&
+                  symbols.insert(s.getValue()).second)
+                symbolList += (symbolList.empty() ? "" : ", ") + s.str();
     SmallVector<StringRef> entries;
     StringRef(opts.dims).split(entries, ',', -1, /*KeepEmpty=*/false);
-    llvm::StringMap<StringRef> bound;
+    llvm::StringMap<int64_t> bound;
     for (StringRef e : entries) {
       auto [name, value] = e.split('=');
       name = name.trim();
+      int64_t v;
+      if (value.trim().getAsInteger(10, v) || v < 0)
+        return fail("--dims " + e + ": a dim is name=<size>");
       if (!symbols.contains(name))
-        return fail("--dims " + e + ": no input of " + opts.trainingModel +
-                    " has a symbolic dim '" + name + "' (" +
-                    (symbolList.empty() ? "it has none"
-                                        : "its symbolic dims: " + symbolList) +
+        return fail("--dims " + e + ": no input of the two models has a "
+                    "symbolic dim '" + name + "' (" +
+                    (symbolList.empty() ? "they have none"
+                                        : "theirs: " + symbolList) +
                     ")");
-      bound[name] = value.trim();
+      auto [it, fresh] = bound.try_emplace(name, v);
+      if (!fresh && it->second != v)
+        return fail("--dims binds '" + name + "' twice, to " +
+                    Twine(it->second) + " and " + Twine(v));
     }
     // Bind the leading symbolic dim of the graph inputs to --batch.
     std::string dims = opts.dims;
@@ -734,10 +750,10 @@ llvm::Error Trainer::load() {
                 seen[s.getValue()] = true;
                 auto given = bound.find(s.getValue());
                 if (given != bound.end()) {
-                  if (given->second != std::to_string(opts.batch))
+                  if (given->second != opts.batch)
                     return fail("--batch " + Twine(opts.batch) +
                                 " and --dims " + s.getValue() + "=" +
-                                given->second + " disagree");
+                                Twine(given->second) + " disagree");
                   continue;
                 }
                 dims += (dims.empty() ? "" : ",") + s.str() + "=" +
