@@ -641,6 +641,10 @@ llvm::Error Trainer::load() {
     if (opts.amp)
       return fail("--amp applies to ONNX models; a lowered program already "
                   "has its precision");
+    if (opts.batch > 0 || !opts.dims.empty())
+      return fail("--batch and --dims apply to ONNX models; a lowered "
+                  "program already has its shapes (lower the models again "
+                  "with --dump-lowered for other sizes)");
     llvm::SourceMgr sm;
     SourceMgrDiagnosticHandler handler(sm, &mctx);
     loweredTop = parseSourceFile<ModuleOp>(opts.trainingModel, sm,
