@@ -1284,12 +1284,16 @@ def test_resize(rt):
                 rt.ok("resize", x.ref, sc.ref, *m, y.ref)
                 want = resize_ref(x.f64(), scales, so, *m)
                 # Cubic's 16 weights have signs: sum |w| |x| <= 1.6^2
-                # max |x| bounds what its f32 sums round.
+                # max |x| bounds what its f32 sums round. Linear's f32
+                # weights w and 1 - w each carry an absolute rounding error
+                # up to 2^-24, so a tap of small weight can be off by
+                # 2^-24 |x| whatever its weight: max |x| joins the scale.
                 rt.close("resize %s %s %s" % (
                     ("nearest", "linear", "cubic")[mode], RESIZE_COORD[coord],
                     dt), y, want, dt, terms=8 if mode < 2 else 16,
                     scale=np.abs(want) + 1e-30 if mode == 0 else
-                    resize_ref(np.abs(x.f64()), scales, so, *m) if mode == 1
+                    resize_ref(np.abs(x.f64()), scales, so, *m) +
+                    np.abs(x.f64()).max() if mode == 1
                     else np.full(want.shape, 2.6 * np.abs(x.f64()).max()))
             g = rt.randn(so, "f32")
             dx = rt.empty(shape, "f32")
