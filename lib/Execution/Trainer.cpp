@@ -451,6 +451,13 @@ private:
   int64_t datasetRows = 0;
   uint64_t optimizerStep = 0, skipped = 0, stepsDone = 0;
 
+  /// The state buffer `name` when it holds one value of `dtype`.
+  DeviceBuffer *scalarState(StringRef name, int32_t dtype) {
+    auto it = state.find(name);
+    bool one = it != state.end() && it->second->dtype == dtype &&
+               it->second->bytes == amprt_dtype_size(dtype);
+    return one ? it->second.get() : nullptr;
+  }
   DeviceBuffer &alloc(StringRef name, const Port &p) {
     auto &slot = state[name];
     if (!slot) {
@@ -483,6 +490,11 @@ private:
   /// numClasses of each integer data input, found once.
   llvm::StringMap<int64_t> classCounts;
 };
+
+/// The loss scaler's state (graph inputs of the loss-scaling pass), kept in
+/// an onnxruntime-training checkpoint's property bag under the same names.
+constexpr StringLiteral kLossScale = "amp.loss_scale";
+constexpr StringLiteral kGrowthTracker = "amp.growth_tracker";
 
 /// The ONNX op_type of a node, typed or generic ("" for other ops).
 StringRef opTypeOf(Operation *op) {
@@ -976,7 +988,7 @@ llvm::Error Trainer::load() {
       }
     } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
                StringRef(p.name).starts_with("amp.")) {
-      if (p.name == "amp.loss_scale") {
+      if (p.name == kLossScale) {
         float s = 65536.0f;
         amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
       }
@@ -1104,21 +1116,18 @@ llvm::Error Trainer::load() {
     // The loss-scaler state that --ort-checkpoint keeps in the property bag
     // (ORT's checkpoint has no other place for it): the scale and its
     // growth counter go on where they were.
-    auto restore = [&](StringRef name, int32_t dtype, const void *v,
-                       size_t n) {
-      auto it = state.find(name);
-      if (it == state.end() || it->second->dtype != dtype ||
-          it->second->bytes != n)
-        return;
-      amprt_memcpy(ctx, it->second->data, v, n, AMPRT_HOST_TO_DEVICE);
-      status << "amp-run: " << name << " from " << opts.weights << "\n";
+    auto restore = [&](StringRef name, int32_t dtype, const void *v) {
+      if (DeviceBuffer *b = scalarState(name, dtype)) {
+        amprt_memcpy(ctx, b->data, v, b->bytes, AMPRT_HOST_TO_DEVICE);
+        status << "amp-run: " << name << " from " << opts.weights << "\n";
+      }
     };
-    if (auto f = ortProperties.floats.find("amp.loss_scale");
+    if (auto f = ortProperties.floats.find(kLossScale.str());
         f != ortProperties.floats.end())
-      restore(f->first, AMPRT_F32, &f->second, 4);
-    if (auto i = ortProperties.ints.find("amp.growth_tracker");
+      restore(kLossScale, AMPRT_F32, &f->second);
+    if (auto i = ortProperties.ints.find(kGrowthTracker.str());
         i != ortProperties.ints.end())
-      restore(i->first, AMPRT_I64, &i->second, 8);
+      restore(kGrowthTracker, AMPRT_I64, &i->second);
   }
 
   // Data source.
@@ -1360,20 +1369,12 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
   // count, a best score); then the loss-scaler state, which ORT's
   // checkpoint has no field for.
   c.properties = ortProperties;
-  auto scalar = [&](StringRef key, int32_t dtype, void *v, size_t n) {
-    auto it = state.find(key);
-    if (it == state.end() || it->second->dtype != dtype ||
-        it->second->bytes != n)
-      return false;
-    amprt_memcpy(ctx, v, it->second->data, n, AMPRT_DEVICE_TO_HOST);
-    return true;
-  };
-  float scale;
-  int64_t tracker;
-  if (scalar("amp.loss_scale", AMPRT_F32, &scale, 4))
-    c.properties.floats["amp.loss_scale"] = scale;
-  if (scalar("amp.growth_tracker", AMPRT_I64, &tracker, 8))
-    c.properties.ints["amp.growth_tracker"] = tracker;
+  if (DeviceBuffer *b = scalarState(kLossScale, AMPRT_F32))
+    amprt_memcpy(ctx, &c.properties.floats[kLossScale.str()], b->data, 4,
+                 AMPRT_DEVICE_TO_HOST);
+  if (DeviceBuffer *b = scalarState(kGrowthTracker, AMPRT_I64))
+    amprt_memcpy(ctx, &c.properties.ints[kGrowthTracker.str()], b->data, 8,
+                 AMPRT_DEVICE_TO_HOST);
   // Errors of the encoding get the path; writeAtomically's name it.
   bool encoded = false;
   llvm::Error e = encodeOrtCheckpoint(c, [&](StringRef bytes) {
