@@ -40,6 +40,7 @@
 #include "llvm/Support/Path.h"
 
 #include <flatbuffers/flatbuffers.h>
+#include <optional>
 #include <type_traits>
 
 // Table::VerifyField with an alignment argument (used below) is 2.0.6's.
@@ -248,6 +249,20 @@ size_t elementBytes(int32_t onnxType) {
   }
 }
 
+/// The bytes a tensor of `dims` holds with `elem` bytes an element
+/// (elementBytes); nullopt for a negative dim or a size past 64 bits.
+std::optional<uint64_t> dataBytes(ArrayRef<int64_t> dims, size_t elem) {
+  uint64_t numel = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d && numel > UINT64_MAX / uint64_t(d)))
+      return std::nullopt;
+    numel *= uint64_t(d);
+  }
+  if (numel > UINT64_MAX / elem)
+    return std::nullopt;
+  return numel * elem;
+}
+
 /// `t`'s name, type, dims and data, checked against each other.
 Expected<OrtCheckpointTensor> readTensor(StringRef path, const FbTensor *t) {
   OrtCheckpointTensor p;
@@ -260,23 +275,20 @@ Expected<OrtCheckpointTensor> readTensor(StringRef path, const FbTensor *t) {
     return failure(path, "tensor '" + p.name + "' has data type " +
                              Twine(p.onnxType) +
                              ", which amp-run cannot hold");
-  uint64_t numel = 1;
   if (t->dims())
-    for (int64_t d : *t->dims()) {
-      if (d < 0 || (d && numel > UINT64_MAX / uint64_t(d)))
-        return failure(path, "tensor '" + p.name + "' has an invalid shape");
-      numel *= uint64_t(d);
-      p.dims.push_back(d);
-    }
+    p.dims.assign(t->dims()->begin(), t->dims()->end());
+  std::optional<uint64_t> need = dataBytes(p.dims, elem);
+  if (!need)
+    return failure(path, "tensor '" + p.name + "' has an invalid shape");
   if (t->externalDataOffset() >= 0)
     return failure(path, "tensor '" + p.name +
                              "' is in an external data file, which is not "
                              "read");
   size_t have = t->rawData() ? t->rawData()->size() : 0;
-  if (numel > UINT64_MAX / elem || have != numel * elem)
+  if (have != *need)
     return failure(path, "tensor '" + p.name + "' has " + Twine(have) +
                              " bytes of data; its type and shape need " +
-                             Twine(numel * elem));
+                             Twine(*need));
   if (have)
     p.data.assign(reinterpret_cast<const char *>(t->rawData()->data()),
                   reinterpret_cast<const char *>(t->rawData()->data()) + have);
@@ -436,15 +448,16 @@ Error amp::exec::encodeOrtCheckpoint(
                                "tensor '" + t.name + "' has data type " +
                                    Twine(t.onnxType) +
                                    ", which a checkpoint cannot hold");
-    uint64_t numel = 1;
-    for (int64_t d : t.dims)
-      numel *= uint64_t(std::max<int64_t>(d, 0));
-    if (t.data.size() != numel * elem)
+    std::optional<uint64_t> need = dataBytes(t.dims, elem);
+    if (!need)
+      return createStringError(inconvertibleErrorCode(),
+                               "tensor '" + t.name + "' has an invalid shape");
+    if (t.data.size() != *need)
       return createStringError(inconvertibleErrorCode(),
                                "tensor '" + t.name + "' has " +
                                    Twine(t.data.size()) +
                                    " bytes of data; its type and shape "
-                                   "need " + Twine(numel * elem));
+                                   "need " + Twine(*need));
     total += t.data.size() + t.name.size() + 8 * t.dims.size() + 64;
     return Error::success();
   };

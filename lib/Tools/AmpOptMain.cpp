@@ -6,8 +6,8 @@
 //
 // mlir-opt with ONNX at both ends. When neither the input nor the output is
 // ONNX (an input is when it is called .onnx, or starts like a binary model
-// and is not called .mlir) this is exactly MlirOptMain. Otherwise the input is imported
-// (streamed from disk) or parsed, the pass pipeline from the command line
+// and is not called .mlir) this is exactly MlirOptMain. Otherwise the input
+// is imported (streamed from disk) or parsed, the pass pipeline from the command line
 // runs, and the result is exported to ONNX or printed as MLIR. The output
 // file is created only once everything succeeded.
 //
