@@ -1495,7 +1495,8 @@ llvm::Error Trainer::run() {
     log = std::make_unique<llvm::raw_fd_ostream>(logTmp, ec);
     if (ec)
       return fail(logTmp + ": " + ec.message());
-    *log << "step,loss,loss_scale,all_finite,skipped,optimizer_step\n";
+    *log << "step,loss,loss_scale,all_finite,skipped,optimizer_step"
+         << (opts.logTime ? ",seconds\n" : "\n");
   }
   status << "amp-run: " << params.size() << " parameters, "
          << trainProg->numCalls() << " + " << optProg->numCalls()
@@ -1649,13 +1650,21 @@ llvm::Error Trainer::run() {
     if (scaleOut >= 0)
       amprt_memcpy(ctx, &scale, trainProg->output(scaleOut), 4,
                    AMPRT_DEVICE_TO_HOST);
-    if (log)
-      *log << stepsDone << "," << llvm::format("%.9g", loss) << ","
-           << llvm::format("%.9g", scale) << "," << int(finite) << ","
-           << skipped << "," << optimizerStep << "\n";
+    // Seconds since the loop started, taken after the step's results were
+    // read back (so its device work is done): with --log-time a benchmark
+    // takes the steady state from one process, (seconds[j] - seconds[i]) /
+    // (j - i).
     double secs = std::chrono::duration<double>(
                       std::chrono::steady_clock::now() - start)
                       .count();
+    if (log) {
+      *log << stepsDone << "," << llvm::format("%.9g", loss) << ","
+           << llvm::format("%.9g", scale) << "," << int(finite) << ","
+           << skipped << "," << optimizerStep;
+      if (opts.logTime)
+        *log << "," << llvm::format("%.6f", secs);
+      *log << "\n";
+    }
     bool last = int64_t(stepsDone) + 1 == opts.steps;
     if (opts.progress && (tty || last))
       status << (tty ? "\r" : "") << "step " << stepsDone + 1 << "/"

@@ -57,6 +57,11 @@ int main(int argc, char **argv) {
       cl::cat(category));
   cl::opt<double> lr("lr", cl::desc("learning rate"), cl::cat(category), cl::init(1e-3));
   cl::opt<std::string> log("log", cl::desc("per-step CSV log"), cl::cat(category));
+  cl::opt<bool> logTime(
+      "log-time",
+      cl::desc("with --log: a last column, seconds since the training loop "
+               "started, when each step's results are back on the host"),
+      cl::cat(category));
   cl::opt<std::string> out("o", cl::desc("write the trained weights as "
                                          "ONNX initializers"), cl::cat(category));
   cl::opt<std::string> checkpoint("checkpoint",
@@ -148,6 +153,7 @@ int main(int argc, char **argv) {
   o.lr = lr;
   o.lrGiven = lr.getNumOccurrences() > 0;
   o.logPath = log;
+  o.logTime = logTime;
   o.outPath = out;
   o.checkpointPath = checkpoint;
   o.resumePath = resume;
@@ -182,6 +188,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   o.checkpointEvery = checkpointEvery;
+  if (logTime && log.empty()) {
+    llvm::errs() << "amp-run: --log-time needs --log\n";
+    return 1;
+  }
   o.progress = !quiet;
   if (llvm::Error e = amp::exec::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
