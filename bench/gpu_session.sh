@@ -16,6 +16,9 @@
 #           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
 #   train-find the CNN again with measured convolution algorithms on both
 #           sides (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark);
+#   train-gemm the MLP at batch 8192, where its step is GEMM-bound: the
+#           step's GEMM throughput against cuBLAS's peak (torch.matmul on
+#           its largest product) in the same run (--gemm-peak);
 #   train-bf16 train with --precision bf16 (amp-run --amp=bf16 against
 #           bf16 autocast without a GradScaler);
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
@@ -41,7 +44,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-bf16|memcheck|profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|memcheck|profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -167,6 +170,14 @@ stage_train-find() {
     --markdown "$out/train-step-find.md"
 }
 
+stage_train-gemm() {
+  # The MLP where its step is GEMM-bound (its preset batch of 512 is not).
+  "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --models mlp --batch "${GEMM_BATCH:-8192}" --gemm-peak \
+    --markdown "$out/train-step-gemm.md"
+}
+
 stage_train-bf16() {
   "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
@@ -210,7 +221,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-find|train-bf16|memcheck|profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|memcheck|profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done
