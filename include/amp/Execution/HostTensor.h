@@ -1,0 +1,70 @@
+//===- HostTensor.h - tensors on the host, in and out of files --*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// A tensor in host memory with an amprt dtype, and its files: ONNX
+// TensorProto (.pb, as ONNX's test data sets and amp-run's data folders hold
+// them) and NumPy .npy. Shared by the training loop (data, weights) and the
+// one-shot graph runner (inputs, expected outputs).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_EXECUTION_HOSTTENSOR_H
+#define AMP_EXECUTION_HOSTTENSOR_H
+
+#include "amp/Runtime/Runtime.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onnx {
+class TensorProto;
+} // namespace onnx
+
+namespace amp::exec {
+
+/// A host tensor: dtype (AMPRT_*), shape, bytes.
+struct HostTensor {
+  int32_t dtype = AMPRT_F32;
+  std::vector<int64_t> shape;
+  std::vector<char> data;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+};
+
+/// The amprt dtype of an ONNX TensorProto data type, or -1.
+int32_t dtypeOfOnnx(int onnxType);
+/// dtypeOfOnnx's inverse (TensorProto::UNDEFINED for none).
+int onnxOfDtype(int32_t dtype);
+
+/// `t`'s values; external data is read from files in `dir` (the folder of
+/// the model or data file that holds `t`).
+llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t,
+                                           llvm::StringRef dir);
+/// `h` as a TensorProto named `name` (raw data).
+void toTensorProto(const HostTensor &h, llvm::StringRef name,
+                   onnx::TensorProto &t);
+
+/// Reads a .npy file (format 1.0/2.0, little-endian, C order).
+llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
+/// Reads a serialized TensorProto (.pb); `name`, when given, gets its name.
+llvm::Expected<HostTensor> readTensorProtoFile(llvm::StringRef path,
+                                               std::string *name = nullptr);
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a
+/// failure leaves any existing file untouched.
+llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef bytes);
+
+} // namespace amp::exec
+
+#endif // AMP_EXECUTION_HOSTTENSOR_H
