@@ -475,7 +475,7 @@ __device__ __forceinline__ float actOp(Act act, float v, float alpha) {
   case Act::QuickGelu:
     return v / (1.f + expf(-alpha * v));
   case Act::Relu:
-    return v > 0.f ? v : 0.f;
+    return v > 0.f || v != v ? v : 0.f;
   case Act::Gelu:
     return 0.5f * v * erfcf(-v * kSqrt1_2);
   case Act::Neg:

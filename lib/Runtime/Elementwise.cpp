@@ -318,7 +318,9 @@ AMPRT_LOGICAL(logical_xor, Logic::Xor)
   }
 AMPRT_UNARY(neg, return -v)
 AMPRT_UNARY(abs, return std::fabs(v))
-AMPRT_UNARY(relu, return v > 0.f ? v : 0.f)
+// NaN stays NaN (ONNX's max(0, x), ONNX Runtime and PyTorch): a relu that
+// zeroed it would hide an overflow from the loss scaler's finite check.
+AMPRT_UNARY(relu, return v > 0.f || v != v ? v : 0.f)
 AMPRT_UNARY(sigmoid, return 1.f / (1.f + std::exp(-v)))
 AMPRT_UNARY(tanh, return std::tanh(v))
 AMPRT_UNARY(exp, return std::exp(v))

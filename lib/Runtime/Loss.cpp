@@ -57,6 +57,51 @@ amprt_status sceCheck(amprt_context *ctx, const char *k, T scores, T labels,
   return AMPRT_OK;
 }
 
+/// The negative log-likelihood of `lp` (log-probabilities [N, C, D] as
+/// f32) at the labels, weighted, reduced (0 none, 1 sum, 2 mean over the
+/// counted labels' weights) into `loss`: softmax_cross_entropy_loss after
+/// its log-softmax, and nll_loss.
+amprt_status nllReduce(amprt_context *ctx, const char *k, const float *lp,
+                       T labels, T weight, const SceShape &s,
+                       int32_t reduction, int32_t has_ignore_index,
+                       int64_t ignore_index, T loss) {
+  F32In iw(weight);
+  double total = 0, wsum = 0;
+  std::vector<float> per(size_t(s.N * s.D), 0.f);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t d = 0; d < s.D; ++d) {
+      int64_t lab = labelAt(labels, n * s.D + d);
+      if (has_ignore_index && lab == ignore_index)
+        continue;
+      if (lab < 0 || lab >= s.C)
+        return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                         "%s: label %lld at %lld outside [0, %lld)", k,
+                         (long long)lab, (long long)(n * s.D + d),
+                         (long long)s.C);
+      double w = weight ? iw.p[lab] : 1.0;
+      double l = -w * lp[size_t(n * s.C * s.D + lab * s.D + d)];
+      per[size_t(n * s.D + d)] = float(l);
+      total += l;
+      wsum += w;
+    }
+  if (reduction == 0)
+    fromF32(per.data(), loss->data, loss->dtype, s.N * s.D);
+  else if (reduction == 1)
+    storeF(loss->data, loss->dtype, 0, float(total));
+  else
+    storeF(loss->data, loss->dtype, 0, float(wsum != 0 ? total / wsum : 0));
+  return AMPRT_OK;
+}
+
+/// The loss output's dtype and shape for `reduction`.
+amprt_status checkLoss(amprt_context *ctx, const char *k, T loss,
+                       const SceShape &s, int32_t reduction) {
+  AMPRT_TRY(checkFloat(ctx, k, "loss", loss));
+  if (reduction == 0)
+    return checkShape(ctx, k, "loss", loss, s.lossNone);
+  return checkNumel(ctx, k, "loss", loss, 1);
+}
+
 } // namespace
 
 extern "C" {
@@ -71,15 +116,11 @@ amprt_status amprt_softmax_cross_entropy_loss(
     AMPRT_TRY(checkFloat(ctx, k, "scores", scores));
     SceShape s;
     AMPRT_TRY(sceCheck(ctx, k, scores, labels, weight, reduction, s));
-    AMPRT_TRY(checkFloat(ctx, k, "loss", loss));
-    if (reduction == 0)
-      AMPRT_TRY(checkShape(ctx, k, "loss", loss, s.lossNone));
-    else
-      AMPRT_TRY(checkNumel(ctx, k, "loss", loss, 1));
+    AMPRT_TRY(checkLoss(ctx, k, loss, s, reduction));
     AMPRT_TRY(checkFloat(ctx, k, "log_prob", log_prob, true));
     if (log_prob)
       AMPRT_TRY(checkShape(ctx, k, "log_prob", log_prob, shapeOf(scores)));
-    F32In is(scores), iw(weight);
+    F32In is(scores);
     std::vector<float> lp(size_t(numel(scores)));
     for (int64_t n = 0; n < s.N; ++n)
       for (int64_t d = 0; d < s.D; ++d) {
@@ -95,33 +136,28 @@ amprt_status amprt_softmax_cross_entropy_loss(
           lp[size_t(n * s.C * s.D + c * s.D + d)] =
               float(double(p[c * s.D]) - mx - ls);
       }
-    double total = 0, wsum = 0;
-    std::vector<float> per(size_t(s.N * s.D), 0.f);
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t d = 0; d < s.D; ++d) {
-        int64_t lab = labelAt(labels, n * s.D + d);
-        if (has_ignore_index && lab == ignore_index)
-          continue;
-        if (lab < 0 || lab >= s.C)
-          return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                           "%s: label %lld at %lld outside [0, %lld)", k,
-                           (long long)lab, (long long)(n * s.D + d),
-                           (long long)s.C);
-        double w = weight ? iw.p[lab] : 1.0;
-        double l = -w * lp[size_t(n * s.C * s.D + lab * s.D + d)];
-        per[size_t(n * s.D + d)] = float(l);
-        total += l;
-        wsum += w;
-      }
-    if (reduction == 0)
-      fromF32(per.data(), loss->data, loss->dtype, s.N * s.D);
-    else if (reduction == 1)
-      storeF(loss->data, loss->dtype, 0, float(total));
-    else
-      storeF(loss->data, loss->dtype, 0, float(wsum != 0 ? total / wsum : 0));
+    AMPRT_TRY(nllReduce(ctx, k, lp.data(), labels, weight, s, reduction,
+                        has_ignore_index, ignore_index, loss));
     if (log_prob)
       fromF32(lp.data(), log_prob->data, log_prob->dtype, numel(scores));
     return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_nll_loss(amprt_context *ctx, T input, T labels, T weight,
+                            int32_t reduction, int32_t has_ignore_index,
+                            int64_t ignore_index, T loss) {
+  AMPRT_DISPATCH(nll_loss, ctx, input, labels, weight, reduction,
+                 has_ignore_index, ignore_index, loss);
+  return guard(ctx, "nll_loss", [&]() -> amprt_status {
+    const char *k = "nll_loss";
+    AMPRT_TRY(checkFloat(ctx, k, "input", input));
+    SceShape s;
+    AMPRT_TRY(sceCheck(ctx, k, input, labels, weight, reduction, s));
+    AMPRT_TRY(checkLoss(ctx, k, loss, s, reduction));
+    F32In in(input);
+    return nllReduce(ctx, k, in.p, labels, weight, s, reduction,
+                     has_ignore_index, ignore_index, loss);
   });
 }
 

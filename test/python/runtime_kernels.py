@@ -91,6 +91,17 @@ def test_unary(rt):
             if name in ("gelu", "fast_gelu"):
                 sc = np.abs(x.f64())
             rt.close(name, y, ref, dt, scale=sc, terms=8)
+    # Special values: relu keeps NaN (ONNX's max(0, x), as ONNX Runtime and
+    # PyTorch do: a NaN activation must reach the loss scaler's check), maps
+    # -inf and -0 to +0.
+    sv = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.0])
+    for dt in FLOATS:
+        y = rt.empty(sv.shape, dt)
+        rt.ok("relu", rt.buf(sv, dt).ref, y.ref)
+        got = y.f64()
+        assert np.isnan(got[0]) and np.array_equal(
+            got[1:], [np.inf, 0, 0, 0, 1.5, 0]) and not np.signbit(
+            got[3]), "relu special values [%s]: %s" % (dt, got)
     # Mixed dtypes: f16 in, f32 out (no rounding to f16 in between).
     x = rt.randn((50,), "f16")
     y = rt.empty((50,), "f32")
@@ -762,6 +773,11 @@ def test_softmax(rt):
 def sce_ref(x, lab, w, red, ign):
     lp = x - x.max(axis=1, keepdims=True)
     lp = lp - np.log(np.exp(lp).sum(axis=1, keepdims=True))
+    return nll_ref(lp, lab, w, red, ign), lp
+
+
+def nll_ref(lp, lab, w, red, ign):
+    """NegativeLogLikelihoodLoss of log-probabilities lp ([N, C, ...])."""
     labc = np.where(lab == ign, 0, lab) if ign is not None else lab
     picked = np.take_along_axis(lp, labc[:, None], axis=1)[:, 0]
     wv = w[labc] if w is not None else np.ones(lab.shape)
@@ -769,10 +785,10 @@ def sce_ref(x, lab, w, red, ign):
         wv = np.where(lab == ign, 0.0, wv)
     l = -wv * picked
     if red == 0:
-        return l, lp
+        return l
     if red == 1:
-        return l.sum(), lp
-    return l.sum() / wv.sum(), lp
+        return l.sum()
+    return l.sum() / wv.sum()
 
 
 def test_softmax_cross_entropy(rt):
@@ -836,6 +852,36 @@ def test_softmax_cross_entropy(rt):
     rt.fails("softmax_cross_entropy_loss", x.ref,
              Buf(np.array([0, 3, 1, 2]), "i64").ref, None, 2, 0, 0,
              rt.empty((), "f32").ref, None, match="label 3")
+
+
+def test_nll_loss(rt):
+    """nll_loss (ONNX NegativeLogLikelihoodLoss) on arbitrary inputs (they
+    need not be normalized log-probabilities), against float64."""
+    for dt in FLOATS:
+        for shape in ((8, 5), (3, 4, 2, 3)):
+            for red in (0, 1, 2):
+                for use_w, ign in ((False, None), (True, 2), (False, -1)):
+                    x = rt.randn(shape, dt, 2.0)
+                    lshape = (shape[0],) + shape[2:]
+                    lab = rt.rng.integers(0, shape[1], lshape)
+                    if ign == -1:
+                        lab.flat[0] = -1  # an ignored label outside [0, C)
+                    labels = Buf(lab, "i32" if red == 1 else "i64")
+                    w = rt.uniform((shape[1],), dt, 0.5, 2) if use_w else None
+                    loss = rt.empty(lshape if red == 0 else (), dt)
+                    rt.ok("nll_loss", x.ref, labels.ref, w.ref if w else None,
+                          red, ign is not None, ign or 0, loss.ref)
+                    ref = nll_ref(x.f64(), lab, w.f64() if w else None, red,
+                                  ign)
+                    # The summed terms' magnitude: the loss of -|x|.
+                    mag = nll_ref(-np.abs(x.f64()), lab,
+                                  w.f64() if w else None, red, ign)
+                    rt.close("nll_loss", loss, ref, dt, terms=16, scale=mag)
+    x = rt.randn((4, 3), "f32")
+    rt.fails("nll_loss", x.ref, Buf(np.array([0, 3, 1, 2]), "i64").ref, None,
+             2, 0, 0, rt.empty((), "f32").ref, match="label 3")
+    rt.fails("nll_loss", x.ref, Buf(np.array([0, 1, 2]), "i64").ref, None,
+             2, 0, 0, rt.empty((), "f32").ref, match="labels")
 
 
 def test_mse(rt):
