@@ -30,6 +30,7 @@
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
 #include "amp/Dialect/Train/IR/OnnxSchema.h"
+#include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -278,11 +279,38 @@ private:
       return {};
     for (unsigned k = 0; k < current->getNumOperands(); ++k) {
       const train::OnnxParamSchema *p = schema->getInputParam(k);
-      auto t = dyn_cast<ShapedType>(current->getOperand(k).getType());
-      if (p && t && p->typeStr == o->typeStr &&
-          t.getElementType().isIntOrFloat())
+      if (!p || p->typeStr != o->typeStr)
+        continue;
+      Value v = current->getOperand(k);
+      // The operand's buffer knows its element type even where the graph
+      // left the value untyped (a node output without value_info).
+      if (auto it = valueBuf.find(v); it != valueBuf.end())
+        return bufs[it->second].elem;
+      if (auto c = hostConst.find(v); c != hostConst.end())
+        return cast<ShapedType>(c->second.getType()).getElementType();
+      auto t = dyn_cast<ShapedType>(v.getType());
+      if (t && t.getElementType().isIntOrFloat())
         return t.getElementType();
     }
+    return {};
+  }
+  /// The element type of result `res` that the graph left untyped; null
+  /// when the node does not determine it.
+  Type elementOfUntypedResult(unsigned res) {
+    for (StringRef a : {"to", "dtype"})
+      if (auto dt = attrOf<IntegerAttr>(a))
+        if (Type t = train::getElementTypeForOnnxDataType(current->getContext(),
+                                                          int32_t(dt.getInt())))
+          return t;
+    if (Type t = elementFromTypeConstraint(res))
+      return t;
+    auto node = dyn_cast<train::OnnxNodeOpInterface>(current);
+    StringRef op = node ? node.getOnnxOpType() : StringRef();
+    if ((op.ends_with("Like") || op == "Bernoulli") &&
+        current->getNumOperands() > 0)
+      if (auto it = valueBuf.find(current->getOperand(0));
+          it != valueBuf.end())
+        return bufs[it->second].elem;
     return {};
   }
   /// The buffer an optimizer updates input `input` (in `buf`) in, which
@@ -439,6 +467,12 @@ private:
       return failure();
     }
     auto type = dyn_cast<ShapedType>(r.getType());
+    // A result without any type (no value_info at all): the element type
+    // the node names (Cast's `to`, the generators' `dtype`), else that of
+    // the input sharing its type constraint, else (the "Like" generators,
+    // Bernoulli) that of input 0.
+    if (!type && !elem)
+      elem = elementOfUntypedResult(i);
     if (!type && elem) {
       // A result the graph left untyped (a value_info-less output of a
       // contrib op) whose element type the op defines: trust the caller.

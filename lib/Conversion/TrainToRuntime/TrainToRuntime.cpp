@@ -412,23 +412,31 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     return call(type == "Softmax" ? "softmax" : "log_softmax",
                 {{"x", {*x}}, {"y", {*y}}}, {{"axis", i64(attrInt("axis", -1))}});
   }
-  if (onnx && type == "SoftmaxCrossEntropyLoss") {
+  if (onnx && (type == "SoftmaxCrossEntropyLoss" ||
+               type == "NegativeLogLikelihoodLoss")) {
+    // NegativeLogLikelihoodLoss is the same loss on inputs that are
+    // log-probabilities already (no log-softmax, no log_prob output).
+    bool nll = type == "NegativeLogLikelihoodLoss";
     auto s = in(0), l = in(1);
     if (failed(s) || failed(l))
       return failure();
-    SmallVector<TArg> ts = {{"scores", {*s}}, {"labels", {*l}}};
+    SmallVector<TArg> ts = {{nll ? "input" : "scores", {*s}},
+                            {"labels", {*l}}};
     if (failed(optionalIn(ts, "weight", 2)))
       return failure();
     std::string red = attrStr("reduction", "mean");
+    if (red != "none" && red != "sum" && red != "mean")
+      return err() << "reduction '" << red
+                   << "' is not one of none, sum, mean";
     int64_t r = red == "none" ? 0 : red == "sum" ? 1 : 2;
     auto loss = out(0, r == 0 ? shapeOf(*l) : Shape());
     if (failed(loss))
       return failure();
     ts.push_back({"loss", {*loss}});
-    if (failed(optionalOut(ts, "log_prob", 1, shapeOf(*s))))
+    if (!nll && failed(optionalOut(ts, "log_prob", 1, shapeOf(*s))))
       return failure();
     auto ign = attrOf<IntegerAttr>("ignore_index");
-    return call("softmax_cross_entropy_loss", ts,
+    return call(nll ? "nll_loss" : "softmax_cross_entropy_loss", ts,
                 {{"reduction", i32(r)},
                  {"has_ignore_index", i32(ign ? 1 : 0)},
                  {"ignore_index", i64(ign ? ign.getInt() : 0)}});
@@ -504,6 +512,140 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
                  {"dampening", f32(0)},
                  {"weight_decay", f32(0)},
                  {"nesterov", i32(0)}});
+  }
+  if (domain == "ai.onnx.preview.training" &&
+      (type == "Adam" || type == "Adagrad" || type == "Momentum")) {
+    // (R, T, X..., G..., then one state list for Momentum (V) and Adagrad
+    // (H), two for Adam (V, H)) -> (X_new..., state_new...): n tensors per
+    // list. The kernels update X and the states in place; the outputs name
+    // them (copies where an input is read elsewhere too).
+    unsigned lists = type == "Adam" ? 4 : 3;
+    unsigned total = current->getNumOperands();
+    if (total < 2 + lists || (total - 2) % lists != 0)
+      return err() << (total - 2) << " tensor inputs are not " << lists
+                   << " lists of equal length (X, G and the state)";
+    unsigned n = (total - 2) / lists;
+    if (current->getNumResults() != (lists - 1) * n)
+      return err() << current->getNumResults() << " outputs, expected "
+                   << (lists - 1) * n;
+    auto r = in(0), t = in(1);
+    if (failed(r) || failed(t))
+      return failure();
+    if (numel(shapeOf(*r)) != 1 || numel(shapeOf(*t)) != 1)
+      return err() << "R and T must be scalars";
+    // The loss-scaling pass keeps X and the states on overflow with
+    // Where(flag, new, old) per output. When each used output is read only
+    // by such a gate, all with one flag, the kernel's `update` flag does
+    // the same in place (a skipped step writes nothing: bit-identical
+    // state) and the gates name the state buffers.
+    auto keepOf = [&](unsigned res) {
+      unsigned l = res / n, k = res % n;
+      return 2 + (l == 0 ? 0 : l + 1) * n + k;
+    };
+    Value flag;
+    SmallVector<Operation *> gates;
+    bool gated = true;
+    for (unsigned res = 0; gated && res < current->getNumResults(); ++res) {
+      Value v = current->getResult(res);
+      if (v.use_empty())
+        continue;
+      Operation *u = v.hasOneUse() ? *v.user_begin() : nullptr;
+      gated = u && isa<WhereOp>(u) && u->getOperand(1) == v &&
+              u->getOperand(2) == current->getOperand(keepOf(res)) &&
+              (!flag || u->getOperand(0) == flag);
+      if (gated) {
+        flag = u->getOperand(0);
+        gates.push_back(u);
+      }
+    }
+    gated &= !gates.empty();
+    // With the gates, a state input is exclusive when the node and its
+    // gate are its only readers.
+    auto stateInPlace = [&](unsigned input, int buf) -> bool {
+      if (!gated || bufs[buf].kind != Buffer::Arg)
+        return false;
+      for (Operation *user : current->getOperand(input).getUsers())
+        if (user != current && !llvm::is_contained(gates, user))
+          return false;
+      return true;
+    };
+    // Input list l (0 = X, 1 = G, 2.. = states) element k; the output of
+    // list l (X and the states, G has none) is result (l ? l - 1 : 0) * n.
+    SmallVector<int, 1> bufsOf[4];
+    for (unsigned l = 0; l < lists; ++l)
+      for (unsigned k = 0; k < n; ++k) {
+        unsigned input = 2 + l * n + k;
+        auto b = in(input);
+        if (failed(b))
+          return failure();
+        if (l && shapeOf(*b) != shapeOf(bufsOf[0][k]))
+          return err() << "input " << input << " has another shape than X"
+                       << k + 1;
+        if (l != 1) {
+          unsigned res = (l ? l - 1 : 0) * n + k;
+          if (stateInPlace(input, *b)) {
+            Value v = current->getResult(res);
+            for (Operation *gate : gates)
+              if (gate->getOperand(1) == v)
+                valueBuf[gate->getResult(0)] = *b;
+          } else if (gated) {
+            return err() << "input " << input << " is read elsewhere too: "
+                         << "the overflow gate cannot skip its update in "
+                            "place";
+          } else {
+            auto u = updatedInPlace(res, input, *b);
+            if (failed(u))
+              return failure();
+            b = u;
+          }
+        }
+        bufsOf[l].push_back(*b);
+      }
+    SmallVector<TArg> ts = {{"r", {*r}},
+                            {"t", {*t}},
+                            {"x", bufsOf[0]},
+                            {"g", bufsOf[1]}};
+    if (gated) {
+      std::optional<int> f = bufferOf(flag);
+      if (!f)
+        return err() << "the overflow flag has no buffer";
+      ts.push_back({"update", {*f}});
+      fusedAway.insert(gates.begin(), gates.end());
+    }
+    if (type == "Adam") {
+      ts.push_back({"v", bufsOf[2]});
+      ts.push_back({"h", bufsOf[3]});
+      return call("onnx_adam", ts,
+                  {{"n", i64(n)},
+                   {"alpha", f32(attrFloat("alpha", 0.9))},
+                   {"beta", f32(attrFloat("beta", 0.999))},
+                   {"epsilon", f32(attrFloat("epsilon", 1e-6))},
+                   {"norm_coefficient", f32(attrFloat("norm_coefficient", 0))},
+                   {"norm_coefficient_post",
+                    f32(attrFloat("norm_coefficient_post", 0))}});
+    }
+    if (type == "Adagrad") {
+      ts.push_back({"h", bufsOf[2]});
+      return call("onnx_adagrad", ts,
+                  {{"n", i64(n)},
+                   {"decay_factor", f32(attrFloat("decay_factor", 0))},
+                   {"epsilon", f32(attrFloat("epsilon", 1e-6))},
+                   {"norm_coefficient",
+                    f32(attrFloat("norm_coefficient", 0))}});
+    }
+    for (StringRef a : {"alpha", "beta", "norm_coefficient", "mode"})
+      if (!nodeAttr(a))
+        return err() << "attribute '" << a << "' is required";
+    std::string mode = attrStr("mode", "");
+    if (mode != "standard" && mode != "nesterov")
+      return err() << "mode '" << mode << "' is not standard or nesterov";
+    ts.push_back({"v", bufsOf[2]});
+    return call("onnx_momentum", ts,
+                {{"n", i64(n)},
+                 {"alpha", f32(attrFloat("alpha", 0))},
+                 {"beta", f32(attrFloat("beta", 0))},
+                 {"norm_coefficient", f32(attrFloat("norm_coefficient", 0))},
+                 {"mode", i32(mode == "nesterov")}});
   }
   if (ms && type == "InPlaceAccumulator") {
     // Version 1, as ONNX Runtime's kernel (on-device training build): adds

@@ -586,8 +586,17 @@ LogicalResult GraphLossScaler::run() {
     for (auto [i, keep] : llvm::enumerate(info.keepOperand)) {
       Value out = op->getResult(i);
       Value old = op->getOperand(keep);
-      if (out.use_empty() || old.getType() != out.getType())
+      if (out.use_empty())
         continue;
+      // The output may be less typed than the input it replaces (no
+      // value_info: unranked); the element types must agree.
+      if (getElementTypeOrSelf(old.getType()) !=
+          getElementTypeOrSelf(out.getType()))
+        return op->emitError("loss-scaling: output ")
+               << i << " of " << opTypeOf(op) << " has element type "
+               << getElementTypeOrSelf(out.getType()) << ", its input "
+               << keep << " " << getElementTypeOrSelf(old.getType())
+               << ": cannot keep the input on overflow";
       auto sel = named(WhereOp::create(b, loc, out.getType(), flag, out, old),
                        "keep_on_overflow/" + getOnnxValueName(graph, out));
       takeOver(out, sel.getResult(), sel, "unchecked");

@@ -99,6 +99,24 @@ module attributes {train.opset_import = [["", 17 : i64], ["ai.onnx.preview.train
 
 // -----
 
+// The same with outputs the graph left untyped (no value_info: unranked):
+// gated all the same, the gate typed as the output.
+module attributes {train.opset_import = [["", 17 : i64], ["ai.onnx.preview.training", 1 : i64]]} {
+  train.graph @main(%r: tensor<f32> {train.name = "R"}, %t: tensor<i64> {train.name = "T"}, %x: tensor<2xf32> {train.name = "X"}, %g: tensor<2xf32> {train.name = "G"}, %v: tensor<2xf32> {train.name = "V"}) -> (tensor<*xf32> {train.name = "X_new"}, tensor<*xf32> {train.name = "V_new"}) {
+    %0:2 = train.preview.Momentum(%r, %t, %x, %g, %v) {alpha = 0.9 : f32, beta = 1.0 : f32, mode = "standard", norm_coefficient = 0.0 : f32, train.name = "momentum", train.outputs = ["X_new", "V_new"]} : (tensor<f32>, tensor<i64>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> (tensor<*xf32>, tensor<*xf32>)
+    train.return %0#0, %0#1 : tensor<*xf32>, tensor<*xf32>
+  }
+}
+
+// CHECK-LABEL: train.graph @main
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2xf32> {train.name = "X"}, %{{.*}}: tensor<2xf32> {train.name = "G"}, %[[V:[^:]*]]: tensor<2xf32> {train.name = "V"}, %[[FLAG:[^:]*]]: tensor<i1> {train.name = "amp.all_finite"})
+// CHECK: %[[NEW:.*]]:2 = train.preview.Momentum({{.*}}train.outputs = ["X_new.unchecked", "V_new.unchecked"]
+// CHECK-DAG: %[[KX:.*]] = Where(%[[FLAG]], %[[NEW]]#0, %[[X]]) {{.*}}train.outputs = ["X_new"]{{.*}} -> tensor<*xf32>
+// CHECK-DAG: %[[KV:.*]] = Where(%[[FLAG]], %[[NEW]]#1, %[[V]]) {{.*}}train.outputs = ["V_new"]{{.*}} -> tensor<*xf32>
+// CHECK: return %[[KX]], %[[KV]]
+
+// -----
+
 // Gradients as graph outputs (`<param>_grad`, no accumulator): unscaled
 // under their own names; the user gets the flag.
 module attributes {train.opset_import = [["", 17 : i64]]} {
