@@ -227,3 +227,8 @@ llvm::Expected<HostTensor> amp::exec::readTensorProtoFile(StringRef path,
     return fail(path + ": " + toString(h.takeError()));
   return h;
 }
+
+bool amp::exec::isPlainFileName(StringRef name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of("/\\") == StringRef::npos;
+}

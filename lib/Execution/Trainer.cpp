@@ -415,17 +415,7 @@ void inlineFrozenIntegers(train::GraphOp graph,
 }
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
-  std::string dims = opts.dims;
-  // The lowering's arena remark is reported by amp-run itself.
-  ScopedDiagnosticHandler quiet(&mctx, [](Diagnostic &d) {
-    return success(d.getSeverity() == DiagnosticSeverity::Remark);
-  });
-  PassManager pm(&mctx);
-  pm.addPass(createConvertTrainToRuntimePass({dims}));
-  if (failed(pm.run(module)))
-    return fail(what + ": lowering to runtime calls failed (see the errors "
-                       "above)");
-  return llvm::Error::success();
+  return lowerToRuntime(module, opts.dims, what);
 }
 
 /// One training-graph input: its ONNX name, static shape (dynamic dims
@@ -439,11 +429,7 @@ struct InputInfo {
 llvm::Error Trainer::load() {
   if (opts.accumulate < 1 || opts.steps % opts.accumulate != 0)
     return fail("accumulate must be at least 1 and divide the steps");
-  DialectRegistry registry;
-  registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
-                  memref::MemRefDialect, arith::ArithDialect>();
-  mctx.appendDialectRegistry(registry);
-  mctx.loadAllAvailableDialects();
+  loadExecutionDialects(mctx);
   // Warnings (the AMP pass's operator versions that keep nodes f32, ...)
   // reach the user as amp-opt prints them; errors go on to the default
   // handler.
@@ -949,6 +935,10 @@ llvm::Error Trainer::load() {
   StringRef src = opts.data;
   if (!src.starts_with("synthetic:")) {
     for (const std::string &name : dataInputs) {
+      if (!isPlainFileName(name))
+        return fail("data: graph input '" + name + "' cannot name a file in " +
+                    src + " (a path separator or a dot name); use "
+                    "--data synthetic:<seed>");
       SmallString<256> npy(src), pb(src);
       llvm::sys::path::append(npy, name + ".npy");
       llvm::sys::path::append(pb, name + ".pb");

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Execution/GraphRunner.h"
 #include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Trainer.h"
 
@@ -16,6 +17,36 @@
 
 namespace cl = llvm::cl;
 
+namespace {
+
+/// amp-run MODEL --run DIR: one graph, once (GraphRunner.h). The training
+/// options are refused before this is called.
+int runOnce(llvm::ArrayRef<std::string> models, llvm::StringRef dir,
+            llvm::StringRef outDir, llvm::StringRef device,
+            llvm::StringRef dims, double rtol, double atol) {
+  if (models.size() != 1 || llvm::StringRef(models[0]).ends_with(".mlir")) {
+    llvm::errs() << "amp-run: --run takes one ONNX model\n";
+    return 1;
+  }
+  amp::exec::RunOptions o;
+  o.model = models[0];
+  o.data = dir.str();
+  o.outDir = outDir.str();
+  o.device = device.str();
+  o.dims = dims.str();
+  o.rtol = rtol;
+  o.atol = atol;
+  auto ok = amp::exec::runGraph(o, llvm::outs());
+  if (!ok) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(ok.takeError()) << "\n";
+    return 1;
+  }
+  return *ok ? 0 : 1;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --help lists amp-run's options only, not every LLVM library option the
@@ -24,7 +55,8 @@ int main(int argc, char **argv) {
   cl::list<std::string> models(
       cl::Positional, cl::OneOrMore,
       cl::desc("<training_model.onnx> <optimizer_model.onnx> | "
-               "<lowered.mlir>"), cl::cat(category));
+               "<lowered.mlir> | <model.onnx> --run <dir>"),
+      cl::cat(category));
   cl::opt<std::string> weights(
       "weights", cl::desc("the initial parameters: an ONNX model's "
                           "initializers (e.g. the forward model) or "
@@ -63,7 +95,20 @@ int main(int argc, char **argv) {
                "started, when each step's results are back on the host"),
       cl::cat(category));
   cl::opt<std::string> out("o", cl::desc("write the trained weights as "
-                                         "ONNX initializers"), cl::cat(category));
+                                         "ONNX initializers (with --run: "
+                                         "a folder for output_<j>.pb)"),
+                            cl::cat(category));
+  cl::opt<std::string> run(
+      "run", cl::value_desc("dir"),
+      cl::desc("run one model's graph once on the inputs in <dir> (an ONNX "
+               "test data set: input_<i>.pb, or <name>.pb / <name>.npy) and "
+               "compare with the expected outputs there (output_<j>.pb); "
+               "exit 1 on a mismatch"),
+      cl::cat(category));
+  cl::opt<double> rtol("rtol", cl::desc("with --run: relative tolerance"),
+                       cl::cat(category), cl::init(1e-3));
+  cl::opt<double> atol("atol", cl::desc("with --run: absolute tolerance"),
+                       cl::cat(category), cl::init(1e-7));
   cl::opt<std::string> checkpoint("checkpoint",
                                   cl::desc("write a checkpoint at the end"), cl::cat(category));
   cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"), cl::cat(category));
@@ -98,6 +143,25 @@ int main(int argc, char **argv) {
     if (amp::train::parseAMPMode(m)) {
       llvm::errs() << "amp-run: '" << m << "' is not a model; to choose the "
                    << "AMP type write --amp=" << m << "\n";
+      return 1;
+    }
+  if (run.getNumOccurrences()) {
+    for (cl::Option *opt : std::initializer_list<cl::Option *>{
+             &weights, &initSeed, &steps, &batch, &data, &seed, &noShuffle,
+             &amp, &lr, &log, &logTime, &checkpoint, &resume,
+             &checkpointEvery, &ortCheckpoint, &lowered, &inject,
+             &accumulate})
+      if (opt->getNumOccurrences()) {
+        llvm::errs() << "amp-run: --" << opt->ArgStr
+                     << " is a training option; --run runs a graph once\n";
+        return 1;
+      }
+    return runOnce(models, run, out, device, dims, rtol, atol);
+  }
+  for (cl::Option *opt : {static_cast<cl::Option *>(&rtol),
+                          static_cast<cl::Option *>(&atol)})
+    if (opt->getNumOccurrences()) {
+      llvm::errs() << "amp-run: --" << opt->ArgStr << " needs --run\n";
       return 1;
     }
   if (models.size() > 2 ||

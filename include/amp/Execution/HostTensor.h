@@ -61,6 +61,11 @@ llvm::Expected<HostTensor> readNpy(llvm::StringRef path);
 llvm::Expected<HostTensor> readTensorProtoFile(llvm::StringRef path,
                                                std::string *name = nullptr);
 
+/// Whether `name` (a graph input's or output's) can name a file in a data
+/// folder as <name>.npy / <name>.pb: no path separator, not "." or "..", so
+/// that a model cannot point amp-run outside the folder.
+bool isPlainFileName(llvm::StringRef name);
+
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
 /// failure leaves any existing file untouched.
 llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef bytes);

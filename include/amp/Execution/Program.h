@@ -29,6 +29,17 @@ namespace amp::exec {
 /// The amprt dtype of an MLIR element type, or -1.
 int32_t dtypeOf(mlir::Type elem);
 
+/// Loads the dialects that importing, lowering and running a model need
+/// (train, amprt, func, memref, arith).
+void loadExecutionDialects(mlir::MLIRContext &ctx);
+
+/// Lowers every train.graph of `module` to runtime calls
+/// (convert-train-to-runtime with `dims`); the lowering's errors are
+/// diagnostics, its arena remarks are dropped. `what` names the model in
+/// the error.
+llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
+                           llvm::StringRef what);
+
 struct Port {
   std::string name;
   int32_t dtype;
