@@ -14,6 +14,7 @@
 
 #include "amp/Execution/GraphRunner.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Execution/GraphFacts.h"
 #include "amp/Execution/HostTensor.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
@@ -55,38 +56,41 @@ std::string inFolder(StringRef dir, const Twine &file) {
   return std::string(p);
 }
 
-/// The data of a graph input or an expected output: <name>.npy or
-/// <name>.pb, else the ONNX test data set's <prefix>_<index>.pb (whose
-/// tensor, when named, must carry `name`). nullopt when none exists.
+/// The data of a graph input or an expected output: the ONNX test data
+/// set's <prefix>_<index>.pb (whose tensor, when named, must carry `name`),
+/// else <name>.npy or <name>.pb. The positional file comes first: a graph
+/// may name an output "output_1" while output_1.pb holds its output 1.
+/// nullopt when none exists.
 llvm::Expected<std::optional<HostTensor>>
 findTensor(StringRef dir, StringRef name, StringRef prefix, unsigned index) {
-  if (isPlainFileName(name)) {
-    std::string npy = inFolder(dir, name + ".npy");
-    if (llvm::sys::fs::exists(npy)) {
-      auto h = readNpy(npy);
-      if (!h)
-        return h.takeError();
-      return std::optional<HostTensor>(std::move(*h));
-    }
-    std::string pb = inFolder(dir, name + ".pb");
-    if (llvm::sys::fs::exists(pb)) {
-      auto h = readTensorProtoFile(pb);
-      if (!h)
-        return h.takeError();
-      return std::optional<HostTensor>(std::move(*h));
-    }
-  }
   std::string pb = inFolder(dir, prefix + "_" + Twine(index) + ".pb");
-  if (!llvm::sys::fs::exists(pb))
+  if (llvm::sys::fs::exists(pb)) {
+    std::string held;
+    auto h = readTensorProtoFile(pb, &held);
+    if (!h)
+      return h.takeError();
+    if (!held.empty() && !name.empty() && held != name)
+      return fail(pb + " holds '" + held + "', but " + prefix + " " +
+                  Twine(index) + " of the graph is '" + name + "'");
+    return std::optional<HostTensor>(std::move(*h));
+  }
+  if (!isPlainFileName(name))
     return std::optional<HostTensor>();
-  std::string held;
-  auto h = readTensorProtoFile(pb, &held);
-  if (!h)
-    return h.takeError();
-  if (!held.empty() && !name.empty() && held != name)
-    return fail(pb + " holds '" + held + "', but " + prefix + " " +
-                Twine(index) + " of the graph is '" + name + "'");
-  return std::optional<HostTensor>(std::move(*h));
+  std::string npy = inFolder(dir, name + ".npy");
+  if (llvm::sys::fs::exists(npy)) {
+    auto h = readNpy(npy);
+    if (!h)
+      return h.takeError();
+    return std::optional<HostTensor>(std::move(*h));
+  }
+  std::string named = inFolder(dir, name + ".pb");
+  if (llvm::sys::fs::exists(named)) {
+    auto h = readTensorProtoFile(named);
+    if (!h)
+      return h.takeError();
+    return std::optional<HostTensor>(std::move(*h));
+  }
+  return std::optional<HostTensor>();
 }
 
 /// Frees the context and its buffers on every path.
@@ -230,8 +234,8 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
       return found.takeError();
     if (!*found)
       return fail("--run: no data for graph input " + Twine(i) + " '" + name +
-                  "' in " + o.data + " (" + name + ".npy, " + name +
-                  ".pb or input_" + Twine(i) + ".pb)");
+                  "' in " + o.data + " (input_" + Twine(i) + ".pb, " + name +
+                  ".npy or " + name + ".pb)");
     HostTensor &h = **found;
     int32_t want = dtypeOf(type.getElementType());
     if (h.dtype != want)
@@ -255,6 +259,13 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
   }
   graph.setFunctionType(
       FunctionType::get(&mctx, argTypes, graph.getResultTypes()));
+  // The run's integer inputs are known now: shape computations over them
+  // (a Reshape's shape, a Slice's starts, a Pad's pads) fold as they would
+  // over initializers.
+  inlineFrozenIntegers(graph, [&](StringRef n) -> const HostTensor * {
+    auto it = llvm::find(names, n.str());
+    return it == names.end() ? nullptr : &inputs[it - names.begin()];
+  });
 
   if (auto e = lowerToRuntime(*module, o.dims, o.model))
     return std::move(e);

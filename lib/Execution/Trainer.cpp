@@ -21,6 +21,7 @@
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
+#include "amp/Execution/GraphFacts.h"
 #include "amp/Execution/HostTensor.h"
 #include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Program.h"
@@ -310,109 +311,6 @@ private:
 /// an onnxruntime-training checkpoint's property bag under the same names.
 constexpr StringLiteral kLossScale = "amp.loss_scale";
 constexpr StringLiteral kGrowthTracker = "amp.growth_tracker";
-
-/// The ONNX op_type of a node, typed or generic ("" for other ops).
-StringRef opTypeOf(Operation *op) {
-  auto node = dyn_cast<train::OnnxNodeOpInterface>(op);
-  return node ? node.getOnnxOpType() : StringRef();
-}
-
-/// The optimizer nodes the lowering implements (TrainToRuntime.cpp):
-/// onnxruntime-training's and Deeploy's default-domain SGD.
-constexpr StringLiteral kLoweredOptimizerOps[] = {
-    "AdamWOptimizer", "AdamOptimizer", "SGDOptimizerV2", "SGD"};
-/// ai.onnx.preview.training's optimizers: optimizer nodes too (the
-/// lowering names them as unimplemented).
-constexpr StringLiteral kPreviewOptimizerOps[] = {"Adam", "Adagrad",
-                                                  "Momentum"};
-
-bool isOptimizerOp(Operation *op) {
-  StringRef t = opTypeOf(op);
-  return llvm::is_contained(kLoweredOptimizerOps, t) ||
-         llvm::is_contained(kPreviewOptimizerOps, t);
-}
-
-bool containsOptimizer(ModuleOp module) {
-  return module
-      .walk([](Operation *op) {
-        return isOptimizerOp(op) ? WalkResult::interrupt()
-                                 : WalkResult::advance();
-      })
-      .wasInterrupted();
-}
-
-/// Frozen integer parameters never change: no gradient, no "<name>.out"
-/// written back, and the optimizer updates floats only. Their uses read an
-/// initializer holding the value instead, so that shape computations over
-/// them fold when lowering: torch.onnx's dynamo exporter keeps shape
-/// constants as int64 initializers, which generate_artifacts makes frozen
-/// parameters when every initializer is listed as one. The graph keeps the
-/// input (fed as before, now unused). Left alone: tensors of more than 4096
-/// elements, values beyond 2^53 but for INT64_MIN and INT64_MAX (host
-/// folding computes in doubles), and
-/// inputs of the ops that update a tensor in place (accumulators, optimizer
-/// and loss-scaler ops).
-void inlineFrozenIntegers(train::GraphOp graph,
-                          const std::map<std::string, HostTensor> &weights,
-                          const std::map<std::string, HostTensor> &resumed) {
-  llvm::StringSet<> outputs;
-  for (unsigned i = 0; i < graph.getNumResults(); ++i)
-    if (auto n = graph.getResultAttrOfType<StringAttr>(i, "train.name"))
-      outputs.insert(n.getValue());
-  // The ops whose lowering updates an input in place (the in-place
-  // kernels of PlannedCalls.cpp: accumulators and optimizers).
-  auto updatesInPlace = [](Operation *op) {
-    return isOptimizerOp(op) ||
-           llvm::is_contained({"InPlaceAccumulator", "InPlaceAccumulatorV2"},
-                              opTypeOf(op));
-  };
-  OpBuilder b(graph.getContext());
-  b.setInsertionPointToStart(&graph.getBody().front());
-  for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
-    auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
-    auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
-    BlockArgument arg = graph.getBody().front().getArgument(i);
-    if (!n || !t || !t.hasStaticShape() || arg.use_empty() ||
-        !(t.getElementType().isInteger(64) ||
-          t.getElementType().isInteger(32)) ||
-        outputs.contains((n.getValue() + ".out").str()) ||
-        llvm::any_of(arg.getUsers(), updatesInPlace))
-      continue;
-    const HostTensor *found = nullptr;
-    if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
-      found = &r->second;
-    else if (auto w = weights.find(n.str()); w != weights.end())
-      found = &w->second;
-    if (!found)
-      continue;
-    const HostTensor &h = *found;
-    bool wide = t.getElementType().isInteger(64);
-    if (h.numel() > 4096 || h.dtype != (wide ? AMPRT_I64 : AMPRT_I32) ||
-        !llvm::equal(h.shape, t.getShape()))
-      continue;
-    bool exact = true;
-    for (int64_t k = 0; k < h.numel() && exact; ++k) {
-      int64_t v;
-      if (wide)
-        std::memcpy(&v, h.data.data() + 8 * k, 8);
-      else
-        v = reinterpret_cast<const int32_t *>(h.data.data())[k];
-      // INT64_MIN / INT64_MAX ("to the end" of a Slice) survive the
-      // doubles: host folding saturates them back.
-      exact = (v >= -(int64_t(1) << 53) && v <= (int64_t(1) << 53)) ||
-              v == INT64_MAX || v == INT64_MIN;
-    }
-    if (!exact)
-      continue;
-    auto value = DenseElementsAttr::getFromRawBuffer(
-        t, ArrayRef<char>(h.data.data(), h.data.size()));
-    auto init = train::InitializerOp::create(
-        b, arg.getLoc(), t, b.getStringAttr(n.str() + ".frozen"), value,
-        /*raw=*/nullptr, /*sparse=*/nullptr, /*doc_string=*/nullptr,
-        /*external=*/nullptr);
-    arg.replaceAllUsesWith(init.getResult());
-  }
-}
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   return lowerToRuntime(module, opts.dims, what);
@@ -720,7 +618,13 @@ llvm::Error Trainer::load() {
     }
   }
   if (!isLowered) {
-    inlineFrozenIntegers(graph, weights, resumed);
+    inlineFrozenIntegers(graph, [&](StringRef n) -> const HostTensor * {
+      if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
+        return &r->second;
+      if (auto w = weights.find(n.str()); w != weights.end())
+        return &w->second;
+      return nullptr;
+    });
     auto optGraph = *optMod->getOps<train::GraphOp>().begin();
     for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
       if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
