@@ -150,8 +150,10 @@ __device__ __forceinline__ float binOp(Bin op, float a, float b) {
     return a * b;
   case Bin::Div:
     return a / b;
-  case Bin::Mod:
-    return fmodf(a, b);
+  case Bin::Mod: { // the divisor's sign, as the CPU's (ONNX fmod = 0)
+    float r = fmodf(a, b);
+    return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
+  }
   case Bin::Pow:
     return powf(a, b);
   case Bin::Min:

@@ -74,7 +74,7 @@ void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so,
   });
 }
 
-enum class Bin { Add, Sub, Mul, Div, Mod, Pow, Min, Max };
+enum class Bin { Add, Sub, Mul, Div, Mod, Fmod, Pow, Min, Max };
 
 template <typename I> I intOp(Bin op, I a, I b) {
   switch (op) {
@@ -90,6 +90,8 @@ template <typename I> I intOp(Bin op, I a, I b) {
     I r = I(a % b);
     return (r != 0 && ((r < 0) != (b < 0))) ? I(r + b) : r;
   }
+  case Bin::Fmod:
+    return I(a % b);
   case Bin::Min:
     return a < b ? a : b;
   case Bin::Max:
@@ -114,7 +116,11 @@ float floatOp(Bin op, float a, float b) {
     return a * b;
   case Bin::Div:
     return a / b;
-  case Bin::Mod: // ONNX fmod=0 on floats is not defined; C fmod semantics.
+  case Bin::Mod: { // the divisor's sign (ONNX fmod = 0, numpy's mod)
+    float r = std::fmod(a, b);
+    return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
+  }
+  case Bin::Fmod: // the dividend's sign (ONNX fmod = 1, C fmod)
     return std::fmod(a, b);
   case Bin::Pow:
     return std::pow(a, b);
@@ -131,7 +137,7 @@ amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b,
                        T y, const Shape &so) {
   auto *pa = static_cast<const I *>(a->data);
   auto *pb = static_cast<const I *>(b->data);
-  if (op == Bin::Div || op == Bin::Mod) {
+  if (op == Bin::Div || op == Bin::Mod || op == Bin::Fmod) {
     int64_t nb = numel(b);
     for (int64_t i = 0; i < nb; ++i)
       if (pb[i] == 0)
@@ -282,6 +288,7 @@ AMPRT_BINARY(sub, Bin::Sub)
 AMPRT_BINARY(mul, Bin::Mul)
 AMPRT_BINARY(div, Bin::Div)
 AMPRT_BINARY(mod, Bin::Mod)
+AMPRT_BINARY(fmod, Bin::Fmod)
 AMPRT_BINARY(pow, Bin::Pow)
 AMPRT_BINARY(min, Bin::Min)
 AMPRT_BINARY(max, Bin::Max)

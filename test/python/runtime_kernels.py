@@ -110,6 +110,25 @@ def test_unary(rt):
              terms=8)
 
 
+def test_mod_signs(rt):
+    """ONNX Mod: fmod = 0 (mod) takes the divisor's sign, fmod = 1 (fmod)
+    the dividend's, on floats as on integers. fmod is exact (the remainder
+    of two floats is representable); mod adds the divisor to a remainder of
+    the other sign, one rounding."""
+    for dt in FLOATS:
+        a = rt.uniform((4, 6), dt, -8, 8)
+        b = rt.buf(rt.rng.uniform(0.5, 3, 6) * rt.rng.choice([-1, 1], 6), dt)
+        y = rt.empty((4, 6), dt)
+        rt.ok("fmod", a.ref, b.ref, y.ref)
+        want = np.fmod(a.f64(), b.f64())
+        assert np.array_equal(y.f64(), want), "fmod [%s]: %s vs %s" % (
+            dt, y.f64(), want)
+        rt.ok("mod", a.ref, b.ref, y.ref)
+        want = np.mod(a.f64(), b.f64())
+        assert np.all(np.sign(y.f64()) * np.sign(b.f64()) >= 0), dt
+        rt.close("mod", y, want, dt, scale=np.abs(b.f64()) + 0 * want)
+
+
 def test_binary_broadcast(rt):
     ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
            "div": np.divide, "pow": np.power}
@@ -139,7 +158,7 @@ def test_binary_broadcast(rt):
     for dt in ("i64", "i32"):
         for name, want in (("add", a + b), ("sub", a - b), ("mul", a * b),
                            ("div", np.trunc(a / b).astype(np.int64)),
-                           ("mod", np.mod(a, b))):
+                           ("mod", np.mod(a, b)), ("fmod", np.fmod(a, b))):
             y = rt.empty((3, 4), dt)
             rt.ok(name, Buf(a, dt).ref, Buf(b, dt).ref, y.ref)
             rt.equal(name + " " + dt, y.arr, want)

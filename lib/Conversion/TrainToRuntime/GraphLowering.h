@@ -281,17 +281,23 @@ private:
       const train::OnnxParamSchema *p = schema->getInputParam(k);
       if (!p || p->typeStr != o->typeStr)
         continue;
-      Value v = current->getOperand(k);
-      // The operand's buffer knows its element type even where the graph
-      // left the value untyped (a node output without value_info).
-      if (auto it = valueBuf.find(v); it != valueBuf.end())
-        return bufs[it->second].elem;
-      if (auto c = hostConst.find(v); c != hostConst.end())
-        return cast<ShapedType>(c->second.getType()).getElementType();
-      auto t = dyn_cast<ShapedType>(v.getType());
-      if (t && t.getElementType().isIntOrFloat())
-        return t.getElementType();
+      if (Type t = elementOfOperand(k))
+        return t;
     }
+    return {};
+  }
+  /// The element type of operand `i`: its buffer's or host value's (known
+  /// even where the graph left the value untyped, a node output without
+  /// value_info), else its type's; null if none is an int or float.
+  Type elementOfOperand(unsigned i) {
+    Value v = current->getOperand(i);
+    if (auto it = valueBuf.find(v); it != valueBuf.end())
+      return bufs[it->second].elem;
+    if (auto c = hostConst.find(v); c != hostConst.end())
+      return cast<ShapedType>(c->second.getType()).getElementType();
+    auto t = dyn_cast<ShapedType>(v.getType());
+    if (t && t.getElementType().isIntOrFloat())
+      return t.getElementType();
     return {};
   }
   /// The element type of result `res` that the graph left untyped; null

@@ -333,6 +333,16 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     return true;
   }
 
+  if (onnx && type == "CastLike") {
+    // Input 1 only lends its element type: it need not be a host value.
+    Type like = current->getNumOperands() > 1 ? elementOfOperand(1) : Type();
+    std::optional<HostTensor> h = like ? hostIn(0) : std::nullopt;
+    if (!h)
+      return false;
+    h->elem = like;
+    setHost(0, std::move(*h));
+    return true;
+  }
   // Everything else folds only when every present input is a small host
   // value.
   SmallVector<std::optional<HostTensor>> ins;
@@ -383,11 +393,16 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
           return err() << "integer division by zero";
         r = intMath ? std::trunc(a / b) : a / b;
         break;
-      case 4:
+      case 4: {
         if (intMath && b == 0)
           return err() << "integer modulo by zero";
-        r = intMath ? a - b * std::floor(a / b) : std::fmod(a, b);
+        // fmod = 1: the remainder takes the dividend's sign (C fmod);
+        // fmod = 0: the divisor's (Python's %), integers and floats alike.
+        r = std::fmod(a, b);
+        if (!attrInt("fmod", 0) && r != 0 && ((r < 0) != (b < 0)))
+          r += b;
         break;
+      }
       case 5: r = std::pow(a, b); break;
       case 6: r = std::min(a, b); break;
       case 7: r = std::max(a, b); break;

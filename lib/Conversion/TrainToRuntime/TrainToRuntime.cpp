@@ -249,6 +249,33 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     slopeAttr.push_back(
         {"alpha", f32(attrFloat("alpha", slope->second.second))});
 
+  if (onnx && type == "CastLike") {
+    // Cast to the element type of input 1 (whose values are not read).
+    Type like = current->getNumOperands() > 1 ? elementOfOperand(1) : Type();
+    if (!like)
+      return err() << "input 1 has no known element type";
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto y = out(0, shapeOf(*x), like);
+    if (failed(y))
+      return failure();
+    return call("cast", {{"x", {*x}}, {"y", {*y}}});
+  }
+  // Gelu (opset 20) with approximate = "tanh" is FastGelu's formula.
+  if (onnx && type == "Gelu") {
+    std::string approx = attrStr("approximate", "none");
+    if (approx != "none" && approx != "tanh")
+      return err() << "approximate '" << approx << "' is not none or tanh";
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return call(approx == "tanh" ? "fast_gelu" : "gelu",
+                {{"x", {*x}}, {"y", {*y}}});
+  }
   // Elementwise unary: same shape.
   if ((onnx && unaryOps.count(type)) ||
       (ms && (type == "Gelu" || type == "FastGelu")) ||
@@ -274,7 +301,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto y = out(0, s);
     if (failed(y))
       return failure();
-    return call(binaryOps.lookup(type), {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
+    StringRef k = type == "Mod" && attrInt("fmod", 0) ? StringRef("fmod")
+                                                       : binaryOps.lookup(type);
+    return call(k, {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
   }
   // Min / Max / Sum: variadic, broadcast.
   if (onnx && (type == "Min" || type == "Max" || type == "Sum")) {
