@@ -39,9 +39,7 @@ using namespace amp::exec;
 
 namespace {
 
-llvm::Error fail(const Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
+llvm::Error fail(const Twine &msg) { return llvm::createStringError(msg); }
 
 std::string shapeStr(ArrayRef<int64_t> s) {
   std::string r = "[";
@@ -74,23 +72,7 @@ findTensor(StringRef dir, StringRef name, StringRef prefix, unsigned index) {
                   Twine(index) + " of the graph is '" + name + "'");
     return std::optional<HostTensor>(std::move(*h));
   }
-  if (!isPlainFileName(name))
-    return std::optional<HostTensor>();
-  std::string npy = inFolder(dir, name + ".npy");
-  if (llvm::sys::fs::exists(npy)) {
-    auto h = readNpy(npy);
-    if (!h)
-      return h.takeError();
-    return std::optional<HostTensor>(std::move(*h));
-  }
-  std::string named = inFolder(dir, name + ".pb");
-  if (llvm::sys::fs::exists(named)) {
-    auto h = readTensorProtoFile(named);
-    if (!h)
-      return h.takeError();
-    return std::optional<HostTensor>(std::move(*h));
-  }
-  return std::optional<HostTensor>();
+  return readNamedTensor(dir, name);
 }
 
 /// Frees the context and its buffers on every path.

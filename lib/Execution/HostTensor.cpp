@@ -8,6 +8,7 @@
 #include "amp/Runtime/Runtime.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
@@ -22,14 +23,13 @@
 
 using namespace amp;
 using namespace amp::exec;
+using llvm::SmallString;
 using llvm::SmallVector;
 using llvm::StringRef;
 using llvm::Twine;
 
 namespace {
-llvm::Error fail(const Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
+llvm::Error fail(const Twine &msg) { return llvm::createStringError(msg); }
 } // namespace
 
 int32_t amp::exec::dtypeOfOnnx(int t) {
@@ -231,4 +231,21 @@ llvm::Expected<HostTensor> amp::exec::readTensorProtoFile(StringRef path,
 bool amp::exec::isPlainFileName(StringRef name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of("/\\") == StringRef::npos;
+}
+
+llvm::Expected<std::optional<HostTensor>>
+amp::exec::readNamedTensor(StringRef dir, StringRef name) {
+  if (!isPlainFileName(name))
+    return std::nullopt;
+  for (StringRef ext : {".npy", ".pb"}) {
+    SmallString<256> path(dir);
+    llvm::sys::path::append(path, name + ext);
+    if (!llvm::sys::fs::exists(path))
+      continue;
+    auto h = ext == ".npy" ? readNpy(path) : readTensorProtoFile(path);
+    if (!h)
+      return h.takeError();
+    return std::optional<HostTensor>(std::move(*h));
+  }
+  return std::nullopt;
 }

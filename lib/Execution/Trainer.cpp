@@ -843,24 +843,13 @@ llvm::Error Trainer::load() {
         return fail("data: graph input '" + name + "' cannot name a file in " +
                     src + " (a path separator or a dot name); use "
                     "--data synthetic:<seed>");
-      SmallString<256> npy(src), pb(src);
-      llvm::sys::path::append(npy, name + ".npy");
-      llvm::sys::path::append(pb, name + ".pb");
-      HostTensor t;
-      if (llvm::sys::fs::exists(npy)) {
-        auto h = readNpy(npy);
-        if (!h)
-          return h.takeError();
-        t = std::move(*h);
-      } else if (llvm::sys::fs::exists(pb)) {
-        auto h = readTensorProtoFile(pb);
-        if (!h)
-          return h.takeError();
-        t = std::move(*h);
-      } else {
-        return fail("data: no " + npy + " or " + pb + " for graph input '" +
-                    name + "'");
-      }
+      auto found = readNamedTensor(src, name);
+      if (!found)
+        return found.takeError();
+      if (!*found)
+        return fail("data: no " + name + ".npy or " + name + ".pb in " + src +
+                    " for graph input '" + name + "'");
+      HostTensor t = std::move(**found);
       const Port &p = trainProg->inputs()[trainProg->findInput(name)];
       if (p.shape.empty())
         return fail("data: graph input '" + name +

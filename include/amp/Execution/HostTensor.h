@@ -20,6 +20,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,12 @@ llvm::Expected<HostTensor> readTensorProtoFile(llvm::StringRef path,
 /// folder as <name>.npy / <name>.pb: no path separator, not "." or "..", so
 /// that a model cannot point amp-run outside the folder.
 bool isPlainFileName(llvm::StringRef name);
+
+/// The tensor of a data folder named after a graph value: `dir`/<name>.npy,
+/// else `dir`/<name>.pb; nullopt when neither exists or `name` is not a
+/// plain file name (isPlainFileName).
+llvm::Expected<std::optional<HostTensor>> readNamedTensor(llvm::StringRef dir,
+                                                          llvm::StringRef name);
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so a
 /// failure leaves any existing file untouched.

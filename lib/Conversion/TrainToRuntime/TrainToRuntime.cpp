@@ -262,20 +262,6 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       return failure();
     return call("cast", {{"x", {*x}}, {"y", {*y}}});
   }
-  // Gelu (opset 20) with approximate = "tanh" is FastGelu's formula.
-  if (onnx && type == "Gelu") {
-    std::string approx = attrStr("approximate", "none");
-    if (approx != "none" && approx != "tanh")
-      return err() << "approximate '" << approx << "' is not none or tanh";
-    auto x = in(0);
-    if (failed(x))
-      return failure();
-    auto y = out(0, shapeOf(*x));
-    if (failed(y))
-      return failure();
-    return call(approx == "tanh" ? "fast_gelu" : "gelu",
-                {{"x", {*x}}, {"y", {*y}}});
-  }
   // Elementwise unary: same shape.
   if ((onnx && unaryOps.count(type)) ||
       (ms && (type == "Gelu" || type == "FastGelu")) ||
@@ -283,6 +269,14 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     StringRef k = sloped ? slope->second.first
                   : ms   ? (type == "Gelu" ? "gelu" : "fast_gelu")
                          : unaryOps.lookup(type);
+    if (onnx && type == "Gelu") {
+      // Opset 20's approximate = "tanh" is FastGelu's formula.
+      std::string approx = attrStr("approximate", "none");
+      if (approx != "none" && approx != "tanh")
+        return err() << "approximate '" << approx << "' is not none or tanh";
+      if (approx == "tanh")
+        k = "fast_gelu";
+    }
     auto x = in(0);
     if (failed(x))
       return failure();
