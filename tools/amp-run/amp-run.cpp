@@ -1,4 +1,4 @@
-//===- amp-run.cpp - train ONNX Runtime training artifacts on the runtime -===//
+//===- amp-run.cpp - train ONNX training artifacts, or run a graph once ---===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -137,7 +137,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "amp-run: train ONNX Runtime training "
-                              "artifacts on the amp runtime\n");
+                              "artifacts, or run one ONNX graph once "
+                              "(--run), on the amp runtime\n");
   amp::exec::TrainOptions o;
   for (const std::string &m : models)
     if (amp::train::parseAMPMode(m)) {
