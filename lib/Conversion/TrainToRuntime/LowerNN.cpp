@@ -634,11 +634,13 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
 
   // --- layer and RMS normalization -----------------------------------------
   // LayerNormalization and SimplifiedLayerNormalization (an RMSNorm, as
-  // ORT's fusion writes it) share their geometry: statistics per row of
-  // the dims before `axis`, scale (and bias) over the rest.
-  bool rms = type.starts_with("Simplified");
+  // ORT's fusion writes it; opset 23's RMSNormalization is the same with
+  // one output) share their geometry: statistics per row of the dims
+  // before `axis`, scale (and bias) over the rest.
+  bool rms = type.starts_with("Simplified") || type == "RMSNormalization";
   if ((onnx && (type == "LayerNormalization" ||
-                type == "SimplifiedLayerNormalization")) ||
+                type == "SimplifiedLayerNormalization" ||
+                type == "RMSNormalization")) ||
       (ms && (type == "LayerNormalizationGrad" ||
               type == "SimplifiedLayerNormalizationGrad"))) {
     bool grad = type.ends_with("Grad");

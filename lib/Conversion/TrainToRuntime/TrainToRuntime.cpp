@@ -234,16 +234,18 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       {"TanhGrad", "tanh_grad"},         {"GeluGrad", "gelu_grad"},
       {"FastGeluGrad", "fast_gelu_grad"}};
 
-  // Activations with a slope (alpha): LeakyRelu (ONNX), QuickGelu
-  // (com.microsoft), and their com.microsoft gradients.
+  // Activations with a slope (alpha): LeakyRelu and Swish (ONNX; Swish is
+  // x sigmoid(alpha x), QuickGelu's formula), QuickGelu (com.microsoft),
+  // and their com.microsoft gradients.
   static const llvm::StringMap<std::pair<StringRef, double>> slopeOps = {
       {"LeakyRelu", {"leaky_relu", 0.01}},
+      {"Swish", {"quick_gelu", 1.0}},
       {"QuickGelu", {"quick_gelu", 1.702}},
       {"LeakyReluGrad", {"leaky_relu_grad", 0.01}},
       {"QuickGeluGrad", {"quick_gelu_grad", 1.702}}};
   auto slope = slopeOps.find(type);
   bool sloped = slope != slopeOps.end() &&
-                (type == "LeakyRelu" ? onnx : ms);
+                (type == "LeakyRelu" || type == "Swish" ? onnx : ms);
   SmallVector<std::pair<StringRef, Attribute>, 1> slopeAttr;
   if (sloped)
     slopeAttr.push_back(
