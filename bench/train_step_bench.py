@@ -60,11 +60,13 @@ a seed, PyTorch from its own initializers; neither changes a step's time.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -117,8 +119,6 @@ def amp_run_window(amp_run: str, model_dir: Path, batch: int, lo: int,
     """One amp-run process of `hi` steps: the mean seconds of steps lo..hi-1
     (from its --log), the steps its loss scaler skipped among them, and the
     last loss."""
-    import csv
-    import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "steps.csv")
         cmd = [amp_run, str(model_dir / "training_model.onnx"),

@@ -41,13 +41,6 @@ namespace {
 
 llvm::Error fail(const Twine &msg) { return llvm::createStringError(msg); }
 
-std::string shapeStr(ArrayRef<int64_t> s) {
-  std::string r = "[";
-  for (auto [i, d] : llvm::enumerate(s))
-    r += (i ? ", " : "") + (d < 0 ? std::string("?") : std::to_string(d));
-  return r + "]";
-}
-
 std::string inFolder(StringRef dir, const Twine &file) {
   SmallString<256> p(dir);
   llvm::sys::path::append(p, file);
@@ -87,6 +80,13 @@ struct Device {
   }
 };
 
+/// "output 'y' (f32 [2, 3]): ", the start of an output's report line.
+void outputHeader(llvm::raw_ostream &report, StringRef name,
+                  const HostTensor &got) {
+  report << "output '" << name << "' (" << amprt_dtype_name(got.dtype) << " "
+         << shapeString(got.shape) << "): ";
+}
+
 /// `h`'s values as f64, cast by the runtime (CPU backend).
 llvm::Expected<std::vector<double>> widen(amprt_context *cpu,
                                           const HostTensor &h) {
@@ -111,14 +111,13 @@ bool isFloat(int32_t dt) {
 llvm::Expected<bool> compare(amprt_context *cpu, StringRef name,
                              const HostTensor &got, const HostTensor &want,
                              const RunOptions &o, llvm::raw_ostream &report) {
-  report << "output '" << name << "' (" << amprt_dtype_name(got.dtype) << " "
-         << shapeStr(got.shape) << "): ";
+  outputHeader(report, name, got);
   if (got.dtype != want.dtype) {
     report << "expected " << amprt_dtype_name(want.dtype) << ": MISMATCH\n";
     return false;
   }
   if (got.shape != want.shape) {
-    report << "expected shape " << shapeStr(want.shape) << ": MISMATCH\n";
+    report << "expected shape " << shapeString(want.shape) << ": MISMATCH\n";
     return false;
   }
   if (!isFloat(got.dtype)) {
@@ -230,8 +229,8 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
         fits = type.isDynamicDim(d) || type.getDimSize(d) == h.shape[d];
       if (!fits)
         return fail("--run: the data of graph input '" + name +
-                    "' has shape " + shapeStr(h.shape) + ", the graph's is " +
-                    shapeStr(type.getShape()));
+                    "' has shape " + shapeString(h.shape) + ", the graph's is " +
+                    shapeString(type.getShape()));
     }
     Type typed = RankedTensorType::get(h.shape, type.getElementType());
     arg.setType(typed);
@@ -302,9 +301,8 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
     if (!want)
       return want.takeError();
     if (!*want) {
-      report << "output '" << port.name << "' ("
-             << amprt_dtype_name(got.dtype) << " " << shapeStr(got.shape)
-             << "): no expected value\n";
+      outputHeader(report, port.name, got);
+      report << "no expected value\n";
       continue;
     }
     ++compared;

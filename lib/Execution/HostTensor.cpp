@@ -249,3 +249,11 @@ amp::exec::readNamedTensor(StringRef dir, StringRef name) {
   }
   return std::nullopt;
 }
+
+std::string amp::exec::shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    r += (i ? ", " : "") +
+         (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return r + "]";
+}

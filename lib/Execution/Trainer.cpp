@@ -863,20 +863,13 @@ llvm::Error Trainer::load() {
       if (t.shape.empty() ||
           std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
               std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
-        auto dims = [](ArrayRef<int64_t> d) {
-          std::string s = "[";
-          for (auto [k, v] : llvm::enumerate(d))
-            s += (k ? ", " : "") + std::to_string(v);
-          return s + "]";
-        };
-        return fail("data for '" + name + "' has shape " + dims(t.shape) +
-                    (t.shape.empty()
-                         ? std::string(": a scalar, not samples")
-                         : ": samples of " +
-                               dims(ArrayRef<int64_t>(t.shape).drop_front())) +
+        ArrayRef<int64_t> ts(t.shape), ps(p.shape);
+        return fail("data for '" + name + "' has shape " + shapeString(ts) +
+                    (ts.empty() ? std::string(": a scalar, not samples")
+                                : ": samples of " +
+                                      shapeString(ts.drop_front())) +
                     ", the graph input wants samples of " +
-                    dims(ArrayRef<int64_t>(p.shape).drop_front()) +
-                    " (samples along axis 0)");
+                    shapeString(ps.drop_front()) + " (samples along axis 0)");
       }
       if (datasetRows && datasetRows != t.shape[0])
         return fail("data files have different numbers of samples: " +

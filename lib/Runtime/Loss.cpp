@@ -93,9 +93,14 @@ amprt_status nllReduce(amprt_context *ctx, const char *k, const float *lp,
   return AMPRT_OK;
 }
 
-/// The loss output's dtype and shape for `reduction`.
-amprt_status checkLoss(amprt_context *ctx, const char *k, T loss,
-                       const SceShape &s, int32_t reduction) {
+/// The forward losses' checks: the float input `x` (named `what`), labels,
+/// weight and reduction (sceCheck, which fills `s`), and the loss output's
+/// dtype and shape for `reduction`.
+amprt_status lossCheck(amprt_context *ctx, const char *k, const char *what,
+                       T x, T labels, T weight, int32_t reduction, T loss,
+                       SceShape &s) {
+  AMPRT_TRY(checkFloat(ctx, k, what, x));
+  AMPRT_TRY(sceCheck(ctx, k, x, labels, weight, reduction, s));
   AMPRT_TRY(checkFloat(ctx, k, "loss", loss));
   if (reduction == 0)
     return checkShape(ctx, k, "loss", loss, s.lossNone);
@@ -113,10 +118,9 @@ amprt_status amprt_softmax_cross_entropy_loss(
                  reduction, has_ignore_index, ignore_index, loss, log_prob);
   return guard(ctx, "softmax_cross_entropy_loss", [&]() -> amprt_status {
     const char *k = "softmax_cross_entropy_loss";
-    AMPRT_TRY(checkFloat(ctx, k, "scores", scores));
     SceShape s;
-    AMPRT_TRY(sceCheck(ctx, k, scores, labels, weight, reduction, s));
-    AMPRT_TRY(checkLoss(ctx, k, loss, s, reduction));
+    AMPRT_TRY(lossCheck(ctx, k, "scores", scores, labels, weight, reduction,
+                        loss, s));
     AMPRT_TRY(checkFloat(ctx, k, "log_prob", log_prob, true));
     if (log_prob)
       AMPRT_TRY(checkShape(ctx, k, "log_prob", log_prob, shapeOf(scores)));
@@ -151,10 +155,9 @@ amprt_status amprt_nll_loss(amprt_context *ctx, T input, T labels, T weight,
                  has_ignore_index, ignore_index, loss);
   return guard(ctx, "nll_loss", [&]() -> amprt_status {
     const char *k = "nll_loss";
-    AMPRT_TRY(checkFloat(ctx, k, "input", input));
     SceShape s;
-    AMPRT_TRY(sceCheck(ctx, k, input, labels, weight, reduction, s));
-    AMPRT_TRY(checkLoss(ctx, k, loss, s, reduction));
+    AMPRT_TRY(lossCheck(ctx, k, "input", input, labels, weight, reduction,
+                        loss, s));
     F32In in(input);
     return nllReduce(ctx, k, in.p, labels, weight, s, reduction,
                      has_ignore_index, ignore_index, loss);

@@ -16,6 +16,7 @@
 
 #include "amp/Runtime/Runtime.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -42,6 +43,9 @@ struct HostTensor {
     return n;
   }
 };
+
+/// A shape as "[2, ?, 3]" (a negative, dynamic dim as "?"), for messages.
+std::string shapeString(llvm::ArrayRef<int64_t> shape);
 
 /// The amprt dtype of an ONNX TensorProto data type, or -1.
 int32_t dtypeOfOnnx(int onnxType);
