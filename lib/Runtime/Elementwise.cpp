@@ -480,15 +480,32 @@ amprt_status amprt_sum(amprt_context *ctx, T inputs, int64_t n, T y) {
     if (!broadcastShapes(shapes, so))
       return ctx->fail(AMPRT_ERR_SHAPE, "sum: input shapes do not broadcast");
     AMPRT_TRY(checkShape(ctx, "sum", "y", y, so));
-    std::vector<float> acc(size_t(numel(so)), 0.f);
+    int64_t count = numel(so);
+    bool dense = true;
+    for (const Shape &sh : shapes)
+      dense &= sh == so;
+    if (dense) {
+      // Element by element, every input in its own dtype: y may alias any
+      // input, and no f32 copy of a large (or 16-bit) input is made.
+      for (int64_t o = 0; o < count; ++o) {
+        float acc = 0.f;
+        for (int64_t i = 0; i < n; ++i)
+          acc += loadF(inputs[i].data, inputs[i].dtype, o);
+        storeF(y->data, y->dtype, o, acc);
+      }
+      return AMPRT_OK;
+    }
+    // Broadcast inputs: one f32 scratch, each input added in turn, rounded
+    // once into y (which may alias an input: it is written last).
+    std::vector<float> acc(size_t(count), 0.f);
     for (int64_t i = 0; i < n; ++i) {
-      F32In in(&inputs[i]);
+      const amprt_tensor *in = &inputs[i];
       Shape st[1] = {broadcastStrides(shapes[size_t(i)], so)};
       forEachBroadcast<1>(so, st, [&](int64_t o, const int64_t *off) {
-        acc[size_t(o)] += in.p[off[0]];
+        acc[size_t(o)] += loadF(in->data, in->dtype, off[0]);
       });
     }
-    fromF32(acc.data(), y->data, y->dtype, numel(so));
+    fromF32(acc.data(), y->data, y->dtype, count);
     return AMPRT_OK;
   });
 }

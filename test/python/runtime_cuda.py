@@ -864,6 +864,29 @@ def test_where_sum_scale(rt, gpu):
         so = np.broadcast_shapes(*shapes)
         c, g, _ = both(rt, gpu, "sum", ins, len(ins), rt.empty(so, ydt))
         same(rt, "sum", c[2], g[2])
+    # Outputs written over an input (the lowering's ReuseInputs.cpp): sum
+    # over its second input (mixed dtypes), add over a, relu in place; the
+    # GPU's results against the CPU's on separate buffers.
+    a, b = rt.randn((7, 300), "f16"), rt.randn((7, 300), "f32")
+    c, _, _ = both(rt, gpu, "sum", [a, b], 2, rt.empty((7, 300), "f32"))
+    ta, _ = gpu.upload(a)
+    tb, bb = gpu.upload(b)
+    arr = (Tensor * 2)(ta, tb)
+    assert rt.lib.amprt_sum(gpu.ctx, arr, 2, C.byref(tb)) == 0, gpu.err()
+    gpu.download(tb, bb)
+    gpu.free_all()
+    same(rt, "sum in place of input 1", c[2], bb)
+    for name, args in (("add", (rt.randn((5, 64), "f32"),
+                                rt.randn((64,), "f16"))),
+                       ("relu", (rt.randn((5, 64), "bf16"),))):
+        c, _, _ = both(rt, gpu, name, *args, rt.empty((5, 64), args[0].dt))
+        ups = [gpu.upload(x) for x in args]
+        assert getattr(rt.lib, "amprt_" + name)(
+            gpu.ctx, *[C.byref(t) for t, _ in ups], C.byref(ups[0][0])) == 0, \
+            gpu.err()
+        gpu.download(*ups[0])
+        gpu.free_all()
+        same(rt, name + " in place", c[-1], ups[0][1])
     both(rt, gpu, "sum", [rt.randn((2,), "f32"), rt.randn((3,), "f32")], 2,
          rt.empty((2,), "f32"))
     for sdt in ("f32", "f16", "f64", "i64"):

@@ -212,6 +212,26 @@ def test_sum_scale_where_identity(rt):
         ref = sum(i.f64() for i in ins)
         rt.close("sum", y, ref, dt, scale=sum(np.abs(i.f64()) for i in ins),
                  terms=3)
+        # Inputs of y's shape in mixed dtypes (the lowering folds widening
+        # casts into sum), and y written over one of them (it may alias an
+        # input of its shape): the same bits as into a fresh y.
+        mixed = [rt.randn((3, 4), dt), rt.randn((3, 4), "f16"),
+                 rt.randn((3, 4), "f32")]
+        fresh = rt.empty((3, 4), "f32")
+        rt.ok("sum", tensor_array(mixed), 3, fresh.ref)
+        rt.close("sum mixed", fresh, sum(i.f64() for i in mixed), "f32",
+                 scale=sum(np.abs(i.f64()) for i in mixed), terms=3)
+        over = mixed[2]
+        rt.ok("sum", tensor_array(mixed), 3, over.ref)
+        rt.equal("sum in place of input 2 " + dt, over.arr, fresh.arr)
+    # 0 + x first: a sum of -0 is +0, in place or not.
+    z = Buf(np.array([-0.0, 1.0], np.float32), "f32")
+    y = rt.empty((2,), "f32")
+    rt.ok("sum", tensor_array([z]), 1, y.ref)
+    rt.equal("sum of -0", np.signbit(y.arr), [False, False])
+    rt.ok("sum", tensor_array([z]), 1, z.ref)
+    rt.equal("sum of -0 in place", np.signbit(z.arr), [False, False])
+    for dt in FLOATS:
         x = rt.randn((5, 3), dt)
         s = rt.buf(np.array(3.0), "f32")
         for down in (0, 1):

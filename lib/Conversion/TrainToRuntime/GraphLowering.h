@@ -21,6 +21,9 @@
 //   AliasReshapes.cpp   reshapes as views of their input, not copies
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
+//   FoldCasts.cpp       widening casts read by their elementwise consumers
+//   ScheduleCalls.cpp   calls moved earlier where the step then holds less
+//   ReuseInputs.cpp     elementwise outputs over a dying input's memory
 //   PlanArena.cpp       liveness and placement of temporaries in one arena
 //   PlannedCalls.cpp    the planned calls as data: parameters, in-place
 //                       writes, new calls for the rewrites
@@ -66,10 +69,14 @@ struct Buffer {
   enum Kind { Arg, Const, Temp } kind = Temp;
   /// What a temporary holds, for the arena's split (amp-run reports it):
   /// a node output that is a gradient (ORT names them `<x>_grad...`) or an
-  /// activation, a 16-bit copy of a graph input (AMP's weight casts), or
+  /// activation, a cast of a graph input of static shape (AMP's 16-bit
+  /// weights; a batch of data has a symbolic dim), or
   /// an intermediate of a lowering (no ONNX value).
   enum Role { Activation, Gradient, WeightCopy, Workspace } role = Workspace;
   unsigned argIndex = 0;
+  /// An Arg with a symbolic dim (bound by `dims`): a batch of data, not a
+  /// weight.
+  bool boundDims = false;
   ElementsAttr value; // Const
   Shape shape;
   Type elem;
@@ -99,6 +106,15 @@ struct TArg {
   std::string name;
   SmallVector<int, 1> bufs;
 };
+
+/// Whether `kernel` is elementwise float math (Ops.def's Elementwise.cpp
+/// entries): each output element from the inputs' elements at its
+/// (broadcast) position, read in any of f32/f16/bf16, computed in f32 and
+/// rounded once into the output's float dtype, and the output may alias an
+/// input ("may alias"). The unary float ops, the activation gradients, the
+/// float binary ops and sum; not the shape kernels that share their
+/// parameter lists (matmul, expand, reshape, pooling, size).
+bool isElementwiseFloat(StringRef kernel);
 
 /// The largest buffer the lowering plans (bytes): beyond any device, and
 /// small enough that an arena of many such buffers cannot overflow int64.
@@ -180,14 +196,17 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
 
 class GraphLowering {
 public:
-  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
-      : graph(graph), dims(dims), ctx(graph.getContext()) {}
+  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims,
+                bool schedule = true)
+      : graph(graph), dims(dims), schedule(schedule),
+        ctx(graph.getContext()) {}
 
   LogicalResult run(ModuleOp module, int64_t &arenaBytes);
 
 private:
   GraphOp graph;
   const llvm::StringMap<int64_t> &dims;
+  bool schedule; ///< scheduleForMemory()
   MLIRContext *ctx;
   SmallVector<Buffer> bufs;
   SmallVector<PlannedCall> calls;
@@ -225,6 +244,14 @@ private:
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
+  /// Widening casts read by their elementwise consumers instead
+  /// (FoldCasts.cpp).
+  void foldWideningCasts();
+  /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
+  void reuseInputs();
+  /// Moves calls earlier where that lowers the step's peak memory
+  /// (ScheduleCalls.cpp).
+  void scheduleForMemory();
   /// Casts again where a cast's copy would otherwise stay alive, unused,
   /// between far-apart readers (RematerializeCasts.cpp).
   void rematerializeCasts();
@@ -548,7 +575,8 @@ private:
             return Buffer::Gradient;
     if (isa<CastOp>(current) && current->getNumOperands() == 1)
       if (auto it = valueBuf.find(current->getOperand(0));
-          it != valueBuf.end() && bufs[it->second].kind == Buffer::Arg)
+          it != valueBuf.end() && bufs[it->second].kind == Buffer::Arg &&
+          !bufs[it->second].boundDims)
         return Buffer::WeightCopy;
     return Buffer::Activation;
   }

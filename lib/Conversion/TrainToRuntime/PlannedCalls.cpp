@@ -15,8 +15,28 @@
 #include "GraphLowering.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace amp::lowering;
+
+bool amp::lowering::isElementwiseFloat(StringRef kernel) {
+  static const llvm::StringSet<> kernels = {
+      // unary float ops
+      "neg", "abs", "relu", "sigmoid", "tanh", "exp", "log", "sqrt",
+      "reciprocal", "gelu", "fast_gelu", "sign", "erf", "sin", "cos", "floor",
+      "ceil", "round",
+      // activation gradients
+      "relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad", "fast_gelu_grad",
+      // binary float ops
+      "add", "sub", "mul", "div", "pow", "min", "max", "mod", "fmod",
+      // n-ary
+      "sum"};
+#ifndef NDEBUG
+  for (const auto &k : kernels)
+    assert(amprt::lookupKernel(k.getKey()) && "not an Ops.def kernel");
+#endif
+  return kernels.contains(kernel);
+}
 
 int GraphLowering::tensorSlot(const PlannedCall &c, StringRef name) {
   int i = 0;

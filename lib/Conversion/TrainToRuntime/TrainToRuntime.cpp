@@ -68,7 +68,9 @@ LogicalResult GraphLowering::bindArgs() {
              << "); the lowering needs static shapes";
     auto dimNames = graph.getArgAttrOfType<ArrayAttr>(idx, "train.dims");
     Shape shape;
+    bool bound = false; // a dim bound by `dims`: data, not a weight
     for (int64_t d = 0; d < type.getRank(); ++d) {
+      bound |= type.isDynamicDim(d);
       if (!type.isDynamicDim(d)) {
         shape.push_back(type.getDimSize(d));
         continue;
@@ -103,6 +105,7 @@ LogicalResult GraphLowering::bindArgs() {
     b.argIndex = argTypes.size();
     b.shape = shape;
     b.elem = type.getElementType();
+    b.boundDims = bound;
     valueBuf[arg] = newBuffer(b);
     argTypes.push_back(MemRefType::get(shape, b.elem));
     argNames.push_back(name);
@@ -1029,8 +1032,12 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
 
   fuseUnscaleGates();
   foldTransposes();
+  foldWideningCasts();
+  if (schedule)
+    scheduleForMemory();
   rematerializeCasts();
   aliasReshapes();
+  reuseInputs();
 
   int64_t split[4] = {0, 0, 0, 0};
   planArena(arenaBytes, split);
@@ -1114,6 +1121,7 @@ struct ConvertTrainToRuntimePass
       : PassWrapper(other) {}
   explicit ConvertTrainToRuntimePass(const TrainToRuntimeOptions &o) {
     dims = o.dims;
+    schedule = o.schedule;
   }
 
   StringRef getArgument() const final { return "convert-train-to-runtime"; }
@@ -1130,6 +1138,11 @@ struct ConvertTrainToRuntimePass
                            llvm::cl::desc("Symbolic dims bound to sizes: "
                                           "name=value,... (e.g. batch=64)"),
                            llvm::cl::init("")};
+  Option<bool> schedule{*this, "schedule",
+                        llvm::cl::desc("Reorder the calls where the step then "
+                                       "holds less memory (off: the graph's "
+                                       "node order)"),
+                        llvm::cl::init(true)};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -1150,7 +1163,7 @@ struct ConvertTrainToRuntimePass
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     for (GraphOp g : graphs) {
       int64_t arena = 0;
-      GraphLowering lowering(g, dimMap);
+      GraphLowering lowering(g, dimMap, schedule);
       if (failed(lowering.run(module, arena)))
         return signalPassFailure();
       emitRemark(g.getLoc())

@@ -1,4 +1,4 @@
-// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime=schedule=false | FileCheck %s
 
 // Ops lowered as sequences of existing kernels (LowerComposite.cpp).
 // Tile: a view as [1, 2, 1, 3], an expand to [2, 2, 3, 3], a view as

@@ -1,4 +1,4 @@
-// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime=schedule=false | FileCheck %s
 
 // The loss-scaling pass's unscale, check and gate (LossScaling.cpp) with no
 // unscaled copy: the check reads the f16 gradient itself (its cast to f32

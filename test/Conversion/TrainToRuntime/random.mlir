@@ -1,4 +1,4 @@
-// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime=schedule=false | FileCheck %s
 
 // Generators. A node's seed is its `seed` attribute (Dropout: an int; the
 // Random* ops and Bernoulli: a float, by its bits), else the FNV-1a hash of

@@ -1,4 +1,4 @@
-// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime=schedule=false | FileCheck %s
 
 // A weight's 16-bit copy read by a forward and a backward product far
 // apart: the backward one gets a fresh cast of the weight (which no call
@@ -31,21 +31,21 @@ module {
 
 // -----
 
-// A widening cast of a temporary (an f16 product cast to f32 for an f32
-// reader, read again much later): the late reader casts the f16 value
+// A widening cast of a temporary (an f16 product cast to f32 for f32
+// GEMMs, read again much later): the late reader casts the f16 value
 // again, which stays alive instead of its f32 copy (half the bytes).
 // CHECK-LABEL: func.func @main
 // CHECK: amprt.call "matmul"({{.*}}, %[[P:[^)]*]])
 // CHECK-NEXT: amprt.call "cast"(%[[P]], %[[C1:[^)]*]]) {{.*}}node = "widen"
-// CHECK-NEXT: amprt.call "relu"(%[[C1]],
+// CHECK-NEXT: amprt.call "matmul"(%[[C1]], %arg1,
 // CHECK-COUNT-10: amprt.call "neg"
 // CHECK-NEXT: amprt.call "cast"(%[[P]], %[[C2:[^)]*]]) {{.*}}node = "widen"
-// CHECK-NEXT: amprt.call "sigmoid"(%[[C2]],
+// CHECK-NEXT: amprt.call "matmul"(%[[C2]], %arg1,
 module {
-  train.graph @main(%x: tensor<4x4xf16> {train.name = "x"}, %a: tensor<4x4xf32> {train.name = "a"}) -> (tensor<4x4xf32> {train.name = "r"}, tensor<4x4xf32> {train.name = "n"}, tensor<4x4xf32> {train.name = "s"}) {
+  train.graph @main(%x: tensor<4x4xf16> {train.name = "x"}, %w: tensor<4x4xf32> {train.name = "w"}, %a: tensor<4x4xf32> {train.name = "a"}) -> (tensor<4x4xf32> {train.name = "r"}, tensor<4x4xf32> {train.name = "n"}, tensor<4x4xf32> {train.name = "s"}) {
     %p = MatMul(%x, %x) {train.name = "mm", train.outputs = ["p"]} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
     %c = Cast(%p) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<4x4xf16>) -> tensor<4x4xf32>
-    %r = Relu(%c) {train.name = "r", train.outputs = ["r"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %r = MatMul(%c, %w) {train.name = "r", train.outputs = ["r"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     %n0 = Neg(%a) {train.name = "n0", train.outputs = ["n0"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     %n1 = Neg(%n0) {train.name = "n1", train.outputs = ["n1"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     %n2 = Neg(%n1) {train.name = "n2", train.outputs = ["n2"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
@@ -56,7 +56,7 @@ module {
     %n7 = Neg(%n6) {train.name = "n7", train.outputs = ["n7"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     %n8 = Neg(%n7) {train.name = "n8", train.outputs = ["n8"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
     %n9 = Neg(%n8) {train.name = "n9", train.outputs = ["n9"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
-    %s = Sigmoid(%c) {train.name = "s", train.outputs = ["s"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %s = MatMul(%c, %w) {train.name = "s", train.outputs = ["s"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     train.return %r, %n9, %s : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
   }
 }
@@ -71,7 +71,7 @@ module {
 // CHECK-NOT: amprt.call "cast"
 module {
   train.graph @main(%x: tensor<4x4xf32> {train.name = "x"}, %w: tensor<4x4xf32> {train.name = "w"}, %a: tensor<4x4xf32> {train.name = "a"}) -> (tensor<4x4xf16> {train.name = "w16"}, tensor<4x4xf16> {train.name = "y1"}, tensor<4x4xf32> {train.name = "n"}, tensor<4x4xf16> {train.name = "y2"}) {
-    %r = Relu(%x) {train.name = "r", train.outputs = ["r"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %r = MatMul(%x, %a) {train.name = "r", train.outputs = ["r"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     %r16 = Cast(%r) {to = 10 : i64, train.name = "narrow", train.outputs = ["r16"]} : (tensor<4x4xf32>) -> tensor<4x4xf16>
     %w16 = Cast(%w) {to = 10 : i64, train.name = "w_cast", train.outputs = ["w16"]} : (tensor<4x4xf32>) -> tensor<4x4xf16>
     %y1 = MatMul(%r16, %w16) {train.name = "fwd", train.outputs = ["y1"]} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>

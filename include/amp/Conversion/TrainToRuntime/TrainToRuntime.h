@@ -25,6 +25,10 @@ namespace amp {
 struct TrainToRuntimeOptions {
   /// Symbolic dims bound to sizes: "batch=64,seq=128".
   std::string dims;
+  /// Reorder the calls where the step then holds less memory
+  /// (docs/Lowering.md); off keeps the graph's node order (for tests of
+  /// the other rewrites).
+  bool schedule = true;
 };
 
 std::unique_ptr<mlir::Pass>
@@ -52,8 +56,8 @@ inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
 /// alive, in bytes, by kind (a dictionary with the keys of kArenaRoles):
 /// activations (node outputs), gradients (node outputs named `<x>_grad...`,
 /// as ORT's gradient builder names them), weight copies (casts of graph
-/// inputs: AMP's 16-bit weights) and workspace (intermediates of lowerings
-/// that are no ONNX value).
+/// inputs of static shape: AMP's 16-bit weights) and workspace
+/// (intermediates of lowerings that are no ONNX value).
 inline constexpr const char *kArenaSplitAttr = "amprt.arena_split";
 inline constexpr const char *kArenaRoles[] = {"activations", "gradients",
                                               "weight_copies", "workspace"};

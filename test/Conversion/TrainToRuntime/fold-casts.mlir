@@ -1,0 +1,66 @@
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
+
+// A widening cast read only by elementwise kernels folds into them: they
+// read the f16 value in its dtype (exact), no f32 copy is made.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "matmul"({{.*}}, %[[P:[^)]*]])
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "add"(%[[P]], %arg1,
+// CHECK: amprt.call "relu"(%[[P]],
+module {
+  train.graph @main(%x: tensor<4x4xf16> {train.name = "x"}, %r: tensor<4x4xf32> {train.name = "r"}) -> (tensor<4x4xf32> {train.name = "s"}, tensor<4x4xf32> {train.name = "q"}) {
+    %p = MatMul(%x, %x) {train.name = "mm", train.outputs = ["p"]} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+    %c = Cast(%p) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<4x4xf16>) -> tensor<4x4xf32>
+    %s = Add(%c, %r) {train.name = "residual", train.outputs = ["s"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %q = Relu(%c) {train.name = "q", train.outputs = ["q"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    train.return %s, %q : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}
+
+// -----
+
+// Not folded: a widening cast that a GEMM reads (it needs one dtype), and a
+// cast whose output is a graph output.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-2: amprt.call "cast"
+module {
+  train.graph @main(%x: tensor<4x4xf16> {train.name = "x"}) -> (tensor<4x4xf32> {train.name = "m"}, tensor<4x4xf32> {train.name = "c2"}) {
+    %c = Cast(%x) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<4x4xf16>) -> tensor<4x4xf32>
+    %m = MatMul(%c, %c) {train.name = "mm", train.outputs = ["m"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %c2 = Cast(%x) {to = 1 : i64, train.name = "out", train.outputs = ["c2"]} : (tensor<4x4xf16>) -> tensor<4x4xf32>
+    train.return %m, %c2 : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}
+
+// -----
+
+// A narrowing cast of an f32 value that only the cast reads: its producer
+// writes the f16 value directly (one rounding from the same f32 value).
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "mul"(%arg0, %arg0, %[[Y:[^)]*]]) {{.*}} : memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf16>
+// CHECK: amprt.call "matmul"(%[[Y]], %arg1,
+module {
+  train.graph @main(%a: tensor<4x4xf32> {train.name = "a"}, %w: tensor<4x4xf16> {train.name = "w"}) -> (tensor<4x4xf16> {train.name = "m"}) {
+    %p = Mul(%a, %a) {train.name = "sq", train.outputs = ["p"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %h = Cast(%p) {to = 10 : i64, train.name = "narrow", train.outputs = ["h"]} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+    %m = MatMul(%h, %w) {train.name = "mm", train.outputs = ["m"]} : (tensor<4x4xf16>, tensor<4x4xf16>) -> tensor<4x4xf16>
+    train.return %m : tensor<4x4xf16>
+  }
+}
+
+// -----
+
+// Not folded: the f32 value has another reader, or its producer is a GEMM.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-2: amprt.call "cast"
+module {
+  train.graph @main(%a: tensor<4x4xf32> {train.name = "a"}) -> (tensor<4x4xf16> {train.name = "h"}, tensor<4x4xf32> {train.name = "r"}, tensor<4x4xf16> {train.name = "g"}) {
+    %p = Mul(%a, %a) {train.name = "sq", train.outputs = ["p"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %h = Cast(%p) {to = 10 : i64, train.name = "narrow", train.outputs = ["h"]} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+    %r = Relu(%p) {train.name = "r", train.outputs = ["r"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %m = MatMul(%a, %a) {train.name = "mm", train.outputs = ["m"]} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+    %g = Cast(%m) {to = 10 : i64, train.name = "narrow2", train.outputs = ["g"]} : (tensor<4x4xf32>) -> tensor<4x4xf16>
+    train.return %h, %r, %g : tensor<4x4xf16>, tensor<4x4xf32>, tensor<4x4xf16>
+  }
+}
