@@ -491,6 +491,22 @@ def test_pools(rt):
                 dsc = fd_grad(f, np.zeros(x.shape), np.abs(dy.f64()), h=0.5)
                 rt.close("average_pool_grad", dx, dref, dt, scale=dsc,
                          terms=9)
+        # A window larger than the input in ceil mode (PyTorch's
+        # AvgPool2d(k, ceil_mode=True) over a smaller map: Hugging Face's
+        # EfficientNet pooler): one window, clipped to the padded input,
+        # whichever count_include_pad; without ceil mode, no window.
+        x = rt.randn((2, 3, 3, 2), dt)
+        for cip in (0, 1):
+            y = rt.empty((2, 3, 1, 1), dt)
+            rt.ok("average_pool", x.ref, y.ref,
+                  window((5, 5), (5, 5), ceil_mode=1, count_include_pad=cip))
+            rt.close("average_pool ceil large window", y,
+                     x.f64().mean(axis=(2, 3), keepdims=True), dt,
+                     scale=np.abs(x.f64()).mean(axis=(2, 3), keepdims=True),
+                     terms=6)
+        rt.fails("average_pool", x.ref, rt.empty((2, 3, 1, 1), dt).ref,
+                 window((5, 5), (5, 5)), match="window larger than the "
+                 "padded input")
         x = rt.randn((2, 5, 4, 3), dt)
         y = rt.empty((2, 5, 1, 1), dt)
         rt.ok("global_average_pool", x.ref, y.ref)
@@ -940,6 +956,26 @@ def test_reduce(rt):
         rt.equal("reduce_sum noop", y.arr, x.arr)
     rt.fails("reduce_sum", rt.randn((3, 4), "f32").ref, i64s([2]), 1, 0, 0,
              rt.empty((3,), "f32").ref, match="axis 2 out of range")
+    # Integers: exact sums (wrapping in 64 bits, stored in the type: numpy's
+    # own integer arithmetic), max and min; no mean.
+    for dt, big in (("i64", 2 ** 62), ("i32", 2 ** 30)):
+        v = rt.rng.integers(-big, big, (3, 4, 5))
+        x = Buf(v, dt)
+        for axes, keep in (([1], 0), ([0, 2], 1), ([], 0)):
+            ax = tuple(axes) if axes else None
+            for name, f in (("reduce_sum", np.sum), ("reduce_max", np.max),
+                            ("reduce_min", np.min)):
+                want = f(v, axis=ax, keepdims=bool(keep)).astype(
+                    NP_STORAGE[dt])  # int64 sums, wrapped into the type
+                y = rt.empty(np.shape(want), dt)
+                rt.ok(name, x.ref, i64s(axes), len(axes), keep, 0, y.ref)
+                rt.equal("%s %s axes %s" % (name, dt, axes), y.arr, want)
+    rt.fails("reduce_mean", Buf(np.ones((2, 3), np.int64), "i64").ref,
+             i64s([1]), 1, 0, 0, rt.empty((2,), "i64").ref,
+             match="x is i64; the mean takes f32, f16 or bf16")
+    rt.fails("reduce_sum", Buf(np.ones((2, 3), np.int64), "i64").ref,
+             i64s([1]), 1, 0, 0, rt.empty((2,), "i32").ref,
+             match="y is i32, expected i64|y .*i64")
 
 
 # ---------------------------------------------------------------------------

@@ -409,12 +409,23 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 
 // -----
 
-// ReduceMax of integers: the runtime's reductions take floats.
+// ReduceMean of integers, ReduceMax of i8: the runtime's reductions take
+// floats (and i64/i32 for sum, max and min).
 module attributes {train.opset_import = [["", 18 : i64]]} {
   train.graph @main(%x: tensor<2x3xi64> {train.name = "x"}) -> (tensor<1x1xi64> {train.name = "y"}) {
-    // expected-error @+1 {{node 'rm' (ReduceMax): input 0 has element type 'i64'; the runtime's ReduceMax takes f32, f16 or bf16}}
-    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMax"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<1x1xi64>
+    // expected-error @+1 {{node 'rm' (ReduceMean): input 0 has element type 'i64'; the runtime's ReduceMean takes f32, f16, bf16}}
+    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMean"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<1x1xi64>
     train.return %y : tensor<1x1xi64>
+  }
+}
+
+// -----
+
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xi8> {train.name = "x"}) -> (tensor<1x1xi8> {train.name = "y"}) {
+    // expected-error @+1 {{node 'rm' (ReduceMax): input 0 has element type 'i8'; the runtime's ReduceMax takes f32, f16, bf16, i64 or i32}}
+    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMax"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi8>) -> tensor<1x1xi8>
+    train.return %y : tensor<1x1xi8>
   }
 }
 

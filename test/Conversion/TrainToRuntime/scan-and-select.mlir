@@ -61,3 +61,17 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
     train.return %y, %z : tensor<2x5xi64>, tensor<4x3x2xf16>
   }
 }
+
+// -----
+
+// ReduceSum of an i64 mask (mBART counts each row's non-pad tokens so):
+// the runtime sums integers exactly.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "reduce_sum"(%arg0, %{{[^)]*}}) {axes = array<i64: 1>, {{.*}}keepdims = 0 : i32, {{.*}}node = "count"{{.*}} : memref<2x5xi64>, memref<2xi64>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%m: tensor<2x5xi64> {train.name = "m"}) -> (tensor<2xi64> {train.name = "n"}) {
+    %a = initializer "a" {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+    %n = "train.node"(%m, %a) <{attrs = {keepdims = 0 : i64}, domain = "", graph_attrs = [], op_type = "ReduceSum"}> {train.name = "count", train.outputs = ["n"]} : (tensor<2x5xi64>, tensor<1xi64>) -> tensor<2xi64>
+    train.return %n : tensor<2xi64>
+  }
+}
