@@ -13,24 +13,11 @@
 
 #include "Internal.h"
 
+#include "amp/Runtime/Window.h"
+
 #include <algorithm>
 
 using namespace amprt;
-
-/// Windows of a pooling or convolution along one dim, ONNX's formula: e =
-/// the padded input less the dilated window (negative when the window is
-/// larger), floor(e / s) + 1, or in ceil mode ceil(e / s) + 1, less a last
-/// window that would start past the input and the begin padding (`limit`).
-/// PyTorch's AvgPool2d(k, ceil_mode=True) over a smaller input (Hugging
-/// Face's EfficientNet pooler) has e < 0 and one window. Below 1: none.
-static int64_t windowCount(int64_t e, int64_t s, bool ceil, int64_t limit) {
-  if (!ceil)
-    return e < 0 ? 0 : e / s + 1;
-  int64_t o = (e >= 0 ? (e + s - 1) / s : -(-e / s)) + 1;
-  if ((o - 1) * s >= limit)
-    --o;
-  return o;
-}
 
 amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                                const amprt_tensor *x, const int64_t *kernel,
@@ -69,8 +56,9 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                        (long long)dl[a], (long long)pb[a], (long long)pe[a]);
   }
   for (int a = 0; a < 3; ++a) {
-    out[a] = windowCount(in[a] + pb[a] + pe[a] - (dl[a] * (ker[a] - 1) + 1),
-                         st[a], win->ceil_mode != 0, in[a] + pb[a]);
+    out[a] = amprt_window_count(in[a] + pb[a] + pe[a] -
+                                    (dl[a] * (ker[a] - 1) + 1),
+                                st[a], win->ceil_mode, in[a] + pb[a]);
     if (out[a] < 1)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: window larger than the padded input %s", k,

@@ -13,26 +13,13 @@
 
 #include "GraphLowering.h"
 
+#include "amp/Runtime/Window.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
 namespace amp::lowering {
-
-/// Windows of a pooling or convolution along one dim, ONNX's formula: e =
-/// the padded input less the dilated window (negative when the window is
-/// larger), floor(e / s) + 1, or in ceil mode ceil(e / s) + 1, less a last
-/// window that would start past the input and the begin padding (`limit`).
-/// PyTorch's AvgPool2d(k, ceil_mode=True) over a smaller input (Hugging
-/// Face's EfficientNet pooler) has e < 0 and one window. Below 1: none.
-static int64_t windowCount(int64_t e, int64_t s, bool ceil, int64_t limit) {
-  if (!ceil)
-    return e < 0 ? 0 : e / s + 1;
-  int64_t o = (e >= 0 ? (e + s - 1) / s : -(-e / s)) + 1;
-  if ((o - 1) * s >= limit)
-    --o;
-  return o;
-}
 
 FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
                                                 ArrayRef<int64_t> k, bool pool,
@@ -98,7 +85,7 @@ FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
       err() << "negative pads";
       return failure();
     }
-    int64_t o = windowCount(in + pb + pe - span, s, ceil, in + pb);
+    int64_t o = amprt_window_count(in + pb + pe - span, s, ceil, in + pb);
     if (o < 1) {
       err() << "window larger than the padded input at spatial dim " << i;
       return failure();
