@@ -9,17 +9,23 @@
 // sequence classifiers take an ArgMax of a mask, RoBERTa-style models a
 // CumSum for their position ids and a GatherElements, causal masks a Trilu,
 // dynamo exports a GatherND for x[arange(b), idx], mixture-of-experts
-// routers a TopK and a ScatterElements. One thread per line (arg_max/min,
-// cumsum) or per element (top_k by ranks, gathers, scatter, trilu),
-// running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
-// ndSlabOffset, triluKeeps in Internal.h), so the results are the CPU's
-// bits; gather_elements_grad and gather_nd_grad add into f32 with atomics,
-// in another order. Index values are checked on the device first (one
+// routers a TopK and a ScatterElements, encoder-decoder exports a ScatterND
+// for their causal masks and shifted decoder inputs. One thread per line
+// (arg_max/min, cumsum) or per element (top_k by ranks, gathers, scatter,
+// trilu), running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
+// ndSlabOffset, triluKeeps, scatterCombine in Internal.h), so the results
+// are the CPU's bits; gather_elements_grad and gather_nd_grad add into f32
+// with atomics, in another order. scatter_nd sorts its tuples by the slab
+// they update (a stable radix sort, so repeats keep their order) and one
+// thread per slab element applies a slab's tuples in order: every reduction
+// gives the CPU's bits. Index values are checked on the device first (one
 // wait) and a bad one is reported by the CPU code, nothing written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+
+#include <cub/device/device_radix_sort.cuh>
 
 using namespace amprt;
 using namespace amprt::cuda;
@@ -453,6 +459,129 @@ amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
   });
 }
 
+/// keys[t] = the slab of y that index tuple t updates, tuples[t] = t.
+__global__ void ndTargetKernel(NDMap m, const void *idx, int32_t di,
+                               int64_t *keys, int64_t *tuples, int64_t n) {
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < n;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    keys[t] = ndSlabOffset(m, t, [&](int64_t j) { return ldIdx(idx, di, j); });
+    tuples[t] = t;
+  }
+}
+
+/// Element e of every slab scatter_nd writes: `keys` (sorted) and `tuples`
+/// list the tuples grouped by the slab they update, each group in the
+/// tuples' order; the thread of (group head j, e) applies its group.
+/// Reduction none: the last tuple's element (moved as E).
+template <typename E>
+__global__ void scatterNDReplaceKernel(const int64_t *keys,
+                                       const int64_t *tuples, int64_t n,
+                                       int64_t slab, const E *updates, E *y) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < n * slab; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t j = i / slab, e = i % slab, key = keys[j];
+    if (j > 0 && keys[j - 1] == key)
+      continue;
+    while (j + 1 < n && keys[j + 1] == key)
+      ++j;
+    y[key * slab + e] = updates[tuples[j] * slab + e];
+  }
+}
+
+/// The reductions: each tuple of the group in turn, rounded into the dtype
+/// at each step (the CPU's loop).
+__global__ void scatterNDReduceKernel(const int64_t *keys,
+                                      const int64_t *tuples, int64_t n,
+                                      int64_t slab, const void *updates,
+                                      void *y, int32_t dt, bool integer,
+                                      int32_t reduction) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < n * slab; i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t j = i / slab, e = i % slab, key = keys[j];
+    if (j > 0 && keys[j - 1] == key)
+      continue;
+    int64_t at = key * slab + e;
+    for (; j < n && keys[j] == key; ++j) {
+      int64_t from = tuples[j] * slab + e;
+      if (integer)
+        writeI(y, dt, at,
+               scatterCombine(reduction, readI(y, dt, at),
+                              readI(updates, dt, from)));
+      else
+        storeF(y, dt, at,
+               scatterCombine(reduction, loadF(y, dt, at),
+                              loadF(updates, dt, from)));
+    }
+  }
+}
+
+/// scatter_nd: y = data, the tuples' target slabs sorted (stable, so
+/// repeated targets keep the tuples' order), then one thread per (target,
+/// slab element) applies that target's tuples in order: the CPU's bits for
+/// every reduction and for repeats.
+amprt_status cudaScatterND(amprt_context *ctx, T data, T indices, T updates,
+                           int32_t reduction, T y) {
+  const char *k = "scatter_nd";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_scatter_nd(ctx, data, indices, updates, reduction, y);
+    };
+    NDMap m;
+    if (checkScatterND(ctx, data, indices, updates, reduction, y, m))
+      return onHost(ctx, cpu);
+    bool ok;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
+    if (!ok)
+      return onHost(ctx, cpu);
+    cudaStream_t s = stream(ctx);
+    int64_t ny = numel(y), n = m.tuples;
+    size_t es = amprt_dtype_size(data->dtype);
+    if (ny && y->data != data->data)
+      AMPRT_CUDA(ctx, k,
+                 cudaMemcpyAsync(y->data, data->data, size_t(ny) * es,
+                                 cudaMemcpyDeviceToDevice, s));
+    if (n == 0 || m.slab == 0)
+      return AMPRT_OK;
+    // keys and tuples, in and sorted, then cub's workspace.
+    Scratch lists, work;
+    AMPRT_TRY(lists.get(ctx, k, 4 * size_t(n) * sizeof(int64_t)));
+    auto *keys = static_cast<int64_t *>(lists.p);
+    int64_t *tuples = keys + n, *sortedKeys = keys + 2 * n,
+            *sortedTuples = keys + 3 * n;
+    ndTargetKernel<<<gridFor(n, kThreads), kThreads, 0, s>>>(
+        m, indices->data, indices->dtype, keys, tuples, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    // Only the bits a slab number can have take part in the sort.
+    int bits = 1;
+    while (bits < 63 && (int64_t(1) << bits) < m.inBatch)
+      ++bits;
+    size_t workBytes = 0;
+    AMPRT_CUDA(ctx, k,
+               cub::DeviceRadixSort::SortPairs(
+                   nullptr, workBytes, keys, sortedKeys, tuples, sortedTuples,
+                   n, 0, bits, s));
+    AMPRT_TRY(work.get(ctx, k, workBytes));
+    AMPRT_CUDA(ctx, k,
+               cub::DeviceRadixSort::SortPairs(
+                   work.p, workBytes, keys, sortedKeys, tuples, sortedTuples,
+                   n, 0, bits, s));
+    unsigned grid = gridFor(n * m.slab, kThreads, 4);
+    if (!reduction)
+      byElementSize(es, [&](auto e) {
+        using E = decltype(e);
+        scatterNDReplaceKernel<<<grid, kThreads, 0, s>>>(
+            sortedKeys, sortedTuples, n, m.slab,
+            static_cast<const E *>(updates->data), static_cast<E *>(y->data));
+      });
+    else
+      scatterNDReduceKernel<<<grid, kThreads, 0, s>>>(
+          sortedKeys, sortedTuples, n, m.slab, updates->data, y->data,
+          data->dtype, isInteger(data->dtype), reduction);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerSelect(KernelTable &t) {
@@ -466,4 +595,5 @@ void amprt::cuda::registerSelect(KernelTable &t) {
   t.gather_nd_grad = cudaGatherNDGrad;
   t.top_k = cudaTopK;
   t.scatter_elements = cudaScatterElements;
+  t.scatter_nd = cudaScatterND;
 }

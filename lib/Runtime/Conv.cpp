@@ -13,6 +13,8 @@
 
 #include "Internal.h"
 
+#include "amp/Runtime/Window.h"
+
 #include <algorithm>
 
 using namespace amprt;
@@ -54,19 +56,13 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                        (long long)dl[a], (long long)pb[a], (long long)pe[a]);
   }
   for (int a = 0; a < 3; ++a) {
-    int64_t e = in[a] + pb[a] + pe[a] - (dl[a] * (ker[a] - 1) + 1);
-    if (e < 0)
+    out[a] = amprt_window_count(in[a] + pb[a] + pe[a] -
+                                    (dl[a] * (ker[a] - 1) + 1),
+                                st[a], win->ceil_mode, in[a] + pb[a]);
+    if (out[a] < 1)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: window larger than the padded input %s", k,
                        shapeStr(x).c_str());
-    if (win->ceil_mode) {
-      out[a] = (e + st[a] - 1) / st[a] + 1;
-      // The last window must start inside the input or the begin padding.
-      if ((out[a] - 1) * st[a] >= in[a] + pb[a])
-        --out[a];
-    } else {
-      out[a] = e / st[a] + 1;
-    }
   }
   g.N = x->shape[0];
   g.C = x->shape[1];

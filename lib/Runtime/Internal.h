@@ -823,11 +823,13 @@ struct NDMap {
   int64_t batch = 1, tuples = 1, slab = 1, inBatch = 1;
   int64_t dims[AMPRT_MAX_RANK] = {};
 };
-/// GatherND's checks but the index values (each within [-d, d) of its dim).
+/// GatherND's checks but the index values (each within [-d, d) of its dim);
+/// `yName` names y in messages (ScatterND checks its updates here).
 amprt_status gatherNDShape(amprt_context *ctx, const char *k,
                            const amprt_tensor *data,
                            const amprt_tensor *indices, int64_t batch_dims,
-                           const amprt_tensor *y, NDMap &m);
+                           const amprt_tensor *y, NDMap &m,
+                           const char *yName = "y");
 /// The slab (in slab units) of data that index tuple t reads; idx(e) is
 /// element e of the indices (in range).
 template <typename Idx>
@@ -847,6 +849,48 @@ amprt_status checkScatterElements(amprt_context *ctx,
                                   const amprt_tensor *indices,
                                   const amprt_tensor *updates, int64_t &axis,
                                   int32_t reduction, const amprt_tensor *y);
+
+/// scatter_nd's checks but the index values: dtypes, y of data's shape, the
+/// updates of the shape gather_nd would give (batch_dims 0), the reduction
+/// (0..4; 1..4 for f32, f16, bf16, i64 and i32 only).
+amprt_status checkScatterND(amprt_context *ctx, const amprt_tensor *data,
+                            const amprt_tensor *indices,
+                            const amprt_tensor *updates, int32_t reduction,
+                            const amprt_tensor *y, NDMap &m);
+
+/// One step of a scatter reduction (1 add, 2 mul, 3 max, 4 min) of the
+/// value in place, a, with the update b: f32 math, a NaN propagating
+/// through max and min (the caller rounds into the dtype). ScatterElements
+/// and ScatterND, CPU and CUDA.
+AMPRT_HD inline float scatterCombine(int32_t reduction, float a, float b) {
+  switch (reduction) {
+  case 1:
+    return a + b;
+  case 2:
+    return a * b;
+  default:
+    if (a != a)
+      return a;
+    if (b != b)
+      return b;
+    return reduction == 3 ? (a < b ? b : a) : (b < a ? b : a);
+  }
+}
+/// The integer step: exact, add and mul wrapping in 64 bits (the caller
+/// stores into the dtype, wrapping again).
+AMPRT_HD inline int64_t scatterCombine(int32_t reduction, int64_t a,
+                                       int64_t b) {
+  switch (reduction) {
+  case 1:
+    return int64_t(uint64_t(a) + uint64_t(b));
+  case 2:
+    return int64_t(uint64_t(a) * uint64_t(b));
+  case 3:
+    return a < b ? b : a;
+  default:
+    return b < a ? b : a;
+  }
+}
 
 /// CumSum: x and y of one shape and dtype (f32, f16, bf16, i64 or i32); x
 /// as (outer, len, inner) around the axis.

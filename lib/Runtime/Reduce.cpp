@@ -6,7 +6,9 @@
 //
 // Accumulates in f64 (the CPU reference may be more accurate than a device
 // tree reduction in f32; both are within the documented tolerances). Max and
-// min keep the first NaN they meet, as numpy does. CumSum keeps its running
+// min keep the first NaN they meet, as numpy does. i64 and i32 tensors sum
+// (wrapping in 64 bits, stored in their type), and take their max and min,
+// exactly (mBART counts its non-pad tokens with a ReduceSum of int64). CumSum keeps its running
 // sum in f64 for floats (each output rounded once) and in i64 for integers
 // (wrapping in the stored type, as ONNX Runtime's does).
 //
@@ -14,6 +16,7 @@
 
 #include "Internal.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace amprt;
@@ -27,8 +30,17 @@ enum class Red { Sum, Mean, Max, Min };
 amprt_status reduce(amprt_context *ctx, const char *k, T x,
                     const int64_t *axes, int64_t naxes, int32_t keepdims,
                     int32_t noop, T y, Red op) {
-  AMPRT_TRY(checkFloat(ctx, k, "x", x));
-  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  AMPRT_TRY(checkTensor(ctx, k, "x", x));
+  bool integer = x->dtype == AMPRT_I64 || x->dtype == AMPRT_I32;
+  if (integer && op == Red::Mean)
+    return ctx->fail(AMPRT_ERR_DTYPE, "%s: x is %s; the mean takes f32, f16 "
+                     "or bf16", k, amprt_dtype_name(x->dtype));
+  if (integer) {
+    AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
+  } else {
+    AMPRT_TRY(checkFloat(ctx, k, "x", x));
+    AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  }
   if (naxes < 0 || (naxes > 0 && !axes))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: bad axes list", k);
   Shape sx = shapeOf(x);
@@ -51,14 +63,29 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
       so.push_back(red[i] ? 1 : sx[i]);
   }
   AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  // Walk x; the output offset of an element uses `keep`'s strides with 0 on
+  // reduced dims (broadcastStrides of keep into x's shape).
+  Shape st[1] = {broadcastStrides(keep, sx)};
+  if (integer) {
+    std::vector<int64_t> acc(size_t(numel(keep)),
+                             op == Red::Max   ? INT64_MIN
+                             : op == Red::Min ? INT64_MAX
+                                              : 0);
+    forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
+      int64_t &a = acc[size_t(off[0])], v = readI(x->data, x->dtype, i);
+      a = op == Red::Sum   ? int64_t(uint64_t(a) + uint64_t(v))
+          : op == Red::Max ? std::max(a, v)
+                           : std::min(a, v);
+    });
+    for (size_t i = 0; i < acc.size(); ++i)
+      writeI(y->data, y->dtype, int64_t(i), acc[i]);
+    return AMPRT_OK;
+  }
   F32In ix(x);
   double init = op == Red::Max   ? -INFINITY
                 : op == Red::Min ? INFINITY
                                  : 0.0;
   std::vector<double> acc(size_t(numel(keep)), init);
-  // Walk x; the output offset of an element uses `keep`'s strides with 0 on
-  // reduced dims (broadcastStrides of keep into x's shape).
-  Shape st[1] = {broadcastStrides(keep, sx)};
   forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
     double &a = acc[size_t(off[0])], v = ix.p[i];
     if (op == Red::Sum || op == Red::Mean)

@@ -1,4 +1,4 @@
-//===- Select.cpp - ArgMax/ArgMin, TopK, GatherElements/ND, Trilu --------===//
+//===- Select.cpp - ArgMax/ArgMin, TopK, Gather/ScatterElements/ND, Trilu ===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -77,15 +77,11 @@ void forEachGathered(T data, T indices, int64_t axis, F &&f) {
     f(i, gatheredOffset(m, i, indexAt(indices, i)));
 }
 
-/// GatherND's geometry (gatherNDShape) and, per index tuple in order, the
+/// Per index tuple of a GatherND / ScatterND geometry `m`, in order, the
 /// offset of its slab (in slab units) in data; every index is checked
 /// against [-d, d).
-amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
-                              T indices, int64_t b, T y,
-                              std::vector<int64_t> &slabs, int64_t &slab) {
-  NDMap m;
-  AMPRT_TRY(gatherNDShape(ctx, k, data, indices, b, y, m));
-  slab = m.slab;
+amprt_status ndSlabs(amprt_context *ctx, const char *k, const NDMap &m,
+                     T indices, std::vector<int64_t> &slabs) {
   int64_t n = m.batch * m.tuples;
   for (int64_t e = 0; e < n * m.kk; ++e) {
     int64_t d = m.dims[e % m.kk], v = indexAt(indices, e);
@@ -100,6 +96,21 @@ amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
     slabs[size_t(t)] =
         ndSlabOffset(m, t, [&](int64_t e) { return indexAt(indices, e); });
   return AMPRT_OK;
+}
+
+/// GatherND's geometry (gatherNDShape) and its slabs (ndSlabs).
+amprt_status gatherNDGeometry(amprt_context *ctx, const char *k, T data,
+                              T indices, int64_t b, T y,
+                              std::vector<int64_t> &slabs, int64_t &slab) {
+  NDMap m;
+  AMPRT_TRY(gatherNDShape(ctx, k, data, indices, b, y, m));
+  slab = m.slab;
+  return ndSlabs(ctx, k, m, indices, slabs);
+}
+
+/// The scatter reductions' dtypes: floats and the wide integers.
+bool reducible(int32_t dt) {
+  return isLowOrF32(dt) || dt == AMPRT_I64 || dt == AMPRT_I32;
 }
 
 } // namespace
@@ -173,7 +184,8 @@ amprt_status amprt::checkTrilu(amprt_context *ctx, T x, T y, int64_t &rows,
 }
 
 amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
-                                  T indices, int64_t b, T y, NDMap &m) {
+                                  T indices, int64_t b, T y, NDMap &m,
+                                  const char *yName) {
   AMPRT_TRY(checkIndices(ctx, k, indices));
   int32_t r = data->rank, q = indices->rank;
   int64_t kk = q ? indices->shape[q - 1] : 0;
@@ -202,7 +214,7 @@ amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
     m.slab *= data->shape[d];
     so.push_back(data->shape[d]);
   }
-  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  AMPRT_TRY(checkShape(ctx, k, yName, y, so));
   for (int64_t j = 0; j < kk; ++j) {
     m.dims[j] = data->shape[b + j];
     m.inBatch *= m.dims[j];
@@ -228,6 +240,28 @@ amprt_status amprt::checkScatterElements(amprt_context *ctx, T data,
     return ctx->fail(AMPRT_ERR_DTYPE,
                      "%s: a reduction needs f32, f16 or bf16 data, not %s", k,
                      amprt_dtype_name(data->dtype));
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkScatterND(amprt_context *ctx, T data, T indices,
+                                   T updates, int32_t reduction, T y,
+                                   NDMap &m) {
+  const char *k = "scatter_nd";
+  AMPRT_TRY(checkTensor(ctx, k, "data", data));
+  AMPRT_TRY(checkDtype(ctx, k, "updates", updates, data->dtype));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
+  AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
+  AMPRT_TRY(gatherNDShape(ctx, k, data, indices, 0, updates, m, "updates"));
+  if (reduction < 0 || reduction > 4)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
+                     "max, 4 min)",
+                     k, reduction);
+  if (reduction && !reducible(data->dtype))
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: a reduction needs f32, f16, bf16, i64 or i32 "
+                     "data, not %s",
+                     k, amprt_dtype_name(data->dtype));
   return AMPRT_OK;
 }
 
@@ -401,16 +435,48 @@ amprt_status amprt_scatter_elements(amprt_context *ctx, T data, T indices,
         std::memcpy(dst + off * int64_t(es), src + i * int64_t(es), es);
         return;
       }
-      float a = loadF(y->data, y->dtype, off),
-            b = loadF(updates->data, updates->dtype, i);
-      float r = reduction == 1 ? a + b : reduction == 2 ? a * b : a;
-      if (reduction >= 3) // max / min, a NaN propagating
-        r = std::isnan(a)   ? a
-            : std::isnan(b) ? b
-            : reduction == 3 ? std::max(a, b)
-                             : std::min(a, b);
-      storeF(y->data, y->dtype, off, r);
+      storeF(y->data, y->dtype, off,
+             scatterCombine(reduction, loadF(y->data, y->dtype, off),
+                            loadF(updates->data, updates->dtype, i)));
     });
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_scatter_nd(amprt_context *ctx, T data, T indices,
+                              T updates, int32_t reduction, T y) {
+  AMPRT_DISPATCH(scatter_nd, ctx, data, indices, updates, reduction, y);
+  const char *k = "scatter_nd";
+  return guard(ctx, k, [&]() -> amprt_status {
+    NDMap m;
+    AMPRT_TRY(checkScatterND(ctx, data, indices, updates, reduction, y, m));
+    std::vector<int64_t> slabs;
+    AMPRT_TRY(ndSlabs(ctx, k, m, indices, slabs));
+    int32_t dt = data->dtype;
+    size_t es = amprt_dtype_size(dt), bytes = size_t(m.slab) * es;
+    if (y->data != data->data)
+      std::memcpy(y->data, data->data, size_t(numel(data)) * es);
+    auto *src = static_cast<const char *>(updates->data);
+    auto *dst = static_cast<char *>(y->data);
+    bool integer = isInteger(dt);
+    // Tuple by tuple, in order: a repeated place sees every earlier write.
+    for (size_t t = 0; t < slabs.size(); ++t) {
+      int64_t to = slabs[t] * m.slab, from = int64_t(t) * m.slab;
+      if (!reduction) {
+        std::memcpy(dst + size_t(to) * es, src + t * bytes, bytes);
+        continue;
+      }
+      for (int64_t e = 0; e < m.slab; ++e) {
+        if (integer)
+          writeI(y->data, dt, to + e,
+                 scatterCombine(reduction, readI(y->data, dt, to + e),
+                                readI(updates->data, dt, from + e)));
+        else
+          storeF(y->data, dt, to + e,
+                 scatterCombine(reduction, loadF(y->data, dt, to + e),
+                                loadF(updates->data, dt, from + e)));
+      }
+    }
     return AMPRT_OK;
   });
 }

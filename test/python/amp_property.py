@@ -133,7 +133,8 @@ INFER = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Softmax", "LogSoftmax",
          "Sigmoid", "Tanh", "Log", "Sqrt", "Reciprocal", "Erf", "Elu",
          "LeakyRelu", "Selu", "Softplus", "Softsign", "HardSigmoid",
          "AveragePool", "GlobalAveragePool", "BatchNormalization",
-         "LayerNormalization", "InstanceNormalization"}
+         "LayerNormalization", "InstanceNormalization", "ScatterND",
+         "ScatterElements"}
 CLEAR = {"Relu", "Reshape", "Transpose", "Identity", "Flatten", "Squeeze",
          "Unsqueeze", "Concat", "Slice", "Split", "Gather", "GatherElements",
          "GatherND", "Expand", "Tile", "Pad", "DepthToSpace", "SpaceToDepth",

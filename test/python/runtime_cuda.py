@@ -13,8 +13,9 @@ dtype's ulp at the larger of the two values:
       (values and indices), average_pool, global_average_pool_grad,
       dropout and dropout_grad (masks and values), random_uniform,
       bernoulli, arg_max, arg_min, top_k, gather_elements, gather_nd,
-      scatter_elements, cumsum, trilu,
-      reduce_max, reduce_min,
+      scatter_elements, scatter_nd (every reduction: the tuples of a place
+      are applied in order), cumsum, trilu,
+      reduce_max, reduce_min, integer reduce_sum,
       inplace_accumulate, multi_tensor_unscale and its flag,
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
@@ -713,9 +714,16 @@ def test_reduce_sum(rt, gpu):
             same(rt, "%s rows of %d" % (name, n), c[5], g[5])
     both(rt, gpu, "reduce_sum", rt.randn((2, 3), "f32"), i64s([1, 1]), 2, 0,
          0, rt.empty((2,), "f32"))
-    both(rt, gpu, "reduce_max", Buf(np.zeros((2, 3), np.int64), "i64"),
-         i64s([1]), 1, 0, 0,
-         Buf(np.zeros((2,), np.int64), "i64"))
+    # Integer sum, max and min (exact; the CUDA backend runs the CPU code
+    # on managed memory); the integer mean is refused alike.
+    for dt in ("i64", "i32"):
+        x = Buf(rt.rng.integers(-2 ** 30, 2 ** 30, (4, 6, 5)), dt)
+        for name in ("reduce_sum", "reduce_max", "reduce_min"):
+            c, g, _ = both(rt, gpu, name, x, i64s([1]), 1, 0, 0,
+                           Buf(np.zeros((4, 5), np.int64), dt))
+            same(rt, "%s %s" % (name, dt), c[5], g[5])
+    both(rt, gpu, "reduce_mean", Buf(np.zeros((2, 3), np.int64), "i64"),
+         i64s([1]), 1, 0, 0, Buf(np.zeros((2,), np.int64), "i64"))
 
 
 # ---------------------------------------------------------------------------
@@ -1272,6 +1280,50 @@ def test_select(rt, gpu):
     c, g, _ = both(rt, gpu, "scatter_elements", rt.randn((2, 5), "f32"), bad,
                    rt.randn((1, 2), "f32"), 1, 0, rt.empty((2, 5), "f32"))
     same(rt, "scatter_elements error leaves y", c[5], g[5])
+    # scatter_nd: tuples of 1..3 indices, negative, many repeats (applied
+    # in order on both: every reduction bit-identical), i64 and i32 indices,
+    # integer and bool data; in place (y = data) and an empty slab.
+    for dt in ("f32", "f16", "bf16", "i64", "i32", "bool"):
+        shape = (5, 4, 6)
+        lo, hi = (0, 2) if dt == "bool" else (-3, 4)
+        for kk, n in ((1, (40,)), (2, (3, 7)), (3, (50,)), (2, (0,))):
+            lim = np.array(shape[:kk])
+            idx = rt.rng.integers(-lim, lim, n + (kk,))
+            us = n + shape[kk:]
+            data = (special(rt, shape, dt) if dt in FLOATS else
+                    Buf(rt.rng.integers(lo, hi, shape), dt))
+            upd = (special(rt, us, dt) if dt == "f32" else
+                   rt.randn(us, dt) if dt in FLOATS else
+                   Buf(rt.rng.integers(lo, hi, us), dt))
+            for red in ((0,) if dt == "bool" else range(5)):
+                ix = Buf(idx, "i32" if red % 2 else "i64")
+                c, g, _ = both(rt, gpu, "scatter_nd", data, ix, upd, red,
+                               rt.empty(shape, dt))
+                same(rt, "scatter_nd %s k %d red %d" % (dt, kk, red), c[4],
+                     g[4])
+                # In place: one buffer is data and y on each side.
+                cpu = Buf(data.arr.copy(), data.dt)
+                rt.ok("scatter_nd", cpu.ref, ix.ref, upd.ref, red, cpu.ref)
+                (t, back), (ti, _), (tu, _) = (gpu.upload(b)
+                                               for b in (data, ix, upd))
+                st = rt.lib.amprt_scatter_nd(gpu.ctx, C.byref(t),
+                                             C.byref(ti), C.byref(tu), red,
+                                             C.byref(t))
+                assert st == 0, gpu.err()
+                gpu.download(t, back)
+                gpu.free_all()
+                same(rt, "scatter_nd in place %s red %d" % (dt, red), cpu,
+                     back)
+    c, g, _ = both(rt, gpu, "scatter_nd", rt.randn((3, 0), "f32"),
+                   Buf(np.array([[1], [1]]), "i64"), rt.randn((2, 0), "f32"),
+                   1, rt.empty((3, 0), "f32"))
+    bad = Buf(np.array([[0, 1], [2, -7]], np.int64), "i64")
+    c, g, _ = both(rt, gpu, "scatter_nd", rt.randn((3, 4), "f32"), bad,
+                   rt.randn((2,), "f32"), 2, rt.empty((3, 4), "f32"))
+    same(rt, "scatter_nd error leaves y", c[4], g[4])
+    both(rt, gpu, "scatter_nd", Buf(np.zeros((3,), np.uint8), "u8"),
+         Buf(np.array([[1]]), "i64"), Buf(np.ones((1,), np.uint8), "u8"), 1,
+         Buf(np.zeros((3,), np.uint8), "u8"))
     for dt in ("f32", "bf16", "i64", "bool"):
         x = (special(rt, (2, 5, 7), dt) if dt in FLOATS else
              Buf(rt.rng.integers(1, 3, (2, 5, 7)), dt))

@@ -21,7 +21,7 @@ import numpy as np
 from math import erf, sqrt, pi
 
 from runtime_harness import (NP_STORAGE, Runtime, Buf, window, tensor_array,
-                            i64s)
+                            i64s, quantize)
 
 FLOATS = ("f32", "f16", "bf16")
 verf = np.vectorize(erf)
@@ -511,6 +511,22 @@ def test_pools(rt):
                 dsc = fd_grad(f, np.zeros(x.shape), np.abs(dy.f64()), h=0.5)
                 rt.close("average_pool_grad", dx, dref, dt, scale=dsc,
                          terms=9)
+        # A window larger than the input in ceil mode (PyTorch's
+        # AvgPool2d(k, ceil_mode=True) over a smaller map: Hugging Face's
+        # EfficientNet pooler): one window, clipped to the padded input,
+        # whichever count_include_pad; without ceil mode, no window.
+        x = rt.randn((2, 3, 3, 2), dt)
+        for cip in (0, 1):
+            y = rt.empty((2, 3, 1, 1), dt)
+            rt.ok("average_pool", x.ref, y.ref,
+                  window((5, 5), (5, 5), ceil_mode=1, count_include_pad=cip))
+            rt.close("average_pool ceil large window", y,
+                     x.f64().mean(axis=(2, 3), keepdims=True), dt,
+                     scale=np.abs(x.f64()).mean(axis=(2, 3), keepdims=True),
+                     terms=6)
+        rt.fails("average_pool", x.ref, rt.empty((2, 3, 1, 1), dt).ref,
+                 window((5, 5), (5, 5)), match="window larger than the "
+                 "padded input")
         x = rt.randn((2, 5, 4, 3), dt)
         y = rt.empty((2, 5, 1, 1), dt)
         rt.ok("global_average_pool", x.ref, y.ref)
@@ -960,6 +976,26 @@ def test_reduce(rt):
         rt.equal("reduce_sum noop", y.arr, x.arr)
     rt.fails("reduce_sum", rt.randn((3, 4), "f32").ref, i64s([2]), 1, 0, 0,
              rt.empty((3,), "f32").ref, match="axis 2 out of range")
+    # Integers: exact sums (wrapping in 64 bits, stored in the type: numpy's
+    # own integer arithmetic), max and min; no mean.
+    for dt, big in (("i64", 2 ** 62), ("i32", 2 ** 30)):
+        v = rt.rng.integers(-big, big, (3, 4, 5))
+        x = Buf(v, dt)
+        for axes, keep in (([1], 0), ([0, 2], 1), ([], 0)):
+            ax = tuple(axes) if axes else None
+            for name, f in (("reduce_sum", np.sum), ("reduce_max", np.max),
+                            ("reduce_min", np.min)):
+                want = f(v, axis=ax, keepdims=bool(keep)).astype(
+                    NP_STORAGE[dt])  # int64 sums, wrapped into the type
+                y = rt.empty(np.shape(want), dt)
+                rt.ok(name, x.ref, i64s(axes), len(axes), keep, 0, y.ref)
+                rt.equal("%s %s axes %s" % (name, dt, axes), y.arr, want)
+    rt.fails("reduce_mean", Buf(np.ones((2, 3), np.int64), "i64").ref,
+             i64s([1]), 1, 0, 0, rt.empty((2,), "i64").ref,
+             match="x is i64; the mean takes f32, f16 or bf16")
+    rt.fails("reduce_sum", Buf(np.ones((2, 3), np.int64), "i64").ref,
+             i64s([1]), 1, 0, 0, rt.empty((2,), "i32").ref,
+             match="y is i32, expected i64|y .*i64")
 
 
 # ---------------------------------------------------------------------------
@@ -1536,6 +1572,97 @@ def test_gather_nd(rt):
              1, rt.empty((2, 4, 5), "f32").ref, match="batch dim 0 differs")
     rt.fails("gather_nd", x.ref, Buf(np.zeros((2, 5), np.int64), "i64").ref,
              0, rt.empty((2,), "f32").ref, match="do not fit")
+
+
+def scatter_nd_ref(data, idx, upd, red, step=lambda v: v):
+    """ONNX ScatterND from its definition: the index tuples in order, each
+    slab of the output combined with its update (0 none, 1 add, 2 mul, 3
+    max, 4 min; numpy's maximum/minimum propagate NaN); `step` rounds each
+    combined value (into the kernel's dtype)."""
+    out = np.array(data)
+    ops = {1: np.add, 2: np.multiply, 3: np.maximum, 4: np.minimum}
+    for t in np.ndindex(*idx.shape[:-1]):
+        at = tuple(int(v) for v in idx[t])  # negative: from the end
+        out[at] = upd[t] if red == 0 else step(ops[red](out[at], upd[t]))
+    return out
+
+
+def test_scatter_nd(rt):
+    """scatter_nd against its ONNX definition: tuples of 1 to all dims of
+    the data, negative indices, repeated tuples (none: the last wins; the
+    reductions applied in order, each step rounded into the dtype: exact),
+    in place (y = data), distinct tuples against float64 without rounding,
+    integer and bool data; bad calls refused with y untouched."""
+    nan = 1e300  # NaN == NaN in the comparisons
+
+    def step(dt):
+        if dt in FLOATS:  # f32 math, one rounding into the dtype
+            return lambda v: quantize(quantize(v, "f32"), dt)
+        return lambda v: v
+
+    shape = (4, 5, 6)
+    for k, n in ((1, (3,)), (2, (2, 3)), (3, (7,)), (1, (9,))):
+        lim = np.array(shape[:k])
+        idx = rt.rng.integers(-lim, lim, n + (k,))
+        idx.reshape(-1, k)[-1] = idx.reshape(-1, k)[0]  # one repeat at least
+        ushape = n + shape[k:]
+        for dt in FLOATS + ("i64", "i32", "bool"):
+            ints = dt in ("i64", "i32", "bool")
+            lo = 0 if dt == "bool" else -4
+            d = (Buf(rt.rng.integers(lo, 2 - lo, shape), dt) if ints else
+                 rt.randn(shape, dt))
+            u = (Buf(rt.rng.integers(lo, 2 - lo, ushape), dt) if ints else
+                 rt.randn(ushape, dt))
+            if dt == "f32":  # a NaN through max and min
+                a = u.arr.reshape(-1)
+                a[0] = np.nan
+            dv = d.arr.astype(np.int64) if ints else d.f64()
+            uv = u.arr.astype(np.int64) if ints else u.f64()
+            for red in (0,) if dt == "bool" else range(5):
+                y = rt.empty(shape, dt)
+                ib = Buf(idx, "i64" if red % 2 else "i32")
+                rt.ok("scatter_nd", d.ref, ib.ref, u.ref, red, y.ref)
+                want = scatter_nd_ref(dv, idx, uv, red, step(dt))
+                got = y.arr.astype(np.int64) if ints else y.f64()
+                if dt == "bool":
+                    want = want != 0
+                rt.equal("scatter_nd %s k %d red %d" % (dt, k, red),
+                         np.nan_to_num(got, nan=nan),
+                         np.nan_to_num(want, nan=nan))
+                # In place: y is data.
+                z = Buf(d.arr.copy(), dt)
+                rt.ok("scatter_nd", z.ref, ib.ref, u.ref, red, z.ref)
+                rt.equal("scatter_nd in place %s red %d" % (dt, red),
+                         y.bits(), z.bits())
+    # Distinct tuples against float64 without rounding: one rounding of
+    # the exact result.
+    idx = np.stack(np.unravel_index(rt.rng.permutation(20)[:12], (4, 5)), -1)
+    idx = idx - np.where(rt.rng.integers(0, 2, idx.shape), (4, 5), 0)
+    for dt in FLOATS:
+        d, u = rt.randn(shape, dt), rt.randn((12, 6), dt)
+        for red in range(5):
+            y = rt.empty(shape, dt)
+            rt.ok("scatter_nd", d.ref, Buf(idx, "i64").ref, u.ref, red, y.ref)
+            rt.close("scatter_nd %s distinct red %d" % (dt, red), y,
+                     scatter_nd_ref(d.f64(), idx, u.f64(), red), dt)
+    # Bad calls: nothing written.
+    d = rt.randn((4, 5), "f32")
+    y = rt.empty((4, 5), "f32", fill=7.0)
+    for ix, u, red, match in (
+            ([[0, 5]], (1,), 0, "index 5 of tuple 0 outside .-5, 5."),
+            ([[1], [-5]], (2, 5), 1, "index -5 of tuple 1 outside .-4, 4."),
+            ([[0, 1, 2]], (1,), 0, "do not fit"),
+            ([[1]], (1, 4), 0, "updates has shape .1, 4., expected .1, 5."),
+            ([[1]], (1, 5), 5, "reduction 5 .expected 0 none")):
+        rt.fails("scatter_nd", d.ref, Buf(np.array(ix), "i64").ref,
+                 rt.randn(u, "f32").ref, red, y.ref, match=match)
+        rt.equal("scatter_nd error leaves y", y.arr, np.full((4, 5), 7.0))
+    b = Buf(np.zeros((4, 5), np.uint8), "bool")
+    rt.fails("scatter_nd", b.ref, Buf(np.array([[1]]), "i64").ref,
+             Buf(np.ones((1, 5), np.uint8), "bool").ref, 1,
+             rt.empty((4, 5), "bool").ref,
+             match="a reduction needs f32, f16, bf16, i64 or i32 data, not "
+                   "bool")
 
 
 def test_select(rt):

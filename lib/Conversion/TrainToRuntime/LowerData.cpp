@@ -295,16 +295,9 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                         {{"data", {data}}, {"indices", {*idx}}, {"y", {*y}}},
                         {{"batch_dims", i64(b)}}));
   }
-  if (onnx && type == "ScatterElements") {
-    auto d = in(0), idx = in(1), u = in(2);
-    if (failed(d) || failed(idx) || failed(u))
-      return failure();
-    int64_t axis = attrInt("axis", 0);
-    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))) ||
-        failed(indicesFit(shapeOf(*d), shapeOf(*idx), axis)))
-      return failure();
-    if (!llvm::equal(shapeOf(*u), shapeOf(*idx)))
-      return err() << "updates and indices have different shapes";
+  // The scatters' reduction attribute (opset 16, max/min 18) as the
+  // runtime's number; the element types each kernel reduces.
+  auto reduction = [&](Type data, bool integers) -> FailureOr<int32_t> {
     std::string red = attrStr("reduction", "none");
     int32_t r = llvm::StringSwitch<int32_t>(red)
                     .Case("none", 0)
@@ -315,6 +308,26 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                     .Default(-1);
     if (r < 0)
       return err() << "unknown reduction '" << red << "'";
+    if (r && !data.isF32() && !data.isF16() && !data.isBF16() &&
+        !(integers && (data.isInteger(64) || data.isInteger(32))))
+      return err() << "reduction '" << red << "' on element type " << data
+                   << "; the runtime's " << type << " reduces f32, f16, bf16"
+                   << (integers ? ", i64 or i32" : "");
+    return r;
+  };
+  if (onnx && type == "ScatterElements") {
+    auto d = in(0), idx = in(1), u = in(2);
+    if (failed(d) || failed(idx) || failed(u))
+      return failure();
+    int64_t axis = attrInt("axis", 0);
+    if (failed(normAxis(axis, int64_t(shapeOf(*d).size()))) ||
+        failed(indicesFit(shapeOf(*d), shapeOf(*idx), axis)))
+      return failure();
+    if (!llvm::equal(shapeOf(*u), shapeOf(*idx)))
+      return err() << "updates and indices have different shapes";
+    auto r = reduction(bufs[*d].elem, false);
+    if (failed(r))
+      return failure();
     auto y = out(0, shapeOf(*d));
     if (failed(y))
       return failure();
@@ -323,7 +336,42 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                          {"indices", {*idx}},
                          {"updates", {*u}},
                          {"y", {*y}}},
-                        {{"axis", i64(axis)}, {"reduction", i32(r)}}));
+                        {{"axis", i64(axis)}, {"reduction", i32(*r)}}));
+  }
+  // ScatterND (opsets 11-18): encoder-decoder exports build their causal
+  // masks and shift their decoder inputs right with it (slice assignment).
+  if (onnx && type == "ScatterND") {
+    auto d = in(0), idx = in(1), u = in(2);
+    if (failed(d) || failed(idx) || failed(u))
+      return failure();
+    const Shape &sd = shapeOf(*d), &si = shapeOf(*idx);
+    int64_t r = sd.size(), q = si.size(), k = q ? si.back() : 0;
+    if (q < 1 || k < 1 || k > r)
+      return err() << "indices of rank " << q << " with last dim " << k
+                   << " do not fit data of rank " << r
+                   << " (need 1 <= last dim <= data rank)";
+    Shape su(si.begin(), si.end() - 1);
+    su.append(sd.begin() + k, sd.end());
+    if (!llvm::equal(shapeOf(*u), su)) {
+      auto e = err() << "updates have shape [";
+      llvm::interleaveComma(shapeOf(*u), e);
+      e << "], expected [";
+      llvm::interleaveComma(su, e);
+      return e << "] (the indices' leading dims, then the data's after the "
+                  "indexed ones)";
+    }
+    auto red = reduction(bufs[*d].elem, true);
+    if (failed(red))
+      return failure();
+    auto y = out(0, sd);
+    if (failed(y))
+      return failure();
+    return handled(call("scatter_nd",
+                        {{"data", {*d}},
+                         {"indices", {*idx}},
+                         {"updates", {*u}},
+                         {"y", {*y}}},
+                        {{"reduction", i32(*red)}}));
   }
   if (ms && type == "GatherElementsGrad") {
     // (dY, the data's shape, indices)

@@ -13,6 +13,8 @@
 
 #include "GraphLowering.h"
 
+#include "amp/Runtime/Window.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -83,14 +85,11 @@ FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
       err() << "negative pads";
       return failure();
     }
-    int64_t e = in + pb + pe - span;
-    if (e < 0) {
+    int64_t o = amprt_window_count(in + pb + pe - span, s, ceil, in + pb);
+    if (o < 1) {
       err() << "window larger than the padded input at spatial dim " << i;
       return failure();
     }
-    int64_t o = ceil ? (e + s - 1) / s + 1 : e / s + 1;
-    if (ceil && (o - 1) * s >= in + pb)
-      --o;
     outSpatial.push_back(o);
   }
   Builder b(ctx);

@@ -419,9 +419,12 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto y = out(0, *s);
     if (failed(y))
       return failure();
-    if (!isa<FloatType>(bufs[*x].elem))
-      return err() << "input 0 has element type " << bufs[*x].elem
-                   << "; the runtime's " << type << " takes f32, f16 or bf16";
+    Type e = bufs[*x].elem;
+    bool ints = type != "ReduceMean" && (e.isInteger(64) || e.isInteger(32));
+    if (!isa<FloatType>(e) && !ints)
+      return err() << "input 0 has element type " << e << "; the runtime's "
+                   << type << " takes f32, f16, bf16"
+                   << (type == "ReduceMean" ? "" : ", i64 or i32");
     StringRef kernel = llvm::StringSwitch<StringRef>(type)
                            .Case("ReduceSum", "reduce_sum")
                            .Case("ReduceMean", "reduce_mean")

@@ -344,6 +344,60 @@ module attributes {train.opset_import = [["", 18 : i64]]} {
 
 // -----
 
+// ScatterElements: a reduction on integers (the runtime reduces floats).
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xi64> {train.name = "x"}, %i: tensor<2x2xi64> {train.name = "i"}, %u: tensor<2x2xi64> {train.name = "u"}) -> (tensor<2x5xi64> {train.name = "y"}) {
+    // expected-error @+1 {{node 'sc' (ScatterElements): reduction 'add' on element type 'i64'; the runtime's ScatterElements reduces f32, f16, bf16}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {axis = 1 : i64, reduction = "add"}, domain = "", graph_attrs = [], op_type = "ScatterElements"}> {train.name = "sc", train.outputs = ["y"]} : (tensor<2x5xi64>, tensor<2x2xi64>, tensor<2x2xi64>) -> tensor<2x5xi64>
+    train.return %y : tensor<2x5xi64>
+  }
+}
+
+// -----
+
+// ScatterND: an index tuple longer than the data's rank.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %i: tensor<4x3xi64> {train.name = "i"}, %u: tensor<4xf32> {train.name = "u"}) -> (tensor<2x5xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'snd' (ScatterND): indices of rank 2 with last dim 3 do not fit data of rank 2 (need 1 <= last dim <= data rank)}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "snd", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<4x3xi64>, tensor<4xf32>) -> tensor<2x5xf32>
+    train.return %y : tensor<2x5xf32>
+  }
+}
+
+// -----
+
+// ScatterND: updates of the wrong shape.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %i: tensor<3x1xi64> {train.name = "i"}, %u: tensor<3x4xf32> {train.name = "u"}) -> (tensor<2x5xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'snd' (ScatterND): updates have shape [3, 4], expected [3, 5] (the indices' leading dims, then the data's after the indexed ones)}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "snd", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<3x1xi64>, tensor<3x4xf32>) -> tensor<2x5xf32>
+    train.return %y : tensor<2x5xf32>
+  }
+}
+
+// -----
+
+// ScatterND: a reduction on bool data, and an unknown reduction.
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xi1> {train.name = "x"}, %i: tensor<3x1xi64> {train.name = "i"}, %u: tensor<3x5xi1> {train.name = "u"}) -> (tensor<2x5xi1> {train.name = "y"}) {
+    // expected-error @+1 {{node 'snd' (ScatterND): reduction 'mul' on element type 'i1'; the runtime's ScatterND reduces f32, f16, bf16, i64 or i32}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {reduction = "mul"}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "snd", train.outputs = ["y"]} : (tensor<2x5xi1>, tensor<3x1xi64>, tensor<3x5xi1>) -> tensor<2x5xi1>
+    train.return %y : tensor<2x5xi1>
+  }
+}
+
+// -----
+
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x5xf32> {train.name = "x"}, %i: tensor<3x1xi64> {train.name = "i"}, %u: tensor<3x5xf32> {train.name = "u"}) -> (tensor<2x5xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'snd' (ScatterND): unknown reduction 'sum'}}
+    %y = "train.node"(%x, %i, %u) <{attrs = {reduction = "sum"}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "snd", train.outputs = ["y"]} : (tensor<2x5xf32>, tensor<3x1xi64>, tensor<3x5xf32>) -> tensor<2x5xf32>
+    train.return %y : tensor<2x5xf32>
+  }
+}
+
+// -----
+
 // GatherElements: indices longer than the data on a dim but the axis.
 module attributes {train.opset_import = [["", 17 : i64]]} {
   train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}, %i: tensor<5x3xi64> {train.name = "i"}) -> (tensor<5x3xf32> {train.name = "y"}) {
@@ -355,12 +409,23 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 
 // -----
 
-// ReduceMax of integers: the runtime's reductions take floats.
+// ReduceMean of integers, ReduceMax of i8: the runtime's reductions take
+// floats (and i64/i32 for sum, max and min).
 module attributes {train.opset_import = [["", 18 : i64]]} {
   train.graph @main(%x: tensor<2x3xi64> {train.name = "x"}) -> (tensor<1x1xi64> {train.name = "y"}) {
-    // expected-error @+1 {{node 'rm' (ReduceMax): input 0 has element type 'i64'; the runtime's ReduceMax takes f32, f16 or bf16}}
-    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMax"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<1x1xi64>
+    // expected-error @+1 {{node 'rm' (ReduceMean): input 0 has element type 'i64'; the runtime's ReduceMean takes f32, f16, bf16}}
+    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMean"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi64>) -> tensor<1x1xi64>
     train.return %y : tensor<1x1xi64>
+  }
+}
+
+// -----
+
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%x: tensor<2x3xi8> {train.name = "x"}) -> (tensor<1x1xi8> {train.name = "y"}) {
+    // expected-error @+1 {{node 'rm' (ReduceMax): input 0 has element type 'i8'; the runtime's ReduceMax takes f32, f16, bf16, i64 or i32}}
+    %y = "train.node"(%x) <{attrs = {keepdims = 1 : i64}, domain = "", graph_attrs = [], op_type = "ReduceMax"}> {train.name = "rm", train.outputs = ["y"]} : (tensor<2x3xi8>) -> tensor<1x1xi8>
+    train.return %y : tensor<1x1xi8>
   }
 }
 

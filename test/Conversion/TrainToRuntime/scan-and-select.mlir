@@ -45,3 +45,33 @@ module attributes {train.opset_import = [["", 17 : i64], ["com.microsoft", 1 : i
     train.return %y, %dx : tensor<4x8xf32>, tensor<4x3x8xf32>
   }
 }
+
+// -----
+
+// ScatterND: the encoder-decoder decoder's shifted input ids (i64 data, no
+// reduction) and a float reduction (opset 18's max); updates have the
+// indices' leading dims then the data's after the indexed ones.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "scatter_nd"(%arg0, %arg1, %arg2, %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1>, node = "shift", reduction = 0 : i32} : memref<2x5xi64>, memref<2x4x2xi64>, memref<2x4xi64>, memref<2x5xi64>
+// CHECK: amprt.call "scatter_nd"(%arg3, %arg4, %arg5, %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1>, node = "mx", reduction = 3 : i32} : memref<4x3x2xf16>, memref<5x1xi32>, memref<5x3x2xf16>, memref<4x3x2xf16>
+module attributes {train.opset_import = [["", 18 : i64]]} {
+  train.graph @main(%d: tensor<2x5xi64> {train.name = "d"}, %i: tensor<2x4x2xi64> {train.name = "i"}, %u: tensor<2x4xi64> {train.name = "u"}, %x: tensor<4x3x2xf16> {train.name = "x"}, %j: tensor<5x1xi32> {train.name = "j"}, %v: tensor<5x3x2xf16> {train.name = "v"}) -> (tensor<2x5xi64> {train.name = "y"}, tensor<4x3x2xf16> {train.name = "z"}) {
+    %y = "train.node"(%d, %i, %u) <{attrs = {}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "shift", train.outputs = ["y"]} : (tensor<2x5xi64>, tensor<2x4x2xi64>, tensor<2x4xi64>) -> tensor<2x5xi64>
+    %z = "train.node"(%x, %j, %v) <{attrs = {reduction = "max"}, domain = "", graph_attrs = [], op_type = "ScatterND"}> {train.name = "mx", train.outputs = ["z"]} : (tensor<4x3x2xf16>, tensor<5x1xi32>, tensor<5x3x2xf16>) -> tensor<4x3x2xf16>
+    train.return %y, %z : tensor<2x5xi64>, tensor<4x3x2xf16>
+  }
+}
+
+// -----
+
+// ReduceSum of an i64 mask (mBART counts each row's non-pad tokens so):
+// the runtime sums integers exactly.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "reduce_sum"(%arg0, %{{[^)]*}}) {axes = array<i64: 1>, {{.*}}keepdims = 0 : i32, {{.*}}node = "count"{{.*}} : memref<2x5xi64>, memref<2xi64>
+module attributes {train.opset_import = [["", 17 : i64]]} {
+  train.graph @main(%m: tensor<2x5xi64> {train.name = "m"}) -> (tensor<2xi64> {train.name = "n"}) {
+    %a = initializer "a" {value = dense<1> : tensor<1xi64>} : tensor<1xi64>
+    %n = "train.node"(%m, %a) <{attrs = {keepdims = 0 : i64}, domain = "", graph_attrs = [], op_type = "ReduceSum"}> {train.name = "count", train.outputs = ["n"]} : (tensor<2x5xi64>, tensor<1xi64>) -> tensor<2xi64>
+    train.return %n : tensor<2xi64>
+  }
+}
