@@ -10,7 +10,9 @@ import sys
 
 def read(path):
     b = open(path, "rb").read()
-    assert b[:8] == b"AMPCKPT1", "bad magic"
+    # AMPCKPT2 (written now) and AMPCKPT1 share the layout; only their
+    # checksums differ, which this reader does not check.
+    assert b[:8] in (b"AMPCKPT1", b"AMPCKPT2"), "bad magic"
     (n,) = struct.unpack_from("<Q", b, 8)
     p = b[16:16 + n]
     at = 0

@@ -123,6 +123,19 @@ int main(int argc, char **argv) {
                "(parameters, optimizer state; loss scale as properties): "
                "training goes on in ORT, or in amp-run with --weights"),
       cl::cat(category));
+  cl::opt<amp::exec::ExternalData> externalData(
+      "external-data",
+      cl::desc("-o and --ort-checkpoint: tensors in an external data file "
+               "(<file>.data)"),
+      cl::values(clEnumValN(amp::exec::ExternalData::Auto, "auto",
+                            "when large (-o: past 2 GiB, or --weights had "
+                            "external data; --ort-checkpoint: from 1800 MiB, "
+                            "as onnxruntime-training)"),
+                 clEnumValN(amp::exec::ExternalData::Always, "always",
+                            "always"),
+                 clEnumValN(amp::exec::ExternalData::Never, "never",
+                            "never (over 2 GB is refused)")),
+      cl::init(amp::exec::ExternalData::Auto), cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
                                cl::desc("write the lowered modules here"), cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
@@ -150,7 +163,8 @@ int main(int argc, char **argv) {
     for (cl::Option *opt : std::initializer_list<cl::Option *>{
              &weights, &initSeed, &steps, &batch, &data, &seed, &noShuffle,
              &amp, &lr, &log, &logTime, &checkpoint, &resume,
-             &checkpointEvery, &ortCheckpoint, &lowered, &inject,
+             &checkpointEvery, &ortCheckpoint, &externalData, &lowered,
+             &inject,
              &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -223,6 +237,7 @@ int main(int argc, char **argv) {
   o.checkpointPath = checkpoint;
   o.resumePath = resume;
   o.ortCheckpointPath = ortCheckpoint;
+  o.externalData = externalData;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
   if (steps < 0) {

@@ -24,6 +24,17 @@
 
 namespace amp::exec {
 
+/// When -o and --ort-checkpoint keep tensors in an external data file.
+enum class ExternalData {
+  /// -o: when the --weights model had external data, or the model would
+  /// pass protobuf's 2 GiB; --ort-checkpoint: from onnxruntime-training's
+  /// threshold (kOrtExternalDataThreshold) on.
+  Auto,
+  Always,
+  /// Inline; a file over its format's 2 GB limit is refused before training.
+  Never,
+};
+
 struct TrainOptions {
   std::string trainingModel;  ///< training_model.onnx
   std::string optimizerModel; ///< optimizer_model.onnx
@@ -38,6 +49,7 @@ struct TrainOptions {
   /// Where to write onnxruntime-training's own checkpoint at the end
   /// (parameters, optimizer state, loss-scaler state as properties).
   std::string ortCheckpointPath;
+  ExternalData externalData = ExternalData::Auto;
   int64_t steps = 1;
   int64_t batch = 0; ///< binds dim 0 of every data input (0: from dims)
   uint64_t seed = 0;
