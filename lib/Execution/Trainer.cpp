@@ -956,7 +956,7 @@ llvm::Expected<Trainer::OrtLayout> Trainer::ortCheckpointLayout() {
     total += state[e.key]->bytes;
   bool external = opts.externalData == ExternalData::Always ||
                   (opts.externalData == ExternalData::Auto &&
-                   total >= kOrtExternalDataThreshold);
+                   total >= opts.externalDataThreshold);
   if (!external && total >= (uint64_t(1) << 31) - (uint64_t(1) << 24))
     return fail("--ort-checkpoint: the state holds " + Twine(total) +
                 " bytes, more than one checkpoint buffer can (2 GB) with "

@@ -128,14 +128,19 @@ int main(int argc, char **argv) {
       cl::desc("-o and --ort-checkpoint: tensors in an external data file "
                "(<file>.data)"),
       cl::values(clEnumValN(amp::exec::ExternalData::Auto, "auto",
-                            "when large (-o: past 2 GiB, or --weights had "
-                            "external data; --ort-checkpoint: from 1800 MiB, "
-                            "as onnxruntime-training)"),
+                            "from --external-data-threshold bytes on, or "
+                            "(-o) when --weights had external data"),
                  clEnumValN(amp::exec::ExternalData::Always, "always",
                             "always"),
                  clEnumValN(amp::exec::ExternalData::Never, "never",
                             "never (over 2 GB is refused)")),
       cl::init(amp::exec::ExternalData::Auto), cl::cat(category));
+  cl::opt<uint64_t> externalDataThreshold(
+      "external-data-threshold", cl::value_desc("bytes"),
+      cl::desc("--external-data=auto's threshold (default 1800 MiB, "
+               "onnxruntime-training's)"),
+      cl::init(amp::exec::TrainOptions().externalDataThreshold),
+      cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
                                cl::desc("write the lowered modules here"), cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
@@ -163,8 +168,8 @@ int main(int argc, char **argv) {
     for (cl::Option *opt : std::initializer_list<cl::Option *>{
              &weights, &initSeed, &steps, &batch, &data, &seed, &noShuffle,
              &amp, &lr, &log, &logTime, &checkpoint, &resume,
-             &checkpointEvery, &ortCheckpoint, &externalData, &lowered,
-             &inject,
+             &checkpointEvery, &ortCheckpoint, &externalData,
+             &externalDataThreshold, &lowered, &inject,
              &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -238,6 +243,7 @@ int main(int argc, char **argv) {
   o.resumePath = resume;
   o.ortCheckpointPath = ortCheckpoint;
   o.externalData = externalData;
+  o.externalDataThreshold = externalDataThreshold;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
   if (steps < 0) {

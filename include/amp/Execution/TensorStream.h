@@ -37,7 +37,7 @@ namespace amp::exec {
 
 /// The most bytes one piece holds: the window a file range is mapped in,
 /// and the staging buffer of a device read.
-constexpr uint64_t kTensorPieceBytes = uint64_t(64) << 20;
+constexpr uint64_t kTensorPieceBytes = uint64_t(16) << 20;
 
 /// The bytes of one tensor, where they lie. Copyable (a copy names the same
 /// bytes); the memory or file named must outlive the uses.
