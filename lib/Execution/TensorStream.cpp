@@ -121,6 +121,19 @@ llvm::Error TensorBytes::forEachPiece(
   return llvm::Error::success();
 }
 
+llvm::Error TensorBytes::readAt(uint64_t at,
+                                llvm::MutableArrayRef<char> piece) const {
+  if (at > size_ || piece.size() > size_ - at)
+    return fail("read past the end of a tensor");
+  if (host) {
+    std::memcpy(piece.data(), host + at, piece.size());
+    return llvm::Error::success();
+  }
+  if (fill)
+    return fill(at, piece);
+  return inFile(file, offset + at, piece.size()).readInto(piece.data());
+}
+
 llvm::Error TensorBytes::readInto(char *dst) const {
   return forEachPiece([&](uint64_t at, StringRef piece) {
     std::memcpy(dst + at, piece.data(), piece.size());

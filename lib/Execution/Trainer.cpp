@@ -24,6 +24,7 @@
 #include "amp/Execution/Checkpoint.h"
 #include "amp/Execution/GraphFacts.h"
 #include "amp/Execution/HostTensor.h"
+#include "amp/Execution/ModelWriter.h"
 #include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
@@ -1032,57 +1033,59 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   }
   StringRef dir = llvm::sys::path::parent_path(outputGraph);
   auto *g = model.mutable_graph();
-  // The eval model takes the parameters as inputs: they become initializers
-  // (and stop being inputs), so that the model runs on its data alone.
   llvm::StringSet<> paramSet;
   for (const std::string &p : params)
     paramSet.insert(p);
+  // The eval model takes the parameters as inputs: they become initializers
+  // (and stop being inputs), so that the model runs on its data alone.
   auto *inputs = g->mutable_input();
   inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
                                [&](const onnx::ValueInfoProto &v) {
                                  return paramSet.contains(v.name());
                                }),
                 inputs->end());
-  llvm::StringMap<onnx::TensorProto *> inits;
-  for (auto &init : *g->mutable_initializer())
-    inits[init.name()] = &init;
-  for (const std::string &p : params) {
-    DeviceBuffer &b = *state[p];
-    onnx::TensorProto *t = inits.lookup(p);
-    if (!t) {
-      t = g->add_initializer();
-      t->set_name(p);
-    }
-    // Each in its own type: frozen state can be a bool mask or an integer
-    // counter, not only f32 weights.
-    std::string name = t->name();
-    t->Clear();
-    t->set_name(name);
-    t->set_data_type(onnxOfDtype(b.dtype));
-    for (int64_t d : b.shape)
-      t->add_dims(d);
-    std::string raw(b.bytes, '\0');
-    if (auto e = deviceBytes(b).readInto(raw.data()))
-      return e;
-    t->set_raw_data(std::move(raw));
-  }
-  // Initializers kept in external data files next to the weights model are
-  // inlined: the written model may live in another folder.
-  for (auto &init : *g->mutable_initializer()) {
-    if (init.data_location() != onnx::TensorProto::EXTERNAL)
+  // The parameters and the tensors kept in external data leave the proto:
+  // their bytes are streamed into the file from where they are (the state
+  // buffers, the mapped data file). The other initializers stay.
+  std::vector<StreamedInitializer> streamed;
+  bool hadExternalData = false;
+  uint64_t total = 0;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (onnx::TensorProto &t : *g->mutable_initializer()) {
+    bool isExternal = t.data_location() == onnx::TensorProto::EXTERNAL;
+    hadExternalData |= isExternal;
+    if (paramSet.contains(t.name()))
       continue;
-    auto h = fromTensorProto(init, dir);
-    if (!h)
-      return h.takeError();
-    init.clear_external_data();
-    init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(std::string(h->data.begin(), h->data.end()));
+    if (!isExternal) {
+      total += t.ByteSizeLong();
+      kept.Add(std::move(t));
+      continue;
+    }
+    auto bytes = takeTensorProto(t, dir);
+    if (!bytes)
+      return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
+    t.clear_external_data();
+    t.clear_data_location();
+    total += bytes->bytes.size();
+    streamed.push_back({std::move(t), std::move(bytes->bytes)});
   }
-  std::string bytes;
-  if (!model.SerializeToString(&bytes))
-    return fail(path + ": cannot serialize the model (a protobuf holds at most "
-                       "2 GB)");
-  return writeAtomically(path, bytes);
+  g->mutable_initializer()->Swap(&kept);
+  // Each in its own type: frozen state can be a bool mask or an integer
+  // counter, not only f32 weights.
+  for (const std::string &p : params) {
+    const DeviceBuffer &b = *state[p];
+    onnx::TensorProto header;
+    header.set_name(p);
+    header.set_data_type(onnxOfDtype(b.dtype));
+    for (int64_t d : b.shape)
+      header.add_dims(d);
+    total += b.bytes;
+    streamed.push_back({std::move(header), deviceBytes(b)});
+  }
+  bool external = opts.externalData == ExternalData::Always ||
+                  (opts.externalData == ExternalData::Auto &&
+                   (hadExternalData || total >= opts.externalDataThreshold));
+  return writeModel(model, std::move(streamed), path, external);
 }
 
 llvm::Error Trainer::run() {

@@ -76,6 +76,8 @@ public:
   forEachPiece(llvm::function_ref<llvm::Error(uint64_t offset,
                                               llvm::StringRef piece)>
                    fn) const;
+  /// Reads bytes [offset, offset + piece.size()) into `piece`.
+  llvm::Error readAt(uint64_t offset, llvm::MutableArrayRef<char> piece) const;
   /// Copies the bytes into `dst` (size() bytes of host memory).
   llvm::Error readInto(char *dst) const;
   /// The bytes in a fresh host buffer (for small tensors).
