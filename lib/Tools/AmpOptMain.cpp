@@ -18,6 +18,7 @@
 #include "amp/Target/ONNX/ImportONNX.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
+#include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -79,12 +80,15 @@ static void nameCastsBeforePrinting(PassManager &pm) {
 
 int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   registerVersionPrinter();
+  registerExportOnnxCLOptions();
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "amp-opt: the amp-mlir optimizer driver\n\n"
       "Reads an ONNX model (.onnx, or any binary input not called .mlir, "
-      "such as .pb or stdin) or train-dialect MLIR, runs the given passes, and "
-      "writes ONNX when -o names an .onnx file, MLIR otherwise.\n",
+      "such as .pb or stdin) or train-dialect MLIR (text or bytecode), runs "
+      "the given passes, and writes ONNX when -o names an .onnx file, MLIR "
+      "otherwise (bytecode with --emit-bytecode). ONNX external data is read "
+      "next to the model and written next to -o (--onnx-external-data).\n",
       registry);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
 
@@ -131,13 +135,15 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   // (about 20% off the AMP pass and the import at 100k nodes).
   context.disableMultithreading();
   context.loadAllAvailableDialects();
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   // --mlir-timing: import, each pass and export, as in MlirOptMain.
   DefaultTimingManager tm;
   applyDefaultTimingManagerCLOptions(tm);
   TimingScope timing = tm.getRootScope();
   OwningOpRef<ModuleOp> module;
+  // Kept alive with the module: resources parsed from MLIR bytecode
+  // reference the (mapped) input buffer instead of being copied.
+  auto sourceMgr = std::make_shared<llvm::SourceMgr>();
+  SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
   TimingScope inputTiming =
       timing.nest(onnxInput ? "Import ONNX" : "Parser");
   if (onnxInput && preread) {
@@ -151,8 +157,8 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
       llvm::errs() << errorMessage << "\n";
       return 1;
     }
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    sourceMgr->AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
   }
   inputTiming.stop();
   if (!module)
@@ -182,7 +188,26 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
       llvm::errs() << errorMessage << "\n";
       return 1;
     }
-    if (failed(exportOnnxModel(*module, output->os())))
+    if (failed(exportOnnxModel(*module, output->os(),
+                               getExportOnnxCLOptions(outputFilename))))
+      return 1;
+    output->keep();
+    return 0;
+  }
+  if (config.shouldEmitBytecode()) {
+    // Resources (the weights) are written as raw bytes, not hex.
+    BytecodeWriterConfig writerConfig(getVersionString());
+    if (std::optional<int64_t> version = config.bytecodeVersionToEmit())
+      writerConfig.setDesiredBytecodeVersion(*version);
+    if (config.shouldElideResourceDataFromBytecode())
+      writerConfig.setElideResourceDataFlag();
+    std::string errorMessage;
+    auto output = openOutputFile(outputFilename, &errorMessage);
+    if (!output) {
+      llvm::errs() << errorMessage << "\n";
+      return 1;
+    }
+    if (failed(writeBytecodeToFile(*module, output->os(), writerConfig)))
       return 1;
     output->keep();
     return 0;

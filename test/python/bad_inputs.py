@@ -189,6 +189,29 @@ def _external_case(filename: str, absolute: bool) -> Callable[[str], str]:
     return build
 
 
+def _external_short(directory: str) -> str:
+    """fc_weight's data file ends before offset + length."""
+    model = base_model()
+    weight = _init(model, "fc_weight")
+    data = weight.raw_data
+    with open(os.path.join(directory, "weights.bin"), "wb") as f:
+        f.write(b"\0" * 16 + data[: len(data) // 2])
+    weight.ClearField("raw_data")
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "weights.bin"), ("offset", "16"), ("length", str(len(data)))):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    return _write(directory, "external_short.onnx", model.SerializeToString())
+
+
+def _oversized(directory: str) -> str:
+    """A valid model followed by zeros up to 2 GiB + 1 MiB: no protobuf can
+    be that large. The file is sparse, so it costs no disk."""
+    path = _write(directory, "oversized.onnx", base_model().SerializeToString())
+    os.truncate(path, 2 ** 31 + 2 ** 20)
+    return path
+
+
 def _huge_dims(m: onnx.ModelProto) -> None:
     m.graph.initializer.append(TensorProto(name="huge_init", data_type=TensorProto.FLOAT,
                                            dims=[2 ** 40, 2 ** 40]))
@@ -229,6 +252,10 @@ CASES: List[Case] = [
     Case("external-absolute", "fc_weight's external data has an absolute path",
          _external_case("external_absolute.onnx", absolute=True),
          [("fc_weight",), ("absolute", "outside")]),
+    Case("external-short", "fc_weight's data file ends before its offset + length",
+         _external_short, [("fc_weight",), ("beyond the end",), ("weights.bin",)]),
+    Case("oversized", "a file of 2 GiB + 1 MiB (sparse)", _oversized,
+         [("2 GiB",), ("larger",), ("external data",)]),
     Case("huge-dims", "initializer huge_init with dims [2^40, 2^40] and no data",
          _model_case("huge_dims.onnx", _huge_dims),
          [("huge_init",), ("dim", "size", "element", "overflow")]),

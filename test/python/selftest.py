@@ -695,6 +695,20 @@ def test_bad_inputs(r: Results, work: str) -> None:
     cases_dir = os.path.join(work, "bad")
     for case in bad_inputs.CASES:
         path = bad_inputs.build_case(case, cases_dir)
+        if case.name == "oversized":
+            # No protobuf parser takes it (and reading it costs 2 GiB).
+            r.check(os.path.getsize(path) > 2 ** 31, "bad case oversized passes 2 GiB")
+            continue
+        if case.name == "external-short":
+            # The checker does not read external data; loading it must fail.
+            try:
+                loaded = onnx.load(path)
+                numpy_helper.to_array(loaded.graph.initializer[0])
+                ok = False
+            except Exception:
+                ok = True
+            r.check(ok, "bad case external-short loads")
+            continue
         with open(path, "rb") as f:
             data = f.read()
         try:

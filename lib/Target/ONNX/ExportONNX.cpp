@@ -25,7 +25,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "amp/Target/ONNX/ExternalData.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ManagedStatic.h"
 #include <optional>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -39,16 +42,23 @@ using namespace amp::onnx_detail;
 
 namespace {
 
-/// An initializer whose bytes are written after the model, straight from its
-/// resource blob.
+/// An initializer of the main graph whose bytes are written after the model
+/// (straight from its resource blob, or from `owned`), or into the external
+/// data file.
 struct DeferredTensor {
-  onnx::TensorProto header; // everything but raw_data
-  ArrayRef<char> data;
+  onnx::TensorProto header; // everything but the data
+  ArrayRef<char> data;      // the bytes, when they live in a blob
+  std::unique_ptr<std::string> owned; // else the bytes
+  bool external = false;
+  ArrayRef<char> bytes() const {
+    return owned ? ArrayRef<char>(owned->data(), owned->size()) : data;
+  }
 };
 
 class Exporter {
 public:
-  explicit Exporter(ModuleOp module) : module(module), ctx(module.getContext()) {}
+  Exporter(ModuleOp module, const ExportOnnxOptions &options)
+      : module(module), ctx(module.getContext()), options(options) {}
   LogicalResult exportModel(onnx::ModelProto &model,
                             std::vector<DeferredTensor> &deferred);
 
@@ -86,8 +96,13 @@ private:
       msg.MergeFromString(u.getValue().str());
   }
 
+  /// Whether the main-graph initializer `init` goes to the external data
+  /// file (ExternalDataMode).
+  bool goesExternal(InitializerOp init);
+
   ModuleOp module;
   MLIRContext *ctx;
+  const ExportOnnxOptions &options;
   /// ONNX names of values.
   DenseMap<Value, std::string> names;
   llvm::StringSet<> usedNames;
@@ -393,7 +408,7 @@ LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
     }
   }
   if (deferred && blobData.data()) {
-    deferred->push_back({tensor, blobData});
+    deferred->push_back({tensor, blobData, nullptr, false});
     return success();
   }
   tensor.set_raw_data(data.data(), data.size());
@@ -710,12 +725,22 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
       if (auto doc = init.getDocString())
         tensor.set_doc_string(doc->str());
       size_t before = deferred ? deferred->size() : 0;
-      if (failed(exportTensor(init.getValue(), tensor, &op, init.getRaw(),
-                              deferred)))
+      // External data is raw bytes, whatever the storage on import.
+      bool external = deferred && goesExternal(init);
+      if (failed(exportTensor(init.getValue(), tensor, &op,
+                              init.getRaw() || external, deferred)))
         return failure();
       mergeUnknown(&op, tensor);
+      if (external && deferred->size() == before) {
+        // Bytes that are not in a blob (a small tensor held inline).
+        auto owned = std::make_unique<std::string>(
+            std::move(*tensor.mutable_raw_data()));
+        tensor.clear_raw_data();
+        deferred->push_back({onnx::TensorProto(), {}, std::move(owned), true});
+      }
       if (deferred && deferred->size() > before) {
         deferred->back().header = std::move(tensor);
+        deferred->back().external = external;
         // Keep the initializer's position: a placeholder marks it.
         graph.add_initializer()->set_name("\x01amp-deferred");
       } else {
@@ -882,10 +907,66 @@ LogicalResult Exporter::exportModel(onnx::ModelProto &model,
                      info.getDictionary(ctx), graphOp, &deferred);
 }
 
-LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os) {
+bool Exporter::goesExternal(InitializerOp init) {
+  auto type = dyn_cast<RankedTensorType>(init.getType());
+  std::optional<int32_t> dt =
+      type ? getOnnxDataType(type.getElementType()) : std::nullopt;
+  if (!dt || *dt == onnx::TensorProto::STRING || init.getSparse())
+    return false;
+  switch (options.externalData) {
+  case ExternalDataMode::Never:
+    return false;
+  case ExternalDataMode::Auto:
+    return bool(init.getExternal());
+  case ExternalDataMode::Always:
+    return uint64_t(getRawDataSize(*dt, type.getNumElements())) >=
+           options.sizeThreshold;
+  }
+  llvm_unreachable("ExternalDataMode");
+}
+
+namespace {
+/// ModelProto's appended `graph { initializer { ... } }` chunks.
+void appendVarint(uint64_t v, std::string &out) {
+  while (v >= 0x80) {
+    out.push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+constexpr uint32_t kGraphTag = (7 << 3) | 2, kInitTag = (5 << 3) | 2,
+                   kRawTag = (9 << 3) | 2;
+/// The chunk's bytes before the tensor's data (which follows when
+/// `dataBytes` is not zero).
+std::string chunkHead(const onnx::TensorProto &header, uint64_t dataBytes,
+                      bool withData) {
+  std::string tensorHead;
+  header.SerializeToString(&tensorHead);
+  std::string rawPrefix;
+  if (withData) {
+    appendVarint(kRawTag, rawPrefix);
+    appendVarint(dataBytes, rawPrefix);
+  }
+  uint64_t tensorSize =
+      tensorHead.size() + rawPrefix.size() + (withData ? dataBytes : 0);
+  std::string initPrefix;
+  appendVarint(kInitTag, initPrefix);
+  appendVarint(tensorSize, initPrefix);
+  std::string out;
+  appendVarint(kGraphTag, out);
+  appendVarint(initPrefix.size() + tensorSize, out);
+  return out + initPrefix + tensorHead + rawPrefix;
+}
+/// What the external_data entries of a tensor add to its header at most
+/// (offsets and lengths are not known before the data file is laid out).
+constexpr uint64_t kExternalEntryBytes = 96;
+} // namespace
+
+LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os,
+                                   const ExportOnnxOptions &options) {
   onnx::ModelProto model;
   std::vector<DeferredTensor> deferred;
-  Exporter exporter(module);
+  Exporter exporter(module, options);
   if (failed(exporter.exportModel(model, deferred)))
     return failure();
 
@@ -914,55 +995,190 @@ LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os) {
     emitError(module.getLoc()) << "the model cannot be serialized";
     return failure();
   }
-  os.write(head.data(), head.size());
-  if (!anyDeferred)
-    return success();
 
-  // Appended chunks: ModelProto.graph (field 7) { initializer (field 5) }.
-  auto varint = [](uint64_t v, std::string &out) {
-    while (v >= 0x80) {
-      out.push_back(char(v | 0x80));
-      v >>= 7;
-    }
-    out.push_back(char(v));
-  };
-  constexpr uint32_t kGraphTag = (7 << 3) | 2, kInitTag = (5 << 3) | 2,
-                     kRawTag = (9 << 3) | 2;
+  // The whole model's size, before a byte is written: protobuf cannot read
+  // a message over 2 GiB, so such a file is never written.
+  uint64_t total = head.size();
+  bool anyExternal = false;
   for (auto [isDeferred, index] : order) {
-    std::string tensorHead;
-    ArrayRef<char> data;
-    if (isDeferred) {
-      deferred[index].header.SerializeToString(&tensorHead);
-      data = deferred[index].data;
-    } else {
-      inlineInits[index].SerializeToString(&tensorHead);
+    if (!isDeferred) {
+      total += chunkHead(inlineInits[index], 0, false).size();
+      continue;
     }
-    std::string rawPrefix;
-    if (isDeferred) {
-      varint(kRawTag, rawPrefix);
-      varint(data.size(), rawPrefix);
-    }
-    uint64_t tensorSize = tensorHead.size() + rawPrefix.size() + data.size();
-    std::string initPrefix;
-    varint(kInitTag, initPrefix);
-    varint(tensorSize, initPrefix);
-    std::string graphPrefix;
-    varint(kGraphTag, graphPrefix);
-    varint(initPrefix.size() + tensorSize, graphPrefix);
-    os << graphPrefix << initPrefix << tensorHead << rawPrefix;
-    os.write(data.data(), data.size());
+    const DeferredTensor &d = deferred[index];
+    anyExternal |= d.external;
+    total += chunkHead(d.header, d.bytes().size(), !d.external).size() +
+             (d.external ? kExternalEntryBytes : d.bytes().size());
   }
+  if (total > options.protobufLimit) {
+    if (options.externalData == ExternalDataMode::Auto) {
+      ExportOnnxOptions external = options;
+      external.externalData = ExternalDataMode::Always;
+      std::string location =
+          options.location.empty()
+              ? defaultExternalDataLocation(options.modelPath)
+              : options.location;
+      emitRemark(module.getLoc())
+          << "the model would be " << total
+          << " bytes, more than one protobuf can hold ("
+          << options.protobufLimit << "): tensors of at least "
+          << options.sizeThreshold << " bytes go to the external data file '"
+          << location << "'";
+      return exportOnnxModel(module, os, external);
+    }
+    InFlightDiagnostic diag = emitError(module.getLoc());
+    diag << "the model would be " << total
+         << " bytes, more than one protobuf can hold ("
+         << options.protobufLimit << ", 2 GiB); nothing was written";
+    if (options.externalData == ExternalDataMode::Never)
+      diag << " (write its weights as external data: "
+              "--onnx-external-data=auto or always)";
+    else
+      diag << " even with every initializer of at least "
+           << options.sizeThreshold
+           << " bytes in the external data file (what is left: node "
+              "attributes, subgraph initializers)";
+    return failure();
+  }
+
+  // External data first, into its own temporary file; it is renamed onto
+  // its name once the model is written too.
+  std::unique_ptr<ExternalDataWriter> writer;
+  if (anyExternal) {
+    StringRef modelPath = options.modelPath;
+    if (modelPath.empty() || modelPath == "-") {
+      emitError(module.getLoc())
+          << "the model keeps tensors in an external data file, which needs "
+             "the model written to a file (-o model.onnx), not to standard "
+             "output (or --onnx-external-data=never to write them inline)";
+      return failure();
+    }
+    std::string location = options.location.empty()
+                               ? defaultExternalDataLocation(modelPath)
+                               : options.location;
+    auto created = ExternalDataWriter::create(modelPath, location);
+    if (!created) {
+      emitError(module.getLoc()) << llvm::toString(created.takeError());
+      return failure();
+    }
+    writer = std::move(*created);
+    for (DeferredTensor &d : deferred) {
+      if (!d.external)
+        continue;
+      if (llvm::Error e = writer->append(d.header, d.bytes())) {
+        emitError(module.getLoc())
+            << "initializer '" << d.header.name()
+            << "': " << llvm::toString(std::move(e));
+        return failure();
+      }
+    }
+  }
+
+  os.write(head.data(), head.size());
+  for (auto [isDeferred, index] : order) {
+    if (!isDeferred) {
+      os << chunkHead(inlineInits[index], 0, false);
+      continue;
+    }
+    const DeferredTensor &d = deferred[index];
+    ArrayRef<char> data = d.bytes();
+    os << chunkHead(d.header, data.size(), !d.external);
+    if (!d.external)
+      os.write(data.data(), data.size());
+  }
+  os.flush();
+  if (os.get_kind() == llvm::raw_ostream::OStreamKind::OK_FDStream) {
+    auto &fd = static_cast<llvm::raw_fd_ostream &>(os);
+    if (fd.has_error()) {
+      emitError(module.getLoc())
+          << "cannot write the model: " << fd.error().message();
+      fd.clear_error(); // reported; the caller removes the file
+      return failure();
+    }
+  }
+  if (writer)
+    if (llvm::Error e = writer->commit()) {
+      emitError(module.getLoc()) << llvm::toString(std::move(e));
+      return failure();
+    }
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Command-line options
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct ExportCLOptions {
+  llvm::cl::opt<ExternalDataMode> mode{
+      "onnx-external-data",
+      llvm::cl::desc("Where ONNX export puts the main graph's initializers"),
+      llvm::cl::init(ExternalDataMode::Auto),
+      llvm::cl::values(
+          clEnumValN(ExternalDataMode::Auto, "auto",
+                     "tensors that were external data stay external; all "
+                     "of at least the threshold go external when the model "
+                     "would pass 2 GiB (default)"),
+          clEnumValN(ExternalDataMode::Always, "always",
+                     "every tensor of at least the threshold in the data "
+                     "file"),
+          clEnumValN(ExternalDataMode::Never, "never",
+                     "everything inline (a model over 2 GiB is an error)"))};
+  llvm::cl::opt<std::string> location{
+      "onnx-external-data-location",
+      llvm::cl::desc("The external data file, relative to the model's "
+                     "folder (default: <model file name>.data)"),
+      llvm::cl::value_desc("file")};
+  llvm::cl::opt<uint64_t> threshold{
+      "onnx-external-data-threshold",
+      llvm::cl::desc("The smallest tensor, in bytes, that "
+                     "--onnx-external-data=always (and auto past 2 GiB) "
+                     "writes to the data file (default 1024)"),
+      llvm::cl::init(1024), llvm::cl::value_desc("bytes")};
+  llvm::cl::opt<uint64_t> limit{
+      "onnx-protobuf-limit",
+      llvm::cl::desc("For tests: the largest model written as one protobuf "
+                     "(default 2 GiB - 1, protobuf's limit)"),
+      llvm::cl::init(kMaxProtobufBytes), llvm::cl::Hidden};
+};
+llvm::ManagedStatic<ExportCLOptions> clOptions;
+} // namespace
+
+void amp::registerExportOnnxCLOptions() { *clOptions; }
+
+ExportOnnxOptions amp::getExportOnnxCLOptions(StringRef modelPath) {
+  ExportOnnxOptions o;
+  o.modelPath = modelPath.str();
+  if (clOptions.isConstructed()) {
+    o.externalData = clOptions->mode;
+    o.location = clOptions->location;
+    o.sizeThreshold = clOptions->threshold;
+    o.protobufLimit = std::min<uint64_t>(clOptions->limit, kMaxProtobufBytes);
+  }
+  return o;
+}
+
+/// The file mlir-translate's -o names ("-" when it writes to standard
+/// output): external data goes next to it.
+static std::string translateOutputPath() {
+  auto &registered = llvm::cl::getRegisteredOptions();
+  auto it = registered.find("o");
+  if (it == registered.end())
+    return "-";
+  // MlirTranslateMain's `-o` is a cl::opt<std::string>.
+  return static_cast<llvm::cl::opt<std::string> *>(it->second)->getValue();
+}
+
 void amp::registerToOnnxTranslation() {
+  registerExportOnnxCLOptions();
   TranslateFromMLIRRegistration registration(
       "export-onnx", "export a train-dialect module to ONNX (.onnx)",
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)
           return op->emitError("expected a builtin.module");
-        return exportOnnxModel(module, os);
+        return exportOnnxModel(module, os,
+                               getExportOnnxCLOptions(translateOutputPath()));
       },
       [](DialectRegistry &registry) { registry.insert<TrainDialect>(); });
 }

@@ -42,6 +42,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <optional>
 #include <queue>
 #include <unistd.h>
@@ -103,7 +104,7 @@ private:
                                         const Twine &what);
   FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
   loadExternalData(const onnx::TensorProto &tensor, const Twine &what,
-                   int64_t expectedBytes);
+                   int64_t expectedBytes, ExternalDataSource *source);
 
   // Value infos.
   FailureOr<DictionaryAttr> importValueInfo(const onnx::ValueInfoProto &vi,
@@ -377,14 +378,14 @@ void appendLE(std::string &out, T v, unsigned width) {
 
 FailureOr<std::unique_ptr<llvm::MemoryBuffer>>
 Importer::loadExternalData(const onnx::TensorProto &tensor, const Twine &what,
-                           int64_t expectedBytes) {
+                           int64_t expectedBytes, ExternalDataSource *source) {
   std::string dir = options.externalDataDir;
   if (dir.empty()) {
     dir = llvm::sys::path::parent_path(fileName).str();
     if (dir.empty())
       dir = ".";
   }
-  auto buf = readOnnxExternalData(tensor, dir, expectedBytes);
+  auto buf = readOnnxExternalData(tensor, dir, expectedBytes, source);
   if (!buf)
     return error() << what << ": " << llvm::toString(buf.takeError());
   return std::move(*buf);
@@ -430,11 +431,12 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
   int64_t rawBytes = getRawDataSize(dataType, count);
   unsigned bits = getOnnxDataTypeBits(dataType);
   std::unique_ptr<llvm::MemoryBuffer> externalBuf;
+  ExternalDataSource externalSource;
   std::string *owned = nullptr; // heap string holding the bytes
   std::string converted;
   StringRef bytes;
   if (external) {
-    auto buf = loadExternalData(tensor, what, rawBytes);
+    auto buf = loadExternalData(tensor, what, rawBytes, &externalSource);
     if (failed(buf))
       return failure();
     externalBuf = std::move(*buf);
@@ -559,10 +561,18 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
   AsmResourceBlob blob;
   size_t align = std::max<size_t>(1, bits / 8);
   if (externalBuf) {
+    // The exporter copies these bytes file to file when it writes them as
+    // external data again (ExternalDataWriter): say where they come from.
     llvm::MemoryBuffer *mb = externalBuf.release();
+    registerExternalDataSource(mb->getBufferStart(), mb->getBufferSize(),
+                               std::move(externalSource));
     blob = AsmResourceBlob(
         ArrayRef<char>(mb->getBufferStart(), mb->getBufferSize()), align,
-        [mb](void *, size_t, size_t) { delete mb; }, /*dataIsMutable=*/false);
+        [mb](void *, size_t, size_t) {
+          forgetExternalDataSource(mb->getBufferStart());
+          delete mb;
+        },
+        /*dataIsMutable=*/false);
   } else {
     // Moved, not released: the model is on an arena, where release_*
     // copies; the string's heap buffer moves without a copy either way.
@@ -1667,6 +1677,14 @@ static bool isOrtFormat(StringRef head) {
   return head.size() >= 8 && head.substr(4, 4) == "ORTM";
 }
 
+static std::string tooLargeMessage(uint64_t bytes) {
+  return "file is " + std::to_string(bytes) +
+         " bytes, larger than 2 GiB, the protobuf limit: not one ONNX "
+         "ModelProto (a model this large keeps its weights as external "
+         "data, which onnx.save_model(..., save_as_external_data=True) "
+         "writes)";
+}
+
 /// `head`: the first bytes of the input (at most 8), when they could be
 /// read without consuming the stream (not from a pipe).
 static OwningOpRef<ModuleOp>
@@ -1695,8 +1713,15 @@ importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
   coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
   if (!model.ParseFromCodedStream(&coded) ||
       !coded.ConsumedEntireMessage()) {
-    emitError(loc) << "cannot parse the file as an ONNX ModelProto "
-                   << "(truncated or not a protobuf)";
+    // A stream (a pipe) is only known to be too large once the parser
+    // reaches protobuf's limit.
+    if (coded.BytesUntilTotalBytesLimit() <= 0)
+      emitError(loc) << "input is larger than 2 GiB, the protobuf limit: "
+                        "not one ONNX ModelProto (a model this large keeps "
+                        "its weights as external data)";
+    else
+      emitError(loc) << "cannot parse the file as an ONNX ModelProto "
+                     << "(truncated or not a protobuf)";
     return nullptr;
   }
   if (!model.has_graph() && model.ir_version() == 0) {
@@ -1710,10 +1735,9 @@ importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
 OwningOpRef<ModuleOp> amp::importOnnxModel(llvm::MemoryBufferRef buffer,
                                            MLIRContext *context,
                                            const ImportOnnxOptions &options) {
-  if (buffer.getBufferSize() > (size_t)std::numeric_limits<int>::max()) {
+  if (buffer.getBufferSize() > kMaxProtobufBytes) {
     emitError(FileLineColLoc::get(context, buffer.getBufferIdentifier(), 0, 0))
-        << "file is larger than 2 GiB, the protobuf limit; store weights as "
-           "external data";
+        << tooLargeMessage(buffer.getBufferSize());
     return nullptr;
   }
   google::protobuf::io::ArrayInputStream stream(buffer.getBufferStart(),
@@ -1728,6 +1752,15 @@ OwningOpRef<ModuleOp> amp::importOnnxFile(StringRef path, MLIRContext *context,
   int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     emitError(loc) << "cannot open file: " << std::strerror(errno);
+    return nullptr;
+  }
+  // A regular file over protobuf's limit cannot be one ModelProto: say so
+  // before parsing 2 GiB of it.
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      uint64_t(st.st_size) > kMaxProtobufBytes) {
+    ::close(fd);
+    emitError(loc) << tooLargeMessage(uint64_t(st.st_size));
     return nullptr;
   }
   // The first bytes, without consuming them (a pipe cannot be peeked: its
