@@ -142,11 +142,13 @@ amp::exec::takeTensorProto(onnx::TensorProto &t, StringRef dir) {
   if (!bytes)
     return bytes.takeError();
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    // Mapped (for large tensors): read when the bytes are copied.
-    auto buf = readOnnxExternalData(t, dir, int64_t(*bytes));
+    // Checked, then left in its file: read (mapped, a window at a time)
+    // when the bytes are copied, or copied file to file.
+    ExternalDataSource source;
+    auto buf = readOnnxExternalData(t, dir, int64_t(*bytes), &source);
     if (!buf)
       return fail("tensor '" + t.name() + "': " + toString(buf.takeError()));
-    s.bytes = TensorBytes::owned(std::move(*buf));
+    s.bytes = TensorBytes::inFile(source.path, source.offset, *bytes);
     return s;
   }
   if (t.has_raw_data() && t.raw_data().size() == *bytes) {

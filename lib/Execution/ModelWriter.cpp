@@ -48,18 +48,48 @@ std::string chunkPrefix(const onnx::TensorProto &header, uint64_t n) {
 llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
                                   std::vector<StreamedInitializer> inits,
                                   StringRef path, bool externalData) {
-  if (externalData)
-    return fail(path + ": external data for -o is not written yet");
+  std::unique_ptr<ExternalDataWriter> data;
+  if (externalData) {
+    // The bytes go to the data file first, the tensors pointing at them
+    // join the model's initializers.
+    auto created = ExternalDataWriter::create(path,
+                                              defaultExternalDataLocation(path));
+    if (!created)
+      return created.takeError();
+    data = std::move(*created);
+    for (StreamedInitializer &i : inits) {
+      const TensorBytes &b = i.bytes;
+      llvm::Error e = llvm::Error::success();
+      if (!b.path().empty())
+        e = data->appendFromFile(i.header, {b.path().str(), b.fileOffset()},
+                                 b.size());
+      else if (b.hostData())
+        e = data->append(i.header, llvm::ArrayRef<char>(b.hostData(),
+                                                        b.size()));
+      else
+        e = data->appendGenerated(
+            i.header, b.size(),
+            [&](uint64_t at, llvm::MutableArrayRef<char> piece) {
+              return b.readAt(at, piece);
+            });
+      if (e)
+        return fail(data->path() + ": initializer '" + i.header.name() +
+                    "': " + llvm::toString(std::move(e)));
+      *model.mutable_graph()->add_initializer() = std::move(i.header);
+    }
+    inits.clear();
+  }
   std::string head;
   if (!model.SerializeToString(&head))
     return fail(path + ": cannot serialize the model");
   uint64_t total = head.size();
   for (const StreamedInitializer &i : inits)
     total += chunkPrefix(i.header, i.bytes.size()).size() + i.bytes.size();
-  if (total > (uint64_t(1) << 31) - 1)
+  if (total > kMaxProtobufBytes)
     return fail(path + ": the model would be " + Twine(total) +
                 " bytes, more than one protobuf can hold (2 GiB); nothing "
-                "was written (write it with --external-data)");
+                "was written (--external-data=auto or always writes its "
+                "tensors to an external data file)");
   auto file = AtomicOutputFile::create(path);
   if (!file)
     return file.takeError();
@@ -72,5 +102,10 @@ llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
     if (llvm::Error e = (*file)->write(i.bytes))
       return e;
   }
+  // The data file before the model: once the model has its name, the
+  // bytes it points at are there.
+  if (data)
+    if (llvm::Error e = data->commit())
+      return e;
   return (*file)->commit();
 }

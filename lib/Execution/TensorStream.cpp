@@ -9,7 +9,6 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -41,13 +40,6 @@ TensorBytes TensorBytes::owned(std::vector<char> bytes) {
 TensorBytes TensorBytes::owned(std::string bytes) {
   auto keep = std::make_shared<std::string>(std::move(bytes));
   TensorBytes t = inHost(keep->data(), keep->size());
-  t.keep = std::move(keep);
-  return t;
-}
-
-TensorBytes TensorBytes::owned(std::unique_ptr<llvm::MemoryBuffer> buffer) {
-  std::shared_ptr<llvm::MemoryBuffer> keep = std::move(buffer);
-  TensorBytes t = inHost(keep->getBufferStart(), keep->getBufferSize());
   t.keep = std::move(keep);
   return t;
 }

@@ -1085,6 +1085,26 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   bool external = opts.externalData == ExternalData::Always ||
                   (opts.externalData == ExternalData::Auto &&
                    (hadExternalData || total >= opts.externalDataThreshold));
+  if (external) {
+    // The other initializers from 1 KiB on join them (onnx.save_model's
+    // default size_threshold); smaller ones stay in the model.
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> small;
+    for (onnx::TensorProto &t : *g->mutable_initializer()) {
+      if (t.ByteSizeLong() < 1024) {
+        small.Add(std::move(t));
+        continue;
+      }
+      auto bytes = takeTensorProto(t, dir);
+      if (!bytes)
+        return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
+      t.clear_float_data();
+      t.clear_int32_data();
+      t.clear_int64_data();
+      t.clear_double_data();
+      streamed.push_back({std::move(t), std::move(bytes->bytes)});
+    }
+    g->mutable_initializer()->Swap(&small);
+  }
   return writeModel(model, std::move(streamed), path, external);
 }
 
@@ -1094,6 +1114,18 @@ llvm::Error Trainer::run() {
   if (!opts.ortCheckpointPath.empty())
     if (auto layout = ortCheckpointLayout(); !layout)
       return layout.takeError();
+  // -o inline: a model past protobuf's 2 GiB is refused now, not after
+  // training (writeModel checks the exact size).
+  if (!opts.outPath.empty() && opts.externalData == ExternalData::Never) {
+    uint64_t total = 0;
+    llvm::sys::fs::file_size(outputGraph, total);
+    for (const std::string &p : params)
+      total += state[p]->bytes;
+    if (total > kMaxProtobufBytes)
+      return fail("-o " + opts.outPath + ": the model would hold at least " +
+                  Twine(total) + " bytes, more than one protobuf can (2 "
+                  "GiB) with --external-data=never");
+  }
   int lossOut = -1, scaleOut = -1, finiteOut = -1;
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())

@@ -8,8 +8,8 @@ the same run without them and against ONNX Runtime's training API.
       (generate_artifacts: AdamW, cross-entropy)
   amp_run_rss.py measure DIR --amp-run BIN [--ort-python PY] [--max-added F]
       runs amp-run on DIR's artifacts for 1 step (batch 8) alone and with
-      each of --checkpoint, --ort-checkpoint (inline and with external
-      data), -o, and --resume of the checkpoint, and ORT's training API for
+      each of --checkpoint, --ort-checkpoint and -o (inline and with
+      external data), and --resume of the checkpoint, and ORT's training API for
       the same step when --ort-python is given; prints each run's peak RSS
       (ru_maxrss of that process) and what each file adds to the plain
       run's peak, as a fraction of the state amp-run holds (parameters,
@@ -115,6 +115,9 @@ def measure(args):
          ["--steps", "1", "--ort-checkpoint", os.path.join(d, "ortx.ckpt"),
           "--external-data=always"]),
         ("-o", ["--steps", "1", "-o", os.path.join(d, "trained.onnx")]),
+        ("-o (external data)", ["--steps", "1", "-o",
+                                os.path.join(d, "trainedx.onnx"),
+                                "--external-data=always"]),
         ("--resume (+1 step)", ["--steps", "2", "--resume",
                                 os.path.join(d, "amp.ckpt")]),
     ]

@@ -29,7 +29,6 @@
 #include <vector>
 
 namespace llvm {
-class MemoryBuffer;
 class raw_fd_ostream;
 } // namespace llvm
 
@@ -53,9 +52,6 @@ public:
   /// Bytes owned by the TensorBytes (and its copies).
   static TensorBytes owned(std::vector<char> bytes);
   static TensorBytes owned(std::string bytes);
-  /// The bytes of `buffer` (a mapped file: its pages are read when the
-  /// bytes are), kept alive by the TensorBytes and its copies.
-  static TensorBytes owned(std::unique_ptr<llvm::MemoryBuffer> buffer);
   /// `size` bytes of the file `path` from `offset`.
   static TensorBytes inFile(std::string path, uint64_t offset, uint64_t size);
   /// `size` bytes that `fill` reads (a device buffer): staged through one
