@@ -1050,26 +1050,47 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   std::vector<StreamedInitializer> streamed;
   bool hadExternalData = false;
   uint64_t total = 0;
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
-  for (onnx::TensorProto &t : *g->mutable_initializer()) {
-    bool isExternal = t.data_location() == onnx::TensorProto::EXTERNAL;
-    hadExternalData |= isExternal;
-    if (paramSet.contains(t.name()))
-      continue;
-    if (!isExternal) {
-      total += t.ByteSizeLong();
-      kept.Add(std::move(t));
-      continue;
+  for (const onnx::TensorProto &t : g->initializer())
+    hadExternalData |= t.data_location() == onnx::TensorProto::EXTERNAL;
+  // Keeps the initializers `keep` accepts in the model and moves the
+  // others' bytes (raw data, or their range of an external data file) to
+  // `streamed`, each keeping its name, type and dims; the parameters' old
+  // values go.
+  auto split = [&](auto keep) -> llvm::Error {
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+    for (onnx::TensorProto &t : *g->mutable_initializer()) {
+      if (paramSet.contains(t.name()))
+        continue;
+      if (keep(t)) {
+        kept.Add(std::move(t));
+        continue;
+      }
+      auto bytes = takeTensorProto(t, dir);
+      if (!bytes)
+        return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
+      for (auto clear : {&onnx::TensorProto::clear_raw_data,
+                         &onnx::TensorProto::clear_float_data,
+                         &onnx::TensorProto::clear_int32_data,
+                         &onnx::TensorProto::clear_int64_data,
+                         &onnx::TensorProto::clear_double_data,
+                         &onnx::TensorProto::clear_uint64_data,
+                         &onnx::TensorProto::clear_external_data,
+                         &onnx::TensorProto::clear_data_location})
+        (t.*clear)();
+      streamed.push_back({std::move(t), std::move(bytes->bytes)});
     }
-    auto bytes = takeTensorProto(t, dir);
-    if (!bytes)
-      return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
-    t.clear_external_data();
-    t.clear_data_location();
-    total += bytes->bytes.size();
-    streamed.push_back({std::move(t), std::move(bytes->bytes)});
-  }
-  g->mutable_initializer()->Swap(&kept);
+    g->mutable_initializer()->Swap(&kept);
+    return llvm::Error::success();
+  };
+  // The tensors kept in external data are streamed (from their file).
+  if (auto e = split([](const onnx::TensorProto &t) {
+        return t.data_location() != onnx::TensorProto::EXTERNAL;
+      }))
+    return e;
+  for (const StreamedInitializer &i : streamed)
+    total += i.bytes.size();
+  for (const onnx::TensorProto &t : g->initializer())
+    total += t.ByteSizeLong();
   // Each in its own type: frozen state can be a bool mask or an integer
   // counter, not only f32 weights.
   for (const std::string &p : params) {
@@ -1085,26 +1106,14 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   bool external = opts.externalData == ExternalData::Always ||
                   (opts.externalData == ExternalData::Auto &&
                    (hadExternalData || total >= opts.externalDataThreshold));
-  if (external) {
-    // The other initializers from 1 KiB on join them (onnx.save_model's
-    // default size_threshold); smaller ones stay in the model.
-    google::protobuf::RepeatedPtrField<onnx::TensorProto> small;
-    for (onnx::TensorProto &t : *g->mutable_initializer()) {
-      if (t.ByteSizeLong() < 1024) {
-        small.Add(std::move(t));
-        continue;
-      }
-      auto bytes = takeTensorProto(t, dir);
-      if (!bytes)
-        return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
-      t.clear_float_data();
-      t.clear_int32_data();
-      t.clear_int64_data();
-      t.clear_double_data();
-      streamed.push_back({std::move(t), std::move(bytes->bytes)});
-    }
-    g->mutable_initializer()->Swap(&small);
-  }
+  // In external data, the other initializers from 1 KiB on join them
+  // (onnx.save_model's default size_threshold); smaller ones stay in the
+  // model.
+  if (external)
+    if (auto e = split([](const onnx::TensorProto &t) {
+          return t.ByteSizeLong() < 1024;
+        }))
+      return e;
   return writeModel(model, std::move(streamed), path, external);
 }
 
