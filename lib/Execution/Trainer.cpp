@@ -1189,6 +1189,17 @@ llvm::Error Trainer::run() {
          << optProg->arenaBytes() << " bytes, "
          << precisionName()
          << ", device " << opts.device << "\n";
+  // What the training arena holds where most of it is alive.
+  if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))
+    if (auto split = main->getAttrOfType<DictionaryAttr>(kArenaSplitAttr)) {
+      status << "amp-run: training arena at its peak:";
+      for (auto [i, role] : llvm::enumerate(kArenaRoles))
+        if (auto n = split.getAs<IntegerAttr>(role))
+          status << (i ? ", " : " ")
+                 << llvm::join(llvm::split(StringRef(role), '_'), " ") << " "
+                 << n.getInt();
+      status << " bytes\n";
+    }
   bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   auto start = std::chrono::steady_clock::now();
   uint64_t first = stepsDone;

@@ -19,6 +19,9 @@
 //   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
 //   FoldTransposes.cpp  transposes of GEMM operands as trans flags
 //   AliasReshapes.cpp   reshapes as views of their input, not copies
+//   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
+//                       of its copy being kept alive across the step
+//   PlanArena.cpp       liveness and placement of temporaries in one arena
 //   PlannedCalls.cpp    the planned calls as data: parameters, in-place
 //                       writes, new calls for the rewrites
 //
@@ -61,6 +64,11 @@ using Shape = SmallVector<int64_t, 4>;
 
 struct Buffer {
   enum Kind { Arg, Const, Temp } kind = Temp;
+  /// What a temporary holds, for the arena's split (amp-run reports it):
+  /// a node output that is a gradient (ORT names them `<x>_grad...`) or an
+  /// activation, a 16-bit copy of a graph input (AMP's weight casts), or
+  /// an intermediate of a lowering (no ONNX value).
+  enum Role { Activation, Gradient, WeightCopy, Workspace } role = Workspace;
   unsigned argIndex = 0;
   ElementsAttr value; // Const
   Shape shape;
@@ -217,6 +225,12 @@ private:
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
+  /// Casts again where a cast's copy would otherwise stay alive, unused,
+  /// between far-apart readers (RematerializeCasts.cpp).
+  void rematerializeCasts();
+  /// Liveness and offsets of the temporaries in one arena (PlanArena.cpp):
+  /// its size, and the bytes alive at its peak by Buffer::Role.
+  void planArena(int64_t &arenaBytes, int64_t split[4]);
 
   // --- the planned calls as data, for the rewrites (PlannedCalls.cpp) ------
 public:
@@ -485,6 +499,7 @@ private:
       Buffer b;
       b.shape.assign(shape.begin(), shape.end());
       b.elem = elem;
+      b.role = roleOfResult(i);
       int id = newBuffer(b);
       valueBuf[r] = id;
       return id;
@@ -519,9 +534,23 @@ private:
     Buffer b;
     b.shape.assign(shape.begin(), shape.end());
     b.elem = elem ? elem : type.getElementType();
+    b.role = roleOfResult(i);
     int id = newBuffer(b);
     valueBuf[r] = id;
     return id;
+  }
+  /// The Buffer::Role of the current node's result `i`.
+  Buffer::Role roleOfResult(unsigned i) {
+    if (auto outs = current->getAttrOfType<ArrayAttr>("train.outputs"))
+      if (i < outs.size())
+        if (auto o = dyn_cast<StringAttr>(outs[i]))
+          if (o.getValue().contains("_grad"))
+            return Buffer::Gradient;
+    if (isa<CastOp>(current) && current->getNumOperands() == 1)
+      if (auto it = valueBuf.find(current->getOperand(0));
+          it != valueBuf.end() && bufs[it->second].kind == Buffer::Arg)
+        return Buffer::WeightCopy;
+    return Buffer::Activation;
   }
 
   // --- attributes ---------------------------------------------------------

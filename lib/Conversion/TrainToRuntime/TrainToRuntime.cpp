@@ -1029,60 +1029,11 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
 
   fuseUnscaleGates();
   foldTransposes();
+  rematerializeCasts();
   aliasReshapes();
 
-  // Liveness of temporaries over call indices; outputs live to the end. An
-  // alias keeps the buffer it aliases alive.
-  int end = calls.size();
-  auto touch = [&](int b, int ci) {
-    for (int id = b; id >= 0; id = bufs[id].aliasOf) {
-      Buffer &buf = bufs[id];
-      buf.first = buf.first < 0 ? ci : std::min(buf.first, ci);
-      buf.last = std::max(buf.last, ci);
-    }
-  };
-  for (auto [ci, c] : llvm::enumerate(calls))
-    for (auto &list : c.tensors)
-      for (int b : list)
-        touch(b, int(ci));
-  for (int b : results)
-    touch(b, end);
-  // First fit: place in order of first definition; a block is free after
-  // its last use (a call's inputs and outputs never share memory).
-  struct Live {
-    int64_t off, size;
-    int last;
-  };
-  SmallVector<Live> live;
-  arenaBytes = 0;
-  SmallVector<int> order;
-  for (auto [i, b] : llvm::enumerate(bufs))
-    if (b.kind == Buffer::Temp && b.first >= 0 && b.aliasOf < 0)
-      order.push_back(i);
-  llvm::stable_sort(order,
-                    [&](int a, int b) { return bufs[a].first < bufs[b].first; });
-  for (int id : order) {
-    Buffer &b = bufs[id];
-    llvm::erase_if(live, [&](const Live &l) { return l.last < b.first; });
-    int64_t size = std::max<int64_t>((b.bytes() + 63) / 64 * 64, 64);
-    llvm::sort(live, [](const Live &x, const Live &y) { return x.off < y.off; });
-    int64_t off = 0;
-    for (const Live &l : live) {
-      if (off + size <= l.off)
-        break;
-      off = std::max(off, l.off + l.size);
-    }
-    b.offset = off;
-    live.push_back({off, size, b.last});
-    arenaBytes = std::max(arenaBytes, off + size);
-  }
-  for (Buffer &b : bufs)
-    if (b.aliasOf >= 0) {
-      int root = b.aliasOf;
-      while (bufs[root].aliasOf >= 0)
-        root = bufs[root].aliasOf;
-      b.offset = bufs[root].offset;
-    }
+  int64_t split[4] = {0, 0, 0, 0};
+  planArena(arenaBytes, split);
 
   // Emit.
   OpBuilder builder(ctx);
@@ -1101,6 +1052,10 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   for (auto [i, n] : llvm::enumerate(resultNames))
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(n));
   func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arenaBytes));
+  NamedAttrList splitAttrs;
+  for (auto [role, name] : llvm::enumerate(kArenaRoles))
+    splitAttrs.set(name, builder.getI64IntegerAttr(split[role]));
+  func->setAttr(kArenaSplitAttr, splitAttrs.getDictionary(ctx));
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   Value arena;

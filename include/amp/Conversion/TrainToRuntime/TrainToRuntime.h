@@ -48,6 +48,15 @@ inline constexpr const char *kNameAttr = "amprt.name";
 inline constexpr const char *kAccumulateSignalAttr = "amprt.accumulate_signal";
 /// Module attribute: arena bytes (peak activation memory) per function.
 inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
+/// Function attribute: what the arena holds at the call where most of it is
+/// alive, in bytes, by kind (a dictionary with the keys of kArenaRoles):
+/// activations (node outputs), gradients (node outputs named `<x>_grad...`,
+/// as ORT's gradient builder names them), weight copies (casts of graph
+/// inputs: AMP's 16-bit weights) and workspace (intermediates of lowerings
+/// that are no ONNX value).
+inline constexpr const char *kArenaSplitAttr = "amprt.arena_split";
+inline constexpr const char *kArenaRoles[] = {"activations", "gradients",
+                                              "weight_copies", "workspace"};
 
 } // namespace amp
 

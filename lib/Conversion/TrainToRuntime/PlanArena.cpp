@@ -1,0 +1,158 @@
+//===- PlanArena.cpp - temporaries placed in one arena by liveness --------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Every temporary lives from the first call that touches it to the last
+// (graph outputs to the end); a view (AliasReshapes.cpp) keeps the buffer it
+// views alive. Two buffers whose lives overlap never share memory, so a
+// call's outputs never overlap its inputs.
+//
+// Placement is offset assignment of intervals, NP-hard in general; two
+// greedy orders are tried and the smaller arena is kept:
+//  * first fit in order of definition (the lowest offset free of every
+//    block alive at the buffer's first call), good when lifetimes nest;
+//  * greedy by size (Pisarchyk & Lee, "Efficient Memory Management for Deep
+//    Neural Net Inference", 2020; TFLite's GreedyBySize): largest first, at
+//    the lowest offset free of every placed buffer whose life overlaps,
+//    good when a few large buffers dominate (a backward pass's gradients).
+// Neither is ever below the lower bound, the most bytes alive at one call;
+// the split of that peak by Buffer::Role is what amp-run reports.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+
+using namespace amp::lowering;
+
+namespace {
+struct Block {
+  int64_t off, size;
+  int first, last;
+};
+
+int64_t blockSize(const Buffer &b) {
+  return std::max<int64_t>((b.bytes() + 63) / 64 * 64, 64);
+}
+
+/// The lowest offset at which `size` bytes fit between the blocks of
+/// `taken` (sorted by offset).
+int64_t lowestFit(ArrayRef<Block> taken, int64_t size) {
+  int64_t off = 0;
+  for (const Block &l : taken) {
+    if (off + size <= l.off)
+      break;
+    off = std::max(off, l.off + l.size);
+  }
+  return off;
+}
+
+/// First fit in order of definition: offsets of `order`'s buffers.
+int64_t firstFit(ArrayRef<Buffer> bufs, ArrayRef<int> order,
+                 SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<int> byFirst(order);
+  llvm::stable_sort(byFirst, [&](int a, int b) {
+    return bufs[a].first < bufs[b].first;
+  });
+  SmallVector<Block> live;
+  int64_t arena = 0;
+  for (int id : byFirst) {
+    const Buffer &b = bufs[id];
+    llvm::erase_if(live, [&](const Block &l) { return l.last < b.first; });
+    llvm::sort(live, [](const Block &x, const Block &y) { return x.off < y.off; });
+    int64_t size = blockSize(b);
+    int64_t off = lowestFit(live, size);
+    offsets[id] = off;
+    live.push_back({off, size, b.first, b.last});
+    arena = std::max(arena, off + size);
+  }
+  return arena;
+}
+
+/// Greedy by size: offsets of `order`'s buffers.
+int64_t greedyBySize(ArrayRef<Buffer> bufs, ArrayRef<int> order,
+                     SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<int> bySize(order);
+  llvm::stable_sort(bySize, [&](int a, int b) {
+    int64_t sa = blockSize(bufs[a]), sb = blockSize(bufs[b]);
+    return sa != sb ? sa > sb : bufs[a].first < bufs[b].first;
+  });
+  SmallVector<Block> placed, overlapping;
+  int64_t arena = 0;
+  for (int id : bySize) {
+    const Buffer &b = bufs[id];
+    overlapping.clear();
+    for (const Block &p : placed)
+      if (p.first <= b.last && b.first <= p.last)
+        overlapping.push_back(p);
+    llvm::sort(overlapping,
+               [](const Block &x, const Block &y) { return x.off < y.off; });
+    int64_t size = blockSize(b);
+    int64_t off = lowestFit(overlapping, size);
+    offsets[id] = off;
+    placed.push_back({off, size, b.first, b.last});
+    arena = std::max(arena, off + size);
+  }
+  return arena;
+}
+} // namespace
+
+void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
+  // Liveness over call indices; outputs live to the end.
+  int end = calls.size();
+  auto touch = [&](int b, int ci) {
+    for (int id = b; id >= 0; id = bufs[id].aliasOf) {
+      Buffer &buf = bufs[id];
+      buf.first = buf.first < 0 ? ci : std::min(buf.first, ci);
+      buf.last = std::max(buf.last, ci);
+    }
+  };
+  for (auto [ci, c] : llvm::enumerate(calls))
+    for (auto &list : c.tensors)
+      for (int b : list)
+        touch(b, int(ci));
+  for (int b : results)
+    touch(b, end);
+
+  SmallVector<int> order;
+  for (auto [i, b] : llvm::enumerate(bufs))
+    if (b.kind == Buffer::Temp && b.first >= 0 && b.aliasOf < 0)
+      order.push_back(i);
+  SmallVector<int64_t> byFirst(bufs.size(), 0), bySize(bufs.size(), 0);
+  int64_t a = firstFit(bufs, order, byFirst);
+  int64_t s = greedyBySize(bufs, order, bySize);
+  SmallVectorImpl<int64_t> &offsets = s < a ? bySize : byFirst;
+  arenaBytes = std::min(a, s);
+  for (int id : order)
+    bufs[id].offset = offsets[id];
+  for (Buffer &b : bufs)
+    if (b.aliasOf >= 0) {
+      int root = b.aliasOf;
+      while (bufs[root].aliasOf >= 0)
+        root = bufs[root].aliasOf;
+      b.offset = bufs[root].offset;
+    }
+
+  // What is alive at the call where most is, by role.
+  SmallVector<int64_t> liveBytes(end + 1, 0);
+  for (int id : order) {
+    liveBytes[bufs[id].first] += bufs[id].bytes();
+    if (bufs[id].last + 1 <= end)
+      liveBytes[bufs[id].last + 1] -= bufs[id].bytes();
+  }
+  int peak = 0;
+  int64_t running = 0, best = -1;
+  for (int ci = 0; ci <= end; ++ci) {
+    running += liveBytes[ci];
+    if (running > best) {
+      best = running;
+      peak = ci;
+    }
+  }
+  for (int r = 0; r < 4; ++r)
+    split[r] = 0;
+  for (int id : order)
+    if (bufs[id].first <= peak && peak <= bufs[id].last)
+      split[bufs[id].role] += bufs[id].bytes();
+}
