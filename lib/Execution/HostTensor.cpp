@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/HostTensor.h"
+#include "amp/Execution/TensorStream.h"
 #include "amp/Runtime/Runtime.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
@@ -70,22 +71,33 @@ int amp::exec::onnxOfDtype(int32_t dt) {
   return onnx::TensorProto::UNDEFINED;
 }
 
-llvm::Expected<HostTensor> amp::exec::fromTensorProto(const onnx::TensorProto &t,
-                                           StringRef dir) {
-  HostTensor h;
-  h.dtype = dtypeOfOnnx(t.data_type());
-  if (h.dtype < 0)
+namespace {
+/// `t`'s dtype and dims, checked before anything is allocated (a negative
+/// or overflowing shape in a small file must not ask for terabytes); the
+/// bytes its values take.
+llvm::Expected<size_t> typeOf(const onnx::TensorProto &t, int32_t &dtype,
+                              std::vector<int64_t> &shape) {
+  dtype = dtypeOfOnnx(t.data_type());
+  if (dtype < 0)
     return fail("tensor '" + t.name() + "': unsupported data type");
-  h.shape.assign(t.dims().begin(), t.dims().end());
-  // Dims are checked before anything is allocated: a negative or
-  // overflowing shape in a small file must not ask for terabytes.
+  shape.assign(t.dims().begin(), t.dims().end());
   uint64_t numel = 1;
-  for (int64_t d : h.shape) {
+  for (int64_t d : shape) {
     if (d < 0 || (d && numel > (uint64_t(INT64_MAX) / 8) / uint64_t(d)))
       return fail("tensor '" + t.name() + "': invalid dims");
     numel *= uint64_t(d);
   }
-  size_t bytes = size_t(numel) * amprt_dtype_size(h.dtype);
+  return size_t(numel) * amprt_dtype_size(dtype);
+}
+} // namespace
+
+llvm::Expected<HostTensor> amp::exec::fromTensorProto(const onnx::TensorProto &t,
+                                           StringRef dir) {
+  HostTensor h;
+  auto size = typeOf(t, h.dtype, h.shape);
+  if (!size)
+    return size.takeError();
+  size_t bytes = *size;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     auto buf = readOnnxExternalData(t, dir, int64_t(bytes));
     if (!buf)
@@ -120,6 +132,35 @@ llvm::Expected<HostTensor> amp::exec::fromTensorProto(const onnx::TensorProto &t
   if (bytes)
     std::memcpy(h.data.data(), src, bytes);
   return h;
+}
+
+llvm::Expected<StoredTensor>
+amp::exec::takeTensorProto(onnx::TensorProto &t, StringRef dir) {
+  StoredTensor s;
+  s.name = t.name();
+  auto bytes = typeOf(t, s.dtype, s.shape);
+  if (!bytes)
+    return bytes.takeError();
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    // Checked, then left in its file: read (mapped, a window at a time)
+    // when the bytes are copied, or copied file to file.
+    ExternalDataSource source;
+    auto buf = readOnnxExternalData(t, dir, int64_t(*bytes), &source);
+    if (!buf)
+      return fail("tensor '" + t.name() + "': " + toString(buf.takeError()));
+    s.bytes = TensorBytes::inFile(source.path, source.offset, *bytes);
+    return s;
+  }
+  if (t.has_raw_data() && t.raw_data().size() == *bytes) {
+    s.bytes = TensorBytes::owned(std::move(*t.mutable_raw_data()));
+    t.clear_raw_data();
+    return s;
+  }
+  auto h = fromTensorProto(t, dir);
+  if (!h)
+    return h.takeError();
+  s.bytes = TensorBytes::owned(std::move(h->data));
+  return s;
 }
 
 llvm::Expected<HostTensor> amp::exec::readNpy(StringRef path) {
@@ -179,26 +220,13 @@ llvm::Expected<HostTensor> amp::exec::readNpy(StringRef path) {
 }
 
 llvm::Error amp::exec::writeAtomically(StringRef path, StringRef bytes) {
-  std::string tmp = (path + ".tmp").str();
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec);
-    if (ec)
-      return fail(tmp + ": " + ec.message());
-    os << bytes;
-    os.close();
-    if (os.has_error()) {
-      llvm::sys::fs::remove(tmp);
-      return fail(tmp + ": write failed");
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path)) {
-    llvm::sys::fs::remove(tmp);
-    return fail(path + ": " + ec.message());
-  }
-  return llvm::Error::success();
+  auto file = AtomicOutputFile::create(path);
+  if (!file)
+    return file.takeError();
+  if (llvm::Error e = (*file)->write(bytes))
+    return e;
+  return (*file)->commit();
 }
-
 
 void amp::exec::toTensorProto(const HostTensor &h, StringRef name,
                               onnx::TensorProto &t) {

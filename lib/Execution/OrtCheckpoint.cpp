@@ -26,19 +26,26 @@
 //
 // Slot i is at vtable offset 4 + 2 i. Every table is verified (bounds,
 // alignment, nesting depth) before any field is read. The writer builds
-// the same tables with FlatBufferBuilder's table API.
+// the same tables with FlatBufferBuilder's table API, without the tensors'
+// bytes: those follow the tables in the file (or go to the external data
+// file), streamed from their source.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/OrtCheckpoint.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cassert>
+#include <cstring>
 #include <flatbuffers/flatbuffers.h>
 #include <optional>
 #include <type_traits>
@@ -263,36 +270,81 @@ std::optional<uint64_t> dataBytes(ArrayRef<int64_t> dims, size_t elem) {
   return numel * elem;
 }
 
-/// `t`'s name, type, dims and data, checked against each other.
-Expected<OrtCheckpointTensor> readTensor(StringRef path, const FbTensor *t) {
+/// Where a checkpoint's tensors lie: the (mapped) checkpoint file, and the
+/// external data file when its module state says it has one.
+struct TensorFiles {
+  StringRef path, bytes;
+  std::string dataPath;
+  uint64_t dataSize = 0;
+  bool external = false;
+};
+
+/// `t`'s name, type, dims and where its data lies, checked against each
+/// other and against the files.
+Expected<OrtCheckpointTensor> readTensor(const TensorFiles &f,
+                                         const FbTensor *t) {
   OrtCheckpointTensor p;
   p.name = t->name() ? t->name()->str() : "";
   if (p.name.empty())
-    return failure(path, "a tensor without a name");
+    return failure(f.path, "a tensor without a name");
   p.onnxType = t->dataType();
   size_t elem = elementBytes(p.onnxType);
   if (!elem)
-    return failure(path, "tensor '" + p.name + "' has data type " +
-                             Twine(p.onnxType) +
-                             ", which amp-run cannot hold");
+    return failure(f.path, "tensor '" + p.name + "' has data type " +
+                               Twine(p.onnxType) +
+                               ", which amp-run cannot hold");
   if (t->dims())
     p.dims.assign(t->dims()->begin(), t->dims()->end());
   std::optional<uint64_t> need = dataBytes(p.dims, elem);
   if (!need)
-    return failure(path, "tensor '" + p.name + "' has an invalid shape");
-  if (t->externalDataOffset() >= 0)
-    return failure(path, "tensor '" + p.name +
-                             "' is in an external data file, which is not "
-                             "read");
+    return failure(f.path, "tensor '" + p.name + "' has an invalid shape");
+  if (int64_t off = t->externalDataOffset(); off >= 0) {
+    if (!f.external)
+      return failure(f.path, "tensor '" + p.name +
+                                 "' has an external data offset, but the "
+                                 "module state says the checkpoint has no "
+                                 "external data");
+    if (uint64_t(off) > f.dataSize || *need > f.dataSize - uint64_t(off))
+      return failure(f.dataPath,
+                     "tensor '" + p.name + "': bytes [" + Twine(off) + ", " +
+                         Twine(uint64_t(off) + *need) +
+                         ") are past the end of the file (" +
+                         Twine(f.dataSize) + " bytes)");
+    p.data = TensorBytes::inFile(f.dataPath, uint64_t(off), *need);
+    return p;
+  }
   size_t have = t->rawData() ? t->rawData()->size() : 0;
   if (have != *need)
-    return failure(path, "tensor '" + p.name + "' has " + Twine(have) +
-                             " bytes of data; its type and shape need " +
-                             Twine(*need));
-  if (have)
-    p.data.assign(reinterpret_cast<const char *>(t->rawData()->data()),
-                  reinterpret_cast<const char *>(t->rawData()->data()) + have);
+    return failure(f.path, "tensor '" + p.name + "' has " + Twine(have) +
+                               " bytes of data; its type and shape need " +
+                               Twine(*need));
+  uint64_t at = have ? uint64_t(reinterpret_cast<const char *>(
+                                    t->rawData()->data()) -
+                                f.bytes.data())
+                     : 0;
+  p.data = TensorBytes::inFile(f.path.str(), at, have);
   return p;
+}
+
+/// Checks that `t`'s data matches its type and dims (before writing).
+Error checkTensor(const OrtCheckpointTensor &t) {
+  size_t elem = elementBytes(t.onnxType);
+  if (!elem)
+    return createStringError(inconvertibleErrorCode(),
+                             "tensor '" + t.name + "' has data type " +
+                                 Twine(t.onnxType) +
+                                 ", which a checkpoint cannot hold");
+  std::optional<uint64_t> need = dataBytes(t.dims, elem);
+  if (!need)
+    return createStringError(inconvertibleErrorCode(),
+                             "tensor '" + t.name + "' has an invalid shape");
+  if (t.data.size() != *need)
+    return createStringError(inconvertibleErrorCode(),
+                             "tensor '" + t.name + "' has " +
+                                 Twine(t.data.size()) +
+                                 " bytes of data; its type and shape need " +
+                                 Twine(*need));
+  return Error::success();
 }
 
 } // namespace
@@ -313,7 +365,13 @@ std::string amp::exec::findArtifactsCheckpoint(StringRef trainingModelPath) {
   return isOrtCheckpointFile(path) ? std::string(path) : "";
 }
 
+std::string amp::exec::ortExternalDataPath(StringRef path) {
+  return (path + ".data").str();
+}
+
 Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
+  // Mapped: verification and the tables touch a few pages; the tensors'
+  // bytes are read (a window at a time) only when copied to their buffers.
   auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
                                    /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -337,24 +395,31 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
     return failure(path, "a nominal checkpoint holds parameter names but no "
                          "values; give the model the artifacts were made "
                          "from (--weights forward.onnx) or --init");
-  if (module->hasExternalData())
-    return failure(path, "the checkpoint keeps its tensors in an external "
-                         "data file, which is not read; give --weights "
-                         "<model.onnx>");
+  TensorFiles files{path, bytes, "", 0, module->hasExternalData()};
+  if (files.external) {
+    files.dataPath = ortExternalDataPath(path);
+    if (std::error_code ec = sys::fs::file_size(files.dataPath, files.dataSize))
+      return failure(files.dataPath,
+                     "cannot read the checkpoint's external data file: " +
+                         ec.message());
+  }
   OrtCheckpoint out;
   // ORT writes each tensor once, with a unique name. A crafted file could
   // point many entries at one large tensor: names must be unique and the
-  // data copied can be no more than the file holds.
+  // data named can be no more than the files hold.
   StringSet<> seen;
-  uint64_t copied = 0;
+  uint64_t inlineBytes = 0, externalBytes = 0;
   auto account = [&](const OrtCheckpointTensor &t,
                      const Twine &key) -> Error {
     if (!seen.insert(key.str()).second)
       return failure(path, "'" + key + "' appears twice");
-    copied += t.data.size();
-    if (copied > bytes.size())
-      return failure(path, "the tensors share data (more bytes than the "
-                           "file holds)");
+    bool external = !t.data.path().empty() && t.data.path() != path;
+    uint64_t &sum = external ? externalBytes : inlineBytes;
+    sum += t.data.size();
+    if (sum > (external ? files.dataSize : bytes.size()))
+      return failure(external ? StringRef(files.dataPath) : path,
+                     "the tensors share data (more bytes than the file "
+                     "holds)");
     return Error::success();
   };
   for (bool trainable : {true, false}) {
@@ -363,7 +428,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
     if (!list)
       continue;
     for (const FbTensor *t : *list) {
-      auto p = readTensor(path, t);
+      auto p = readTensor(files, t);
       if (!p)
         return p.takeError();
       if (Error e = account(*p, p->name))
@@ -387,7 +452,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
         if (!st->momentums())
           continue;
         for (const FbTensor *t : *st->momentums()) {
-          auto m = readTensor(path, t);
+          auto m = readTensor(files, t);
           if (!m)
             return m.takeError();
           if (Error e = account(*m, "optimizer state " + m->name + " of " +
@@ -402,6 +467,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
     // One name, one value, across the three kinds (ORT keeps them in one
     // map).
     StringSet<> propertyNames;
+    uint64_t copied = 0;
     auto readList = [&](const auto *list, auto &into) -> Error {
       if (!list)
         return Error::success();
@@ -436,62 +502,76 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
   return out;
 }
 
-Error amp::exec::encodeOrtCheckpoint(
-    const OrtCheckpoint &c, function_ref<Error(StringRef bytes)> write) {
-  // Everything goes into one buffer, which FlatBuffers' 32-bit offsets cap
-  // just under 2 GB; leave room for the tables around the data.
+Error amp::exec::writeOrtCheckpoint(const OrtCheckpoint &c, StringRef path,
+                                    bool externalData) {
+  // The tensors in the order they are laid out: parameters (trainable, then
+  // frozen), then each trainable parameter's moments.
+  std::vector<const OrtCheckpointTensor *> order;
   uint64_t total = 0;
-  auto check = [&](const OrtCheckpointTensor &t) -> Error {
-    size_t elem = elementBytes(t.onnxType);
-    if (!elem)
-      return createStringError(inconvertibleErrorCode(),
-                               "tensor '" + t.name + "' has data type " +
-                                   Twine(t.onnxType) +
-                                   ", which a checkpoint cannot hold");
-    std::optional<uint64_t> need = dataBytes(t.dims, elem);
-    if (!need)
-      return createStringError(inconvertibleErrorCode(),
-                               "tensor '" + t.name + "' has an invalid shape");
-    if (t.data.size() != *need)
-      return createStringError(inconvertibleErrorCode(),
-                               "tensor '" + t.name + "' has " +
-                                   Twine(t.data.size()) +
-                                   " bytes of data; its type and shape "
-                                   "need " + Twine(*need));
-    total += t.data.size() + t.name.size() + 8 * t.dims.size() + 64;
-    return Error::success();
-  };
-  for (const OrtCheckpointTensor &t : c.params)
-    if (Error e = check(t))
-      return std::move(e);
+  for (bool trainable : {true, false})
+    for (const OrtCheckpointTensor &t : c.params)
+      if (t.trainable == trainable)
+        order.push_back(&t);
+  StringMap<std::vector<const OrtCheckpointMoment *>> momentsOf;
   for (const OrtCheckpointMoment &m : c.moments)
-    if (Error e = check(m.tensor))
-      return std::move(e);
+    momentsOf[m.param].push_back(&m);
+  for (const OrtCheckpointTensor &p : c.params)
+    if (p.trainable)
+      for (const OrtCheckpointMoment *m : momentsOf.lookup(p.name))
+        order.push_back(&m->tensor);
+  for (const OrtCheckpointTensor *t : order) {
+    if (Error e = checkTensor(*t))
+      return failure(path, toString(std::move(e)));
+    total += t->data.size();
+  }
   for (const auto &[name, value] : c.properties.strings)
-    total += name.size() + value.size() + 64;
-  if (total >= FLATBUFFERS_MAX_BUFFER_SIZE - (uint64_t(1) << 20))
-    return createStringError(
-        inconvertibleErrorCode(),
-        "the state holds " + Twine(total) +
-            " bytes, more than one checkpoint buffer can (2 GB; "
-            "onnxruntime-training keeps larger models in an external data "
-            "file, which amp-run does not write)");
+    total += name.size() + value.size();
+  // FlatBuffers' 32-bit offsets cap one buffer just under 2 GB; leave room
+  // for the tables.
+  if (!externalData &&
+      total >= FLATBUFFERS_MAX_BUFFER_SIZE - (uint64_t(1) << 24))
+    return failure(path, "the state holds " + Twine(total) +
+                             " bytes, more than one checkpoint buffer can (2 "
+                             "GB) without an external data file");
 
-  flatbuffers::FlatBufferBuilder b(size_t(total) + 1024);
+  // Where each tensor's bytes go: an offset in the external data file, as
+  // ORT's writer aligns them (8 bytes for INT64 and DOUBLE, else 4); or a
+  // vector after the tables, its data 16-byte aligned so that a reader may
+  // view it as floats in place.
+  DenseMap<const OrtCheckpointTensor *, uint64_t> dataAt;
+  uint64_t dataEnd = 0;
+  if (externalData)
+    for (const OrtCheckpointTensor *t : order) {
+      uint64_t align = t->onnxType == 7 || t->onnxType == 11 ? 8 : 4;
+      dataEnd = alignTo(dataEnd, align);
+      dataAt[t] = dataEnd;
+      dataEnd += t->data.size();
+    }
+
+  // The tables. Inline data is not copied into the builder: raw_data points
+  // at a placeholder and is patched below to the vector written after the
+  // tables.
+  flatbuffers::FlatBufferBuilder b(1 << 16);
   using Off = flatbuffers::Offset<void>;
+  static const uint8_t none = 0;
+  auto placeholder = b.CreateVector(&none, 0);
+  std::vector<std::pair<const OrtCheckpointTensor *, flatbuffers::uoffset_t>>
+      inlineTables;
   auto tensor = [&](const OrtCheckpointTensor &t, StringRef nameAs) {
     auto name = b.CreateString(nameAs.data(), nameAs.size());
     auto dims = b.CreateVector(t.dims);
-    // 16-byte aligned data, so a reader may view it as floats in place.
-    b.ForceVectorAlignment(t.data.size(), 1, 16);
-    auto raw = b.CreateVector(reinterpret_cast<const uint8_t *>(t.data.data()),
-                              t.data.size());
     auto start = b.StartTable();
     b.AddOffset(slot(0), name);
     b.AddOffset(slot(2), dims);
     b.AddElement<int32_t>(slot(3), t.onnxType, 0);
-    b.AddOffset(slot(4), raw);
-    return Off(b.EndTable(start));
+    if (externalData)
+      b.AddElement<int64_t>(slot(6), int64_t(dataAt.lookup(&t)), -1);
+    else
+      b.AddOffset(slot(4), placeholder);
+    Off table(b.EndTable(start));
+    if (!externalData)
+      inlineTables.push_back({&t, table.o});
+    return table;
   };
   auto tensors = [&](bool trainable) {
     std::vector<Off> offs;
@@ -506,14 +586,11 @@ Error amp::exec::encodeOrtCheckpoint(
   b.AddOffset(slot(0), requiresGrad);
   b.AddOffset(slot(1), frozen);
   b.AddElement<uint8_t>(slot(2), 0, 0); // is_nominal_state
-  b.AddElement<uint8_t>(slot(3), 0, 0); // has_external_data
+  b.AddElement<uint8_t>(slot(3), externalData, 0); // has_external_data
   Off module(b.EndTable(moduleStart));
 
   Off groups;
   if (c.optimizerStep) {
-    StringMap<std::vector<const OrtCheckpointMoment *>> momentsOf;
-    for (const OrtCheckpointMoment &m : c.moments)
-      momentsOf[m.param].push_back(&m);
     std::vector<Off> states;
     for (const OrtCheckpointTensor &p : c.params) {
       if (!p.trainable)
@@ -578,6 +655,64 @@ Error amp::exec::encodeOrtCheckpoint(
   if (!bag.IsNull())
     b.AddOffset(slot(3), bag);
   b.Finish(Off(b.EndTable(start)), kIdentifier);
-  return write(StringRef(reinterpret_cast<const char *>(b.GetBufferPointer()),
-                         b.GetSize()));
+
+  // Inline data: vectors after the tables (a FlatBuffer's offsets point
+  // forward, to anywhere later in the buffer). Each tensor table's raw_data
+  // field is patched to its vector: u32 length, then the bytes.
+  uint8_t *tables = b.GetBufferPointer();
+  const uint64_t tablesSize = b.GetSize();
+  std::vector<uint64_t> vectorAt;
+  uint64_t end = tablesSize;
+  for (auto [t, tableOff] : inlineTables) {
+    uint64_t at = alignTo(end + 4, 16) - 4;
+    vectorAt.push_back(at);
+    end = at + 4 + t->data.size();
+    uint64_t tablePos = tablesSize - tableOff;
+    int32_t toVtable;
+    std::memcpy(&toVtable, tables + tablePos, 4);
+    uint16_t field;
+    std::memcpy(&field, tables + (tablePos - toVtable) + slot(4), 2);
+    assert(field && "a tensor table without raw_data");
+    uint64_t fieldPos = tablePos + field;
+    uint32_t rel = uint32_t(at - fieldPos);
+    std::memcpy(tables + fieldPos, &rel, 4);
+  }
+
+  std::unique_ptr<AtomicOutputFile> dataFile;
+  if (externalData) {
+    auto f = AtomicOutputFile::create(ortExternalDataPath(path));
+    if (!f)
+      return f.takeError();
+    dataFile = std::move(*f);
+    for (const OrtCheckpointTensor *t : order) {
+      if (Error e = dataFile->writeZeros(dataAt.lookup(t) - dataFile->offset()))
+        return e;
+      if (Error e = dataFile->write(t->data))
+        return e;
+    }
+  }
+  auto file = AtomicOutputFile::create(path);
+  if (!file)
+    return file.takeError();
+  AtomicOutputFile &f = **file;
+  if (Error e = f.write(StringRef(reinterpret_cast<const char *>(tables),
+                                  tablesSize)))
+    return e;
+  for (auto [i, entry] : llvm::enumerate(inlineTables)) {
+    const OrtCheckpointTensor &t = *entry.first;
+    uint32_t length = uint32_t(t.data.size());
+    if (Error e = f.writeZeros(vectorAt[i] - f.offset()))
+      return e;
+    if (Error e = f.write(StringRef(reinterpret_cast<const char *>(&length),
+                                    4)))
+      return e;
+    if (Error e = f.write(t.data))
+      return e;
+  }
+  // The data file first: once the checkpoint is renamed, its tensors are
+  // there.
+  if (dataFile)
+    if (Error e = dataFile->commit())
+      return e;
+  return f.commit();
 }

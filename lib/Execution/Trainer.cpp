@@ -21,8 +21,10 @@
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
+#include "amp/Execution/Checkpoint.h"
 #include "amp/Execution/GraphFacts.h"
 #include "amp/Execution/HostTensor.h"
+#include "amp/Execution/ModelWriter.h"
 #include "amp/Execution/OrtCheckpoint.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
@@ -75,118 +77,6 @@ uint64_t fnv1a(StringRef s) {
   for (unsigned char c : s)
     h = (h ^ c) * 0x100000001b3ull;
   return h;
-}
-
-// ---- checkpoint ------------------------------------------------------------
-// "AMPCKPT1" | u64 payload bytes | payload | u64 FNV-1a of payload.
-// payload: u64 steps done, u64 optimizer step, u64 skipped, f64 lr,
-//          u32 count, then per tensor: u32 name bytes, name, i32 dtype,
-//          u32 rank, i64 dims[rank], u64 data bytes, data.
-constexpr char kMagic[8] = {'A', 'M', 'P', 'C', 'K', 'P', 'T', '1'};
-
-struct Checkpoint {
-  uint64_t steps = 0, optimizerStep = 0, skipped = 0;
-  double lr = 0;
-  std::vector<std::pair<std::string, HostTensor>> tensors;
-};
-
-template <typename T> void put(std::string &o, T v) {
-  o.append(reinterpret_cast<const char *>(&v), sizeof(T));
-}
-
-std::string encode(const Checkpoint &c) {
-  std::string p;
-  put(p, c.steps);
-  put(p, c.optimizerStep);
-  put(p, c.skipped);
-  put(p, c.lr);
-  put(p, uint32_t(c.tensors.size()));
-  for (auto &[name, t] : c.tensors) {
-    put(p, uint32_t(name.size()));
-    p += name;
-    put(p, t.dtype);
-    put(p, uint32_t(t.shape.size()));
-    for (int64_t d : t.shape)
-      put(p, d);
-    put(p, uint64_t(t.data.size()));
-    p.append(t.data.data(), t.data.size());
-  }
-  std::string out(kMagic, 8);
-  put(out, uint64_t(p.size()));
-  out += p;
-  put(out, fnv1a(p));
-  return out;
-}
-
-llvm::Expected<Checkpoint> decode(StringRef path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return fail(path + ": " + buf.getError().message());
-  StringRef s = (*buf)->getBuffer();
-  auto bad = [&](const Twine &why) {
-    return fail(path + ": not a valid amp-run checkpoint (" + why +
-                "); nothing was loaded");
-  };
-  if (isOrtCheckpoint(s))
-    return fail(path + ": onnxruntime-training's checkpoint, not amp-run's: "
-                       "give it as --weights (parameters and optimizer "
-                       "state are read from it)");
-  if (s.size() < 24 || std::memcmp(s.data(), kMagic, 8) != 0)
-    return bad("bad magic");
-  uint64_t n;
-  std::memcpy(&n, s.data() + 8, 8);
-  if (s.size() != 16 + n + 8)
-    return bad("truncated or has trailing bytes: " + Twine(s.size()) +
-               " bytes, header says " + Twine(16 + n + 8));
-  StringRef p = s.substr(16, n);
-  uint64_t sum;
-  std::memcpy(&sum, s.data() + 16 + n, 8);
-  if (sum != fnv1a(p))
-    return bad("checksum mismatch: the file is corrupt");
-  Checkpoint c;
-  size_t at = 0;
-  bool ok = true;
-  auto get = [&](auto &v) {
-    if (at + sizeof(v) > p.size()) {
-      ok = false;
-      return;
-    }
-    std::memcpy(&v, p.data() + at, sizeof(v));
-    at += sizeof(v);
-  };
-  get(c.steps);
-  get(c.optimizerStep);
-  get(c.skipped);
-  get(c.lr);
-  uint32_t count = 0;
-  get(count);
-  for (uint32_t i = 0; ok && i < count; ++i) {
-    uint32_t len = 0, rank = 0;
-    get(len);
-    if (!ok || at + len > p.size())
-      return bad("bad record");
-    std::string name = p.substr(at, len).str();
-    at += len;
-    HostTensor t;
-    get(t.dtype);
-    get(rank);
-    if (rank > AMPRT_MAX_RANK)
-      return bad("bad rank");
-    t.shape.resize(rank);
-    for (auto &d : t.shape)
-      get(d);
-    uint64_t bytes = 0;
-    get(bytes);
-    if (!ok || at + bytes > p.size())
-      return bad("bad record");
-    t.data.assign(p.begin() + at, p.begin() + at + bytes);
-    at += bytes;
-    c.tensors.push_back({name, std::move(t)});
-  }
-  if (!ok || at != p.size())
-    return bad("bad record layout");
-  return c;
 }
 
 /// A device buffer owned by the trainer.
@@ -289,6 +179,31 @@ private:
   }
   llvm::Error load();
   llvm::Error lower(ModuleOp module, StringRef what);
+  /// Copies `bytes` to the device buffer at `dst`, a piece at a time.
+  llvm::Error toDevice(const TensorBytes &bytes, void *dst) {
+    return bytes.forEachPiece([&](uint64_t at, StringRef piece) -> llvm::Error {
+      if (amprt_memcpy(ctx, static_cast<char *>(dst) + at, piece.data(),
+                       piece.size(), AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
+        return fail(Twine("device memory: ") + amprt_last_error(ctx));
+      return llvm::Error::success();
+    });
+  }
+  /// The bytes of a state buffer, for a file: the buffer itself on the CPU
+  /// backend (host memory), else read through a staging buffer.
+  TensorBytes deviceBytes(const DeviceBuffer &b) {
+    if (StringRef(amprt_backend_name(ctx)) == "cpu")
+      return TensorBytes::inHost(b.data, b.bytes);
+    return TensorBytes::filledBy(
+        b.bytes,
+        [this, &b](uint64_t at,
+                   llvm::MutableArrayRef<char> piece) -> llvm::Error {
+          if (amprt_memcpy(ctx, piece.data(),
+                           static_cast<const char *>(b.data) + at,
+                           piece.size(), AMPRT_DEVICE_TO_HOST) != AMPRT_OK)
+            return fail(Twine("device memory: ") + amprt_last_error(ctx));
+          return llvm::Error::success();
+        });
+  }
   llvm::Error fillBatch(int64_t step);
   /// The state after `steps` steps (amp-run's checkpoint format).
   llvm::Error saveCheckpoint(StringRef path, uint64_t steps);
@@ -299,8 +214,17 @@ private:
     std::string param; ///< for optimizer state: its parameter
     bool trainable;
   };
-  llvm::Expected<std::vector<OrtEntry>> ortCheckpointLayout();
+  struct OrtLayout {
+    std::vector<OrtEntry> entries;
+    bool externalData; ///< the tensors go to `<checkpoint>.data`
+  };
+  llvm::Expected<OrtLayout> ortCheckpointLayout();
   llvm::Error saveOrtCheckpoint(StringRef path);
+  /// The ONNX model -o writes the trained parameters into: --weights when
+  /// it is one, else the artifacts' eval model; an error (before training)
+  /// when there is none.
+  llvm::Error findOutputGraph();
+  std::string outputGraph;
   llvm::Error writeWeights(StringRef path);
   int64_t numClasses(StringRef input);
   /// numClasses of each integer data input, found once.
@@ -490,8 +414,10 @@ llvm::Error Trainer::load() {
 
   // Parameters: training inputs named in the weights file (or in a resumed
   // checkpoint, or every trainable one with --init); their types give the
-  // optimizer's sequences.
-  std::map<std::string, HostTensor> weights;
+  // optimizer's sequences. Their bytes stay where they are (a mapped file,
+  // the parsed model's raw data) until each is copied to its buffer, then
+  // are let go.
+  std::map<std::string, StoredTensor> weights;
   weightsAreOrtCheckpoint =
       !opts.weights.empty() && isOrtCheckpointFile(opts.weights);
   if (!opts.weights.empty() && weightsAreOrtCheckpoint) {
@@ -512,47 +438,37 @@ llvm::Error Trainer::load() {
              << "; this run uses " << llvm::format("%g", opts.lr)
              << " (--lr)\n";
     for (OrtCheckpointTensor &t : c->params) {
-      HostTensor h;
-      h.dtype = dtypeOfOnnx(t.onnxType);
-      if (h.dtype < 0)
+      StoredTensor w{t.name, dtypeOfOnnx(t.onnxType), std::move(t.dims),
+                     std::move(t.data)};
+      if (w.dtype < 0)
         return fail(opts.weights + ": parameter '" + t.name +
                     "': unsupported data type");
-      h.shape = std::move(t.dims);
-      h.data = std::move(t.data);
-      weights[t.name] = std::move(h);
+      weights[t.name] = std::move(w);
     }
   } else if (!opts.weights.empty()) {
     onnx::ModelProto model;
     std::ifstream in(opts.weights, std::ios::binary);
     if (!in || !model.ParseFromIstream(&in))
       return fail(opts.weights + ": cannot read the ONNX model");
-    for (const auto &t : model.graph().initializer()) {
-      auto h = fromTensorProto(t, llvm::sys::path::parent_path(opts.weights));
-      if (!h)
-        return h.takeError();
-      weights[t.name()] = std::move(*h);
+    for (auto &t : *model.mutable_graph()->mutable_initializer()) {
+      auto w = takeTensorProto(t, llvm::sys::path::parent_path(opts.weights));
+      if (!w)
+        return w.takeError();
+      weights[t.name()] = std::move(*w);
     }
   }
-  // -o writes one self-contained ModelProto, which protobuf caps at 2 GB:
-  // say so now, not after training.
-  if (!opts.outPath.empty()) {
-    uint64_t total = 0;
-    for (const auto &[name, t] : weights)
-      total += t.data.size();
-    if (total >= (uint64_t(1) << 31))
-      return fail("-o " + opts.outPath + ": the weights hold " + Twine(total) +
-                  " bytes, more than one ONNX protobuf can (2 GB); keep the "
-                  "trained state with --checkpoint instead");
-  }
-  std::map<std::string, HostTensor> resumed;
-  std::optional<Checkpoint> ckpt;
+  if (!opts.outPath.empty())
+    if (auto e = findOutputGraph())
+      return e;
+  std::map<std::string, StoredTensor> resumed;
+  std::optional<CheckpointContents> ckpt;
   if (!opts.resumePath.empty()) {
-    auto c = decode(opts.resumePath);
+    auto c = readCheckpoint(opts.resumePath);
     if (!c)
       return c.takeError();
     ckpt = std::move(*c);
-    for (auto &[n, t] : ckpt->tensors)
-      resumed[n] = t;
+    for (const StoredTensor &t : ckpt->tensors)
+      resumed[t.name] = t;
   }
   SmallVector<Attribute> seqTypes;
   llvm::StringSet<> inputNames;
@@ -614,17 +530,34 @@ llvm::Error Trainer::load() {
           f[k] = float((2 * u - 1) * bound);
         }
       }
-      weights[in.name] = std::move(h);
+      weights[in.name] = StoredTensor{in.name, h.dtype, std::move(h.shape),
+                                      TensorBytes::owned(std::move(h.data))};
     }
   }
   if (!isLowered) {
+    // The small integer parameters, read into host memory for folding.
+    std::map<std::string, HostTensor> integers;
+    llvm::Error readError = llvm::Error::success();
     inlineFrozenIntegers(graph, [&](StringRef n) -> const HostTensor * {
+      const StoredTensor *t = nullptr;
       if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
-        return &r->second;
-      if (auto w = weights.find(n.str()); w != weights.end())
-        return &w->second;
-      return nullptr;
+        t = &r->second;
+      else if (auto w = weights.find(n.str()); w != weights.end())
+        t = &w->second;
+      if (!t || (t->dtype != AMPRT_I64 && t->dtype != AMPRT_I32) ||
+          t->bytes.size() > 4096 * 8 || readError)
+        return nullptr;
+      auto bytes = t->bytes.read();
+      if (!bytes) {
+        readError = bytes.takeError();
+        return nullptr;
+      }
+      HostTensor &h = integers[n.str()];
+      h = HostTensor{t->dtype, t->shape, std::move(*bytes)};
+      return &h;
     });
+    if (readError)
+      return readError;
     auto optGraph = *optMod->getOps<train::GraphOp>().begin();
     for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
       if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
@@ -685,11 +618,13 @@ llvm::Error Trainer::load() {
     if (isParam) {
       auto w = weights.find(p.name);
       if (w != weights.end()) {
-        if (w->second.dtype != p.dtype || w->second.data.size() != b.bytes)
+        if (w->second.dtype != p.dtype || w->second.bytes.size() != b.bytes)
           return fail("weights: '" + p.name +
                       "' does not match the graph input's type");
-        amprt_memcpy(ctx, b.data, w->second.data.data(), b.bytes,
-                     AMPRT_HOST_TO_DEVICE);
+        if (auto e = toDevice(w->second.bytes, b.data))
+          return e;
+        // On the device now: its host bytes (or mapping) go.
+        weights.erase(w);
       }
     } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
                StringRef(p.name).starts_with("amp.")) {
@@ -752,29 +687,31 @@ llvm::Error Trainer::load() {
     optProg->bind(i, b.data);
   }
   if (ckpt) {
-    if (ckpt->steps % uint64_t(opts.accumulate) != 0)
+    const CheckpointCounters &counters = ckpt->counters;
+    if (counters.steps % uint64_t(opts.accumulate) != 0)
       return fail(opts.resumePath + ": the checkpoint is " +
-                  std::to_string(ckpt->steps) +
+                  std::to_string(counters.steps) +
                   " steps in, inside a group of --accumulate " +
                   std::to_string(opts.accumulate) + "; nothing was loaded");
-    for (auto &[n, t] : ckpt->tensors) {
-      StringRef key = n;
+    for (const StoredTensor &t : ckpt->tensors) {
+      StringRef key = t.name;
       key.consume_front("param:");
       auto it = state.find(key);
-      if (it == state.end() || it->second->bytes != t.data.size() ||
+      if (it == state.end() || it->second->bytes != t.bytes.size() ||
           it->second->dtype != t.dtype)
         return fail(opts.resumePath + ": tensor '" + key +
                     "' does not match the graphs; nothing was loaded");
     }
-    for (auto &[n, t] : ckpt->tensors) {
-      StringRef key = n;
+    // From the mapped file, a window at a time.
+    for (const StoredTensor &t : ckpt->tensors) {
+      StringRef key = t.name;
       key.consume_front("param:");
-      amprt_memcpy(ctx, state[key]->data, t.data.data(), t.data.size(),
-                   AMPRT_HOST_TO_DEVICE);
+      if (auto e = toDevice(t.bytes, state[key]->data))
+        return e;
     }
-    stepsDone = ckpt->steps;
-    optimizerStep = ckpt->optimizerStep;
-    skipped = ckpt->skipped;
+    stepsDone = counters.steps;
+    optimizerStep = counters.optimizerStep;
+    skipped = counters.skipped;
   } else if (ortStep) {
     // onnxruntime-training's AdamW moments, "momentum0" and "momentum1" per
     // parameter, are the optimizer graph's first and second order moments.
@@ -809,8 +746,8 @@ llvm::Error Trainer::load() {
                   Twine(given.size()) + " of the " + Twine(wanted.size()) +
                   " moments the optimizer model takes");
     for (auto [b, m] : into)
-      amprt_memcpy(ctx, b->data, m->tensor.data.data(), m->tensor.data.size(),
-                   AMPRT_HOST_TO_DEVICE);
+      if (auto e = toDevice(m->tensor.data, b->data))
+        return e;
     optimizerStep = uint64_t(*ortStep);
     status << "amp-run: optimizer state from " << opts.weights << " (step "
            << optimizerStep << ", " << ortMoments.size() << " moments)\n";
@@ -967,11 +904,7 @@ llvm::Error Trainer::fillBatch(int64_t step) {
 }
 
 llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
-  Checkpoint c;
-  c.steps = steps;
-  c.optimizerStep = optimizerStep;
-  c.skipped = skipped;
-  c.lr = opts.lr;
+  CheckpointCounters c{steps, optimizerStep, skipped, opts.lr};
   std::vector<std::string> keys;
   for (auto &e : state)
     if (!llvm::is_contained(dataInputs, e.getKey().str()) &&
@@ -979,17 +912,14 @@ llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
         e.getKey() != "lazy_reset_grad")
       keys.push_back(e.getKey().str());
   llvm::sort(keys);
+  // Straight from the state buffers to the file, a piece at a time.
+  std::vector<StoredTensor> tensors;
   for (const std::string &k : keys) {
-    DeviceBuffer &b = *state[k];
-    HostTensor t;
-    t.dtype = b.dtype;
-    t.shape = b.shape;
-    t.data.resize(b.bytes);
-    amprt_memcpy(ctx, t.data.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
-    c.tensors.push_back(
-        {llvm::is_contained(params, k) ? "param:" + k : k, std::move(t)});
+    const DeviceBuffer &b = *state[k];
+    tensors.push_back({llvm::is_contained(params, k) ? "param:" + k : k,
+                       b.dtype, b.shape, deviceBytes(b)});
   }
-  return writeAtomically(path, encode(c));
+  return writeCheckpoint(path, c, tensors);
 }
 
 /// The state as onnxruntime-training keeps it: trainable and frozen
@@ -997,7 +927,7 @@ llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
 /// "<sequence>:<param>"), of which ORT names only Adam's two moments,
 /// "momentum0" and "momentum1". Known before training, so that a state ORT
 /// cannot hold is refused before the steps are spent.
-llvm::Expected<std::vector<Trainer::OrtEntry>> Trainer::ortCheckpointLayout() {
+llvm::Expected<Trainer::OrtLayout> Trainer::ortCheckpointLayout() {
   std::vector<OrtEntry> out;
   std::vector<std::string> sorted = params;
   llvm::sort(sorted);
@@ -1020,15 +950,19 @@ llvm::Expected<std::vector<Trainer::OrtEntry>> Trainer::ortCheckpointLayout() {
                   "checkpoint (it names Adam's two moments)");
     out.push_back({key.str(), moment.str(), param.str(), false});
   }
+  // ORT's rule: state from its threshold on goes to `<checkpoint>.data`
+  // (counting the moments too, which share the FlatBuffer's 2 GB).
   uint64_t total = 0;
   for (const OrtEntry &e : out)
     total += state[e.key]->bytes;
-  if (total >= (uint64_t(1) << 31) - (uint64_t(1) << 24))
+  bool external = opts.externalData == ExternalData::Always ||
+                  (opts.externalData == ExternalData::Auto &&
+                   total >= opts.externalDataThreshold);
+  if (!external && total >= (uint64_t(1) << 31) - (uint64_t(1) << 24))
     return fail("--ort-checkpoint: the state holds " + Twine(total) +
-                " bytes, more than one checkpoint buffer can (2 GB; ORT "
-                "keeps larger models in an external data file, which "
-                "amp-run does not write); keep it with --checkpoint");
-  return out;
+                " bytes, more than one checkpoint buffer can (2 GB) with "
+                "--external-data=never");
+  return OrtLayout{std::move(out), external};
 }
 
 llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
@@ -1036,15 +970,14 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
   if (!layout)
     return layout.takeError();
   OrtCheckpoint c;
-  for (const OrtEntry &e : *layout) {
-    DeviceBuffer &b = *state[e.key];
+  for (const OrtEntry &e : layout->entries) {
+    const DeviceBuffer &b = *state[e.key];
     OrtCheckpointTensor t;
     t.name = e.name;
     t.onnxType = onnxOfDtype(b.dtype);
     t.dims = b.shape;
     t.trainable = e.trainable;
-    t.data.resize(b.bytes);
-    amprt_memcpy(ctx, t.data.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
+    t.data = deviceBytes(b);
     if (e.param.empty())
       c.params.push_back(std::move(t));
     else
@@ -1062,73 +995,126 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
   if (DeviceBuffer *b = scalarState(kGrowthTracker, AMPRT_I64))
     amprt_memcpy(ctx, &c.properties.ints[kGrowthTracker.str()], b->data, 8,
                  AMPRT_DEVICE_TO_HOST);
-  // Errors of the encoding get the path; writeAtomically's name it.
-  bool encoded = false;
-  llvm::Error e = encodeOrtCheckpoint(c, [&](StringRef bytes) {
-    encoded = true;
-    return writeAtomically(path, bytes);
-  });
-  if (e && !encoded)
-    return fail(path + ": " + llvm::toString(std::move(e)));
-  return e;
+  return writeOrtCheckpoint(c, path, layout->externalData);
+}
+
+llvm::Error Trainer::findOutputGraph() {
+  if (!opts.weights.empty() && !weightsAreOrtCheckpoint) {
+    outputGraph = opts.weights;
+    return llvm::Error::success();
+  }
+  // No ONNX model gave the parameters: the eval model generate_artifacts
+  // writes next to the training model takes them as inputs.
+  std::string from = !opts.weights.empty()
+                         ? "onnxruntime-training's checkpoint " + opts.weights
+                     : opts.initSeed ? std::string("--init")
+                                     : "amp-run's checkpoint " + opts.resumePath;
+  if (!opts.optimizerModel.empty()) {
+    llvm::SmallString<256> eval = llvm::sys::path::parent_path(opts.trainingModel);
+    llvm::sys::path::append(eval, "eval_model.onnx");
+    if (llvm::sys::fs::exists(eval)) {
+      outputGraph = std::string(eval);
+      return llvm::Error::success();
+    }
+  }
+  return fail("-o " + opts.outPath + ": the parameters come from " + from +
+              ", which holds no graph, and there is no eval_model.onnx next "
+              "to " + opts.trainingModel +
+              " to write them into; give --weights <model.onnx> (the forward "
+              "model) or put the artifacts' eval model there");
 }
 
 llvm::Error Trainer::writeWeights(StringRef path) {
   onnx::ModelProto model;
-  if (!opts.weights.empty() && !weightsAreOrtCheckpoint) {
-    std::ifstream in(opts.weights, std::ios::binary);
+  {
+    std::ifstream in(outputGraph, std::ios::binary);
     if (!in || !model.ParseFromIstream(&in))
-      return fail(opts.weights + ": cannot read the ONNX model");
-  } else {
-    model.set_ir_version(8);
-    model.add_opset_import()->set_version(17);
-    model.mutable_graph()->set_name("trained_weights");
+      return fail(outputGraph + ": cannot read the ONNX model");
   }
+  StringRef dir = llvm::sys::path::parent_path(outputGraph);
   auto *g = model.mutable_graph();
-  // Initializers kept in external data files next to the weights model are
-  // inlined: the written model may live in another folder. (Parameters are
-  // overwritten below.)
-  for (auto &init : *g->mutable_initializer()) {
-    if (init.data_location() != onnx::TensorProto::EXTERNAL ||
-        llvm::is_contained(params, init.name()))
-      continue;
-    auto h = fromTensorProto(init, llvm::sys::path::parent_path(opts.weights));
-    if (!h)
-      return h.takeError();
-    init.clear_external_data();
-    init.set_data_location(onnx::TensorProto::DEFAULT);
-    init.set_raw_data(std::string(h->data.begin(), h->data.end()));
-  }
-  for (const std::string &p : params) {
-    DeviceBuffer &b = *state[p];
-    onnx::TensorProto *t = nullptr;
-    for (auto &init : *g->mutable_initializer())
-      if (init.name() == p)
-        t = &init;
-    if (!t) {
-      t = g->add_initializer();
-      t->set_name(p);
-      for (int64_t d : b.shape)
-        t->add_dims(d);
+  llvm::StringSet<> paramSet;
+  for (const std::string &p : params)
+    paramSet.insert(p);
+  // The eval model takes the parameters as inputs: they become initializers
+  // (and stop being inputs), so that the model runs on its data alone.
+  auto *inputs = g->mutable_input();
+  inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
+                               [&](const onnx::ValueInfoProto &v) {
+                                 return paramSet.contains(v.name());
+                               }),
+                inputs->end());
+  // The parameters and the tensors kept in external data leave the proto:
+  // their bytes are streamed into the file from where they are (the state
+  // buffers, the mapped data file). The other initializers stay.
+  std::vector<StreamedInitializer> streamed;
+  bool hadExternalData = false;
+  uint64_t total = 0;
+  for (const onnx::TensorProto &t : g->initializer())
+    hadExternalData |= t.data_location() == onnx::TensorProto::EXTERNAL;
+  // Keeps the initializers `keep` accepts in the model and moves the
+  // others' bytes (raw data, or their range of an external data file) to
+  // `streamed`, each keeping its name, type and dims; the parameters' old
+  // values go.
+  auto split = [&](auto keep) -> llvm::Error {
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+    for (onnx::TensorProto &t : *g->mutable_initializer()) {
+      if (paramSet.contains(t.name()))
+        continue;
+      if (keep(t)) {
+        kept.Add(std::move(t));
+        continue;
+      }
+      auto bytes = takeTensorProto(t, dir);
+      if (!bytes)
+        return fail(outputGraph + ": " + llvm::toString(bytes.takeError()));
+      for (auto clear : {&onnx::TensorProto::clear_raw_data,
+                         &onnx::TensorProto::clear_float_data,
+                         &onnx::TensorProto::clear_int32_data,
+                         &onnx::TensorProto::clear_int64_data,
+                         &onnx::TensorProto::clear_double_data,
+                         &onnx::TensorProto::clear_uint64_data,
+                         &onnx::TensorProto::clear_external_data,
+                         &onnx::TensorProto::clear_data_location})
+        (t.*clear)();
+      streamed.push_back({std::move(t), std::move(bytes->bytes)});
     }
-    // Each in its own type: frozen state can be a bool mask or an integer
-    // counter, not only f32 weights.
-    t->set_data_type(onnxOfDtype(b.dtype));
-    t->clear_float_data();
-    t->clear_int32_data();
-    t->clear_int64_data();
-    t->clear_double_data();
-    t->clear_external_data();
-    t->set_data_location(onnx::TensorProto::DEFAULT);
-    std::string raw(b.bytes, '\0');
-    amprt_memcpy(ctx, raw.data(), b.data, b.bytes, AMPRT_DEVICE_TO_HOST);
-    t->set_raw_data(raw);
+    g->mutable_initializer()->Swap(&kept);
+    return llvm::Error::success();
+  };
+  // The tensors kept in external data are streamed (from their file).
+  if (auto e = split([](const onnx::TensorProto &t) {
+        return t.data_location() != onnx::TensorProto::EXTERNAL;
+      }))
+    return e;
+  for (const StreamedInitializer &i : streamed)
+    total += i.bytes.size();
+  for (const onnx::TensorProto &t : g->initializer())
+    total += t.ByteSizeLong();
+  // Each in its own type: frozen state can be a bool mask or an integer
+  // counter, not only f32 weights.
+  for (const std::string &p : params) {
+    const DeviceBuffer &b = *state[p];
+    onnx::TensorProto header;
+    header.set_name(p);
+    header.set_data_type(onnxOfDtype(b.dtype));
+    for (int64_t d : b.shape)
+      header.add_dims(d);
+    total += b.bytes;
+    streamed.push_back({std::move(header), deviceBytes(b)});
   }
-  std::string bytes;
-  if (!model.SerializeToString(&bytes))
-    return fail(path + ": cannot serialize the model (a protobuf holds at most "
-                       "2 GB)");
-  return writeAtomically(path, bytes);
+  bool external = opts.externalData == ExternalData::Always ||
+                  (opts.externalData == ExternalData::Auto &&
+                   (hadExternalData || total >= opts.externalDataThreshold));
+  // In external data, the other initializers from 1 KiB on join them
+  // (onnx.save_model's default size_threshold); smaller ones stay in the
+  // model.
+  if (external)
+    if (auto e = split([](const onnx::TensorProto &t) {
+          return t.ByteSizeLong() < 1024;
+        }))
+      return e;
+  return writeModel(model, std::move(streamed), path, external);
 }
 
 llvm::Error Trainer::run() {
@@ -1137,6 +1123,18 @@ llvm::Error Trainer::run() {
   if (!opts.ortCheckpointPath.empty())
     if (auto layout = ortCheckpointLayout(); !layout)
       return layout.takeError();
+  // -o inline: a model past protobuf's 2 GiB is refused now, not after
+  // training (writeModel checks the exact size).
+  if (!opts.outPath.empty() && opts.externalData == ExternalData::Never) {
+    uint64_t total = 0;
+    llvm::sys::fs::file_size(outputGraph, total);
+    for (const std::string &p : params)
+      total += state[p]->bytes;
+    if (total > kMaxProtobufBytes)
+      return fail("-o " + opts.outPath + ": the model would hold at least " +
+                  Twine(total) + " bytes, more than one protobuf can (2 "
+                  "GiB) with --external-data=never");
+  }
   int lossOut = -1, scaleOut = -1, finiteOut = -1;
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())

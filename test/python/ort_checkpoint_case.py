@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Makes onnxruntime-training checkpoints for amp-run's --weights tests.
 
-  ort_checkpoint_case.py trained ART OUT   trains ART (the MLP fixture's
-      artifacts) 2 steps with ORT's training API, saves the checkpoint with
-      its optimizer state to OUT and the parameters to OUT.npz; then goes
-      on for 3 steps on batches it saves to OUT.data/<input>.npy, and saves
-      their losses and the final parameters to OUT.continued.npz
+  ort_checkpoint_case.py trained ART OUT [START]   trains ART (the MLP
+      fixture's artifacts) 2 steps with ORT's training API from ART's
+      checkpoint (or START), saves the checkpoint with its optimizer state
+      to OUT and the parameters to OUT.npz; then goes on for 3 steps on
+      batches it saves to OUT.batches/<input>.npy, and saves their losses
+      and the final parameters to OUT.continued.npz. ORT saves with
+      external data (OUT.data) when START had it
   ort_checkpoint_case.py compare OUT LOG TRAINED.onnx   checks amp-run's
       continuation (its --log and -o) against ORT's: losses and weights
       within 1e-5 relative (numpy and onnx only: run with any Python)
@@ -29,11 +31,11 @@ import numpy as np
 import onnx
 
 
-def trained(art, out):
+def trained(art, out, start=None):
     # amp_run_vs_ort loads onnxruntime.training without its torch-based
     # package __init__.
     from amp_run_vs_ort import ort_open, orttrain
-    state, model, opt = ort_open(art)
+    state, model, opt = ort_open(art, start)
     model.train()
     feature = onnx.load(os.path.join(art, "training_model.onnx")).graph.input[0]
     width = feature.type.tensor_type.shape.dim[1].dim_value
@@ -49,13 +51,13 @@ def trained(art, out):
              **{n: np.array(p.data) for n, p in state.parameters})
     # The continuation: 3 batches, in the order amp-run --no-shuffle reads
     # them.
-    os.makedirs(out + ".data", exist_ok=True)
+    os.makedirs(out + ".batches", exist_ok=True)
     x = rng.standard_normal((24, width)).astype(np.float32)
     y = rng.integers(0, 10, 24).astype(np.int64)
     names = [i.name for i in
              onnx.load(os.path.join(art, "training_model.onnx")).graph.input]
-    np.save(os.path.join(out + ".data", names[0] + ".npy"), x)
-    np.save(os.path.join(out + ".data", names[1] + ".npy"), y)
+    np.save(os.path.join(out + ".batches", names[0] + ".npy"), x)
+    np.save(os.path.join(out + ".batches", names[1] + ".npy"), y)
     losses = []
     for s in range(3):
         losses.append(float(np.asarray(

@@ -8,9 +8,18 @@ ODTC) holding the MLP fixture's parameters, for amp-run's checks:
   duplicate   one tensor listed twice under the same name
   shared      many distinct names pointing at one 1 MiB raw_data
   dup-property  a property bag naming "epoch" as an int and as a string
+  external    the parameters in OUT.data, laid out as onnxruntime-training
+              1.19 lays them out (ModuleState.has_external_data; each
+              Tensor's external_data_offset, 4-byte aligned)
+  external-beyond  the same, with the last parameter's offset past the end
+              of OUT.data
 
 Usage: ort_checkpoint_craft.py FORWARD.onnx CASE OUT. Needs numpy, onnx and
 the `flatbuffers` package (an onnxruntime dependency).
+
+  ort_checkpoint_craft.py describe CKPT   prints where a checkpoint keeps
+      each tensor: `module external_data=<bool>`, then per tensor
+      `<param|moment> <name> inline <bytes>` or `... external <offset>`
 """
 
 import sys
@@ -21,11 +30,17 @@ import onnx
 from onnx import numpy_helper
 
 
-def tensor(b, name, arr=None, raw_offset=None, dims=None):
+def tensor(b, name, arr=None, raw_offset=None, dims=None, external=None):
     """A Tensor table: name (slot 0), dims (2), data_type FLOAT (3),
-    raw_data (4), from `arr` or an existing byte vector."""
+    raw_data (4), from `arr` or an existing byte vector; or, with
+    `external` (a bytearray: the data file), external_data_offset (6)."""
     n = b.CreateString(name)
-    if arr is not None:
+    if external is not None:
+        external.extend(bytes(-len(external) % 4))
+        offset = len(external)
+        external.extend(arr.astype(np.float32).tobytes())
+        dims = list(arr.shape)
+    elif arr is not None:
         raw_offset = b.CreateByteVector(arr.astype(np.float32).tobytes())
         dims = list(arr.shape)
     b.StartVector(8, len(dims), 8)
@@ -36,7 +51,10 @@ def tensor(b, name, arr=None, raw_offset=None, dims=None):
     b.PrependUOffsetTRelativeSlot(0, n, 0)
     b.PrependUOffsetTRelativeSlot(2, dv, 0)
     b.PrependInt32Slot(3, 1, 0)
-    b.PrependUOffsetTRelativeSlot(4, raw_offset, 0)
+    if external is not None:
+        b.PrependInt64Slot(6, offset, -1)
+    else:
+        b.PrependUOffsetTRelativeSlot(4, raw_offset, 0)
     return b.EndObject()
 
 
@@ -90,10 +108,14 @@ def property_bag(b, ints, strings):
     return b.EndObject()
 
 
-def checkpoint(b, params, groups=(), bag=None):
+def checkpoint(b, params, groups=(), bag=None, external=False):
     pv = vector(b, params)
+    fv = vector(b, [])
     b.StartObject(4)
     b.PrependUOffsetTRelativeSlot(0, pv, 0)
+    b.PrependUOffsetTRelativeSlot(1, fv, 0)
+    if external:
+        b.PrependBoolSlot(3, True, False)
     module = b.EndObject()
     gv = vector(b, list(groups)) if groups else None
     b.StartObject(4)
@@ -107,11 +129,68 @@ def checkpoint(b, params, groups=(), bag=None):
     return bytes(b.Output())
 
 
+def describe(path):
+    """Where the checkpoint at `path` keeps each tensor."""
+    from flatbuffers import number_types as N
+    from flatbuffers import table
+    buf = bytearray(open(path, "rb").read())
+    root = table.Table(buf, flatbuffers.encode.Get(
+        N.UOffsetTFlags.packer_type, buf, 0))
+
+    def sub(t, slot):
+        o = t.Offset(4 + 2 * slot)
+        return table.Table(t.Bytes, t.Indirect(o + t.Pos)) if o else None
+
+    def tables(t, slot):
+        o = t.Offset(4 + 2 * slot)
+        if not o:
+            return []
+        start = t.Vector(o)
+        return [table.Table(t.Bytes, t.Indirect(start + 4 * i))
+                for i in range(t.VectorLen(o))]
+
+    def string(t, slot):
+        return t.String(t.Offset(4 + 2 * slot) + t.Pos).decode()
+
+    def where(t):
+        o = t.Offset(4 + 2 * 6)
+        ext = t.Get(N.Int64Flags, o + t.Pos) if o else -1
+        if ext >= 0:
+            return f"external {ext}"
+        o = t.Offset(4 + 2 * 4)
+        return f"inline {t.VectorLen(o) if o else 0}"
+
+    module = sub(root, 1)
+    o = module.Offset(4 + 2 * 3)
+    ext = bool(module.Get(N.BoolFlags, o + module.Pos)) if o else False
+    print(f"module external_data={ext}")
+    for t in tables(module, 0) + tables(module, 1):
+        print(f"param {string(t, 0)} {where(t)}")
+    for g in tables(root, 2):
+        for st in tables(g, 3):
+            for t in tables(st, 1):
+                print(f"moment {string(st, 0)}/{string(t, 0)} {where(t)}")
+
+
 def main():
+    if sys.argv[1] == "describe":
+        return describe(sys.argv[2])
     forward, case, out = sys.argv[1:4]
     w = {t.name: numpy_helper.to_array(t)
          for t in onnx.load(forward).graph.initializer}
     b = flatbuffers.Builder(1 << 16)
+    if case in ("external", "external-beyond"):
+        data = bytearray()
+        params = [tensor(b, n, a, external=data) for n, a in sorted(w.items())]
+        if case == "external-beyond":
+            # The last tensor's offset, moved past the end of the file.
+            params[-1] = tensor(b, sorted(w)[-1], w[sorted(w)[-1]],
+                                external=bytearray(len(data) + 4))
+        with open(out + ".data", "wb") as f:
+            f.write(data)
+        with open(out, "wb") as f:
+            f.write(checkpoint(b, params, external=True))
+        return
     params = [tensor(b, n, a) for n, a in sorted(w.items())]
     first = sorted(w)[0]
     groups = ()

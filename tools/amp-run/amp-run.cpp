@@ -123,6 +123,24 @@ int main(int argc, char **argv) {
                "(parameters, optimizer state; loss scale as properties): "
                "training goes on in ORT, or in amp-run with --weights"),
       cl::cat(category));
+  cl::opt<amp::exec::ExternalData> externalData(
+      "external-data",
+      cl::desc("-o and --ort-checkpoint: tensors in an external data file "
+               "(<file>.data)"),
+      cl::values(clEnumValN(amp::exec::ExternalData::Auto, "auto",
+                            "from --external-data-threshold bytes on, or "
+                            "(-o) when --weights had external data"),
+                 clEnumValN(amp::exec::ExternalData::Always, "always",
+                            "always"),
+                 clEnumValN(amp::exec::ExternalData::Never, "never",
+                            "never (over 2 GB is refused)")),
+      cl::init(amp::exec::ExternalData::Auto), cl::cat(category));
+  cl::opt<uint64_t> externalDataThreshold(
+      "external-data-threshold", cl::value_desc("bytes"),
+      cl::desc("--external-data=auto's threshold (default 1800 MiB, "
+               "onnxruntime-training's)"),
+      cl::init(amp::exec::TrainOptions().externalDataThreshold),
+      cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
                                cl::desc("write the lowered modules here"), cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
@@ -150,7 +168,8 @@ int main(int argc, char **argv) {
     for (cl::Option *opt : std::initializer_list<cl::Option *>{
              &weights, &initSeed, &steps, &batch, &data, &seed, &noShuffle,
              &amp, &lr, &log, &logTime, &checkpoint, &resume,
-             &checkpointEvery, &ortCheckpoint, &lowered, &inject,
+             &checkpointEvery, &ortCheckpoint, &externalData,
+             &externalDataThreshold, &lowered, &inject,
              &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -223,6 +242,8 @@ int main(int argc, char **argv) {
   o.checkpointPath = checkpoint;
   o.resumePath = resume;
   o.ortCheckpointPath = ortCheckpoint;
+  o.externalData = externalData;
+  o.externalDataThreshold = externalDataThreshold;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
   if (steps < 0) {

@@ -14,6 +14,7 @@
 #ifndef AMP_EXECUTION_HOSTTENSOR_H
 #define AMP_EXECUTION_HOSTTENSOR_H
 
+#include "amp/Execution/TensorStream.h"
 #include "amp/Runtime/Runtime.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -56,6 +57,10 @@ int onnxOfDtype(int32_t dtype);
 /// the model or data file that holds `t`).
 llvm::Expected<HostTensor> fromTensorProto(const onnx::TensorProto &t,
                                            llvm::StringRef dir);
+/// `t`'s values, moved out of it (raw data) or left in their file
+/// (external data, mapped): no copy of large bytes.
+llvm::Expected<StoredTensor> takeTensorProto(onnx::TensorProto &t,
+                                             llvm::StringRef dir);
 /// `h` as a TensorProto named `name` (raw data).
 void toTensorProto(const HostTensor &h, llvm::StringRef name,
                    onnx::TensorProto &t);

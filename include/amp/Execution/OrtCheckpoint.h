@@ -10,14 +10,16 @@
 // identifier "ODTC" holding the module state (trainable and frozen
 // parameters as tensors), optimizer groups (step count, learning rate and
 // per-parameter moments) and a property bag (named int64, float and string
-// values).
+// values). Large models keep the tensors in `<checkpoint>.data` instead
+// (ModuleState.has_external_data; each tensor's external_data_offset).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AMP_EXECUTION_ORTCHECKPOINT_H
 #define AMP_EXECUTION_ORTCHECKPOINT_H
 
-#include "llvm/ADT/STLFunctionalExtras.h"
+#include "amp/Execution/TensorStream.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -32,7 +34,9 @@ struct OrtCheckpointTensor {
   std::string name;
   int32_t onnxType = 0; ///< ONNX TensorProto data type (ORT uses the same)
   std::vector<int64_t> dims;
-  std::vector<char> data; ///< little-endian, row-major
+  /// Little-endian, row-major. Read from a checkpoint: a range of the
+  /// checkpoint file or of its external data file.
+  TensorBytes data;
   bool trainable = false; ///< requires_grad_params (else frozen_params)
 };
 
@@ -74,25 +78,38 @@ bool isOrtCheckpointFile(llvm::StringRef path);
 /// checkpoint; else "".
 std::string findArtifactsCheckpoint(llvm::StringRef trainingModelPath);
 
-/// Reads and verifies the checkpoint at `path`. Errors name the file and
-/// what is wrong: not a checkpoint, a buffer that fails FlatBuffers'
-/// verification (truncated, corrupt), a nominal checkpoint (no values), a
-/// tensor whose data does not match its type and dims, data kept in an
-/// external file, more than one optimizer group, or a name used twice.
+/// onnxruntime-training's threshold (1.19, SaveCheckpoint): artifacts whose
+/// parameters hold at least this many bytes keep them in
+/// `<checkpoint>.data`.
+constexpr uint64_t kOrtExternalDataThreshold = uint64_t(1800) << 20;
+
+/// The external data file of the checkpoint at `path`, as ORT names it.
+std::string ortExternalDataPath(llvm::StringRef path);
+
+/// Reads and verifies the checkpoint at `path`; the tensors' bytes are left
+/// where they are (the checkpoint file, or `<path>.data` when its module
+/// state says it has external data) until they are copied. Errors name the
+/// file and what is wrong: not a checkpoint, a buffer that fails
+/// FlatBuffers' verification (truncated, corrupt), a nominal checkpoint (no
+/// values), a tensor whose data does not match its type and dims, a missing
+/// external data file or a tensor past its end (the tensor and file
+/// named), more than one optimizer group, or a name used twice.
 llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
 
-/// The checkpoint as onnxruntime-training 1.19 writes it (format version 2,
-/// everything in one buffer): `params` split into requires_grad_params and
-/// frozen_params by their `trainable` flag, one optimizer group "group0"
-/// when `optimizerStep` is set (every trainable parameter gets an entry,
-/// with the moments `moments` lists for it), and the property bag. Fails
-/// when a tensor's data does not match its type and dims, or when the
-/// whole does not fit in one FlatBuffer (2 GB; ORT keeps larger models'
-/// tensors in an external file). The bytes go to `write`, which returns
-/// encodeOrtCheckpoint's result.
-llvm::Error
-encodeOrtCheckpoint(const OrtCheckpoint &ckpt,
-                    llvm::function_ref<llvm::Error(llvm::StringRef bytes)> write);
+/// Writes the checkpoint as onnxruntime-training 1.19 writes it (format
+/// version 2): `params` split into requires_grad_params and frozen_params by
+/// their `trainable` flag, one optimizer group "group0" when `optimizerStep`
+/// is set (every trainable parameter gets an entry, with the moments
+/// `moments` lists for it), and the property bag. With `externalData` every
+/// tensor's bytes go to `<path>.data` (ORT's layout: 4-byte aligned, 8 for
+/// 64-bit types; ORT 1.19 keeps only parameters there and reads moments
+/// from it too), else into the FlatBuffer (at most 2 GB). Streamed: the
+/// tables are built first, then each tensor's bytes go from their source to
+/// the file in pieces. Both files go through `.tmp` and a rename (the data
+/// file first). Fails, naming the tensor, when its data does not match its
+/// type and dims.
+llvm::Error writeOrtCheckpoint(const OrtCheckpoint &ckpt,
+                               llvm::StringRef path, bool externalData);
 
 } // namespace amp::exec
 

@@ -24,6 +24,16 @@
 
 namespace amp::exec {
 
+/// When -o and --ort-checkpoint keep tensors in an external data file.
+enum class ExternalData {
+  /// When the tensors written hold at least externalDataThreshold bytes, or
+  /// (-o) the --weights model kept its tensors in external data.
+  Auto,
+  Always,
+  /// Inline; a file over its format's 2 GB limit is refused before training.
+  Never,
+};
+
 struct TrainOptions {
   std::string trainingModel;  ///< training_model.onnx
   std::string optimizerModel; ///< optimizer_model.onnx
@@ -38,6 +48,10 @@ struct TrainOptions {
   /// Where to write onnxruntime-training's own checkpoint at the end
   /// (parameters, optimizer state, loss-scaler state as properties).
   std::string ortCheckpointPath;
+  ExternalData externalData = ExternalData::Auto;
+  /// Auto's threshold: onnxruntime-training's (1800 MiB), which also keeps
+  /// -o's model under protobuf's 2 GiB.
+  uint64_t externalDataThreshold = uint64_t(1800) << 20;
   int64_t steps = 1;
   int64_t batch = 0; ///< binds dim 0 of every data input (0: from dims)
   uint64_t seed = 0;
