@@ -87,7 +87,7 @@ llvm::Error TensorBytes::forEachPiece(
   auto fd = llvm::sys::fs::openNativeFileForRead(file);
   if (!fd)
     return fail(file + ": " + llvm::toString(fd.takeError()));
-  auto close = llvm::make_scope_exit([&] { llvm::sys::fs::closeFile(*fd); });
+  llvm::scope_exit close([&] { llvm::sys::fs::closeFile(*fd); });
   llvm::sys::fs::file_status st;
   if (std::error_code ec = llvm::sys::fs::status(*fd, st))
     return fail(file + ": " + ec.message());
