@@ -21,6 +21,8 @@
 #           its largest product) in the same run (--gemm-peak);
 #   train-bf16 train with --precision bf16 (amp-run --amp=bf16 against
 #           bf16 autocast without a GradScaler);
+#   peer    bench/torch_peer_bench.py: PyTorch eager with fused AdamW and
+#           torch.compile (default and max-autotune) against amp-run --amp;
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
 #   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
 #           and AMP, 30 steps: where a step's time goes, kernel by kernel.
@@ -44,7 +46,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|memcheck|profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -184,6 +186,15 @@ stage_train-bf16() {
     --device cuda --precision bf16 --markdown "$out/train-step-bf16.md"
 }
 
+stage_peer() {
+  # PyTorch at its best (issue 26): eager with AdamW(fused=True),
+  # torch.compile and its max-autotune mode, against amp-run --amp, fp16
+  # and bf16. PEER_DEADLINE bounds the measurements started.
+  "$py" "$repo/bench/torch_peer_bench.py" --artifacts "$bundle/../artifacts" \
+    --amp-run "$bundle/bin/amp-run" --deadline "${PEER_DEADLINE:-300}" \
+    --markdown "$out/peer.md"
+}
+
 stage_memcheck() {
   compute-sanitizer --tool memcheck --leak-check no \
     --error-exitcode 3 "$py" "$repo/test/python/runtime_cuda.py" \
@@ -221,7 +232,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|memcheck|profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

@@ -45,7 +45,8 @@ namespace {
 /// Live bytes of temporaries over an order of the calls.
 struct Simulation {
   int64_t peak = 0;
-  int64_t area = 0; // sum over call positions of live bytes (tie-break)
+  int64_t area = 0; // sum over call positions of live bytes, graph outputs
+                    // left out (tie-break)
 };
 } // namespace
 
@@ -92,27 +93,35 @@ void GraphLowering::scheduleForMemory() {
   SmallVector<int> order(n), pos(n);
   for (size_t i = 0; i < n; ++i)
     order[i] = pos[i] = int(i);
-  SmallVector<int64_t> delta(n + 1);
+  // Live bytes per position, and separately those of graph outputs: their
+  // birth counts for the peak, but an output made later than needed is no
+  // gain, so they stay out of the area (moves that only delay an output's
+  // producer are not taken).
+  SmallVector<int64_t> delta(n + 1), outDelta(n + 1);
   auto simulate = [&](ArrayRef<int> p) {
     std::fill(delta.begin(), delta.end(), 0);
+    std::fill(outDelta.begin(), outDelta.end(), 0);
     for (int b : tracked) {
       int first = INT_MAX, last = -1;
       for (int c : accesses[b]) {
         first = std::min(first, p[c]);
         last = std::max(last, p[c]);
       }
-      if (outputs.contains(b))
-        last = int(n);
       int64_t bytes = bufs[b].bytes();
+      if (outputs.contains(b)) {
+        outDelta[first] += bytes;
+        continue;
+      }
       delta[first] += bytes;
       if (last + 1 <= int(n))
         delta[last + 1] -= bytes;
     }
     Simulation s;
-    int64_t live = 0;
+    int64_t live = 0, out = 0;
     for (size_t i = 0; i <= n; ++i) {
       live += delta[i];
-      s.peak = std::max(s.peak, live);
+      out += outDelta[i];
+      s.peak = std::max(s.peak, live + out);
       s.area += live;
     }
     return s;
