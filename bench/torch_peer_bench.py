@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -55,59 +54,12 @@ def torch_amp_step(name: str, sizes: dict, batch: int, mode: str,
                    precision: str, warmup: int, steps: int,
                    repeat: int) -> tuple[float, int]:
     """Median step time of `repeat` windows and the steps skipped in them."""
-    import torch
-    import gen_fixtures
-
-    torch.manual_seed(0)
-    model_sizes = dict(sizes)
-    model_sizes.pop("batch")
-    model, example, _ = gen_fixtures.build_model(name, model_sizes)
-    model = model.cuda()
-    x = example[0]
-    shape = (batch,) + tuple(x.shape[1:])
-    g = torch.Generator().manual_seed(1)
-    if x.dtype == torch.int64:
-        x = torch.randint(0, model_sizes["classes"], shape, generator=g)
-    else:
-        x = torch.rand(shape, generator=g) * 2 - 1
-    y = torch.randint(0, model_sizes["classes"], (batch,), generator=g)
-    x, y = x.cuda(), y.cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3,
-                            fused=mode != "eager")
-    run = model
-    if mode == "compile":
-        run = torch.compile(model)
-    elif mode == "max-autotune":
-        run = torch.compile(model, mode="max-autotune")
-    loss_fn = torch.nn.CrossEntropyLoss()
-    low = torch.float16 if precision == "fp16" else torch.bfloat16
-    scaler = torch.amp.GradScaler("cuda") if low == torch.float16 else None
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda", dtype=low):
-            loss = loss_fn(run(x), y)
-        if scaler:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-
-    for _ in range(warmup):
-        step()
-    torch.cuda.synchronize()
-    scale0 = scaler.get_scale() if scaler else 1.0
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) / steps)
-    skipped = round(math.log2(scale0 / scaler.get_scale())) if scaler else 0
-    return sorted(times)[len(times) // 2], skipped
+    t, skipped, _ = train_step_bench.torch_step(
+        name, sizes, batch, "cuda", True, warmup, steps, precision,
+        repeat=repeat, fused=mode != "eager",
+        compile_mode={"compile": "default",
+                      "max-autotune": "max-autotune"}.get(mode))
+    return t, skipped
 
 
 def main() -> int:

@@ -155,17 +155,13 @@ def ours_step(args, model_dir: Path, batch: int,
     return mid[0], max(r[1] for r in runs), mid[2]
 
 
-def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
-               warmup: int, steps: int, precision: str = "fp16",
-               cudnn_benchmark: bool = False,
-               repeat: int = 1) -> tuple[float, int, float]:
-    """Median over `repeat` consecutive windows of `steps` steps (after
-    `warmup`) of the mean step time, the steps GradScaler skipped in them,
-    and the last loss."""
+def torch_model_and_batch(name: str, sizes: dict, batch: int, device: str):
+    """The benchmark model `name` at `sizes` (gen_fixtures.build_model) on
+    `device`, and one batch of `batch` samples (inputs uniform in [-1, 1)
+    or token ids, labels below the class count), fixed by seed 1."""
     import torch
     import gen_fixtures
 
-    torch.backends.cudnn.benchmark = cudnn_benchmark
     model_sizes = dict(sizes)
     model_sizes.pop("batch")
     model, example, _ = gen_fixtures.build_model(name, model_sizes)
@@ -178,8 +174,26 @@ def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
     else:
         x = torch.rand(shape, generator=g) * 2 - 1
     y = torch.randint(0, model_sizes["classes"], (batch,), generator=g)
-    x, y = x.to(device), y.to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    return model, x.to(device), y.to(device)
+
+
+def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
+               warmup: int, steps: int, precision: str = "fp16",
+               cudnn_benchmark: bool = False,
+               repeat: int = 1, fused: bool = False,
+               compile_mode: str | None = None) -> tuple[float, int, float]:
+    """Median over `repeat` consecutive windows of `steps` steps (after
+    `warmup`) of the mean step time, the steps GradScaler skipped in them,
+    and the last loss. `fused`: AdamW(fused=True) instead of its foreach
+    default; `compile_mode`: the model through torch.compile in that mode
+    ("default", "max-autotune", ...)."""
+    import torch
+
+    torch.backends.cudnn.benchmark = cudnn_benchmark
+    model, x, y = torch_model_and_batch(name, sizes, batch, device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
+    if compile_mode:
+        model = torch.compile(model, mode=compile_mode)
     loss_fn = torch.nn.CrossEntropyLoss()
     cuda = device.startswith("cuda")
     low = torch.float16 if cuda and precision == "fp16" else torch.bfloat16

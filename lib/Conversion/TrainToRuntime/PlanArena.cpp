@@ -18,7 +18,9 @@
 //    the lowest offset free of every placed buffer whose life overlaps,
 //    good when a few large buffers dominate (a backward pass's gradients).
 // Neither is ever below the lower bound, the most bytes alive at one call;
-// the split of that peak by Buffer::Role is what amp-run reports.
+// the split of that peak by Buffer::Role is what amp-run reports. (Greedy
+// by size is quadratic: graphs of more than 20,000 temporaries get first
+// fit alone.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,41 +50,21 @@ int64_t lowestFit(ArrayRef<Block> taken, int64_t size) {
   return off;
 }
 
-/// First fit in order of definition: offsets of `order`'s buffers.
-int64_t firstFit(ArrayRef<Buffer> bufs, ArrayRef<int> order,
-                 SmallVectorImpl<int64_t> &offsets) {
-  SmallVector<int> byFirst(order);
-  llvm::stable_sort(byFirst, [&](int a, int b) {
-    return bufs[a].first < bufs[b].first;
-  });
-  SmallVector<Block> live;
-  int64_t arena = 0;
-  for (int id : byFirst) {
-    const Buffer &b = bufs[id];
-    llvm::erase_if(live, [&](const Block &l) { return l.last < b.first; });
-    llvm::sort(live, [](const Block &x, const Block &y) { return x.off < y.off; });
-    int64_t size = blockSize(b);
-    int64_t off = lowestFit(live, size);
-    offsets[id] = off;
-    live.push_back({off, size, b.first, b.last});
-    arena = std::max(arena, off + size);
-  }
-  return arena;
-}
-
-/// Greedy by size: offsets of `order`'s buffers.
-int64_t greedyBySize(ArrayRef<Buffer> bufs, ArrayRef<int> order,
-                     SmallVectorImpl<int64_t> &offsets) {
-  SmallVector<int> bySize(order);
-  llvm::stable_sort(bySize, [&](int a, int b) {
-    int64_t sa = blockSize(bufs[a]), sb = blockSize(bufs[b]);
-    return sa != sb ? sa > sb : bufs[a].first < bufs[b].first;
-  });
+/// Places the buffers `ids` in this order, each at the lowest offset free of
+/// every placed buffer whose life overlaps its own; returns the arena size.
+/// When `ids` are in order of definition, a placed buffer overlaps the next
+/// one exactly when it is still alive at that one's first call, so the
+/// blocks that died are dropped as the walk goes (first fit, linear in the
+/// live set); in any other order every placed block is checked.
+int64_t placeInOrder(ArrayRef<Buffer> bufs, ArrayRef<int> ids,
+                     bool byDefinition, SmallVectorImpl<int64_t> &offsets) {
   SmallVector<Block> placed, overlapping;
   int64_t arena = 0;
-  for (int id : bySize) {
+  for (int id : ids) {
     const Buffer &b = bufs[id];
     overlapping.clear();
+    if (byDefinition)
+      llvm::erase_if(placed, [&](const Block &p) { return p.last < b.first; });
     for (const Block &p : placed)
       if (p.first <= b.last && b.first <= p.last)
         overlapping.push_back(p);
@@ -96,6 +78,10 @@ int64_t greedyBySize(ArrayRef<Buffer> bufs, ArrayRef<int> order,
   }
   return arena;
 }
+
+/// Greedy by size is quadratic in the buffers: past this many, first fit
+/// alone.
+constexpr size_t kMaxGreedyBuffers = 20000;
 } // namespace
 
 void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
@@ -119,10 +105,22 @@ void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
   for (auto [i, b] : llvm::enumerate(bufs))
     if (b.kind == Buffer::Temp && b.first >= 0 && b.aliasOf < 0)
       order.push_back(i);
-  SmallVector<int64_t> byFirst(bufs.size(), 0), bySize(bufs.size(), 0);
-  int64_t a = firstFit(bufs, order, byFirst);
-  int64_t s = greedyBySize(bufs, order, bySize);
-  SmallVectorImpl<int64_t> &offsets = s < a ? bySize : byFirst;
+  // First fit in order of definition, and greedy by size (largest first).
+  SmallVector<int> byDef(order), bySize(order);
+  llvm::stable_sort(byDef, [&](int a, int b) {
+    return bufs[a].first < bufs[b].first;
+  });
+  llvm::stable_sort(bySize, [&](int a, int b) {
+    int64_t sa = blockSize(bufs[a]), sb = blockSize(bufs[b]);
+    return sa != sb ? sa > sb : bufs[a].first < bufs[b].first;
+  });
+  SmallVector<int64_t> defOffsets(bufs.size(), 0), sizeOffsets(bufs.size(), 0);
+  int64_t a = placeInOrder(bufs, byDef, /*byDefinition=*/true, defOffsets);
+  int64_t s = order.size() > kMaxGreedyBuffers
+                  ? INT64_MAX
+                  : placeInOrder(bufs, bySize, /*byDefinition=*/false,
+                                 sizeOffsets);
+  SmallVectorImpl<int64_t> &offsets = s < a ? sizeOffsets : defOffsets;
   arenaBytes = std::min(a, s);
   for (int id : order)
     bufs[id].offset = offsets[id];
