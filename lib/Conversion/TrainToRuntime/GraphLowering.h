@@ -21,6 +21,7 @@
 //   AliasReshapes.cpp   reshapes as views of their input, not copies
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
+//   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
 //   FoldCasts.cpp       widening casts read by their elementwise consumers
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
 //   ReuseInputs.cpp     elementwise outputs over a dying input's memory
@@ -244,6 +245,9 @@ private:
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
+  /// Sums of GatherGrads at distinct scalar indices as scatters into one
+  /// buffer (GatherGradSums.cpp).
+  void fuseGatherGradSums();
   /// Widening casts read by their elementwise consumers instead
   /// (FoldCasts.cpp).
   void foldWideningCasts();

@@ -1035,6 +1035,7 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
 
   fuseUnscaleGates();
   foldTransposes();
+  fuseGatherGradSums();
   foldWideningCasts();
   if (schedule)
     scheduleForMemory();
