@@ -366,9 +366,68 @@ amprt_status cudaScalerUpdate(amprt_context *ctx, T scale, T growth_tracker,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// multi_tensor_zero_unless
+//===----------------------------------------------------------------------===//
+
+struct ZeroEntry {
+  uint8_t *p;
+  int64_t bytes;
+};
+
+/// Zeroes every tensor of the table unless *keep: one block row per
+/// tensor (blockIdx.y), threads striding over its bytes; with keep set,
+/// each thread reads the flag and returns, touching nothing else.
+__global__ void zeroUnlessKernel(const ZeroEntry *tab, const uint8_t *keep) {
+  if (*keep)
+    return;
+  ZeroEntry e = tab[blockIdx.y];
+  int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  // 16-byte stores where the tensor is aligned, bytes for the rest.
+  int64_t words = (reinterpret_cast<uintptr_t>(e.p) % 16 == 0) ? e.bytes / 16 : 0;
+  for (int64_t w = i; w < words; w += stride)
+    reinterpret_cast<uint4 *>(e.p)[w] = make_uint4(0, 0, 0, 0);
+  for (int64_t b = words * 16 + i; b < e.bytes; b += stride)
+    e.p[b] = 0;
+}
+
+amprt_status cudaZeroUnless(amprt_context *ctx, T ins, int64_t n, T keep) {
+  const char *k = "multi_tensor_zero_unless";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] { return amprt_multi_tensor_zero_unless(ctx, ins, n, keep); };
+    if (n < 0 || (n > 0 && !ins) || checkFlag(ctx, k, keep))
+      return onHost(ctx, cpu);
+    if (n == 0)
+      return AMPRT_OK;
+    if (n > 65535)
+      return onHost(ctx, cpu);
+    std::vector<ZeroEntry> table(static_cast<size_t>(n));
+    int64_t most = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (checkTensor(ctx, k, "ins[i]", &ins[i]))
+        return onHost(ctx, cpu);
+      int64_t bytes = numel(&ins[i]) * int64_t(amprt_dtype_size(ins[i].dtype));
+      table[size_t(i)] = {static_cast<uint8_t *>(ins[i].data), bytes};
+      most = std::max(most, bytes);
+    }
+    Scratch dev;
+    AMPRT_TRY(upload(ctx, k, table.data(), table.size() * sizeof(ZeroEntry),
+                     dev));
+    dim3 grid(std::min<unsigned>(gridFor(most / 16 + 1, kThreads), 1024),
+              unsigned(n));
+    zeroUnlessKernel<<<grid, kThreads, 0, stream(ctx)>>>(
+        static_cast<const ZeroEntry *>(dev.p),
+        static_cast<const uint8_t *>(keep->data));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerMultiTensor(KernelTable &t) {
+  t.multi_tensor_zero_unless = cudaZeroUnless;
   t.multi_tensor_unscale = cudaUnscale;
   t.multi_tensor_all_finite = cudaAllFinite;
   t.multi_tensor_unscale_check = cudaUnscaleCheck;

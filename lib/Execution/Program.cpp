@@ -448,14 +448,18 @@ void amp::exec::loadExecutionDialects(MLIRContext &ctx) {
 }
 
 llvm::Error amp::exec::lowerToRuntime(ModuleOp module, StringRef dims,
-                                      StringRef what) {
+                                      StringRef what,
+                                      bool overwriteAccumulators) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
     return success(d.getSeverity() == DiagnosticSeverity::Remark);
   });
   PassManager pm(ctx);
-  pm.addPass(createConvertTrainToRuntimePass({dims.str()}));
+  TrainToRuntimeOptions options;
+  options.dims = dims.str();
+  options.overwriteAccumulators = overwriteAccumulators;
+  pm.addPass(createConvertTrainToRuntimePass(options));
   if (failed(pm.run(module)))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -237,7 +237,10 @@ constexpr StringLiteral kLossScale = "amp.loss_scale";
 constexpr StringLiteral kGrowthTracker = "amp.growth_tracker";
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
-  return lowerToRuntime(module, opts.dims, what);
+  // Without --accumulate every step overwrites the gradient buffers
+  // (lazy_reset_grad true, a version-1 accumulate signal false): loss
+  // scaling's gate may then follow the accumulation (docs/Lowering.md).
+  return lowerToRuntime(module, opts.dims, what, opts.accumulate == 1);
 }
 
 /// One training-graph input: its ONNX name, static shape (dynamic dims
@@ -299,6 +302,12 @@ llvm::Error Trainer::load() {
     auto main = trainLowered.lookupSymbol<func::FuncOp>("main");
     if (!main)
       return fail(opts.trainingModel + ": module @training has no func @main");
+    if (main->hasAttr(kOverwriteAccumulatorsAttr) && opts.accumulate > 1)
+      return fail(opts.trainingModel +
+                  ": this program was lowered for one step per optimizer "
+                  "step (its gradient buffers are overwritten every step); "
+                  "lower the models again with --accumulate " +
+                  Twine(opts.accumulate) + " --dump-lowered");
     for (unsigned i = 0; i < main.getNumArguments(); ++i) {
       auto n = main.getArgAttrOfType<StringAttr>(i, kNameAttr);
       auto t = dyn_cast<MemRefType>(main.getArgumentTypes()[i]);

@@ -21,6 +21,7 @@
 #include "Internal.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace amprt;
 
@@ -222,6 +223,26 @@ amprt_status amprt_multi_tensor_all_finite(amprt_context *ctx, T ins,
       finite = allFinite(&ins[i]) && finite;
     }
     writeFlag(all_finite, finite, reset);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_multi_tensor_zero_unless(amprt_context *ctx, T ins,
+                                            int64_t n, T keep) {
+  AMPRT_DISPATCH(multi_tensor_zero_unless, ctx, ins, n, keep);
+  return guard(ctx, "multi_tensor_zero_unless", [&]() -> amprt_status {
+    const char *k = "multi_tensor_zero_unless";
+    if (n < 0 || (n > 0 && !ins))
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                       "%s: ins missing for n = %lld", k, (long long)n);
+    AMPRT_TRY(checkFlag(ctx, k, "keep", keep));
+    for (int64_t i = 0; i < n; ++i)
+      AMPRT_TRY(checkTensor(ctx, k, "ins[i]", &ins[i]));
+    if (*static_cast<const uint8_t *>(keep->data))
+      return AMPRT_OK;
+    for (int64_t i = 0; i < n; ++i)
+      std::memset(ins[i].data, 0,
+                  size_t(numel(&ins[i])) * amprt_dtype_size(ins[i].dtype));
     return AMPRT_OK;
   });
 }

@@ -500,6 +500,20 @@ def test_unscale_check_gate(rt, gpu):
     both(rt, gpu, "unscale_gate", rt.randn((3,), "f32"),
          Buf(np.array(1.0, np.float32), "f32"), Buf(np.array(1), "bool"),
          rt.empty((4,), "f32"))
+    # The gate after early accumulation: zero bytes unless keep, nothing
+    # written with keep set; tensors of every size (an unaligned tail, an
+    # empty one), the flag read on the device.
+    for keep in (0, 1):
+        bufs = [special(rt, (100003,), "f32"), special(rt, (17,), "f16"),
+                rt.randn((0,), "f32"), rt.randn((4096, 3), "bf16"),
+                Buf(rt.rng.integers(-9, 9, (5,)), "i64")]
+        c, g, _ = both(rt, gpu, "multi_tensor_zero_unless", bufs, len(bufs),
+                       Buf(np.array(keep), "bool"))
+        for cb, gb in zip(c[0], g[0]):
+            rt.equal("zero_unless keep=%d" % keep, gb.arr.view(np.uint8),
+                     cb.arr.view(np.uint8))
+    both(rt, gpu, "multi_tensor_zero_unless", [rt.randn((2,), "f32")], 1,
+         Buf(np.array([1, 0]), "bool"))
 
 
 def test_loss_scaler(rt, gpu):

@@ -438,6 +438,30 @@ def test_unscale_check_and_gate(rt):
              f32(1.0).ref, f32(1.0).ref, 1, match="all_finite")
 
 
+def test_zero_unless(rt):
+    """multi_tensor_zero_unless: every tensor zero bytes (+0) unless keep;
+    with keep set, nothing is written (NaN and -0 stay as they are)."""
+    for keep in (0, 1):
+        bufs = [rt.randn((7, 5), "f32"), rt.randn((33,), "f16"),
+                rt.randn((3, 4), "bf16"),
+                Buf(np.array([-0.0, np.nan, np.inf], np.float32), "f32"),
+                Buf(rt.rng.integers(-9, 9, (6,)), "i64")]
+        before = [b.arr.copy() for b in bufs]
+        rt.ok("multi_tensor_zero_unless", tensor_array(bufs), len(bufs),
+              Buf(np.array(keep), "bool").ref)
+        for b, old in zip(bufs, before):
+            want = old if keep else np.zeros_like(old)
+            rt.equal("zero_unless keep=%d %s" % (keep, b.dt),
+                     b.arr.view(np.uint8), want.view(np.uint8))
+    # n = 0 is a no-op; keep must be one bool.
+    rt.ok("multi_tensor_zero_unless", tensor_array([rt.randn((2,), "f32")]), 0,
+          Buf(np.array(0), "bool").ref)
+    rt.fails("multi_tensor_zero_unless", tensor_array([rt.randn((2,), "f32")]),
+             1, Buf(np.array([1, 1]), "bool").ref, match="keep")
+    rt.fails("multi_tensor_zero_unless", tensor_array([rt.randn((2,), "f32")]),
+             1, Buf(np.array(1.0, np.float32), "f32").ref, match="keep")
+
+
 def scaler_ref(scale, tracker, finite, gf, bf, gi, lo, hi):
     s = np.float32(scale)
     if not finite:

@@ -34,11 +34,13 @@ int32_t dtypeOf(mlir::Type elem);
 void loadExecutionDialects(mlir::MLIRContext &ctx);
 
 /// Lowers every train.graph of `module` to runtime calls
-/// (convert-train-to-runtime with `dims`); the lowering's errors are
-/// diagnostics, its arena remarks are dropped. `what` names the model in
-/// the error.
+/// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
+/// the caller overwrites the gradient accumulators every step); the
+/// lowering's errors are diagnostics, its arena remarks are dropped.
+/// `what` names the model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
-                           llvm::StringRef what);
+                           llvm::StringRef what,
+                           bool overwriteAccumulators = false);
 
 struct Port {
   std::string name;

@@ -21,6 +21,7 @@
 //   AliasReshapes.cpp   reshapes as views of their input, not copies
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
+//   EarlyAccumulate.cpp gradients into their accumulators as they come
 //   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
 //   FoldCasts.cpp       widening casts read by their elementwise consumers
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
@@ -198,8 +199,9 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
 class GraphLowering {
 public:
   GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims,
-                bool schedule = true)
+                bool schedule = true, bool overwriteAccumulators = false)
       : graph(graph), dims(dims), schedule(schedule),
+        overwriteAccumulators(overwriteAccumulators),
         ctx(graph.getContext()) {}
 
   LogicalResult run(ModuleOp module, int64_t &arenaBytes);
@@ -208,6 +210,9 @@ private:
   GraphOp graph;
   const llvm::StringMap<int64_t> &dims;
   bool schedule; ///< scheduleForMemory()
+  /// The driver overwrites gradient accumulators every step:
+  /// accumulateEarly() may run.
+  bool overwriteAccumulators;
   MLIRContext *ctx;
   SmallVector<Buffer> bufs;
   SmallVector<PlannedCall> calls;
@@ -245,6 +250,10 @@ private:
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
+  /// With overwriteAccumulators: each gradient checked and written into its
+  /// accumulator as it comes, the gate applied once at the end
+  /// (EarlyAccumulate.cpp). Whether it applied.
+  bool accumulateEarly();
   /// Sums of GatherGrads at distinct scalar indices as scatters into one
   /// buffer (GatherGradSums.cpp).
   void fuseGatherGradSums();

@@ -70,6 +70,7 @@ llvm::DenseSet<int> GraphLowering::buffersWrittenInPlace() const {
       {"multi_tensor_unscale", {"ins", "outs", "all_finite"}},
       {"multi_tensor_all_finite", {"all_finite"}},
       {"multi_tensor_unscale_check", {"all_finite"}},
+      {"multi_tensor_zero_unless", {"ins"}},
       {"batch_norm_training",
        {"running_mean", "running_var", "running_mean_out", "running_var_out"}}};
 #ifndef NDEBUG

@@ -24,7 +24,8 @@
 //
 // Dependencies are by buffer: the calls touching one buffer keep their
 // order (conservatively, every access may write: kernels do not say which
-// parameters they write), so no read moves across a write. Graph inputs
+// parameters they write), so no read moves across a write; only a run of
+// finite checks that AND into one flag (reset 0) is unordered among itself. Graph inputs
 // and constants that no call writes are read-only and order nothing.
 // Random kernels draw from streams keyed by node and step, not by call
 // order. Graphs of more than kMaxCalls calls keep their order (the search
@@ -66,8 +67,27 @@ void GraphLowering::scheduleForMemory() {
         if (a.empty() || a.back() != int(ci))
           a.push_back(int(ci));
       }
+  // Whether call c only ANDs into flag b (a finite check with reset 0):
+  // such updates commute with each other.
+  auto andsInto = [&](int c, int b) {
+    const PlannedCall &pc = calls[c];
+    StringRef k = pc.sig->name;
+    if (k != "multi_tensor_unscale_check" && k != "multi_tensor_all_finite")
+      return false;
+    auto reset = dyn_cast_or_null<IntegerAttr>(pc.attrs.get("reset"));
+    int slot = tensorSlot(pc, "all_finite");
+    if (!reset || reset.getInt() != 0 || slot < 0 ||
+        pc.tensors[slot] != ArrayRef<int>{b})
+      return false;
+    for (auto [i, list] : llvm::enumerate(pc.tensors))
+      if (int(i) != slot && llvm::is_contained(list, b))
+        return false;
+    return true;
+  };
   // Dependencies: consecutive accesses of a buffer that some call may
-  // write (every temporary; graph inputs written in place).
+  // write (every temporary; graph inputs written in place), except that a
+  // run of ANDs into one flag is unordered: each follows the access before
+  // the run, and the access after it follows all of them.
   SmallVector<SmallVector<int, 4>> preds(n);
   SmallVector<int> tracked; // temporaries, for the simulation
   for (auto &[b, list] : accesses) {
@@ -77,8 +97,25 @@ void GraphLowering::scheduleForMemory() {
       tracked.push_back(b);
     if (!temp && !written.contains(b))
       continue;
-    for (size_t k = 1; k < list.size(); ++k)
-      preds[list[k]].push_back(list[k - 1]);
+    // What the next access follows (the last access, or a whole run), and
+    // what the members of the current run follow.
+    SmallVector<int, 4> frontier, runBase;
+    bool inRun = false;
+    for (int c : list) {
+      if (andsInto(c, b)) {
+        if (!inRun) {
+          runBase = frontier;
+          frontier.clear();
+          inRun = true;
+        }
+        preds[c].append(runBase.begin(), runBase.end());
+        frontier.push_back(c);
+        continue;
+      }
+      preds[c].append(frontier.begin(), frontier.end());
+      frontier.assign({c});
+      inRun = false;
+    }
   }
   llvm::sort(tracked);
   SmallVector<SmallVector<int, 4>> succs(n);
@@ -172,9 +209,49 @@ void GraphLowering::scheduleForMemory() {
     }
   }
 
+  // Then the other way: a call that reads only graph inputs and constants
+  // no call writes (the casts of the weights to fp16, which the AMP pass
+  // puts at the top of the graph; fills; random draws) frees nothing by
+  // running early and holds its outputs from then on: it goes to right
+  // before the first call that reads one of them.
+  auto readOnly = [&](int b) {
+    return bufs[b].kind != Buffer::Temp && !written.contains(b);
+  };
+  DenseMap<int, SmallVector<int, 2>> sunkBefore; // anchor call -> calls
+  llvm::DenseSet<int> sunk;
+  for (size_t c = 0; c < n; ++c) {
+    int anchorPos = INT_MAX;
+    bool producesAll = true;
+    for (const auto &list : calls[c].tensors)
+      for (int b : list) {
+        if (readOnly(b))
+          continue;
+        const auto &acc = accesses[b];
+        if (bufs[b].kind != Buffer::Temp || acc.front() != int(c) ||
+            outputs.contains(b)) {
+          producesAll = false;
+          continue;
+        }
+        for (int r : acc)
+          if (r != int(c))
+            anchorPos = std::min(anchorPos, pos[r]);
+      }
+    if (!producesAll || anchorPos == INT_MAX || anchorPos <= pos[c] + 1)
+      continue;
+    sunkBefore[order[anchorPos]].push_back(int(c));
+    sunk.insert(int(c));
+  }
   SmallVector<PlannedCall> scheduled;
   scheduled.reserve(n);
-  for (int c : order)
+  for (int c : order) {
+    if (sunk.contains(c))
+      continue;
+    if (auto it = sunkBefore.find(c); it != sunkBefore.end()) {
+      llvm::sort(it->second, [&](int a, int b) { return pos[a] < pos[b]; });
+      for (int m : it->second)
+        scheduled.push_back(std::move(calls[m]));
+    }
     scheduled.push_back(std::move(calls[c]));
+  }
   calls = std::move(scheduled);
 }

@@ -1034,6 +1034,7 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   }
 
   fuseUnscaleGates();
+  bool early = overwriteAccumulators && accumulateEarly();
   foldTransposes();
   fuseGatherGradSums();
   foldWideningCasts();
@@ -1067,6 +1068,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   for (auto [role, name] : llvm::enumerate(kArenaRoles))
     splitAttrs.set(name, builder.getI64IntegerAttr(split[role]));
   func->setAttr(kArenaSplitAttr, splitAttrs.getDictionary(ctx));
+  if (early)
+    func->setAttr(kOverwriteAccumulatorsAttr, builder.getUnitAttr());
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   Value arena;
@@ -1126,6 +1129,7 @@ struct ConvertTrainToRuntimePass
   explicit ConvertTrainToRuntimePass(const TrainToRuntimeOptions &o) {
     dims = o.dims;
     schedule = o.schedule;
+    overwriteAccumulators = o.overwriteAccumulators;
   }
 
   StringRef getArgument() const final { return "convert-train-to-runtime"; }
@@ -1147,6 +1151,12 @@ struct ConvertTrainToRuntimePass
                                        "holds less memory (off: the graph's "
                                        "node order)"),
                         llvm::cl::init(true)};
+  Option<bool> overwriteAccumulators{
+      *this, "overwrite-accumulators",
+      llvm::cl::desc("The driver overwrites the gradient accumulators every "
+                     "step (lazy_reset_grad always true): loss scaling's "
+                     "gate may then follow the gradients' accumulation"),
+      llvm::cl::init(false)};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -1167,7 +1177,7 @@ struct ConvertTrainToRuntimePass
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     for (GraphOp g : graphs) {
       int64_t arena = 0;
-      GraphLowering lowering(g, dimMap, schedule);
+      GraphLowering lowering(g, dimMap, schedule, overwriteAccumulators);
       if (failed(lowering.run(module, arena)))
         return signalPassFailure();
       emitRemark(g.getLoc())

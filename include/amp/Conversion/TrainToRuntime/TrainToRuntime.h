@@ -29,6 +29,12 @@ struct TrainToRuntimeOptions {
   /// (docs/Lowering.md); off keeps the graph's node order (for tests of
   /// the other rewrites).
   bool schedule = true;
+  /// The caller overwrites the gradient accumulators every step (feeds
+  /// lazy_reset_grad true, a version-1 accumulate signal false): loss
+  /// scaling's gate may follow the accumulation, so that no gradient waits
+  /// for the all-finite flag (docs/Lowering.md). The lowered function then
+  /// has kOverwriteAccumulatorsAttr.
+  bool overwriteAccumulators = false;
 };
 
 std::unique_ptr<mlir::Pass>
@@ -59,6 +65,10 @@ inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
 /// inputs of static shape: AMP's 16-bit weights) and workspace
 /// (intermediates of lowerings that are no ONNX value).
 inline constexpr const char *kArenaSplitAttr = "amprt.arena_split";
+/// Function attribute: the function assumes its gradient accumulators are
+/// overwritten every step (TrainToRuntimeOptions::overwriteAccumulators).
+inline constexpr const char *kOverwriteAccumulatorsAttr =
+    "amprt.overwrite_accumulators";
 inline constexpr const char *kArenaRoles[] = {"activations", "gradients",
                                               "weight_copies", "workspace"};
 
