@@ -242,10 +242,17 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
     auto type = cast<MemRefType>(arg.getType());
     auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                   kNameAttr);
+    int32_t dt = dtypeOf(type.getElementType());
+    auto from =
+        func.getArgAttrOfType<TypeAttr>(arg.getArgNumber(), kNarrowedFromAttr);
+    int32_t fedAs = from ? dtypeOf(from.getValue()) : dt;
+    if (fedAs < 0)
+      return fail("argument " + Twine(arg.getArgNumber()) + ": unsupported " +
+                  kNarrowedFromAttr + " type");
     prog->inputPorts.push_back(
-        {name ? name.str() : "arg" + std::to_string(arg.getArgNumber()),
-         dtypeOf(type.getElementType()),
-         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+        {name ? name.str() : "arg" + std::to_string(arg.getArgNumber()), dt,
+         std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+         fedAs});
     auto d = describe(arg, nullptr);
     if (!d)
       return d.takeError();
@@ -393,11 +400,12 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         auto type = cast<MemRefType>(v.getType());
         auto name = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+        int32_t dt = dtypeOf(type.getElementType());
         prog->outputPorts.push_back(
-            {name ? name.str() : "result" + std::to_string(i),
-             dtypeOf(type.getElementType()),
+            {name ? name.str() : "result" + std::to_string(i), dt,
              std::vector<int64_t>(type.getShape().begin(),
-                                  type.getShape().end())});
+                                  type.getShape().end()),
+             dt});
         amprt_tensor *d = desc.lookup(v);
         if (!d)
           return fail("returned value undefined");
@@ -449,7 +457,8 @@ void amp::exec::loadExecutionDialects(MLIRContext &ctx) {
 
 llvm::Error amp::exec::lowerToRuntime(ModuleOp module, StringRef dims,
                                       StringRef what,
-                                      bool overwriteAccumulators) {
+                                      bool overwriteAccumulators,
+                                      bool narrowInputs) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
@@ -459,6 +468,7 @@ llvm::Error amp::exec::lowerToRuntime(ModuleOp module, StringRef dims,
   TrainToRuntimeOptions options;
   options.dims = dims.str();
   options.overwriteAccumulators = overwriteAccumulators;
+  options.narrowInputs = narrowInputs;
   pm.addPass(createConvertTrainToRuntimePass(options));
   if (failed(pm.run(module)))
     return llvm::createStringError(

@@ -85,6 +85,9 @@ struct DeviceBuffer {
   void *data = nullptr;
   size_t bytes = 0;
   int32_t dtype = AMPRT_F32;
+  /// A data input the lowering narrowed: the dtype of its samples (f32),
+  /// rounded into `dtype` as a batch is filled; else `dtype`.
+  int32_t fedAs = AMPRT_F32;
   std::vector<int64_t> shape;
   ~DeviceBuffer() {
     if (data)
@@ -102,6 +105,8 @@ public:
     optProg.reset();
     if (ctx)
       amprt_context_destroy(ctx);
+    if (hostCtx)
+      amprt_context_destroy(hostCtx);
   }
   llvm::Error run();
 
@@ -110,6 +115,9 @@ private:
   llvm::raw_ostream &status;
   MLIRContext mctx;
   amprt_context *ctx = nullptr;
+  /// The CPU backend, for converting batches of narrowed data inputs on the
+  /// host (created when one is first filled from files).
+  amprt_context *hostCtx = nullptr;
   std::unique_ptr<Program> trainProg, optProg;
   OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
   /// The lowered training and optimizer modules (each with func @main).
@@ -171,6 +179,7 @@ private:
       slot->ctx = ctx;
       slot->bytes = p.bytes();
       slot->dtype = p.dtype;
+      slot->fedAs = p.fedAs;
       slot->shape = p.shape;
       amprt_malloc(ctx, slot->bytes, &slot->data);
       amprt_memset(ctx, slot->data, 0, slot->bytes);
@@ -240,7 +249,10 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // Without --accumulate every step overwrites the gradient buffers
   // (lazy_reset_grad true, a version-1 accumulate signal false): loss
   // scaling's gate may then follow the accumulation (docs/Lowering.md).
-  return lowerToRuntime(module, opts.dims, what, opts.accumulate == 1);
+  // The trainer fills every batch itself: f32 data that the graph only casts
+  // to 16 bits is converted as it is copied (narrow-inputs).
+  return lowerToRuntime(module, opts.dims, what, opts.accumulate == 1,
+                        /*narrowInputs=*/true);
 }
 
 /// One training-graph input: its ONNX name, static shape (dynamic dims
@@ -802,10 +814,10 @@ llvm::Error Trainer::load() {
                     "' is a scalar, which cannot be fed samples along axis "
                     "0; give it with --weights, or as a constant in the "
                     "graph");
-      if (t.dtype != p.dtype)
+      if (t.dtype != p.fedAs)
         return fail(Twine("data for '") + name + "' is " +
                     amprt_dtype_name(t.dtype) + ", the graph wants " +
-                    amprt_dtype_name(p.dtype));
+                    amprt_dtype_name(p.fedAs));
       if (t.shape.empty() ||
           std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
               std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
@@ -863,8 +875,10 @@ llvm::Error Trainer::fillBatch(int64_t step) {
     int64_t batch = b.shape.empty() ? 1 : b.shape[0];
     if (synthetic) {
       uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
-      if (b.dtype != AMPRT_F32 && b.dtype != AMPRT_I64 &&
-          b.dtype != AMPRT_I32 && b.dtype != AMPRT_BOOL)
+      // A narrowed input is drawn in its 16-bit type: random_fill rounds
+      // the f32 draw once more, the values the graph's cast made.
+      if (b.fedAs != AMPRT_F32 && b.fedAs != AMPRT_I64 &&
+          b.fedAs != AMPRT_I32 && b.fedAs != AMPRT_BOOL)
         return fail("synthetic data: unsupported dtype for '" + name + "'");
       int64_t classes = 0;
       if (b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32) {
@@ -899,14 +913,33 @@ llvm::Error Trainer::fillBatch(int64_t step) {
           std::swap(perm[i], perm[splitmix(s) % uint64_t(i + 1)]);
       }
       const HostTensor &t = dataset[name];
-      size_t row = b.bytes / size_t(batch);
+      bool narrowed = b.fedAs != b.dtype;
+      // The samples' rows, gathered in the data's dtype.
+      size_t row = b.bytes / size_t(batch) / amprt_dtype_size(b.dtype) *
+                   amprt_dtype_size(b.fedAs);
+      std::vector<char> rows(narrowed ? row * size_t(batch) : 0);
+      char *gathered = narrowed ? rows.data() : host.data();
       for (int64_t r = 0; r < batch; ++r)
-        std::memcpy(&host[r * row], &t.data[perm[first + r] * row], row);
+        std::memcpy(&gathered[r * row], &t.data[perm[first + r] * row], row);
+      if (narrowed) {
+        // Rounded as the graph's cast rounds (the runtime's own cast).
+        if (!hostCtx && amprt_context_create("cpu", &hostCtx) != AMPRT_OK)
+          return fail(Twine("the CPU backend: ") + amprt_last_error(nullptr));
+        int64_t n = int64_t(b.bytes / amprt_dtype_size(b.dtype));
+        amprt_tensor from = {gathered, b.fedAs, 1, &n};
+        amprt_tensor to = {host.data(), b.dtype, 1, &n};
+        if (amprt_cast(hostCtx, &from, &to) != AMPRT_OK)
+          return fail(Twine("data for '") + name +
+                      "': " + amprt_last_error(hostCtx));
+      }
       amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
     }
-    if (step == opts.injectNonFiniteStep && b.dtype == AMPRT_F32 && b.bytes) {
+    if (step == opts.injectNonFiniteStep && b.fedAs == AMPRT_F32 && b.bytes) {
       float nan = NAN;
-      amprt_memcpy(ctx, b.data, &nan, 4, AMPRT_HOST_TO_DEVICE);
+      uint16_t nan16 = b.dtype == AMPRT_F16 ? 0x7e00 : 0x7fc0; // f16, bf16
+      amprt_memcpy(ctx, b.data,
+                   b.dtype == AMPRT_F32 ? static_cast<void *>(&nan) : &nan16,
+                   amprt_dtype_size(b.dtype), AMPRT_HOST_TO_DEVICE);
     }
   }
   return llvm::Error::success();

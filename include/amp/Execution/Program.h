@@ -35,17 +35,22 @@ void loadExecutionDialects(mlir::MLIRContext &ctx);
 
 /// Lowers every train.graph of `module` to runtime calls
 /// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
-/// the caller overwrites the gradient accumulators every step); the
+/// the caller overwrites the gradient accumulators every step, and
+/// `narrow-inputs` when it converts its f32 batches to 16 bits); the
 /// lowering's errors are diagnostics, its arena remarks are dropped.
 /// `what` names the model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
                            llvm::StringRef what,
-                           bool overwriteAccumulators = false);
+                           bool overwriteAccumulators = false,
+                           bool narrowInputs = false);
 
 struct Port {
   std::string name;
   int32_t dtype;
   std::vector<int64_t> shape;
+  /// An input the lowering narrowed (kNarrowedFromAttr): the dtype the graph
+  /// gives it, whose values the caller rounds into `dtype`; else `dtype`.
+  int32_t fedAs = -1;
   size_t bytes() const;
 };
 

@@ -15,6 +15,8 @@
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
 //   LowerComposite.cpp  ops made of existing kernels (Tile, Split, ...)
 //   HostFold.cpp        shape computations evaluated at lowering time
+//   NarrowInputs.cpp    f32 data inputs that are only cast to 16 bits,
+//                       taken in that type (the driver converts)
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
 //   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
 //   FoldTransposes.cpp  transposes of GEMM operands as trans flags
@@ -199,10 +201,11 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
 class GraphLowering {
 public:
   GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims,
-                bool schedule = true, bool overwriteAccumulators = false)
+                bool schedule = true, bool overwriteAccumulators = false,
+                bool narrowInputs = false)
       : graph(graph), dims(dims), schedule(schedule),
         overwriteAccumulators(overwriteAccumulators),
-        ctx(graph.getContext()) {}
+        narrowInputs(narrowInputs), ctx(graph.getContext()) {}
 
   LogicalResult run(ModuleOp module, int64_t &arenaBytes);
 
@@ -213,6 +216,9 @@ private:
   /// The driver overwrites gradient accumulators every step:
   /// accumulateEarly() may run.
   bool overwriteAccumulators;
+  /// The driver converts f32 data to 16 bits as it fills a batch:
+  /// narrowDataInputs() may run.
+  bool narrowInputs;
   MLIRContext *ctx;
   SmallVector<Buffer> bufs;
   SmallVector<PlannedCall> calls;
@@ -231,6 +237,9 @@ private:
   SmallVector<AvgPool> avgPools;
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  /// Arguments narrowDataInputs() took in a 16-bit type, with the type the
+  /// graph gives them (kNarrowedFromAttr).
+  SmallVector<std::pair<unsigned, Type>> narrowedArgs;
   /// Arguments read as an InPlaceAccumulator v1 signal (kAccumulateSignalAttr).
   llvm::SmallDenseSet<int, 2> accumulateSignals;
   SmallVector<int> results;
@@ -244,6 +253,9 @@ private:
   void planFiniteChecks();
   /// Drops the reshape calls whose output can share its input's memory.
   void aliasReshapes();
+  /// f32 data inputs read only through casts to one 16-bit type taken in
+  /// that type (NarrowInputs.cpp).
+  void narrowDataInputs();
   /// Unscale, check and gate of loss scaling without the unscaled copies
   /// (FuseUnscale.cpp).
   void fuseUnscaleGates();

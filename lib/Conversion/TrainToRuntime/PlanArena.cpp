@@ -9,18 +9,22 @@
 // views alive. Two buffers whose lives overlap never share memory, so a
 // call's outputs never overlap its inputs.
 //
-// Placement is offset assignment of intervals, NP-hard in general; two
-// greedy orders are tried and the smaller arena is kept:
+// Placement is offset assignment of intervals, NP-hard in general; three
+// greedy orders are tried and the smallest arena is kept:
 //  * first fit in order of definition (the lowest offset free of every
 //    block alive at the buffer's first call), good when lifetimes nest;
 //  * greedy by size (Pisarchyk & Lee, "Efficient Memory Management for Deep
 //    Neural Net Inference", 2020; TFLite's GreedyBySize): largest first, at
 //    the lowest offset free of every placed buffer whose life overlaps,
-//    good when a few large buffers dominate (a backward pass's gradients).
+//    good when a few large buffers dominate (a backward pass's gradients);
+//  * greedy by area (size x life), the same walk: long-lived small buffers
+//    (loss scaling's scalars, an activation kept for the backward pass) go
+//    before large short-lived ones, which then stack above them only where
+//    they meet (the MLP fixture's AMP step: 5,632 -> 5,184 bytes).
 // Neither is ever below the lower bound, the most bytes alive at one call;
-// the split of that peak by Buffer::Role is what amp-run reports. (Greedy
-// by size is quadratic: graphs of more than 20,000 temporaries get first
-// fit alone.)
+// the split of that peak by Buffer::Role is what amp-run reports. (The
+// greedy walks are quadratic: graphs of more than 20,000 temporaries get
+// first fit alone.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,23 +109,34 @@ void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
   for (auto [i, b] : llvm::enumerate(bufs))
     if (b.kind == Buffer::Temp && b.first >= 0 && b.aliasOf < 0)
       order.push_back(i);
-  // First fit in order of definition, and greedy by size (largest first).
-  SmallVector<int> byDef(order), bySize(order);
+  // First fit in order of definition; then, unless the graph is too large,
+  // greedy by size (largest first) and greedy by area (size x life: a small
+  // buffer alive across the step before a large short-lived one).
+  SmallVector<int> byDef(order);
   llvm::stable_sort(byDef, [&](int a, int b) {
     return bufs[a].first < bufs[b].first;
   });
-  llvm::stable_sort(bySize, [&](int a, int b) {
-    int64_t sa = blockSize(bufs[a]), sb = blockSize(bufs[b]);
-    return sa != sb ? sa > sb : bufs[a].first < bufs[b].first;
-  });
-  SmallVector<int64_t> defOffsets(bufs.size(), 0), sizeOffsets(bufs.size(), 0);
-  int64_t a = placeInOrder(bufs, byDef, /*byDefinition=*/true, defOffsets);
-  int64_t s = order.size() > kMaxGreedyBuffers
-                  ? INT64_MAX
-                  : placeInOrder(bufs, bySize, /*byDefinition=*/false,
-                                 sizeOffsets);
-  SmallVectorImpl<int64_t> &offsets = s < a ? sizeOffsets : defOffsets;
-  arenaBytes = std::min(a, s);
+  SmallVector<int64_t> offsets(bufs.size(), 0), tried(bufs.size(), 0);
+  arenaBytes = placeInOrder(bufs, byDef, /*byDefinition=*/true, offsets);
+  for (bool byArea : {false, true}) {
+    if (order.size() > kMaxGreedyBuffers)
+      break;
+    // A double: size x life can pass int64 in an absurd graph.
+    auto key = [&](int id) {
+      const Buffer &b = bufs[id];
+      return double(blockSize(b)) * (byArea ? double(b.last - b.first + 1) : 1);
+    };
+    SmallVector<int> greedy(order);
+    llvm::stable_sort(greedy, [&](int a, int b) {
+      double ka = key(a), kb = key(b);
+      return ka != kb ? ka > kb : bufs[a].first < bufs[b].first;
+    });
+    int64_t size = placeInOrder(bufs, greedy, /*byDefinition=*/false, tried);
+    if (size < arenaBytes) {
+      arenaBytes = size;
+      std::swap(offsets, tried);
+    }
+  }
   for (int id : order)
     bufs[id].offset = offsets[id];
   for (Buffer &b : bufs)

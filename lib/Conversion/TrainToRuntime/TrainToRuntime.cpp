@@ -1033,6 +1033,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
       return failure();
   }
 
+  if (narrowInputs)
+    narrowDataInputs();
   fuseUnscaleGates();
   bool early = overwriteAccumulators && accumulateEarly();
   foldTransposes();
@@ -1061,6 +1063,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
     func.setArgAttr(i, kNameAttr, builder.getStringAttr(n));
   for (int i : accumulateSignals)
     func.setArgAttr(i, kAccumulateSignalAttr, builder.getUnitAttr());
+  for (auto [i, from] : narrowedArgs)
+    func.setArgAttr(i, kNarrowedFromAttr, TypeAttr::get(from));
   for (auto [i, n] : llvm::enumerate(resultNames))
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(n));
   func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arenaBytes));
@@ -1130,6 +1134,7 @@ struct ConvertTrainToRuntimePass
     dims = o.dims;
     schedule = o.schedule;
     overwriteAccumulators = o.overwriteAccumulators;
+    narrowInputs = o.narrowInputs;
   }
 
   StringRef getArgument() const final { return "convert-train-to-runtime"; }
@@ -1157,6 +1162,13 @@ struct ConvertTrainToRuntimePass
                      "step (lazy_reset_grad always true): loss scaling's "
                      "gate may then follow the gradients' accumulation"),
       llvm::cl::init(false)};
+  Option<bool> narrowInputs{
+      *this, "narrow-inputs",
+      llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
+                     "fills them: an f32 data input (a dim bound by dims) "
+                     "that is only cast to one 16-bit type is taken in that "
+                     "type (arg attribute amprt.narrowed_from)"),
+      llvm::cl::init(false)};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -1177,7 +1189,8 @@ struct ConvertTrainToRuntimePass
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     for (GraphOp g : graphs) {
       int64_t arena = 0;
-      GraphLowering lowering(g, dimMap, schedule, overwriteAccumulators);
+      GraphLowering lowering(g, dimMap, schedule, overwriteAccumulators,
+                             narrowInputs);
       if (failed(lowering.run(module, arena)))
         return signalPassFailure();
       emitRemark(g.getLoc())

@@ -35,6 +35,12 @@ struct TrainToRuntimeOptions {
   /// for the all-finite flag (docs/Lowering.md). The lowered function then
   /// has kOverwriteAccumulatorsAttr.
   bool overwriteAccumulators = false;
+  /// The caller fills the batches of data itself and can convert f32
+  /// samples to f16/bf16 (round to nearest even) as it copies them: an f32
+  /// data input (a dim bound by `dims`) that the graph only casts to one
+  /// 16-bit type is taken in that type, and its argument has
+  /// kNarrowedFromAttr (docs/Lowering.md).
+  bool narrowInputs = false;
 };
 
 std::unique_ptr<mlir::Pass>
@@ -69,6 +75,11 @@ inline constexpr const char *kArenaSplitAttr = "amprt.arena_split";
 /// overwritten every step (TrainToRuntimeOptions::overwriteAccumulators).
 inline constexpr const char *kOverwriteAccumulatorsAttr =
     "amprt.overwrite_accumulators";
+/// Arg attribute of the lowered function: the argument is a data input the
+/// graph gives in this type (a TypeAttr, f32), taken in the argument's
+/// 16-bit type instead (TrainToRuntimeOptions::narrowInputs). The caller
+/// rounds each value to nearest even into it, as the graph's cast would.
+inline constexpr const char *kNarrowedFromAttr = "amprt.narrowed_from";
 inline constexpr const char *kArenaRoles[] = {"activations", "gradients",
                                               "weight_copies", "workspace"};
 
