@@ -132,7 +132,7 @@ DENY_FP16_INFER_BF16 = {"ReduceSum", "ReduceMean", "ReduceSumSquare",
 INFER = {"Add", "Sub", "Mul", "Div", "Sum", "Mean", "Softmax", "LogSoftmax",
          "Sigmoid", "Tanh", "Log", "Sqrt", "Reciprocal", "Erf", "Elu",
          "LeakyRelu", "Selu", "Softplus", "Softsign", "HardSigmoid",
-         "AveragePool", "GlobalAveragePool", "BatchNormalization",
+         "HardSwish", "AveragePool", "GlobalAveragePool", "BatchNormalization",
          "LayerNormalization", "InstanceNormalization", "ScatterND",
          "ScatterElements"}
 CLEAR = {"Relu", "Reshape", "Transpose", "Identity", "Flatten", "Squeeze",

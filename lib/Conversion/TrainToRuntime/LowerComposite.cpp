@@ -10,6 +10,11 @@
 // kernels:
 //
 //   Clip(x, lo, hi)           max(x, lo) then min(., hi), in place
+//   HardSigmoid(x)            min(max(alpha x + beta, 0), 1)
+//   HardSwish(x)              x HardSigmoid(x; 1/6, 1/2)
+//   InstanceNormalization(x, scale, bias)
+//                             layer_norm over dims [2, rank) with unit
+//                             scale, then scale and bias per channel
 //   Tile(x, repeats)          x viewed as [1, d0, 1, d1, ...], expanded to
 //                             [r0, d0, r1, d1, ...], viewed as [r0 d0, ...]
 //   Split / SplitTraining     one slice per output
@@ -27,6 +32,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GraphLowering.h"
+
+#include <tuple>
 
 using namespace amp::lowering;
 
@@ -101,6 +108,70 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
       return handled(call(
           "min", {{"a", {*lo >= 0 ? *y : *x}}, {"b", {*hi}}, {"y", {*y}}}));
     return true;
+  }
+  // HardSigmoid and HardSwish (MobileNetV3): alpha x + beta clamped to
+  // [0, 1], in f32 (the binary kernels compute in f32 and the scratch is
+  // f32), rounded once into y; HardSwish multiplies it by x.
+  if (onnx && (type == "HardSigmoid" || type == "HardSwish")) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    bool swish = type == "HardSwish";
+    Shape sx = shapeOf(*x);
+    auto y = out(0, sx);
+    if (failed(y))
+      return failure();
+    double alpha = swish ? 1.0 / 6.0 : attrFloat("alpha", 0.2);
+    double beta = swish ? 0.5 : attrFloat("beta", 0.5);
+    auto scalar = [&](double v) {
+      return constBuffer(HostTensor{{}, f32t, {double(float(v))}});
+    };
+    int t = scratch(sx, f32t);
+    for (auto [kernel, a, b] :
+         {std::tuple<StringRef, int, int>{"mul", *x, scalar(alpha)},
+          {"add", t, scalar(beta)},
+          {"max", t, scalar(0)},
+          {"min", t, scalar(1)}})
+      if (failed(call(kernel, {{"a", {a}}, {"b", {b}}, {"y", {t}}})))
+        return failure();
+    if (swish)
+      return handled(call("mul", {{"a", {*x}}, {"b", {t}}, {"y", {*y}}}));
+    return handled(call("cast", {{"x", {t}}, {"y", {*y}}}));
+  }
+  // InstanceNormalization(x [N, C, D...], scale [C], bias [C]): the
+  // statistics of each (n, c) over D... are layer_norm's over dims
+  // [2, rank) (unit scale, no bias, f32 out), then y = t scale + bias with
+  // scale and bias seen as [C, 1, ...] (ONNX's epsilon, default 1e-5).
+  if (onnx && type == "InstanceNormalization") {
+    auto x = in(0), sc = in(1), bias = in(2);
+    if (failed(x) || failed(sc) || failed(bias))
+      return failure();
+    Shape sx = shapeOf(*x);
+    if (sx.size() < 3)
+      return err() << "input of rank " << sx.size()
+                   << ": InstanceNormalization needs [N, C, D1, ...]";
+    Shape perChannel(sx.size() - 1, 1);
+    perChannel[0] = sx[1];
+    for (int b : {*sc, *bias})
+      if (numel(shapeOf(b)) != sx[1] || shapeOf(b).size() != 1)
+        return err() << "scale and bias must be [" << sx[1]
+                     << "] (the channels)";
+    auto y = out(0, sx);
+    if (failed(y))
+      return failure();
+    int64_t inner = numel(ArrayRef<int64_t>(sx).drop_front(2));
+    HostTensor ones{{inner}, f32t, SmallVector<double>(inner, 1.0)};
+    int t = scratch(sx, f32t), s = scratch(perChannel, bufs[*sc].elem),
+        b = scratch(perChannel, bufs[*bias].elem);
+    if (failed(call("layer_norm",
+                    {{"x", {*x}}, {"scale", {constBuffer(ones)}}, {"y", {t}}},
+                    {{"axis", i64(2)},
+                     {"epsilon", f32(attrFloat("epsilon", 1e-5))}})) ||
+        failed(call("reshape", {{"x", {*sc}}, {"y", {s}}})) ||
+        failed(call("reshape", {{"x", {*bias}}, {"y", {b}}})) ||
+        failed(call("mul", {{"a", {t}}, {"b", {s}}, {"y", {t}}})))
+      return failure();
+    return handled(call("add", {{"a", {t}}, {"b", {b}}, {"y", {*y}}}));
   }
   if (onnx && type == "Tile") {
     auto x = in(0);

@@ -495,3 +495,24 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
     train.return %y : tensor<3x2xi64>
   }
 }
+
+// -----
+
+// InstanceNormalization needs [N, C, D...] and per-channel scale and bias.
+module {
+  train.graph @main(%x: tensor<2x3xf32> {train.name = "x"}, %s: tensor<3xf32> {train.name = "s"}, %b: tensor<3xf32> {train.name = "b"}) -> (tensor<2x3xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'in' (InstanceNormalization): input of rank 2: InstanceNormalization needs [N, C, D1, ...]}}
+    %0 = train.InstanceNormalization(%x, %s, %b) {train.name = "in", train.outputs = ["y"]} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    train.return %0 : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+module {
+  train.graph @main(%x: tensor<2x3x4xf32> {train.name = "x"}, %s: tensor<4xf32> {train.name = "s"}, %b: tensor<3xf32> {train.name = "b"}) -> (tensor<2x3x4xf32> {train.name = "y"}) {
+    // expected-error @+1 {{node 'in' (InstanceNormalization): scale and bias must be [3] (the channels)}}
+    %0 = train.InstanceNormalization(%x, %s, %b) {train.name = "in", train.outputs = ["y"]} : (tensor<2x3x4xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+    train.return %0 : tensor<2x3x4xf32>
+  }
+}

@@ -130,6 +130,7 @@ static const AMPDefaultEntry kDefaultEntries[] = {
     {":Softplus", I, I, "activation"},
     {":Softsign", I, I, "activation"},
     {":HardSigmoid", I, I, "activation"},
+    {":HardSwish", I, I, "activation"},
     {":Gelu", I, I, "activation"},
     {":AveragePool", I, I, "small-window mean"},
     {":GlobalAveragePool", I, I, "mean over spatial dims (fp32 accumulation)"},
