@@ -110,12 +110,5 @@ void GraphLowering::foldWideningCasts() {
           b = x;
     folded.insert(int(ci));
   }
-  if (folded.empty())
-    return;
-  SmallVector<PlannedCall> kept;
-  kept.reserve(calls.size() - folded.size());
-  for (auto [ci, c] : llvm::enumerate(calls))
-    if (!folded.contains(int(ci)))
-      kept.push_back(std::move(c));
-  calls = std::move(kept);
+  spliceCalls(folded);
 }

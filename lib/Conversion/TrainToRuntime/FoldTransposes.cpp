@@ -118,12 +118,12 @@ void GraphLowering::foldTransposes() {
   };
 
   llvm::DenseSet<int> drop;
-  DenseMap<int, PlannedCall> replace;
+  CallReplacements replace; // one call each
   // The current form of call ci (a product may be rewritten twice: an
   // operand and its result).
   auto current = [&](int ci) -> PlannedCall & {
     auto it = replace.find(ci);
-    return it == replace.end() ? calls[ci] : it->second;
+    return it == replace.end() ? calls[ci] : it->second.front();
   };
   for (auto [ti, t] : llvm::enumerate(calls)) {
     if (t.sig->name != StringRef("transpose") || !swapsLastTwo(t))
@@ -154,7 +154,7 @@ void GraphLowering::foldTransposes() {
           p.b = x;
           p.tb = !p.tb;
         }
-        replace.insert_or_assign(ri, emit(r, p));
+        replace.insert_or_assign(ri, SmallVector<PlannedCall, 2>{emit(r, p)});
       }
       drop.insert(ti);
       continue;
@@ -179,18 +179,11 @@ void GraphLowering::foldTransposes() {
     q.ta = !p->tb;
     q.tb = !p->ta;
     q.y = y;
-    replace.insert_or_assign(pi, emit(current(pi), q));
+    replace.insert_or_assign(pi,
+                             SmallVector<PlannedCall, 2>{emit(current(pi), q)});
     drop.insert(ti);
   }
   if (drop.empty())
     return;
-  SmallVector<PlannedCall> out;
-  out.reserve(calls.size());
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (drop.contains(int(ci)))
-      continue;
-    auto r = replace.find(int(ci));
-    out.push_back(r == replace.end() ? std::move(c) : std::move(r->second));
-  }
-  calls = std::move(out);
+  spliceCalls(drop, replace);
 }

@@ -145,7 +145,7 @@ void GraphLowering::fuseUnscaleGates() {
   llvm::DenseSet<int> drop;
   for (auto &[u, un] : fused)
     drop.insert(un.dropped.begin(), un.dropped.end());
-  DenseMap<int, SmallVector<PlannedCall, 2>> replace;
+  CallReplacements replace;
   for (auto [ci, c] : llvm::enumerate(calls)) {
     if (named(c, "multi_tensor_all_finite")) {
       // The unfused checks stay; the fused ones become one unscale check
@@ -221,16 +221,5 @@ void GraphLowering::fuseUnscaleGates() {
         {{"x", {un.g}}, {"inv_scale", {un.inv}}, {"gate", {cond}}, {"y", {y}}},
         attrs, c.loc));
   }
-  SmallVector<PlannedCall> out;
-  out.reserve(calls.size());
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (drop.contains(int(ci)))
-      continue;
-    auto r = replace.find(int(ci));
-    if (r == replace.end())
-      out.push_back(std::move(c));
-    else
-      out.append(r->second.begin(), r->second.end());
-  }
-  calls = std::move(out);
+  spliceCalls(drop, replace);
 }

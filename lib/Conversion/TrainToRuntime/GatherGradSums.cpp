@@ -36,7 +36,7 @@ void GraphLowering::fuseGatherGradSums() {
     if (c.sig->name == "gather_grad")
       producer[singleBuffer(c, "dx")] = int(ci);
 
-  DenseMap<int, SmallVector<PlannedCall, 2>> replace;
+  CallReplacements replace;
   llvm::DenseSet<int> drop;
   for (auto [ci, c] : llvm::enumerate(calls)) {
     if (c.sig->name != "sum")
@@ -110,16 +110,5 @@ void GraphLowering::fuseGatherGradSums() {
   }
   if (replace.empty())
     return;
-  SmallVector<PlannedCall> out;
-  out.reserve(calls.size() + replace.size());
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (drop.contains(int(ci)))
-      continue;
-    auto r = replace.find(int(ci));
-    if (r == replace.end())
-      out.push_back(std::move(c));
-    else
-      out.append(r->second.begin(), r->second.end());
-  }
-  calls = std::move(out);
+  spliceCalls(drop, replace);
 }

@@ -306,6 +306,12 @@ private:
     DenseMap<int, SmallVector<std::pair<int, int>>> uses;
   };
   CallUses callUses() const;
+  /// The calls of a rewrite, written back into `calls`: each call in
+  /// `drop` goes, and each call with an entry in `replace` is replaced by
+  /// that entry's calls (in their order); the rest keep theirs.
+  using CallReplacements = DenseMap<int, SmallVector<PlannedCall, 2>>;
+  void spliceCalls(const llvm::DenseSet<int> &drop,
+                   const CallReplacements &replace = CallReplacements());
   /// A call of `kernel` with named tensor arguments and every other
   /// parameter in `attrs` (checked against Ops.def when assertions are on).
   PlannedCall plannedCall(StringRef kernel, ArrayRef<TArg> tensors,

@@ -73,16 +73,10 @@ void GraphLowering::narrowDataInputs() {
       dropped.insert(ci);
     }
   }
-  SmallVector<PlannedCall> kept;
-  kept.reserve(calls.size() - dropped.size());
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (dropped.contains(int(ci)))
-      continue;
+  for (PlannedCall &c : calls)
     for (auto &list : c.tensors)
       for (int &b : list)
         if (auto it = replace.find(b); it != replace.end())
           b = it->second;
-    kept.push_back(std::move(c));
-  }
-  calls = std::move(kept);
+  spliceCalls(dropped);
 }

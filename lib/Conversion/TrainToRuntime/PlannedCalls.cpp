@@ -113,6 +113,22 @@ GraphLowering::CallUses GraphLowering::callUses() const {
   return u;
 }
 
+void GraphLowering::spliceCalls(const llvm::DenseSet<int> &drop,
+                                const CallReplacements &replace) {
+  SmallVector<PlannedCall> out;
+  out.reserve(calls.size());
+  for (auto [ci, c] : llvm::enumerate(calls)) {
+    if (drop.contains(int(ci)))
+      continue;
+    auto r = replace.find(int(ci));
+    if (r == replace.end())
+      out.push_back(std::move(c));
+    else
+      out.append(r->second.begin(), r->second.end());
+  }
+  calls = std::move(out);
+}
+
 PlannedCall GraphLowering::plannedCall(StringRef kernel, ArrayRef<TArg> tensors,
                                        NamedAttrList attrs, Location loc) {
   const KernelSignature *sig = amprt::lookupKernel(kernel);
