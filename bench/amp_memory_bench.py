@@ -130,7 +130,7 @@ def run(args) -> int:
         g16 = (r[(b2, True)]["arena"] - r[(b1, True)]["arena"]) / (b2 - b1)
         ratio = g16 / g32 if g32 else float("nan")
         print(f"{name:12} growth per sample: fp32 {g32:.0f} AMP {g16:.0f} bytes = {ratio:.3f}x")
-        rows.append((name, f"per sample", g32, g16, ratio, None))
+        rows.append((name, "per sample", g32, g16, ratio, None))
         if not ratio <= 0.6:
             failed.append(f"{name}: growth per sample {ratio:.3f}x fp32's (target 0.6)")
     if args.markdown:

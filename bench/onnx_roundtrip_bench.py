@@ -12,7 +12,6 @@ import argparse
 import datetime
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile

@@ -411,7 +411,6 @@ def emit_inc(groups, typed, version):
     entries = []
     for (domain, name), versions in groups.items():
         op = typed.get((domain, name))
-        newest_sig = signature(versions[-1])
         for s in versions:
             def par(p):
                 return "{%s, %s, ::amp::train::OnnxParamOption::%s, %s, %d}" % (

@@ -19,6 +19,7 @@ APT_PACKAGES=(
   libflatbuffers-dev                                      # ORT checkpoints
   ninja-build cmake g++ lld ccache                        # build
   clang-22 libclang-rt-22-dev                             # libFuzzer target (+ its ASan/UBSan runtimes)
+  clang-format-22 clang-tidy-22                           # utils/check-format.sh, .clang-tidy
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

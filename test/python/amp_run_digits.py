@@ -19,7 +19,6 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 import onnxruntime as ort
 from sklearn.datasets import load_digits
 

@@ -33,7 +33,7 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import helper
 
 # Tolerances, relative to max |reference| of each tensor:
 RTOL = 5e-2        # AMP + loss scaling vs the fp32 graph (fp16 arithmetic)

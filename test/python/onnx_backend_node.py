@@ -26,7 +26,6 @@ import sys
 
 
 def generate(out):
-    import onnx
     from onnx import numpy_helper
     import onnx.backend.test.case.node as node
 

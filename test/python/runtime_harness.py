@@ -15,7 +15,6 @@ import argparse
 import ctypes as C
 import os
 import re
-import sys
 import time
 
 import numpy as np

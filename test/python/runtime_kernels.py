@@ -403,7 +403,6 @@ def test_conv_forward_and_grad(rt):
                      terms=g[:, 0].size)
             # dx via the adjoint identity on every basis vector is costly;
             # use conv_ref's linearity: dx = sum over (n,m,h,w) of dy * w.
-            xv = x.f64()
             dx_ref = np.zeros(xs)
             dx_sc = np.zeros(xs)
             for idx in np.ndindex(*xs[1:]):
@@ -1115,7 +1114,6 @@ def test_more_activations(rt):
         shape = (5, 13)
         x = rt.randn(shape, dt, 2.0)
         xv = x.f64()
-        xv_special = xv.copy()
         y = rt.empty(shape, dt)
         rt.ok("sign", x.ref, y.ref)
         rt.equal("sign " + dt, y.f64(), np.sign(xv))
@@ -1348,7 +1346,6 @@ def resize_ref(x, scales, out_shape, mode, coord, nearest, cubic_a=-0.75,
         idx = [np.clip(rnd((np.arange(m) + 0.5) / np.float32(s)), 0, n - 1)
                .astype(int) for n, m, s in zip(x.shape, out_shape, scales)]
         return x[np.ix_(*idx)]
-    import onnx
     from onnx import helper, TensorProto
     from onnx.reference import ReferenceEvaluator
     # align_corners divides by the output length less one: ONNX's
