@@ -64,8 +64,7 @@ amprt_status cudaCopy(amprt_context *ctx, void *dst, const void *src,
   // queued like a kernel; any other is finished on return, so the host may
   // read what it copied out and reuse what it copied in.
   AMPRT_CUDA(ctx, "amprt_memcpy",
-             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-                             stream(ctx)));
+             cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(ctx)));
   if (kind != AMPRT_DEVICE_TO_DEVICE)
     AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
   return AMPRT_OK;
@@ -217,8 +216,8 @@ amprt_status amprt::cuda::readScalars(amprt_context *ctx, const char *k,
     if (t && numel(t) > 0) {
       AMPRT_CUDA(ctx, k,
                  cudaMemcpyAsync(s.hostScalars + i, t->data,
-                                 amprt_dtype_size(t->dtype),
-                                 cudaMemcpyDefault, s.stream));
+                                 amprt_dtype_size(t->dtype), cudaMemcpyDefault,
+                                 s.stream));
       copied = true;
     }
     ++i;
@@ -268,8 +267,7 @@ amprt_status amprt::cuda::indicesInRange(amprt_context *ctx, const char *k,
 }
 
 amprt_status amprt::cuda::upload(amprt_context *ctx, const char *k,
-                                 const void *host, size_t bytes,
-                                 Scratch &dst) {
+                                 const void *host, size_t bytes, Scratch &dst) {
   AMPRT_TRY(dst.get(ctx, k, bytes));
   // From pageable memory the copy is staged before the call returns, so
   // the host table may die afterwards.
@@ -300,7 +298,8 @@ amprt_status amprt::cuda::storeFromF32(amprt_context *ctx, const char *k,
   return AMPRT_OK;
 }
 
-Bcast amprt::cuda::makeBcast(const Shape &out, std::initializer_list<Shape> ins) {
+Bcast amprt::cuda::makeBcast(const Shape &out,
+                             std::initializer_list<Shape> ins) {
   Bcast b;
   b.rank = int32_t(out.size());
   for (size_t d = 0; d < out.size(); ++d)
@@ -327,8 +326,8 @@ const Backend *amprt::cudaBackend(std::string &why) {
     return nullptr;
   }
   static const KernelTable table = makeTable();
-  static const Backend backend = {
-      "cuda",   cudaAllocManaged, cudaRelease, cudaCopy, cudaSet,
-      cudaSync, &table,           cudaOpen,    cudaClose};
+  static const Backend backend = {"cuda",   cudaAllocManaged, cudaRelease,
+                                  cudaCopy, cudaSet,          cudaSync,
+                                  &table,   cudaOpen,         cudaClose};
   return &backend;
 }

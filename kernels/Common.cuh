@@ -1,4 +1,5 @@
-//===- Common.cuh - shared pieces of the CUDA backend -----------*- CUDA -*-===//
+//===- Common.cuh - shared pieces of the CUDA backend -----------*- CUDA
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -98,8 +99,7 @@ inline amprt_status cudaFail(amprt_context *ctx, const char *k,
   } while (0)
 
 /// Checks the launch that just happened.
-#define AMPRT_CUDA_LAUNCHED(ctx, k)                                            \
-  AMPRT_CUDA(ctx, k, cudaGetLastError())
+#define AMPRT_CUDA_LAUNCHED(ctx, k) AMPRT_CUDA(ctx, k, cudaGetLastError())
 
 /// Value of the sentinel that devStatus holds when nothing went wrong
 /// (cudaMemsetAsync with 0x7f).
@@ -194,8 +194,7 @@ inline unsigned gridFor(int64_t n, int threads, int per = 1) {
 __device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,
                                           int64_t i) {
   if (dt == AMPRT_F32)
-    return (static_cast<const uint32_t *>(p)[i] & 0x7f800000u) ==
-           0x7f800000u;
+    return (static_cast<const uint32_t *>(p)[i] & 0x7f800000u) == 0x7f800000u;
   uint16_t m = dt == AMPRT_F16 ? 0x7c00u : 0x7f80u;
   return (static_cast<const uint16_t *>(p)[i] & m) == m;
 }
@@ -212,11 +211,10 @@ __device__ __forceinline__ bool ldFlag(const uint8_t *p, bool dflt) {
 
 /// Storage of float dtype D (f32, f16 or bf16).
 template <int32_t D>
-using StorageOf = typename std::conditional<D == AMPRT_F32, float,
-                                            uint16_t>::type;
+using StorageOf =
+    typename std::conditional<D == AMPRT_F32, float, uint16_t>::type;
 
-template <int32_t D>
-__device__ __forceinline__ float widen(StorageOf<D> s) {
+template <int32_t D> __device__ __forceinline__ float widen(StorageOf<D> s) {
   if constexpr (D == AMPRT_F32)
     return s;
   else if constexpr (D == AMPRT_F16)
@@ -226,8 +224,7 @@ __device__ __forceinline__ float widen(StorageOf<D> s) {
 }
 
 /// One rounding into D (ElementAccess.h's, so the CPU's bits).
-template <int32_t D>
-__device__ __forceinline__ StorageOf<D> narrow(float v) {
+template <int32_t D> __device__ __forceinline__ StorageOf<D> narrow(float v) {
   if constexpr (D == AMPRT_F32)
     return v;
   else if constexpr (D == AMPRT_F16)
@@ -245,8 +242,7 @@ template <int32_t D> struct alignas(sizeof(StorageOf<D>) * kPacket) Packet {
 
 /// True when p may be read or written as Packets of dtype dt.
 inline bool packetAligned(const void *p, int32_t dt) {
-  return reinterpret_cast<uintptr_t>(p) %
-             (amprt_dtype_size(dt) * kPacket) == 0;
+  return reinterpret_cast<uintptr_t>(p) % (amprt_dtype_size(dt) * kPacket) == 0;
 }
 
 /// Calls F(dtype constant) for a float dtype (f32, f16, bf16); false for
@@ -288,7 +284,8 @@ template <typename Op>
 struct HasReadsSecond<
     Op, std::void_t<decltype(std::declval<const Op &>().readsSecond())>>
     : std::true_type {};
-template <typename Op> __device__ __forceinline__ bool readsSecond(const Op &op) {
+template <typename Op>
+__device__ __forceinline__ bool readsSecond(const Op &op) {
   if constexpr (HasReadsSecond<Op>::value)
     return op.readsSecond();
   else
@@ -351,8 +348,8 @@ bool launchPacketMap(cudaStream_t st, int32_t dt, const void *x0,
     return false;
   return byFloatDtype(dt, [&](auto d) {
     constexpr int32_t D = decltype(d)::value;
-    packetMapKernel<D, D, D, NX><<<packetGrid(n), 256, 0, st>>>(x0, x1, y, n,
-                                                                op);
+    packetMapKernel<D, D, D, NX>
+        <<<packetGrid(n), 256, 0, st>>>(x0, x1, y, n, op);
   });
 }
 
@@ -369,8 +366,7 @@ template <typename V> __device__ __forceinline__ V warpSum(V v) {
 /// Sum of v over the block (blockDim.x a multiple of 32, at most 1024),
 /// returned to every thread; `part` is 32 elements of shared memory. The
 /// order is fixed by the launch shape, so results repeat run to run.
-template <typename V>
-__device__ __forceinline__ V blockSum(V v, V *part) {
+template <typename V> __device__ __forceinline__ V blockSum(V v, V *part) {
   v = warpSum(v);
   __syncthreads(); // part may still be read by a previous call
   if (threadIdx.x % 32 == 0)
@@ -434,8 +430,8 @@ Bcast makeBcast(const Shape &out, std::initializer_list<Shape> ins);
 /// AMPRT_CUDA_ALLOW_TF32): the products of the recurrent kernels (Gemm.cu).
 amprt_status sgemmRows(amprt_context *ctx, const char *k, bool transA,
                        bool transB, int64_t M, int64_t N, int64_t K,
-                       const float *A, int64_t lda, const float *B,
-                       int64_t ldb, float *C, int64_t ldc, float beta);
+                       const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float *C, int64_t ldc, float beta);
 
 /// reduce_sum (mean false) or reduce_mean of float x over the dims marked in
 /// `red` into y (its elements in the order of x's kept dims), double sums
@@ -448,19 +444,19 @@ amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
 //===----------------------------------------------------------------------===//
 
 /// Each file sets the entries it implements.
-void registerElementwise(KernelTable &t); // Elementwise.cu
-void registerGemm(KernelTable &t);        // Gemm.cu
-void registerMultiTensor(KernelTable &t); // MultiTensor.cu
-void registerOptimizer(KernelTable &t);   // Optimizer.cu
-void registerSoftmax(KernelTable &t);     // Softmax.cu
-void registerConv(KernelTable &t);        // Conv.cu (cuDNN)
-void registerShape(KernelTable &t);       // Shape.cu
+void registerElementwise(KernelTable &t);   // Elementwise.cu
+void registerGemm(KernelTable &t);          // Gemm.cu
+void registerMultiTensor(KernelTable &t);   // MultiTensor.cu
+void registerOptimizer(KernelTable &t);     // Optimizer.cu
+void registerSoftmax(KernelTable &t);       // Softmax.cu
+void registerConv(KernelTable &t);          // Conv.cu (cuDNN)
+void registerShape(KernelTable &t);         // Shape.cu
 void registerNormalization(KernelTable &t); // Normalization.cu
-void registerPool(KernelTable &t);        // Pool.cu
-void registerResize(KernelTable &t);      // Resize.cu
-void registerRandom(KernelTable &t);      // Random.cu
-void registerSelect(KernelTable &t);      // Select.cu
-void registerRecurrent(KernelTable &t);   // Recurrent.cu
+void registerPool(KernelTable &t);          // Pool.cu
+void registerResize(KernelTable &t);        // Resize.cu
+void registerRandom(KernelTable &t);        // Random.cu
+void registerSelect(KernelTable &t);        // Select.cu
+void registerRecurrent(KernelTable &t);     // Recurrent.cu
 
 } // namespace cuda
 } // namespace amprt

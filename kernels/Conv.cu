@@ -106,9 +106,9 @@ Shape outShape(const Geometry &s, int32_t sr) {
 /// The algorithm cache key of a problem: direction, dtype and geometry.
 std::string algoKey(char dir, int32_t dt, const Geometry &s) {
   const Window &g = s.g;
-  int64_t v[] = {dt,   g.N,  g.C,  g.D,  g.H,  g.W,  s.M,  s.G,  g.kd,
-                 g.kh, g.kw, g.sd, g.sh, g.sw, g.pf, g.pt, g.pl, g.pk,
-                 g.pb, g.pr, g.dd, g.dh, g.dw};
+  int64_t v[] = {dt,   g.N,  g.C,  g.D,  g.H,  g.W,  s.M,  s.G,
+                 g.kd, g.kh, g.kw, g.sd, g.sh, g.sw, g.pf, g.pt,
+                 g.pl, g.pk, g.pb, g.pr, g.dd, g.dh, g.dw};
   std::string key(1, dir);
   key += std::to_string(s.sr); // 4-D or 5-D descriptors
   for (int64_t x : v)
@@ -129,9 +129,8 @@ amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
 /// A 4-D (N, C, H, W) or, for 3-D windows, 5-D (N, C, D, H, W) packed
 /// tensor descriptor.
 amprt_status tensorDesc(amprt_context *ctx, const char *k, const Geometry &s,
-                        cudnnTensorDescriptor_t d, cudnnDataType_t t,
-                        int64_t n, int64_t c, int64_t dd, int64_t h,
-                        int64_t w) {
+                        cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n,
+                        int64_t c, int64_t dd, int64_t h, int64_t w) {
   if (s.sr < 3) {
     AMPRT_DNN(ctx, k,
               cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, int(n),
@@ -148,7 +147,7 @@ amprt_status tensorDesc(amprt_context *ctx, const char *k, const Geometry &s,
 /// The math type of a convolution of dtype dt: Tensor Cores for f16/bf16;
 /// for f32, FMA unless TF32 is allowed.
 cudnnMathType_t convMath(amprt_context *ctx, int32_t dt) {
-  return dt != AMPRT_F32           ? CUDNN_TENSOR_OP_MATH
+  return dt != AMPRT_F32        ? CUDNN_TENSOR_OP_MATH
          : state(ctx).allowTf32 ? CUDNN_DEFAULT_MATH
                                 : CUDNN_FMA_MATH;
 }
@@ -165,13 +164,11 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
   if (s.sr < 3) {
     AMPRT_DNN(ctx, k,
               cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NCHW, int(s.M),
-                                         int(g.C / s.G), int(g.kh),
-                                         int(g.kw)));
+                                         int(g.C / s.G), int(g.kh), int(g.kw)));
     AMPRT_DNN(ctx, k,
               cudnnSetConvolution2dDescriptor(
-                  c.conv, int(g.pt), int(g.pl), int(g.sh), int(g.sw),
-                  int(g.dh), int(g.dw), CUDNN_CROSS_CORRELATION,
-                  CUDNN_DATA_FLOAT));
+                  c.conv, int(g.pt), int(g.pl), int(g.sh), int(g.sw), int(g.dh),
+                  int(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   } else {
     int fd[5] = {int(s.M), int(g.C / s.G), int(g.kd), int(g.kh), int(g.kw)};
     int pad[3] = {int(g.pf), int(g.pt), int(g.pl)};
@@ -211,13 +208,14 @@ bool refused(cudnnStatus_t st) {
 /// fastest first, keeping only the entries timed with the descriptor's
 /// math type `math` (what exec runs); the heuristics' ranking when the
 /// measurement fails or none of its entries runs. AMPRT_ERR_UNSUPPORTED,
-/// with what each one answered in `why`, when none ran. An answer outside BAD_PARAM and NOT_SUPPORTED (an
-/// execution failure, an internal error: the device, not the problem) is
-/// an error at once, not a reason to try the next algorithm or the CPU.
+/// with what each one answered in `why`, when none ran. An answer outside
+/// BAD_PARAM and NOT_SUPPORTED (an execution failure, an internal error: the
+/// device, not the problem) is an error at once, not a reason to try the next
+/// algorithm or the CPU.
 template <typename Perf, typename Get, typename Find, typename Exec>
-amprt_status runAlgos(amprt_context *ctx, const char *k,
-                      const std::string &key, cudnnMathType_t math, Get get,
-                      Find find, Exec exec, std::string &why) {
+amprt_status runAlgos(amprt_context *ctx, const char *k, const std::string &key,
+                      cudnnMathType_t math, Get get, Find find, Exec exec,
+                      std::string &why) {
   using Algo = decltype(Perf().algo);
   std::map<std::string, int> &cache = state(ctx).convAlgos;
   auto fault = [&](Algo algo, cudnnStatus_t st) {
@@ -296,18 +294,16 @@ amprt_status addBias(amprt_context *ctx, const char *k, cudnnHandle_t h,
     return AMPRT_OK;
   float one = 1.f;
   AMPRT_DNN(ctx, k, cudnnCreateTensorDescriptor(&c.b));
-  AMPRT_TRY(tensorDesc(ctx, k, s, c.b, dnnType(bias->dtype), 1, channels, 1,
-                       1, 1));
+  AMPRT_TRY(
+      tensorDesc(ctx, k, s, c.b, dnnType(bias->dtype), 1, channels, 1, 1, 1));
   AMPRT_DNN(ctx, k,
-            cudnnAddTensor(h, &one, c.b, bias->data, &one, outDesc,
-                           out->data));
+            cudnnAddTensor(h, &one, c.b, bias->data, &one, outDesc, out->data));
   return AMPRT_OK;
 }
 
 /// db[m] = sum of dy[n, m, :] (double, as Conv.cpp), one block per channel.
 __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
-                               int32_t ddb, int64_t N, int64_t M,
-                               int64_t P) {
+                               int32_t ddb, int64_t N, int64_t M, int64_t P) {
   __shared__ double part[32];
   for (int64_t m = blockIdx.x; m < M; m += gridDim.x) {
     double acc = 0;
@@ -364,14 +360,13 @@ amprt_status cudaConv(amprt_context *ctx, T x, T w, T bias, T y,
         },
         [&](cudnnConvolutionFwdAlgoPerf_t *p, int n, int *found) {
           return cudnnFindConvolutionForwardAlgorithmEx(
-              h, c.x, x->data, c.w, w->data, c.conv, c.y, y->data, n, found,
-              p, S.workspace, S.workspaceBytes);
+              h, c.x, x->data, c.w, w->data, c.conv, c.y, y->data, n, found, p,
+              S.workspace, S.workspaceBytes);
         },
         [&](cudnnConvolutionFwdAlgo_t algo) {
           return cudnnConvolutionForward(h, &one, c.x, x->data, c.w, w->data,
                                          c.conv, algo, S.workspace,
-                                         S.workspaceBytes, &zero, c.y,
-                                         y->data);
+                                         S.workspaceBytes, &zero, c.y, y->data);
         },
         why);
     if (st == AMPRT_ERR_UNSUPPORTED)
@@ -396,31 +391,27 @@ amprt_status backwardData(amprt_context *ctx, const char *k, cudnnHandle_t h,
       },
       [&](cudnnConvolutionBwdDataAlgoPerf_t *p, int n, int *found) {
         return cudnnFindConvolutionBackwardDataAlgorithmEx(
-            h, c.w, w->data, c.y, dy->data, c.conv, c.x, dx->data, n, found,
-            p, S.workspace, S.workspaceBytes);
+            h, c.w, w->data, c.y, dy->data, c.conv, c.x, dx->data, n, found, p,
+            S.workspace, S.workspaceBytes);
       },
       [&](cudnnConvolutionBwdDataAlgo_t algo) {
-        return cudnnConvolutionBackwardData(h, &one, c.w, w->data, c.y,
-                                            dy->data, c.conv, algo,
-                                            S.workspace, S.workspaceBytes,
-                                            &zero, c.x, dx->data);
+        return cudnnConvolutionBackwardData(
+            h, &one, c.w, w->data, c.y, dy->data, c.conv, algo, S.workspace,
+            S.workspaceBytes, &zero, c.x, dx->data);
       },
       why);
 }
 
-amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
-                          T db, const amprt_window *win) {
+amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw, T db,
+                          const amprt_window *win) {
   const char *k = "conv_grad";
   return guard(ctx, k, [&]() -> amprt_status {
-    auto cpu = [&] {
-      return amprt_conv_grad(ctx, dy, x, w, dx, dw, db, win);
-    };
+    auto cpu = [&] { return amprt_conv_grad(ctx, dy, x, w, dx, dw, db, win); };
     Geometry s;
     if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "x", x) ||
         checkFloat(ctx, k, "w", w) || checkFloat(ctx, k, "dx", dx, true) ||
         checkFloat(ctx, k, "dw", dw, true) ||
-        checkFloat(ctx, k, "db", db, true) ||
-        !geometry(ctx, k, x, w, win, s) ||
+        checkFloat(ctx, k, "db", db, true) || !geometry(ctx, k, x, w, win, s) ||
         checkShape(ctx, k, "dy", dy, outShape(s, win->spatial_rank)) ||
         (dx && checkShape(ctx, k, "dx", dx, shapeOf(x))) ||
         (dw && checkShape(ctx, k, "dw", dw, shapeOf(w))) ||
@@ -433,8 +424,8 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
     if (db) {
       int64_t P = s.g.outPlane();
       biasGradKernel<<<unsigned(std::min<int64_t>(s.M, 65535)), 256, 0,
-                       stream(ctx)>>>(dy->data, dy->dtype, db->data,
-                                      db->dtype, s.g.N, s.M, P);
+                       stream(ctx)>>>(dy->data, dy->dtype, db->data, db->dtype,
+                                      s.g.N, s.M, P);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     if (!dx && !dw)
@@ -462,13 +453,13 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
           },
           [&](cudnnConvolutionBwdFilterAlgoPerf_t *p, int n, int *found) {
             return cudnnFindConvolutionBackwardFilterAlgorithmEx(
-                h, c.x, x->data, c.y, dy->data, c.conv, c.w, dw->data, n,
-                found, p, S.workspace, S.workspaceBytes);
+                h, c.x, x->data, c.y, dy->data, c.conv, c.w, dw->data, n, found,
+                p, S.workspace, S.workspaceBytes);
           },
           [&](cudnnConvolutionBwdFilterAlgo_t algo) {
             return cudnnConvolutionBackwardFilter(
-                h, &one, c.x, x->data, c.y, dy->data, c.conv, algo,
-                S.workspace, S.workspaceBytes, &zero, c.w, dw->data);
+                h, &one, c.x, x->data, c.y, dy->data, c.conv, algo, S.workspace,
+                S.workspaceBytes, &zero, c.w, dw->data);
           },
           why);
       if (st == AMPRT_ERR_UNSUPPORTED)

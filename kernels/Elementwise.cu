@@ -205,7 +205,9 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
 /// binOp as a packetMapKernel operation (a and b of y's shape).
 struct BinF {
   Bin op;
-  __device__ float operator()(float a, float b) const { return binOp(op, a, b); }
+  __device__ float operator()(float a, float b) const {
+    return binOp(op, a, b);
+  }
 };
 
 /// binOp with b one element in device memory (mode 1).
@@ -224,8 +226,8 @@ struct BinScalarF {
 /// Elementwise.cpp's intOp for add/sub/mul/min/max (div and mod stay on the
 /// CPU, which reports a division by zero).
 template <typename I>
-__global__ void intBinaryKernel(Bin op, Bcast bc, const I *a, const I *b,
-                                I *y, int64_t n) {
+__global__ void intBinaryKernel(Bin op, Bcast bc, const I *a, const I *b, I *y,
+                                int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[2];
@@ -256,13 +258,13 @@ bool intBinaryOnDevice(amprt_context *ctx, Bin op, T a, T b, T y,
   if (a->dtype == AMPRT_I64)
     intBinaryKernel<<<grid, kThreads, 0, stream(ctx)>>>(
         op, bc, static_cast<const int64_t *>(a->data),
-        static_cast<const int64_t *>(b->data),
-        static_cast<int64_t *>(y->data), n);
+        static_cast<const int64_t *>(b->data), static_cast<int64_t *>(y->data),
+        n);
   else
     intBinaryKernel<<<grid, kThreads, 0, stream(ctx)>>>(
         op, bc, static_cast<const int32_t *>(a->data),
-        static_cast<const int32_t *>(b->data),
-        static_cast<int32_t *>(y->data), n);
+        static_cast<const int32_t *>(b->data), static_cast<int32_t *>(y->data),
+        n);
   return true;
 }
 
@@ -289,21 +291,21 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
     if (n == 0)
       return AMPRT_OK;
     Shape sa = shapeOf(a), sb = shapeOf(b);
-    int mode = sa == so && sb == so       ? 0
-               : sa == so && numel(sb) == 1 ? 1
+    int mode = sa == so && sb == so             ? 0
+               : sa == so && numel(sb) == 1     ? 1
                : sa == so && isSuffixOf(sb, so) ? 3
                : sb == so && isSuffixOf(sa, so) ? 4
                                                 : 2;
     bool same = a->dtype == b->dtype && a->dtype == y->dtype;
     if (same && mode == 0 &&
-        launchPacketMap<2>(stream(ctx), y->dtype, a->data, b->data, y->data,
-                           n, BinF{Op})) {
+        launchPacketMap<2>(stream(ctx), y->dtype, a->data, b->data, y->data, n,
+                           BinF{Op})) {
       AMPRT_CUDA_LAUNCHED(ctx, k);
       return AMPRT_OK;
     }
     if (same && mode == 1 &&
-        launchPacketMap<1>(stream(ctx), y->dtype, a->data, nullptr, y->data,
-                           n, BinScalarF{Op, b->data, b->dtype})) {
+        launchPacketMap<1>(stream(ctx), y->dtype, a->data, nullptr, y->data, n,
+                           BinScalarF{Op, b->data, b->dtype})) {
       AMPRT_CUDA_LAUNCHED(ctx, k);
       return AMPRT_OK;
     }
@@ -351,8 +353,8 @@ __device__ __forceinline__ uint8_t cmpOp(Cmp op, V u, V v) {
 /// Floats (f32/f16/bf16 mixed) as f32; i64/i32/bool of one dtype as
 /// integers (Elementwise.cpp's compare).
 __global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
-                              const void *b, int32_t db, uint8_t *y,
-                              int64_t n, bool ints) {
+                              const void *b, int32_t db, uint8_t *y, int64_t n,
+                              bool ints) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[2];
@@ -365,8 +367,9 @@ __global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
 template <Cmp Op, amprt_status (*Cpu)(amprt_context *, T, T, T)>
 amprt_status cudaCompare(amprt_context *ctx, T a, T b, T y) {
   static const char *names[] = {
-      "less",        "greater",     "equal",      "less_or_equal",
-      "greater_or_equal", "logical_and", "logical_or", "logical_xor"};
+      "less",          "greater",          "equal",
+      "less_or_equal", "greater_or_equal", "logical_and",
+      "logical_or",    "logical_xor"};
   const char *k = names[int(Op)];
   // The logical ops take bools only (Elementwise.cpp's logical()).
   bool logical = Op == Cmp::And || Op == Cmp::Or || Op == Cmp::Xor;
@@ -388,8 +391,8 @@ amprt_status cudaCompare(amprt_context *ctx, T a, T b, T y) {
     if (n == 0)
       return AMPRT_OK;
     compareKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        Op, makeBcast(so, {shapeOf(a), shapeOf(b)}), a->data, a->dtype,
-        b->data, b->dtype, static_cast<uint8_t *>(y->data), n, ints);
+        Op, makeBcast(so, {shapeOf(a), shapeOf(b)}), a->data, a->dtype, b->data,
+        b->dtype, static_cast<uint8_t *>(y->data), n, ints);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -553,8 +556,7 @@ __global__ void actGradKernel(Act act, float alpha, const void *g, int32_t dg,
                               int32_t dout, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    storeF(out, dout, i,
-           gradOp(act, loadF(g, dg, i), loadF(x, dx, i), alpha));
+    storeF(out, dout, i, gradOp(act, loadF(g, dg, i), loadF(x, dx, i), alpha));
 }
 
 /// actOp and gradOp as packetMapKernel operations.
@@ -573,14 +575,30 @@ struct GradF {
 
 const char *actName(Act a, bool grad) {
   static const char *names[] = {
-      "relu", "gelu",       "neg",       "abs",  "sigmoid",
-      "tanh", "exp",        "log",       "sqrt", "reciprocal",
-      "fast_gelu", "sign",  "leaky_relu", "quick_gelu", "erf",
-      "sin",  "cos",        "floor",     "ceil", "round"};
-  static const char *grads[] = {
-      "relu_grad", "gelu_grad", "", "", "sigmoid_grad", "tanh_grad", "", "",
-      "", "", "fast_gelu_grad", "", "leaky_relu_grad", "quick_gelu_grad",
-      "", "", "", "", "", ""};
+      "relu",      "gelu", "neg",        "abs",        "sigmoid",
+      "tanh",      "exp",  "log",        "sqrt",       "reciprocal",
+      "fast_gelu", "sign", "leaky_relu", "quick_gelu", "erf",
+      "sin",       "cos",  "floor",      "ceil",       "round"};
+  static const char *grads[] = {"relu_grad",
+                                "gelu_grad",
+                                "",
+                                "",
+                                "sigmoid_grad",
+                                "tanh_grad",
+                                "",
+                                "",
+                                "",
+                                "",
+                                "fast_gelu_grad",
+                                "",
+                                "leaky_relu_grad",
+                                "quick_gelu_grad",
+                                "",
+                                "",
+                                "",
+                                "",
+                                "",
+                                ""};
   return (grad ? grads : names)[int(a)];
 }
 
@@ -598,8 +616,8 @@ amprt_status unaryOnDevice(amprt_context *ctx, Act act, float alpha, T x, T y,
     if (n == 0)
       return AMPRT_OK;
     if (x->dtype != y->dtype ||
-        !launchPacketMap<1>(stream(ctx), x->dtype, x->data, nullptr, y->data,
-                            n, ActF{act, alpha}))
+        !launchPacketMap<1>(stream(ctx), x->dtype, x->data, nullptr, y->data, n,
+                            ActF{act, alpha}))
       actKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
           act, alpha, x->data, x->dtype, y->data, y->dtype, n);
     AMPRT_CUDA_LAUNCHED(ctx, k);
@@ -621,8 +639,8 @@ amprt_status gradOnDevice(amprt_context *ctx, Act act, float alpha, T dy, T x,
     if (n == 0)
       return AMPRT_OK;
     if (dy->dtype != x->dtype || dy->dtype != dx->dtype ||
-        !launchPacketMap<2>(stream(ctx), dx->dtype, dy->data, x->data,
-                            dx->data, n, GradF{act, alpha}))
+        !launchPacketMap<2>(stream(ctx), dx->dtype, dy->data, x->data, dx->data,
+                            n, GradF{act, alpha}))
       actGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
           act, alpha, dy->data, dy->dtype, x->data, x->dtype, dx->data,
           dx->dtype, n);
@@ -674,9 +692,9 @@ struct SumTable {
   SumInput in[kSumInline];
 };
 
-__global__ void sumKernel(SumTable inline_, const SumInput *table,
-                          int64_t nin, Bcast bc, bool allDense, void *y,
-                          int32_t dy, int64_t n) {
+__global__ void sumKernel(SumTable inline_, const SumInput *table, int64_t nin,
+                          Bcast bc, bool allDense, void *y, int32_t dy,
+                          int64_t n) {
   const SumInput *in = table ? table : inline_.in;
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
@@ -736,8 +754,8 @@ amprt_status cudaSum(amprt_context *ctx, T inputs, int64_t nin, T y) {
     if (nin <= kSumInline)
       std::copy(table.begin(), table.end(), inline_.in);
     else
-      AMPRT_TRY(upload(ctx, k, table.data(),
-                       table.size() * sizeof(SumInput), dev));
+      AMPRT_TRY(
+          upload(ctx, k, table.data(), table.size() * sizeof(SumInput), dev));
     Bcast bc = makeBcast(so, {});
     sumKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         inline_, static_cast<const SumInput *>(dev.p), nin, bc, allDense,
@@ -778,8 +796,8 @@ amprt_status cudaScale(amprt_context *ctx, T x, T s, int32_t down, T y) {
 }
 
 template <typename E>
-__global__ void whereKernel(Bcast bc, const uint8_t *c, const E *a,
-                            const E *b, E *y, int64_t n) {
+__global__ void whereKernel(Bcast bc, const uint8_t *c, const E *a, const E *b,
+                            E *y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[3];
@@ -820,8 +838,7 @@ amprt_status cudaWhere(amprt_context *ctx, T cond, T a, T b, T y) {
 // fill, identity, reshape, inplace_accumulate
 //===----------------------------------------------------------------------===//
 
-__global__ void fillKernel(void *y, int32_t es, uint64_t pattern,
-                           int64_t n) {
+__global__ void fillKernel(void *y, int32_t es, uint64_t pattern, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     switch (es) {
@@ -959,8 +976,7 @@ amprt_status cudaInplaceAccumulate(amprt_context *ctx, T buffer, T value,
         (overwrite && checkNumel(ctx, k, "overwrite", overwrite, 1)) ||
         (updated && checkNumel(ctx, k, "updated", updated, 1)))
       return onHost(ctx, [&] {
-        return amprt_inplace_accumulate(ctx, buffer, value, overwrite,
-                                        updated);
+        return amprt_inplace_accumulate(ctx, buffer, value, overwrite, updated);
       });
     int64_t n = numel(buffer);
     accumulateKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(

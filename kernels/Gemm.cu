@@ -31,8 +31,9 @@ namespace {
 constexpr int kThreads = 256;
 
 cudaDataType_t cudaType(int32_t dt) {
-  return dt == AMPRT_F16 ? CUDA_R_16F : dt == AMPRT_BF16 ? CUDA_R_16BF
-                                                         : CUDA_R_32F;
+  return dt == AMPRT_F16    ? CUDA_R_16F
+         : dt == AMPRT_BF16 ? CUDA_R_16BF
+                            : CUDA_R_32F;
 }
 
 __global__ void toF32Kernel(const void *x, int32_t dt, float *y, int64_t n) {
@@ -52,8 +53,8 @@ __global__ void broadcastCKernel(const void *c, int32_t dt, int64_t s0,
 
 /// Largest power of two (<= 256) dividing the address and every batch step.
 uint32_t alignmentOf(const void *p, int64_t strideBytes) {
-  uint64_t v = uint64_t(reinterpret_cast<uintptr_t>(p)) |
-               uint64_t(strideBytes) | 256u;
+  uint64_t v =
+      uint64_t(reinterpret_cast<uintptr_t>(p)) | uint64_t(strideBytes) | 256u;
   return uint32_t(v & (~v + 1));
 }
 
@@ -104,7 +105,7 @@ std::string planKey(cublasComputeType_t compute, bool transA, bool transB,
   std::string key(reinterpret_cast<const char *>(v), sizeof(v));
   for (int i = 0; i < 3; ++i) {
     const Operand &o = *ops[i];
-    int64_t w[] = {int64_t(o.type), o.rows, o.cols, o.ld,
+    int64_t w[] = {int64_t(o.type),          o.rows,        o.cols, o.ld,
                    batch > 1 ? o.stride : 0, int64_t(al[i])};
     key.append(reinterpret_cast<const char *>(w), sizeof(w));
   }
@@ -124,11 +125,11 @@ amprt_status makePlan(amprt_context *ctx, const char *k, LtPlan &plan,
   int32_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   AMPRT_LT(ctx, k,
-           cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA,
-                                          &opA, sizeof(opA)));
+           cublasLtMatmulDescSetAttribute(
+               plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA, sizeof(opA)));
   AMPRT_LT(ctx, k,
-           cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                                          &opB, sizeof(opB)));
+           cublasLtMatmulDescSetAttribute(
+               plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof(opB)));
   for (int i = 0; i < 3; ++i) {
     const Operand &o = *ops[i];
     AMPRT_LT(ctx, k,
@@ -188,9 +189,9 @@ amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
                       const Operand &A, const Operand &B, const Operand &D,
                       int64_t batch, float alpha, float beta) {
   State &s = state(ctx);
-  cublasComputeType_t compute =
-      A.type == CUDA_R_32F && s.allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                          : CUBLAS_COMPUTE_32F;
+  cublasComputeType_t compute = A.type == CUDA_R_32F && s.allowTf32
+                                    ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                    : CUBLAS_COMPUTE_32F;
   const Operand *const ops[3] = {&A, &B, &D};
   uint32_t al[3];
   for (int i = 0; i < 3; ++i)
@@ -216,10 +217,10 @@ amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
 /// The operands of one product, after widening: what ltMatmul reads.
 struct Prepared {
   const void *a, *b;
-  int32_t abDt;     // F32, F16 or BF16
-  void *d;          // the output buffer cuBLASLt writes
-  int32_t dDt;      // its dtype
-  bool narrow;      // d is an f32 scratch to round into y
+  int32_t abDt; // F32, F16 or BF16
+  void *d;      // the output buffer cuBLASLt writes
+  int32_t dDt;  // its dtype
+  bool narrow;  // d is an f32 scratch to round into y
   Scratch wa, wb, wd;
 };
 
@@ -247,8 +248,7 @@ amprt_status prepare(amprt_context *ctx, const char *k, T a, T b, T y,
       AMPRT_TRY(widen(b, p.wb, p.b));
   }
   // cuBLASLt writes f32, or the inputs' own 16-bit type.
-  bool direct = !needF32Out &&
-                (y->dtype == AMPRT_F32 || y->dtype == p.abDt);
+  bool direct = !needF32Out && (y->dtype == AMPRT_F32 || y->dtype == p.abDt);
   if (needF32Out && y->dtype == AMPRT_F32)
     direct = true;
   p.narrow = !direct;
@@ -283,14 +283,18 @@ amprt_status rowMajorProduct(amprt_context *ctx, const char *k,
   int64_t ea = esize(p.abDt), ed = esize(p.dDt);
   int64_t ra = transA ? K : M, ca = transA ? M : K;
   int64_t rb = transB ? N : K, cb = transB ? K : N;
-  Operand A = {static_cast<const char *>(p.b) + offB * ea, ab, cb, rb, cb,
-               strideB, ea};
-  Operand B = {static_cast<const char *>(p.a) + offA * ea, ab, ca, ra, ca,
-               strideA, ea};
-  Operand D = {static_cast<char *>(p.d) + offD * ed, cudaType(p.dDt), N, M, N,
-               M * N, ed};
-  return ltMatmul(ctx, k, transB, transA, N, M, K, A, B, D, batch, alpha,
-                  beta);
+  Operand A = {
+      static_cast<const char *>(p.b) + offB * ea, ab, cb, rb, cb, strideB, ea};
+  Operand B = {
+      static_cast<const char *>(p.a) + offA * ea, ab, ca, ra, ca, strideA, ea};
+  Operand D = {static_cast<char *>(p.d) + offD * ed,
+               cudaType(p.dDt),
+               N,
+               M,
+               N,
+               M * N,
+               ed};
+  return ltMatmul(ctx, k, transB, transA, N, M, K, A, B, D, batch, alpha, beta);
 }
 
 } // namespace
@@ -333,8 +337,8 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
     int64_t N = trans_b ? b->shape[0] : b->shape[1];
     Shape so = {M, N}, bc;
     if (K != Kb || checkShape(ctx, k, "y", y, so) ||
-        (c && (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) ||
-               bc != so)) ||
+        (c &&
+         (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)) ||
         K == 0)
       return onHost(ctx, cpu); // errors, and the K = 0 corner
     if (M == 0 || N == 0)
@@ -350,9 +354,8 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
                                         static_cast<float *>(p.d), M, N);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
-    amprt_status st =
-        rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0, 0, 0, 0, 0,
-                        1, alpha, withC ? beta : 0.f);
+    amprt_status st = rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0,
+                                      0, 0, 0, 0, 1, alpha, withC ? beta : 0.f);
     if (st == AMPRT_ERR_UNSUPPORTED)
       return onHost(ctx, cpu);
     AMPRT_TRY(st);
@@ -442,14 +445,13 @@ amprt_status cudaMatmul(amprt_context *ctx, T a, T b, T y) {
   });
 }
 
-amprt_status cudaFusedMatmul(amprt_context *ctx, T a, T b, T y,
-                             int32_t trans_a, int32_t trans_b, float alpha) {
+amprt_status cudaFusedMatmul(amprt_context *ctx, T a, T b, T y, int32_t trans_a,
+                             int32_t trans_b, float alpha) {
   return guard(ctx, "fused_matmul", [&] {
-    return matmulImpl(ctx, "fused_matmul", a, b, y, trans_a, trans_b, alpha,
-                      [&] {
-                        return amprt_fused_matmul(ctx, a, b, y, trans_a,
-                                                  trans_b, alpha);
-                      });
+    return matmulImpl(
+        ctx, "fused_matmul", a, b, y, trans_a, trans_b, alpha, [&] {
+          return amprt_fused_matmul(ctx, a, b, y, trans_a, trans_b, alpha);
+        });
   });
 }
 

@@ -54,8 +54,8 @@ __device__ int findEntry(const Entry *tab, int count, int64_t chunk) {
 /// Whether an element of [begin, end) of `in` is NaN or Inf (products:
 /// after multiplying by s), read in packets; begin is a multiple of kPacket.
 template <int32_t D>
-__device__ int badInPackets(const void *in, int64_t begin, int64_t end,
-                            float s, bool products) {
+__device__ int badInPackets(const void *in, int64_t begin, int64_t end, float s,
+                            bool products) {
   int bad = 0;
   auto *p = static_cast<const Packet<D> *>(in);
   int64_t last = end / kPacket;
@@ -162,8 +162,8 @@ amprt_status cudaUnscale(amprt_context *ctx, T ins, T outs, int64_t n,
   });
 }
 
-amprt_status cudaAllFinite(amprt_context *ctx, T ins, int64_t n,
-                           T all_finite, int32_t reset) {
+amprt_status cudaAllFinite(amprt_context *ctx, T ins, int64_t n, T all_finite,
+                           int32_t reset) {
   const char *k = "multi_tensor_all_finite";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
@@ -261,8 +261,7 @@ amprt_status gate(amprt_context *ctx, const char *k, T x, T inv_scale,
     });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     if (updated)
-      AMPRT_CUDA(ctx, k,
-                 cudaMemsetAsync(updated->data, 1, 1, stream(ctx)));
+      AMPRT_CUDA(ctx, k, cudaMemsetAsync(updated->data, 1, 1, stream(ctx)));
     return AMPRT_OK;
   }
   byFloatDtype(x->dtype, [&](auto dx) {
@@ -349,13 +348,12 @@ amprt_status cudaScalerUpdate(amprt_context *ctx, T scale, T growth_tracker,
         checkDtype(ctx, k, "all_finite", all_finite, AMPRT_BOOL) ||
         checkNumel(ctx, k, "all_finite", all_finite, 1) ||
         !(growth_factor > 1.f) || !(backoff_factor > 0.f) ||
-        !(backoff_factor < 1.f) || growth_interval < 1 ||
-        !(min_scale > 0.f) || !(max_scale >= min_scale))
+        !(backoff_factor < 1.f) || growth_interval < 1 || !(min_scale > 0.f) ||
+        !(max_scale >= min_scale))
       return onHost(ctx, [&] {
-        return amprt_loss_scaler_update(ctx, scale, growth_tracker,
-                                        all_finite, growth_factor,
-                                        backoff_factor, growth_interval,
-                                        min_scale, max_scale);
+        return amprt_loss_scaler_update(ctx, scale, growth_tracker, all_finite,
+                                        growth_factor, backoff_factor,
+                                        growth_interval, min_scale, max_scale);
       });
     scalerKernel<<<1, 1, 0, stream(ctx)>>>(
         static_cast<float *>(scale->data), growth_tracker->data,
@@ -385,7 +383,8 @@ __global__ void zeroUnlessKernel(const ZeroEntry *tab, const uint8_t *keep) {
   int64_t stride = int64_t(gridDim.x) * blockDim.x;
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   // 16-byte stores where the tensor is aligned, bytes for the rest.
-  int64_t words = (reinterpret_cast<uintptr_t>(e.p) % 16 == 0) ? e.bytes / 16 : 0;
+  int64_t words =
+      (reinterpret_cast<uintptr_t>(e.p) % 16 == 0) ? e.bytes / 16 : 0;
   for (int64_t w = i; w < words; w += stride)
     reinterpret_cast<uint4 *>(e.p)[w] = make_uint4(0, 0, 0, 0);
   for (int64_t b = words * 16 + i; b < e.bytes; b += stride)
@@ -395,7 +394,9 @@ __global__ void zeroUnlessKernel(const ZeroEntry *tab, const uint8_t *keep) {
 amprt_status cudaZeroUnless(amprt_context *ctx, T ins, int64_t n, T keep) {
   const char *k = "multi_tensor_zero_unless";
   return guard(ctx, k, [&]() -> amprt_status {
-    auto cpu = [&] { return amprt_multi_tensor_zero_unless(ctx, ins, n, keep); };
+    auto cpu = [&] {
+      return amprt_multi_tensor_zero_unless(ctx, ins, n, keep);
+    };
     if (n < 0 || (n > 0 && !ins) || checkFlag(ctx, k, keep))
       return onHost(ctx, cpu);
     if (n == 0)
@@ -412,8 +413,8 @@ amprt_status cudaZeroUnless(amprt_context *ctx, T ins, int64_t n, T keep) {
       most = std::max(most, bytes);
     }
     Scratch dev;
-    AMPRT_TRY(upload(ctx, k, table.data(), table.size() * sizeof(ZeroEntry),
-                     dev));
+    AMPRT_TRY(
+        upload(ctx, k, table.data(), table.size() * sizeof(ZeroEntry), dev));
     dim3 grid(std::min<unsigned>(gridFor(most / 16 + 1, kThreads), 1024),
               unsigned(n));
     zeroUnlessKernel<<<grid, kThreads, 0, stream(ctx)>>>(

@@ -140,8 +140,8 @@ template <typename Args>
 amprt_status bnPlan(amprt_context *ctx, const char *k, Args &a, Scratch &part,
                     dim3 &grid) {
   a.chunks = std::max<int64_t>(
-      1, std::min<int64_t>({a.N, (2048 + a.C - 1) / std::max<int64_t>(a.C, 1),
-                            65535}));
+      1, std::min<int64_t>(
+             {a.N, (2048 + a.C - 1) / std::max<int64_t>(a.C, 1), 65535}));
   AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
   a.part = static_cast<double *>(part.p);
   grid = dim3(unsigned(a.C), unsigned(a.chunks));
@@ -157,14 +157,13 @@ amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
   return guard(ctx, k, [&]() -> amprt_status {
     BnArgs a;
     if (checkBatchNormTraining(ctx, x, scale, bias, running_mean, running_var,
-                               y, running_mean_out, running_var_out,
-                               saved_mean, saved_inv_std, a.N, a.C, a.S) ||
+                               y, running_mean_out, running_var_out, saved_mean,
+                               saved_inv_std, a.N, a.C, a.S) ||
         a.C > 65535LL * 32767)
       return onHost(ctx, [&] {
         return amprt_batch_norm_training(
-            ctx, x, scale, bias, running_mean, running_var, momentum,
-            epsilon, y, running_mean_out, running_var_out, saved_mean,
-            saved_inv_std);
+            ctx, x, scale, bias, running_mean, running_var, momentum, epsilon,
+            y, running_mean_out, running_var_out, saved_mean, saved_inv_std);
       });
     if (a.C == 0)
       return AMPRT_OK;
@@ -375,8 +374,8 @@ __global__ void lnGradDxKernel(LnArgs a) {
     double sg = 0, sgx = 0;
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
       float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
-      float gs = loadF(a.dy.p, a.dy.dt, base + i) *
-                 loadF(a.scale.p, a.scale.dt, i);
+      float gs =
+          loadF(a.dy.p, a.dy.dt, base + i) * loadF(a.scale.p, a.scale.dt, i);
       sg += gs;
       sgx += double(gs) * xh;
     }
@@ -422,8 +421,8 @@ __global__ void lnGradPartialKernel(LnArgs a, double *part, int64_t chunks) {
 
 __global__ void lnGradColumnsKernel(LnArgs a, const double *part,
                                     int64_t chunks) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-       i < a.inner; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < a.inner;
+       i += int64_t(gridDim.x) * blockDim.x) {
     double ds = 0, db = 0;
     for (int64_t c = 0; c < chunks; ++c) {
       ds += part[c * a.inner + i];
@@ -441,8 +440,8 @@ __global__ void lnGradColumnsKernel(LnArgs a, const double *part,
 amprt_status launchLnGrad(amprt_context *ctx, const char *k, const LnArgs &a) {
   cudaStream_t s = stream(ctx);
   if (a.dx.p && a.outer > 0 && a.inner > 0) {
-    lnGradDxKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)),
-                     kBlock, 0, s>>>(a);
+    lnGradDxKernel<<<unsigned(std::min<int64_t>(a.outer, 65535LL * 32)), kBlock,
+                     0, s>>>(a);
     AMPRT_CUDA_LAUNCHED(ctx, k);
   }
   if ((a.dscale.p || a.dbias.p) && a.inner > 0) {
@@ -450,33 +449,31 @@ amprt_status launchLnGrad(amprt_context *ctx, const char *k, const LnArgs &a) {
     int64_t colBlocks = (a.inner + kBlock - 1) / kBlock;
     int64_t chunks = std::max<int64_t>(
         1, std::min<int64_t>({(a.outer + 15) / 16,
-                              std::max<int64_t>(1024 / colBlocks, 1),
-                              65535}));
+                              std::max<int64_t>(1024 / colBlocks, 1), 65535}));
     Scratch part;
-    AMPRT_TRY(part.get(ctx, k, size_t(2 * chunks * a.inner) *
-                                   sizeof(double)));
+    AMPRT_TRY(part.get(ctx, k, size_t(2 * chunks * a.inner) * sizeof(double)));
     auto *pp = static_cast<double *>(part.p);
-    lnGradPartialKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)),
-                          kBlock, 0, s>>>(a, pp, chunks);
+    lnGradPartialKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)), kBlock,
+                          0, s>>>(a, pp, chunks);
     AMPRT_CUDA_LAUNCHED(ctx, k);
-    lnGradColumnsKernel<<<gridFor(a.inner, kBlock), kBlock, 0, s>>>(
-        a, pp, chunks);
+    lnGradColumnsKernel<<<gridFor(a.inner, kBlock), kBlock, 0, s>>>(a, pp,
+                                                                    chunks);
     AMPRT_CUDA_LAUNCHED(ctx, k);
   }
   return AMPRT_OK;
 }
 
-amprt_status cudaLayerNormGrad(amprt_context *ctx, T dy, T x, T scale,
-                               T mean, T inv_std, int64_t axis, T dx,
-                               T dscale, T dbias) {
+amprt_status cudaLayerNormGrad(amprt_context *ctx, T dy, T x, T scale, T mean,
+                               T inv_std, int64_t axis, T dx, T dscale,
+                               T dbias) {
   const char *k = "layer_norm_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     LnArgs a;
     if (checkLayerNormGrad(ctx, dy, x, scale, mean, inv_std, axis, dx, dscale,
                            dbias, a.outer, a.inner))
       return onHost(ctx, [&] {
-        return amprt_layer_norm_grad(ctx, dy, x, scale, mean, inv_std, axis,
-                                     dx, dscale, dbias);
+        return amprt_layer_norm_grad(ctx, dy, x, scale, mean, inv_std, axis, dx,
+                                     dscale, dbias);
       });
     a.dy = opt(dy);
     a.x = opt(x);
@@ -511,13 +508,13 @@ amprt_status cudaRmsNorm(amprt_context *ctx, T x, T scale, int64_t axis,
   });
 }
 
-amprt_status cudaRmsNormGrad(amprt_context *ctx, T dy, T x, T scale,
-                             T inv_std, int64_t axis, T dx, T dscale) {
+amprt_status cudaRmsNormGrad(amprt_context *ctx, T dy, T x, T scale, T inv_std,
+                             int64_t axis, T dx, T dscale) {
   const char *k = "rms_norm_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     LnArgs a;
-    if (checkRmsNormGrad(ctx, dy, x, scale, inv_std, axis, dx, dscale,
-                         a.outer, a.inner))
+    if (checkRmsNormGrad(ctx, dy, x, scale, inv_std, axis, dx, dscale, a.outer,
+                         a.inner))
       return onHost(ctx, [&] {
         return amprt_rms_norm_grad(ctx, dy, x, scale, inv_std, axis, dx,
                                    dscale);

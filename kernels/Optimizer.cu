@@ -146,10 +146,9 @@ __global__ void adamwKernel(const Entry *tab, int count, AdamArgs a) {
 }
 
 /// Optimizer.cpp's checkGroup; non-OK means "let the CPU report it".
-amprt_status checkGroup(amprt_context *ctx, const char *k, int64_t n,
-                        T params, T grads,
-                        std::initializer_list<std::pair<const char *, T>>
-                            states) {
+amprt_status
+checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
+           std::initializer_list<std::pair<const char *, T>> states) {
   if (n < 0 || (n > 0 && (!params || !grads)))
     return AMPRT_ERR_INVALID_ARGUMENT;
   for (auto &s : states)
@@ -206,10 +205,10 @@ amprt_status cudaSgd(amprt_context *ctx, int64_t n, T params, T grads,
   const char *k = "sgd";
   return guard(ctx, k, [&]() -> amprt_status {
     bool useMomentum = momentum != 0.f;
-    amprt_status bad =
-        useMomentum ? checkGroup(ctx, k, n, params, grads,
-                                 {{"momentum_bufs", momentum_bufs}})
-                    : checkGroup(ctx, k, n, params, grads, {});
+    amprt_status bad = useMomentum
+                           ? checkGroup(ctx, k, n, params, grads,
+                                        {{"momentum_bufs", momentum_bufs}})
+                           : checkGroup(ctx, k, n, params, grads, {});
     if (bad || checkScalar(ctx, k, "lr", lr, AMPRT_F32) ||
         checkScalar(ctx, k, "step", step, AMPRT_I64, true) ||
         checkScalar(ctx, k, "update", update, AMPRT_BOOL, true) ||
@@ -221,18 +220,21 @@ amprt_status cudaSgd(amprt_context *ctx, int64_t n, T params, T grads,
                          updated);
       });
     std::vector<Entry> tab;
-    int64_t chunks = buildTable(n, params, grads,
-                                useMomentum ? momentum_bufs : nullptr,
-                                nullptr, tab);
+    int64_t chunks = buildTable(
+        n, params, grads, useMomentum ? momentum_bufs : nullptr, nullptr, tab);
     if (chunks > INT32_MAX)
-      return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: %lld chunks in one call",
-                       k, (long long)chunks);
+      return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: %lld chunks in one call", k,
+                       (long long)chunks);
     Scratch dtab;
     if (!tab.empty()) {
       AMPRT_TRY(upload(ctx, k, tab.data(), tab.size() * sizeof(Entry), dtab));
-      SgdArgs a = {dataOf<const float>(lr), dataOf<const int64_t>(step),
-                   dataOf<const uint8_t>(update), momentum, dampening,
-                   weight_decay, nesterov};
+      SgdArgs a = {dataOf<const float>(lr),
+                   dataOf<const int64_t>(step),
+                   dataOf<const uint8_t>(update),
+                   momentum,
+                   dampening,
+                   weight_decay,
+                   nesterov};
       sgdKernel<<<unsigned(chunks), kThreads, 0, stream(ctx)>>>(
           static_cast<const Entry *>(dtab.p), int(tab.size()), a);
       AMPRT_CUDA_LAUNCHED(ctx, k);
@@ -255,8 +257,8 @@ amprt_status cudaAdamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
         checkScalar(ctx, k, "lr", lr, AMPRT_F32) ||
         checkScalar(ctx, k, "step", step, AMPRT_I64) ||
         checkScalar(ctx, k, "update", update, AMPRT_BOOL, true) ||
-        checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true) ||
-        mode < 0 || mode > 2)
+        checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true) || mode < 0 ||
+        mode > 2)
       return onHost(ctx, [&] {
         return amprt_adamw(ctx, n, params, grads, m1, m2, lr, step, beta1,
                            beta2, epsilon, weight_decay, mode, correct_bias,
@@ -265,8 +267,8 @@ amprt_status cudaAdamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
     std::vector<Entry> tab;
     int64_t chunks = buildTable(n, params, grads, m1, m2, tab);
     if (chunks > INT32_MAX)
-      return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: %lld chunks in one call",
-                       k, (long long)chunks);
+      return ctx->fail(AMPRT_ERR_UNSUPPORTED, "%s: %lld chunks in one call", k,
+                       (long long)chunks);
     Scratch dtab;
     if (!tab.empty()) {
       AMPRT_TRY(upload(ctx, k, tab.data(), tab.size() * sizeof(Entry), dtab));

@@ -115,8 +115,8 @@ amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
     AMPRT_TRY(clearStatus(ctx, k));
     if (n) {
       maxPoolGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-          dy->data, dy->dtype, static_cast<const int64_t *>(indices->data),
-          acc, nx, n, state(ctx).devStatus);
+          dy->data, dy->dtype, static_cast<const int64_t *>(indices->data), acc,
+          nx, n, state(ctx).devStatus);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     int64_t bad;
@@ -156,8 +156,7 @@ __global__ void avgPoolGradKernel(Window g, bool includePad, const void *dy,
       continue;
     int64_t base = nc * g.inPlane();
     float v = loadF(dy, ddy, o) / float(cnt);
-    forEachTap(g, od, oh, ow,
-               [&](int64_t t) { atomicAdd(acc + base + t, v); });
+    forEachTap(g, od, oh, ow, [&](int64_t t) { atomicAdd(acc + base + t, v); });
   }
 }
 
@@ -228,8 +227,8 @@ amprt_status cudaGlobalAveragePoolGrad(amprt_context *ctx, T dy, T dx) {
   return guard(ctx, k, [&]() -> amprt_status {
     int64_t NC, S;
     if (checkGlobalPool(ctx, true, dx, dy, NC, S))
-      return onHost(ctx,
-                    [&] { return amprt_global_average_pool_grad(ctx, dy, dx); });
+      return onHost(
+          ctx, [&] { return amprt_global_average_pool_grad(ctx, dy, dx); });
     int64_t n = numel(dx);
     if (n == 0)
       return AMPRT_OK;

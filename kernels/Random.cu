@@ -52,9 +52,8 @@ amprt_status cudaRandomUniform(amprt_context *ctx, T y, uint64_t seed,
   const char *k = "random_uniform";
   return guard(ctx, k, [&]() -> amprt_status {
     if (checkRandomUniform(ctx, y, low, high))
-      return onHost(ctx, [&] {
-        return amprt_random_uniform(ctx, y, seed, low, high);
-      });
+      return onHost(
+          ctx, [&] { return amprt_random_uniform(ctx, y, seed, low, high); });
     return launchGenerate<Gen::Uniform>(ctx, k, y, seed, low, high);
   });
 }
@@ -64,9 +63,8 @@ amprt_status cudaRandomNormal(amprt_context *ctx, T y, uint64_t seed,
   const char *k = "random_normal";
   return guard(ctx, k, [&]() -> amprt_status {
     if (checkRandomNormal(ctx, y, mean, scale))
-      return onHost(ctx, [&] {
-        return amprt_random_normal(ctx, y, seed, mean, scale);
-      });
+      return onHost(
+          ctx, [&] { return amprt_random_normal(ctx, y, seed, mean, scale); });
     return launchGenerate<Gen::Normal>(ctx, k, y, seed, mean, scale);
   });
 }
@@ -83,8 +81,8 @@ __global__ void checkProbabilitiesKernel(const void *p, int32_t dp, int64_t n,
   }
 }
 
-__global__ void bernoulliKernel(const void *p, int32_t dp, void *y,
-                                int32_t dy, int64_t n, uint64_t key) {
+__global__ void bernoulliKernel(const void *p, int32_t dp, void *y, int32_t dy,
+                                int64_t n, uint64_t key) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     writeD(y, dy, i, bernoulliAt(key, i, loadF(p, dp, i)));

@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA version of Recurrent.cpp's LSTM and GRU (layout 0, default
-// activations, ONNX Runtime's training forms), in f32 like the CPU code: the inputs are
-// widened once, the products run on cuBLASLt (sgemmRows) and the gates in
-// one element-wise kernel per step, and the outputs are rounded once.
+// activations, ONNX Runtime's training forms), in f32 like the CPU code: the
+// inputs are widened once, the products run on cuBLASLt (sgemmRows) and the
+// gates in one element-wise kernel per step, and the outputs are rounded once.
 //
 //   forward, per direction:  XW = X W^T for all steps (one product), then
 //     per step a = XW_t + H_{t-1} R^T and the cell kernel (gates, C_t, H_t)
@@ -56,8 +56,7 @@ struct F32Operands {
       return AMPRT_OK;
     }
     if (used == kMax)
-      return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many operands to widen",
-                       k);
+      return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many operands to widen", k);
     int64_t n = numel(t);
     Scratch &s = buf[used++];
     AMPRT_TRY(s.get(ctx, k, size_t(n) * sizeof(float)));
@@ -93,7 +92,9 @@ amprt_status copyF32(amprt_context *ctx, const char *k, float *dst,
   return AMPRT_OK;
 }
 
-__device__ __forceinline__ float sigm(float v) { return 1.f / (1.f + expf(-v)); }
+__device__ __forceinline__ float sigm(float v) {
+  return 1.f / (1.f + expf(-v));
+}
 
 /// One step's cell, Recurrent.cpp's expressions: a [B, 4H] the products,
 /// bias [8H] (Wb then Rb) or NULL, cPrev [B, H]; writes the gates (after
@@ -187,17 +188,16 @@ amprt_status inputGrads(amprt_context *ctx, const char *k, int64_t rows,
 }
 
 amprt_status cudaLstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
-                      int32_t direction, T y, T y_h, T y_c, T all_c,
-                      T gates) {
+                      int32_t direction, T y, T y_h, T y_c, T all_c, T gates) {
   const char *k = "lstm";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_lstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c,
-                        all_c, gates);
+      return amprt_lstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c, all_c,
+                        gates);
     };
     RnnDims d;
-    if (checkLstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c, all_c,
-                  gates, d) ||
+    if (checkLstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c, all_c, gates,
+                  d) ||
         d.S == 0 || d.B == 0 || d.I == 0 || d.H == 0)
       return onHost(ctx, cpu); // errors and empty problems
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
@@ -231,8 +231,8 @@ amprt_status cudaLstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
       for (int64_t n = 0; n < S; ++n) {
         int64_t t = stepAt(d, n, direction, dir);
         AMPRT_TRY(copyF32(ctx, k, a, XW + t * B * G4, B * G4));
-        AMPRT_TRY(sgemmRows(ctx, k, false, true, B, G4, H, hPrev, H, Rd, H,
-                            a, G4, 1.f));
+        AMPRT_TRY(sgemmRows(ctx, k, false, true, B, G4, H, hPrev, H, Rd, H, a,
+                            G4, 1.f));
         float *ht = Y + (t * D + dir) * B * H, *ct = C + (t * D + dir) * B * H;
         lstmCellKernel<<<grid, kThreads, 0, st>>>(
             a, bias, cPrev, A + (t * D + dir) * B * G4, ct, ht, B, H);
@@ -258,12 +258,12 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
   const char *k = "lstm_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_lstm_grad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy,
-                             dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0);
+      return amprt_lstm_grad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy, dy_h,
+                             dy_c, direction, dx, dw, dr, db, dh0, dc0);
     };
     RnnDims d;
-    if (checkLstmGrad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy, dy_h,
-                      dy_c, direction, dx, dw, dr, db, dh0, dc0, d) ||
+    if (checkLstmGrad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy, dy_h, dy_c,
+                      direction, dx, dw, dr, db, dh0, dc0, d) ||
         d.S == 0 || d.B == 0 || d.I == 0 || d.H == 0)
       return onHost(ctx, cpu); // errors and empty problems
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
@@ -345,8 +345,7 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
 /// NULL. Writes gates z, r and rh = r H_{t-1}.
 __global__ void gruGatesKernel(const float *ax, const float *ah,
                                const float *bias, const float *hPrev,
-                               float *gates, float *rh, int64_t B,
-                               int64_t H) {
+                               float *gates, float *rh, int64_t B, int64_t H) {
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -365,17 +364,16 @@ __global__ void gruGatesKernel(const float *ax, const float *ah,
 /// h and H_t of one step; ah's h columns hold H_{t-1} R_h^T (linear before
 /// reset) or (r H_{t-1}) R_h^T.
 __global__ void gruOutKernel(const float *ax, const float *ah,
-                             const float *bias, const float *hPrev,
-                             bool lbr, float *gates, float *ht, int64_t B,
-                             int64_t H) {
+                             const float *bias, const float *hPrev, bool lbr,
+                             float *gates, float *ht, int64_t B, int64_t H) {
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t bi = e / H, h = e % H, o = bi * G3;
     float z = gates[o + h], rr = gates[o + H + h];
     float q = ah[o + 2 * H + h] + (bias ? bias[G3 + 2 * H + h] : 0.f);
-    float a = ax[o + 2 * H + h] + (bias ? bias[2 * H + h] : 0.f) +
-              (lbr ? rr * q : q);
+    float a =
+        ax[o + 2 * H + h] + (bias ? bias[2 * H + h] : 0.f) + (lbr ? rr * q : q);
     float hc = tanhf(a);
     gates[o + 2 * H + h] = hc;
     ht[e] = (1.f - z) * hc + z * hPrev[e];
@@ -383,8 +381,8 @@ __global__ void gruOutKernel(const float *ax, const float *ah,
 }
 
 amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
-                     int32_t direction, int32_t linear_before_reset, T y,
-                     T y_h, T gates) {
+                     int32_t direction, int32_t linear_before_reset, T y, T y_h,
+                     T gates) {
   const char *k = "gru";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
@@ -426,8 +424,8 @@ amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
         const float *ax = XW + t * B * G3;
         float *gt = A + (t * D + dir) * B * G3;
         float *ht = Y + (t * D + dir) * B * H;
-        AMPRT_TRY(sgemmRows(ctx, k, false, true, B, lbr ? G3 : 2 * H, H,
-                            hPrev, H, Rd, H, ah, G3, 0.f));
+        AMPRT_TRY(sgemmRows(ctx, k, false, true, B, lbr ? G3 : 2 * H, H, hPrev,
+                            H, Rd, H, ah, G3, 0.f));
         gruGatesKernel<<<grid, kThreads, 0, st>>>(ax, ah, bias, hPrev, gt, rh,
                                                   B, H);
         AMPRT_CUDA_LAUNCHED(ctx, k);
@@ -452,10 +450,10 @@ amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
 /// da's r column and dq = da_h r (q = H_{t-1} R_h^T is given, Rb_h added
 /// here), else rh = r H_{t-1}.
 __global__ void gruGradKernel(const float *gates, const float *hPrev,
-                              const float *gy, const float *dH,
-                              const float *q, const float *bias, bool lbr,
-                              float *da, float *dPrev, float *dq, float *rh,
-                              float *hp, int64_t B, int64_t H) {
+                              const float *gy, const float *dH, const float *q,
+                              const float *bias, bool lbr, float *da,
+                              float *dPrev, float *dq, float *rh, float *hp,
+                              int64_t B, int64_t H) {
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -499,13 +497,12 @@ amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
   const char *k = "gru_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_gru_grad(ctx, x, w, r, b, h0, y, gates, dy, dy_h,
-                            direction, linear_before_reset, dx, dw, dr, db,
-                            dh0);
+      return amprt_gru_grad(ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction,
+                            linear_before_reset, dx, dw, dr, db, dh0);
     };
     RnnDims d;
-    if (checkGruGrad(ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction, dx,
-                     dw, dr, db, dh0, d) ||
+    if (checkGruGrad(ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction, dx, dw,
+                     dr, db, dh0, d) ||
         d.S == 0 || d.B == 0 || d.I == 0 || d.H == 0)
       return onHost(ctx, cpu); // errors and empty problems
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G3 = 3 * H;
@@ -523,8 +520,7 @@ amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
     const float *gY, *gYh;
     AMPRT_TRY(grads.get(ctx, k, dy, gY));
     AMPRT_TRY(grads.get(ctx, k, dy_h, gYh));
-    Scratch sDX, sDW, sDR, sDB, sDH0, sDA, sDQ, sHP, sRH, sdH, sdP, sq, sds,
-        sZ;
+    Scratch sDX, sDW, sDR, sDB, sDH0, sDA, sDQ, sHP, sRH, sdH, sdP, sq, sds, sZ;
     float *dX, *dW, *dR, *dB, *dH0, *DA, *DQ, *HP, *RH, *dH, *dP, *q, *ds, *Z;
     AMPRT_TRY(scratchF32(ctx, k, sDX, S * B * I, dX));
     AMPRT_TRY(scratchF32(ctx, k, sDW, D * G3 * I, dW));
@@ -553,18 +549,18 @@ amprt_status cudaGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
         int64_t at = (t * D + dir) * B;
         float *da = DA + t * B * G3, *dq = DQ + t * B * H;
         if (lbr) // q = H_{t-1} R_h^T
-          AMPRT_TRY(sgemmRows(ctx, k, false, true, B, H, H, hPrev, H, Rh, H,
-                              q, H, 0.f));
+          AMPRT_TRY(sgemmRows(ctx, k, false, true, B, H, H, hPrev, H, Rh, H, q,
+                              H, 0.f));
         gruGradKernel<<<grid, kThreads, 0, st>>>(
             Af + at * G3, hPrev, gY ? gY + at * H : nullptr, dH, q, bias, lbr,
             da, dP, dq, RH + t * B * H, HP + t * B * H, B, H);
         AMPRT_CUDA_LAUNCHED(ctx, k);
         if (!lbr) {
           // ds = da_h R_h, then da_r, dPrev += ds r and dq = da_h.
-          AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, H, da + 2 * H, G3,
-                              Rh, H, ds, H, 0.f));
-          gruResetGradKernel<<<grid, kThreads, 0, st>>>(Af + at * G3, hPrev,
-                                                        ds, da, dP, dq, B, H);
+          AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, H, da + 2 * H, G3, Rh,
+                              H, ds, H, 0.f));
+          gruResetGradKernel<<<grid, kThreads, 0, st>>>(Af + at * G3, hPrev, ds,
+                                                        da, dP, dq, B, H);
           AMPRT_CUDA_LAUNCHED(ctx, k);
         } else { // dPrev += dq R_h
           AMPRT_TRY(sgemmRows(ctx, k, false, false, B, H, H, dq, H, Rh, H, dP,

@@ -47,10 +47,9 @@ __global__ void resizeKernel(ResizeMap m, const void *x, int32_t dx,
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
     float acc = 0.f;
-    forEachResizeTap(o, m.rank, m.xd, m.xs, m.yd, scales, m.modes,
-                     [&](int64_t off, float w) {
-                       acc += w * loadF(x, dx, off);
-                     });
+    forEachResizeTap(
+        o, m.rank, m.xd, m.xs, m.yd, scales, m.modes,
+        [&](int64_t off, float w) { acc += w * loadF(x, dx, off); });
     storeF(y, dy, o, acc);
   }
 }
@@ -60,8 +59,9 @@ __global__ void resizeGradKernel(ResizeMap m, const void *g, int32_t dg,
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
     float v = loadF(g, dg, o);
-    forEachResizeTap(o, m.rank, m.xd, m.xs, m.yd, scales, m.modes,
-                     [&](int64_t off, float w) { atomicAdd(acc + off, w * v); });
+    forEachResizeTap(
+        o, m.rank, m.xd, m.xs, m.yd, scales, m.modes,
+        [&](int64_t off, float w) { atomicAdd(acc + off, w * v); });
   }
 }
 
@@ -109,8 +109,8 @@ amprt_status cudaResizeGrad(amprt_context *ctx, T dy, T scales, int32_t mode,
     AMPRT_TRY(acc.begin(ctx, k, dx));
     if (n) {
       resizeGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-          makeMap(dx, dy, modes), dy->data,
-          dy->dtype, static_cast<const float *>(scales->data), acc.p, n);
+          makeMap(dx, dy, modes), dy->data, dy->dtype,
+          static_cast<const float *>(scales->data), acc.p, n);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     return acc.finish(ctx, k, dx);

@@ -36,9 +36,9 @@ constexpr int kThreads = 256;
 
 /// y[line] = the position of the extreme element of each (outer, inner)
 /// line of x.
-__global__ void argKernel(const void *x, int32_t dx, bool integer,
-                          int64_t *y, int64_t lines, int64_t len,
-                          int64_t inner, bool largest, bool last) {
+__global__ void argKernel(const void *x, int32_t dx, bool integer, int64_t *y,
+                          int64_t lines, int64_t len, int64_t inner,
+                          bool largest, bool last) {
   for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines;
        l += int64_t(gridDim.x) * blockDim.x) {
     int64_t base = (l / inner) * len * inner + l % inner;
@@ -57,16 +57,15 @@ amprt_status cudaArg(amprt_context *ctx, T x, int64_t axis, int32_t keepdims,
     int64_t outer, len, inner;
     if (checkArgExtreme(ctx, k, x, axis, keepdims, y, outer, len, inner))
       return onHost(ctx, [&] {
-        return (Largest ? amprt_arg_max : amprt_arg_min)(ctx, x, axis,
-                                                         keepdims, last, y);
+        return (Largest ? amprt_arg_max : amprt_arg_min)(ctx, x, axis, keepdims,
+                                                         last, y);
       });
     int64_t lines = outer * inner;
     if (lines == 0)
       return AMPRT_OK;
     argKernel<<<gridFor(lines, kThreads), kThreads, 0, stream(ctx)>>>(
         x->data, x->dtype, isInteger(x->dtype) || x->dtype == AMPRT_BOOL,
-        static_cast<int64_t *>(y->data), lines, len, inner, Largest,
-        last != 0);
+        static_cast<int64_t *>(y->data), lines, len, inner, Largest, last != 0);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -82,16 +81,14 @@ __device__ __forceinline__ int64_t ldIdx(const void *idx, int32_t dt,
 /// gradient writes: GatherElements' map, and GatherND's (below).
 struct ElementsSource {
   ElementsMap m;
-  __device__ int64_t operator()(const void *idx, int32_t di,
-                                int64_t e) const {
+  __device__ int64_t operator()(const void *idx, int32_t di, int64_t e) const {
     return gatheredOffset(m, e, ldIdx(idx, di, e));
   }
 };
 
 struct NDSource {
   NDMap m;
-  __device__ int64_t operator()(const void *idx, int32_t di,
-                                int64_t e) const {
+  __device__ int64_t operator()(const void *idx, int32_t di, int64_t e) const {
     int64_t at = ndSlabOffset(m, e / m.slab,
                               [&](int64_t j) { return ldIdx(idx, di, j); });
     return at * m.slab + e % m.slab;
@@ -108,8 +105,8 @@ __global__ void indexedGatherKernel(Src src, const E *data, const void *idx,
 
 template <typename Src>
 __global__ void indexedScatterAddKernel(Src src, const void *dy, int32_t ddy,
-                                        const void *idx, int32_t di,
-                                        float *acc, int64_t n) {
+                                        const void *idx, int32_t di, float *acc,
+                                        int64_t n) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x)
     atomicAdd(acc + src(idx, di, e), loadF(dy, ddy, e));
@@ -117,8 +114,8 @@ __global__ void indexedScatterAddKernel(Src src, const void *dy, int32_t ddy,
 
 /// y[e] = data[src(e)] for every element of y (any dtype; indices checked).
 template <typename Src>
-amprt_status indexedGather(amprt_context *ctx, const char *k, Src src,
-                           T data, T indices, T y) {
+amprt_status indexedGather(amprt_context *ctx, const char *k, Src src, T data,
+                           T indices, T y) {
   int64_t n = numel(y);
   if (n == 0)
     return AMPRT_OK;
@@ -126,8 +123,8 @@ amprt_status indexedGather(amprt_context *ctx, const char *k, Src src,
   byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
     using E = decltype(e);
     indexedGatherKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-        src, static_cast<const E *>(data->data), indices->data,
-        indices->dtype, static_cast<E *>(y->data), n);
+        src, static_cast<const E *>(data->data), indices->data, indices->dtype,
+        static_cast<E *>(y->data), n);
   });
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
@@ -135,8 +132,8 @@ amprt_status indexedGather(amprt_context *ctx, const char *k, Src src,
 
 /// dx = 0, then dx[src(e)] += dy[e] in f32 with atomics, rounded once.
 template <typename Src>
-amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src,
-                               T dy, T indices, T dx) {
+amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src, T dy,
+                               T indices, T dx) {
   if (numel(dx) == 0)
     return AMPRT_OK;
   F32Accumulator acc;
@@ -144,9 +141,8 @@ amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src,
   int64_t n = numel(dy);
   if (n) {
     indexedScatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
-                              stream(ctx)>>>(src, dy->data, dy->dtype,
-                                             indices->data, indices->dtype,
-                                             acc.p, n);
+                              stream(ctx)>>>(
+        src, dy->data, dy->dtype, indices->data, indices->dtype, acc.p, n);
     AMPRT_CUDA_LAUNCHED(ctx, k);
   }
   return acc.finish(ctx, k, dx);
@@ -188,18 +184,17 @@ amprt_status cudaGatherElementsGrad(amprt_context *ctx, T dy, T indices,
     AMPRT_TRY(indicesInRange(ctx, k, indices, dx->shape[a], ok));
     if (!ok)
       return onHost(ctx, cpu);
-    return indexedGatherGrad(ctx, k,
-                             ElementsSource{elementsMap(dx, indices, a)}, dy,
-                             indices, dx);
+    return indexedGatherGrad(
+        ctx, k, ElementsSource{elementsMap(dx, indices, a)}, dy, indices, dx);
   });
 }
 
 /// One thread per (outer, inner) line: Reduce.cpp's scan (floats summed in
 /// f64 and rounded once per element, integers wrapping in 64 bits and
 /// stored in their type).
-__global__ void cumsumKernel(const void *x, void *y, int32_t dt,
-                             int64_t lines, int64_t len, int64_t inner,
-                             bool exclusive, bool reverse) {
+__global__ void cumsumKernel(const void *x, void *y, int32_t dt, int64_t lines,
+                             int64_t len, int64_t inner, bool exclusive,
+                             bool reverse) {
   for (int64_t l = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; l < lines;
        l += int64_t(gridDim.x) * blockDim.x) {
     int64_t base = (l / inner) * len * inner + l % inner;
@@ -244,8 +239,7 @@ __global__ void triluKernel(const E *x, E *y, int64_t n, int64_t rows,
     y[e] = triluKeeps(e, rows, cols, k, upper) ? x[e] : E(0);
 }
 
-amprt_status cudaTrilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
-                       T y) {
+amprt_status cudaTrilu(amprt_context *ctx, T x, int64_t k, int32_t upper, T y) {
   const char *kn = "trilu";
   return guard(ctx, kn, [&]() -> amprt_status {
     int64_t rows, cols;
@@ -268,8 +262,8 @@ amprt_status cudaTrilu(amprt_context *ctx, T x, int64_t k, int32_t upper,
 
 /// The smallest e whose index lies outside [-d, d) of its dim goes to
 /// *status.
-__global__ void checkNDKernel(NDMap m, const void *idx, int32_t di,
-                              int64_t n, int64_t *status) {
+__global__ void checkNDKernel(NDMap m, const void *idx, int32_t di, int64_t n,
+                              int64_t *status) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t d = m.dims[e % m.kk], v = ldIdx(idx, di, e);
@@ -281,8 +275,8 @@ __global__ void checkNDKernel(NDMap m, const void *idx, int32_t di,
 
 /// Waits for the device check of GatherND's indices; ok when all are in
 /// range.
-amprt_status ndIndicesInRange(amprt_context *ctx, const char *k,
-                              const NDMap &m, T indices, bool &ok) {
+amprt_status ndIndicesInRange(amprt_context *ctx, const char *k, const NDMap &m,
+                              T indices, bool &ok) {
   ok = true;
   int64_t n = numel(indices);
   if (n == 0)
@@ -341,10 +335,9 @@ amprt_status cudaGatherNDGrad(amprt_context *ctx, T dy, T indices,
 /// ranks are distinct) and, when its rank is below k, writes itself there:
 /// the CPU's partial sort, element for element. One thread per element,
 /// len reads each.
-__global__ void topKKernel(const void *x, int32_t dx, void *values,
-                           int32_t dv, int64_t *indices, int64_t outer,
-                           int64_t len, int64_t inner, int64_t k,
-                           bool largest) {
+__global__ void topKKernel(const void *x, int32_t dx, void *values, int32_t dv,
+                           int64_t *indices, int64_t outer, int64_t len,
+                           int64_t inner, int64_t k, bool largest) {
   int64_t n = outer * len * inner;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -353,8 +346,8 @@ __global__ void topKKernel(const void *x, int32_t dx, void *values,
     float u = loadF(x, dx, e);
     int64_t rank = 0;
     for (int64_t b = 0; b < len && rank < k; ++b)
-      rank += b != a && topKBefore(loadF(x, dx, base + b * inner), b, u, a,
-                                   largest);
+      rank += b != a &&
+              topKBefore(loadF(x, dx, base + b * inner), b, u, a, largest);
     if (rank < k) {
       int64_t at = (o * k + rank) * inner + j;
       storeF(values, dv, at, u);
@@ -370,8 +363,7 @@ amprt_status cudaTopK(amprt_context *ctx, T x, int64_t k, int64_t axis,
     int64_t a = axis, outer, len, inner;
     if (checkTopK(ctx, x, k, a, values, indices, outer, len, inner))
       return onHost(ctx, [&] {
-        return amprt_top_k(ctx, x, k, axis, largest, sorted, values,
-                           indices);
+        return amprt_top_k(ctx, x, k, axis, largest, sorted, values, indices);
       });
     int64_t n = numel(x);
     if (n == 0 || k == 0)
@@ -386,9 +378,8 @@ amprt_status cudaTopK(amprt_context *ctx, T x, int64_t k, int64_t axis,
 }
 
 /// winner[pos] = 1 + the last update element i that targets pos.
-__global__ void scatterWinnerKernel(ElementsMap m, const void *idx,
-                                    int32_t di, unsigned long long *winner,
-                                    int64_t n) {
+__global__ void scatterWinnerKernel(ElementsMap m, const void *idx, int32_t di,
+                                    unsigned long long *winner, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     atomicMax(winner + gatheredOffset(m, i, ldIdx(idx, di, i)),
@@ -440,9 +431,9 @@ amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
     Scratch winner;
     AMPRT_TRY(winner.get(ctx, k, size_t(ny) * sizeof(unsigned long long)));
     auto *w = static_cast<unsigned long long *>(winner.p);
-    AMPRT_CUDA(ctx, k,
-               cudaMemsetAsync(w, 0, size_t(ny) * sizeof(unsigned long long),
-                               s));
+    AMPRT_CUDA(
+        ctx, k,
+        cudaMemsetAsync(w, 0, size_t(ny) * sizeof(unsigned long long), s));
     ElementsMap m = elementsMap(data, indices, a);
     scatterWinnerKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
         m, indices->data, indices->dtype, w, n);
@@ -451,8 +442,7 @@ amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
       using E = decltype(e);
       scatterWriteKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
           m, indices->data, indices->dtype, w,
-          static_cast<const E *>(updates->data), static_cast<E *>(y->data),
-          n);
+          static_cast<const E *>(updates->data), static_cast<E *>(y->data), n);
     });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
@@ -477,8 +467,8 @@ template <typename E>
 __global__ void scatterNDReplaceKernel(const int64_t *keys,
                                        const int64_t *tuples, int64_t n,
                                        int64_t slab, const E *updates, E *y) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-       i < n * slab; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * slab;
+       i += int64_t(gridDim.x) * blockDim.x) {
     int64_t j = i / slab, e = i % slab, key = keys[j];
     if (j > 0 && keys[j - 1] == key)
       continue;
@@ -495,8 +485,8 @@ __global__ void scatterNDReduceKernel(const int64_t *keys,
                                       int64_t slab, const void *updates,
                                       void *y, int32_t dt, bool integer,
                                       int32_t reduction) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-       i < n * slab; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * slab;
+       i += int64_t(gridDim.x) * blockDim.x) {
     int64_t j = i / slab, e = i % slab, key = keys[j];
     if (j > 0 && keys[j - 1] == key)
       continue;
@@ -557,14 +547,14 @@ amprt_status cudaScatterND(amprt_context *ctx, T data, T indices, T updates,
       ++bits;
     size_t workBytes = 0;
     AMPRT_CUDA(ctx, k,
-               cub::DeviceRadixSort::SortPairs(
-                   nullptr, workBytes, keys, sortedKeys, tuples, sortedTuples,
-                   n, 0, bits, s));
+               cub::DeviceRadixSort::SortPairs(nullptr, workBytes, keys,
+                                               sortedKeys, tuples, sortedTuples,
+                                               n, 0, bits, s));
     AMPRT_TRY(work.get(ctx, k, workBytes));
     AMPRT_CUDA(ctx, k,
-               cub::DeviceRadixSort::SortPairs(
-                   work.p, workBytes, keys, sortedKeys, tuples, sortedTuples,
-                   n, 0, bits, s));
+               cub::DeviceRadixSort::SortPairs(work.p, workBytes, keys,
+                                               sortedKeys, tuples, sortedTuples,
+                                               n, 0, bits, s));
     unsigned grid = gridFor(n * m.slab, kThreads, 4);
     if (!reduction)
       byElementSize(es, [&](auto e) {

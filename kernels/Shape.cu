@@ -180,9 +180,8 @@ amprt_status cudaPad(amprt_context *ctx, T x, const int64_t *pads,
     if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
         padShape(ctx, k, x, pads, npads, mode, so) ||
         checkShape(ctx, k, "y", y, so))
-      return onHost(ctx, [&] {
-        return amprt_pad(ctx, x, pads, npads, mode, value, y);
-      });
+      return onHost(
+          ctx, [&] { return amprt_pad(ctx, x, pads, npads, mode, value, y); });
     int64_t n = numel(so);
     if (n == 0)
       return AMPRT_OK;
@@ -221,8 +220,8 @@ __device__ __forceinline__ int64_t ldIndex(const void *idx, int32_t dt,
 
 /// y[o, j, t] = data[o, idx[j], t]; one thread per output element.
 template <typename E>
-__global__ void gatherKernel(const E *data, const void *idx, int32_t di,
-                             E *y, int64_t ni, int64_t len, int64_t inner,
+__global__ void gatherKernel(const E *data, const void *idx, int32_t di, E *y,
+                             int64_t ni, int64_t len, int64_t inner,
                              int64_t n) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -254,8 +253,8 @@ amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
     Shape so;
     if (checkTensor(ctx, k, "data", data) || checkIndices(ctx, k, indices) ||
         checkDtype(ctx, k, "y", y, data->dtype) ||
-        gatherShape(ctx, k, shapeOf(data), indices, axis, a, outer, len,
-                    inner, so, /*values=*/false) ||
+        gatherShape(ctx, k, shapeOf(data), indices, axis, a, outer, len, inner,
+                    so, /*values=*/false) ||
         checkShape(ctx, k, "y", y, so))
       return onHost(ctx, cpu);
     bool ok;
@@ -271,9 +270,9 @@ amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
     int32_t di = indices->dtype;
     byElementSize(amprt_dtype_size(data->dtype), [&](auto e) {
       using E = decltype(e);
-      gatherKernel<<<grid, kThreads, 0, s>>>(
-          static_cast<const E *>(data->data), ix, di,
-          static_cast<E *>(y->data), ni, len, inner, n);
+      gatherKernel<<<grid, kThreads, 0, s>>>(static_cast<const E *>(data->data),
+                                             ix, di, static_cast<E *>(y->data),
+                                             ni, len, inner, n);
     });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
@@ -343,8 +342,8 @@ amprt_status cudaSlice(amprt_context *ctx, T x, const int64_t *starts,
     Shape so, st;
     int64_t base;
     if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
-        sliceGeometry(ctx, k, shapeOf(x), starts, ends, axes, steps, n, so,
-                      st, base) ||
+        sliceGeometry(ctx, k, shapeOf(x), starts, ends, axes, steps, n, so, st,
+                      base) ||
         checkShape(ctx, k, "y", y, so))
       return onHost(ctx, [&] {
         return amprt_slice(ctx, x, starts, ends, axes, steps, n, y);
@@ -361,8 +360,8 @@ amprt_status cudaSliceGrad(amprt_context *ctx, T dy, const int64_t *starts,
     CopyPlan p;
     if (checkTensor(ctx, k, "dx", dx) ||
         checkDtype(ctx, k, "dy", dy, dx->dtype) ||
-        sliceGeometry(ctx, k, shapeOf(dx), starts, ends, axes, steps, n,
-                      p.dims, p.ys, p.yBase) ||
+        sliceGeometry(ctx, k, shapeOf(dx), starts, ends, axes, steps, n, p.dims,
+                      p.ys, p.yBase) ||
         checkShape(ctx, k, "dy", dy, p.dims))
       return onHost(ctx, [&] {
         return amprt_slice_grad(ctx, dy, starts, ends, axes, steps, n, dx);
@@ -464,8 +463,8 @@ amprt_status cudaDropoutGrad(amprt_context *ctx, T dy, T mask, T ratio,
     if (n == 0)
       return AMPRT_OK;
     dropoutGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        dy->data, dy->dtype, static_cast<const uint8_t *>(mask->data),
-        dx->data, dx->dtype, n, train ? 1.f / (1.f - r) : 1.f);
+        dy->data, dy->dtype, static_cast<const uint8_t *>(mask->data), dx->data,
+        dx->dtype, n, train ? 1.f / (1.f - r) : 1.f);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

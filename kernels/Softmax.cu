@@ -6,12 +6,12 @@
 //
 // softmax / log_softmax / softmax_grad along any axis (one warp per row;
 // rows along an inner axis are read with a stride),
-// softmax_cross_entropy_loss and its gradient (any [N, C, d...] layout; log-sum-exp and the reductions in
-// double as Loss.cpp), reduce_sum/mean over any axes (double accumulation
-// as Reduce.cpp) and reduce_max/min (Reduce.cpp's walk: the first NaN, else
-// the first of the extreme values, so the CPU's bits). The float formulas
-// are the CPU code's; only the order of the sums differs (a tree instead of
-// a sequence).
+// softmax_cross_entropy_loss and its gradient (any [N, C, d...] layout;
+// log-sum-exp and the reductions in double as Loss.cpp), reduce_sum/mean over
+// any axes (double accumulation as Reduce.cpp) and reduce_max/min (Reduce.cpp's
+// walk: the first NaN, else the first of the extreme values, so the CPU's
+// bits). The float formulas are the CPU code's; only the order of the sums
+// differs (a tree instead of a sequence).
 //
 // Labels are checked on the device: the first out-of-range one is reported
 // through the context's status word, which costs one wait for the stream at
@@ -53,8 +53,7 @@ struct Rows {
 };
 
 /// x's rows along `axis`; false on a bad axis (the CPU code reports it).
-bool rowsAlong(amprt_context *ctx, const char *k, T x, int64_t axis,
-               Rows &rw) {
+bool rowsAlong(amprt_context *ctx, const char *k, T x, int64_t axis, Rows &rw) {
   int64_t a, outer;
   if (splitAtAxis(ctx, k, x, axis, a, outer, rw.len, rw.inner) != AMPRT_OK)
     return false;
@@ -66,8 +65,8 @@ __global__ void softmaxKernel(const void *x, int32_t dx, void *y, int32_t dy,
                               Rows rw, bool logOut) {
   int lane = threadIdx.x % 32;
   int64_t len = rw.len, st = rw.inner;
-  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
-       r < rw.rows; r += int64_t(gridDim.x) * kWarps) {
+  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32; r < rw.rows;
+       r += int64_t(gridDim.x) * kWarps) {
     int64_t base = rw.base(r);
     float mx = -INFINITY;
     for (int64_t i = lane; i < len; i += 32)
@@ -95,8 +94,8 @@ __global__ void softmaxGradKernel(const void *g, int32_t dg, const void *y,
                                   Rows rw) {
   int lane = threadIdx.x % 32;
   int64_t len = rw.len, st = rw.inner;
-  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32;
-       r < rw.rows; r += int64_t(gridDim.x) * kWarps) {
+  for (int64_t r = blockIdx.x * int64_t(kWarps) + threadIdx.x / 32; r < rw.rows;
+       r += int64_t(gridDim.x) * kWarps) {
     int64_t base = rw.base(r);
     float s = 0.f;
     for (int64_t i = lane; i < len; i += 32)
@@ -173,9 +172,8 @@ __device__ __forceinline__ int64_t labelAt(const Sce &s, int64_t i) {
 
 /// Weight of row i's label; false (and the first bad row recorded) for an
 /// out-of-range label, false for an ignored one.
-__device__ __forceinline__ bool rowWeight(const Sce &s, int64_t i,
-                                          int64_t &lab, double &w,
-                                          int64_t *status) {
+__device__ __forceinline__ bool rowWeight(const Sce &s, int64_t i, int64_t &lab,
+                                          double &w, int64_t *status) {
   lab = labelAt(s, i);
   if (s.hasIgnore && lab == s.ignore)
     return false;
@@ -211,7 +209,7 @@ __global__ void sceRowsKernel(Sce s, const void *scores, int32_t ds,
     if (logProb)
       for (int64_t c = lane; c < s.C; c += 32)
         storeF(logProb, dlp, base + c * s.D,
-            float(double(loadF(scores, ds, base + c * s.D)) - mx - ls));
+               float(double(loadF(scores, ds, base + c * s.D)) - mx - ls));
     if (lane == 0) {
       int64_t lab;
       double w = 0, l = 0;
@@ -324,12 +322,11 @@ amprt_status cudaSce(amprt_context *ctx, T scores, T labels, T weight,
         (reduction == 0 ? checkShape(ctx, k, "loss", loss, lossNone)
                         : checkNumel(ctx, k, "loss", loss, 1)) ||
         checkFloat(ctx, k, "log_prob", log_prob, true) ||
-        (log_prob && checkShape(ctx, k, "log_prob", log_prob,
-                                shapeOf(scores))))
+        (log_prob && checkShape(ctx, k, "log_prob", log_prob, shapeOf(scores))))
       return onHost(ctx, [&] {
-        return amprt_softmax_cross_entropy_loss(
-            ctx, scores, labels, weight, reduction, has_ignore_index,
-            ignore_index, loss, log_prob);
+        return amprt_softmax_cross_entropy_loss(ctx, scores, labels, weight,
+                                                reduction, has_ignore_index,
+                                                ignore_index, loss, log_prob);
       });
     s.hasIgnore = has_ignore_index;
     s.ignore = ignore_index;
@@ -341,15 +338,14 @@ amprt_status cudaSce(amprt_context *ctx, T scores, T labels, T weight,
     if (rows > 0 && s.C > 0) {
       sceRowsKernel<<<rowGrid(rows), 32 * kWarps, 0, stream(ctx)>>>(
           s, scores->data, scores->dtype, log_prob ? log_prob->data : nullptr,
-          log_prob ? log_prob->dtype : 0, rowLoss, rowW,
-          state(ctx).devStatus);
+          log_prob ? log_prob->dtype : 0, rowLoss, rowW, state(ctx).devStatus);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     } else if (rows > 0) {
       // C = 0: every label is out of range; let the CPU say so.
       return onHost(ctx, [&] {
-        return amprt_softmax_cross_entropy_loss(
-            ctx, scores, labels, weight, reduction, has_ignore_index,
-            ignore_index, loss, log_prob);
+        return amprt_softmax_cross_entropy_loss(ctx, scores, labels, weight,
+                                                reduction, has_ignore_index,
+                                                ignore_index, loss, log_prob);
       });
     }
     if (reduction == 0) {
@@ -359,9 +355,8 @@ amprt_status cudaSce(amprt_context *ctx, T scores, T labels, T weight,
         AMPRT_CUDA_LAUNCHED(ctx, k);
       }
     } else {
-      sceReduceKernel<<<1, 1024, 0, stream(ctx)>>>(rowLoss, rowW, rows,
-                                                  reduction, loss->data,
-                                                  loss->dtype);
+      sceReduceKernel<<<1, 1024, 0, stream(ctx)>>>(
+          rowLoss, rowW, rows, reduction, loss->data, loss->dtype);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     return labelStatus(ctx, k, labels, s.C);
@@ -480,7 +475,7 @@ __device__ __forceinline__ int64_t decompose(int64_t i, int32_t n,
 
 /// mean: divide by count (0 when count is 0), as Reduce.cpp.
 __device__ __forceinline__ float reduceResult(double acc, int64_t count,
-                                             bool mean) {
+                                              bool mean) {
   return float(mean ? (count ? acc / double(count) : 0.0) : acc);
 }
 
@@ -509,10 +504,9 @@ __global__ void reduceThreadKernel(ReduceMap m, const void *x, int32_t dx,
 
 /// y[o] = the sum over c < parts of partial[o * so + c * sc], in c order
 /// (the second step of the chunked and the run-split reductions).
-__global__ void reducePartsKernel(const double *partial, int64_t so,
-                                  int64_t sc, int64_t parts, void *y,
-                                  int32_t dy, int64_t outs, int64_t count,
-                                  bool mean) {
+__global__ void reducePartsKernel(const double *partial, int64_t so, int64_t sc,
+                                  int64_t parts, void *y, int32_t dy,
+                                  int64_t outs, int64_t count, bool mean) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < outs;
        o += int64_t(gridDim.x) * blockDim.x) {
     double acc = 0;
@@ -586,8 +580,8 @@ void mergeDims(int32_t &n, int64_t *dims, int64_t *strides) {
 
 /// x's dims split by `red` into kept and reduced ones, neighbours that are
 /// contiguous merged; count and outs their element counts.
-void makeReduceMap(const Shape &sx, const std::vector<bool> &red,
-                   ReduceMap &m, int64_t &count, int64_t &outs) {
+void makeReduceMap(const Shape &sx, const std::vector<bool> &red, ReduceMap &m,
+                   int64_t &count, int64_t &outs) {
   count = outs = 1;
   int64_t stride = 1;
   std::vector<int64_t> xs(sx.size());
@@ -666,10 +660,9 @@ __global__ void extremeBlockKernel(ReduceMap m, const void *x, int32_t dx,
         // The pair that comes first in the sequential walk's result.
         bool nb = b != b, nc = c != c;
         bool second = ib != INT64_MAX &&
-                      (ic == INT64_MAX ||
-                       (nb || nc ? nb && (!nc || ib < ic)
-                                 : (max ? b > c : b < c) ||
-                                       (b == c && ib < ic)));
+                      (ic == INT64_MAX || (nb || nc ? nb && (!nc || ib < ic)
+                                                    : (max ? b > c : b < c) ||
+                                                          (b == c && ib < ic)));
         if (second) {
           val[threadIdx.x] = b;
           at[threadIdx.x] = ib;
@@ -705,35 +698,33 @@ amprt_status amprt::cuda::reduceFloat(amprt_context *ctx, const char *k, T x,
     Scratch partial;
     AMPRT_TRY(partial.get(ctx, k, size_t(outs * chunks) * sizeof(double)));
     auto *pp = static_cast<double *>(partial.p);
-    reducePartialKernel<<<unsigned(std::min<int64_t>(outs * chunks,
-                                                     65535LL * 32)),
-                          256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp,
-                                                 outs, count, chunks);
+    reducePartialKernel<<<unsigned(
+                              std::min<int64_t>(outs * chunks, 65535LL * 32)),
+                          256, 0, stream(ctx)>>>(m, x->data, x->dtype, pp, outs,
+                                                 count, chunks);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
         pp, chunks, 1, chunks, y->data, y->dtype, outs, count, mean);
   } else if (rows && (count >= 1024 || outs < 1024))
-    reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)),
-                        256, 0, stream(ctx)>>>(m, x->data, x->dtype,
-                                               y->data, y->dtype, outs,
-                                               count, mean);
+    reduceBlockKernel<<<unsigned(std::min<int64_t>(outs, 65535LL * 32)), 256, 0,
+                        stream(ctx)>>>(m, x->data, x->dtype, y->data, y->dtype,
+                                       outs, count, mean);
   else {
     // About 128K threads: split the count into runs when outs is short.
     int64_t runs = std::max<int64_t>(
-        1, std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8,
-                              4096}));
+        1,
+        std::min<int64_t>({(131072 + outs - 1) / outs, (count + 7) / 8, 4096}));
     Scratch partial;
     double *pp = nullptr;
     if (runs > 1) {
       AMPRT_TRY(partial.get(ctx, k, size_t(outs * runs) * sizeof(double)));
       pp = static_cast<double *>(partial.p);
     }
-    reduceThreadKernel<<<dim3(unsigned(std::min<int64_t>(
-                                  (outs + 255) / 256, 65535LL * 32)),
+    reduceThreadKernel<<<dim3(unsigned(std::min<int64_t>((outs + 255) / 256,
+                                                         65535LL * 32)),
                               unsigned(runs)),
-                         256, 0, stream(ctx)>>>(m, x->data, x->dtype,
-                                                y->data, y->dtype, outs,
-                                                count, mean, runs, pp);
+                         256, 0, stream(ctx)>>>(
+        m, x->data, x->dtype, y->data, y->dtype, outs, count, mean, runs, pp);
     if (runs > 1) {
       AMPRT_CUDA_LAUNCHED(ctx, k);
       reducePartsKernel<<<gridFor(outs, 256), 256, 0, stream(ctx)>>>(
@@ -782,8 +773,8 @@ amprt_status cudaReduce(amprt_context *ctx, T x, const int64_t *axes,
                                   : amprt_reduce_min;
       return f(ctx, x, axes, naxes, keepdims, noop_with_empty_axes, y);
     };
-    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) ||
-        naxes < 0 || (naxes > 0 && !axes))
+    if (checkFloat(ctx, k, "x", x) || checkFloat(ctx, k, "y", y) || naxes < 0 ||
+        (naxes > 0 && !axes))
       return onHost(ctx, cpu);
     Shape sx = shapeOf(x);
     std::vector<bool> red(sx.size(), naxes == 0 && !noop_with_empty_axes);

@@ -1,4 +1,5 @@
-//===- InitAllTranslations.h - amp-mlir translations -------------*- C++ -*-===//
+//===- InitAllTranslations.h - amp-mlir translations -------------*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

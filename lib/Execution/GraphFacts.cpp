@@ -93,4 +93,3 @@ void amp::exec::inlineFrozenIntegers(
     arg.replaceAllUsesWith(init.getResult());
   }
 }
-

@@ -220,16 +220,16 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
     HostTensor &h = **found;
     int32_t want = dtypeOf(type.getElementType());
     if (h.dtype != want)
-      return fail(Twine("--run: the data of graph input '") + name +
-                  "' is " + amprt_dtype_name(h.dtype) + ", the graph wants " +
+      return fail(Twine("--run: the data of graph input '") + name + "' is " +
+                  amprt_dtype_name(h.dtype) + ", the graph wants " +
                   (want < 0 ? "an unsupported type" : amprt_dtype_name(want)));
     if (type.hasRank()) {
       bool fits = type.getRank() == int64_t(h.shape.size());
       for (int64_t d = 0; fits && d < type.getRank(); ++d)
         fits = type.isDynamicDim(d) || type.getDimSize(d) == h.shape[d];
       if (!fits)
-        return fail("--run: the data of graph input '" + name +
-                    "' has shape " + shapeString(h.shape) + ", the graph's is " +
+        return fail("--run: the data of graph input '" + name + "' has shape " +
+                    shapeString(h.shape) + ", the graph's is " +
                     shapeString(type.getShape()));
     }
     Type typed = RankedTensorType::get(h.shape, type.getElementType());
@@ -312,7 +312,6 @@ llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
     allMatch &= *ok;
   }
   report << "amp-run --run: " << (*prog)->outputs().size() << " outputs, "
-         << compared << " compared: " << (allMatch ? "PASS" : "FAIL")
-         << "\n";
+         << compared << " compared: " << (allMatch ? "PASS" : "FAIL") << "\n";
   return allMatch;
 }

@@ -91,8 +91,8 @@ llvm::Expected<size_t> typeOf(const onnx::TensorProto &t, int32_t &dtype,
 }
 } // namespace
 
-llvm::Expected<HostTensor> amp::exec::fromTensorProto(const onnx::TensorProto &t,
-                                           StringRef dir) {
+llvm::Expected<HostTensor>
+amp::exec::fromTensorProto(const onnx::TensorProto &t, StringRef dir) {
   HostTensor h;
   auto size = typeOf(t, h.dtype, h.shape);
   if (!size)
@@ -134,8 +134,8 @@ llvm::Expected<HostTensor> amp::exec::fromTensorProto(const onnx::TensorProto &t
   return h;
 }
 
-llvm::Expected<StoredTensor>
-amp::exec::takeTensorProto(onnx::TensorProto &t, StringRef dir) {
+llvm::Expected<StoredTensor> amp::exec::takeTensorProto(onnx::TensorProto &t,
+                                                        StringRef dir) {
   StoredTensor s;
   s.name = t.name();
   auto bytes = typeOf(t, s.dtype, s.shape);

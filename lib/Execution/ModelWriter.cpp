@@ -28,8 +28,8 @@ constexpr int kModelGraph = 7, kGraphInitializer = 5, kTensorRawData = 9;
 /// bytes, in protobuf's wire format.
 std::string fieldHead(int field, uint64_t length) {
   uint8_t buf[2 * 10];
-  uint8_t *end = CodedOutputStream::WriteVarint64ToArray(
-      (uint64_t(field) << 3) | 2, buf);
+  uint8_t *end =
+      CodedOutputStream::WriteVarint64ToArray((uint64_t(field) << 3) | 2, buf);
   end = CodedOutputStream::WriteVarint64ToArray(length, end);
   return std::string(reinterpret_cast<char *>(buf), end - buf);
 }
@@ -52,8 +52,8 @@ llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
   if (externalData) {
     // The bytes go to the data file first, the tensors pointing at them
     // join the model's initializers.
-    auto created = ExternalDataWriter::create(path,
-                                              defaultExternalDataLocation(path));
+    auto created =
+        ExternalDataWriter::create(path, defaultExternalDataLocation(path));
     if (!created)
       return created.takeError();
     data = std::move(*created);
@@ -64,8 +64,8 @@ llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
         e = data->appendFromFile(i.header, {b.path().str(), b.fileOffset()},
                                  b.size());
       else if (b.hostData())
-        e = data->append(i.header, llvm::ArrayRef<char>(b.hostData(),
-                                                        b.size()));
+        e = data->append(i.header,
+                         llvm::ArrayRef<char>(b.hostData(), b.size()));
       else
         e = data->appendGenerated(
             i.header, b.size(),
@@ -96,8 +96,7 @@ llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
   if (llvm::Error e = (*file)->write(head))
     return e;
   for (const StreamedInitializer &i : inits) {
-    if (llvm::Error e =
-            (*file)->write(chunkPrefix(i.header, i.bytes.size())))
+    if (llvm::Error e = (*file)->write(chunkPrefix(i.header, i.bytes.size())))
       return e;
     if (llvm::Error e = (*file)->write(i.bytes))
       return e;

@@ -54,7 +54,8 @@
 #if FLATBUFFERS_VERSION_MAJOR < 2 ||                                           \
     (FLATBUFFERS_VERSION_MAJOR == 2 && FLATBUFFERS_VERSION_MINOR == 0 &&       \
      FLATBUFFERS_VERSION_REVISION < 6)
-#error "amp-mlir needs FlatBuffers 2.0.6 or newer (Debian 12: libflatbuffers-dev)"
+#error                                                                         \
+    "amp-mlir needs FlatBuffers 2.0.6 or newer (Debian 12: libflatbuffers-dev)"
 #endif
 
 using namespace llvm;
@@ -134,8 +135,8 @@ struct FbParameterOptimizerState : private flatbuffers::Table {
   bool Verify(flatbuffers::Verifier &v) const {
     return VerifyTableStart(v) && VerifyOffset(v, slot(0)) &&
            v.VerifyString(paramName()) && VerifyOffset(v, slot(1)) &&
-           v.VerifyVector(momentums()) &&
-           v.VerifyVectorOfTables(momentums()) && v.EndTable();
+           v.VerifyVector(momentums()) && v.VerifyVectorOfTables(momentums()) &&
+           v.EndTable();
   }
 };
 
@@ -305,11 +306,11 @@ Expected<OrtCheckpointTensor> readTensor(const TensorFiles &f,
                                  "module state says the checkpoint has no "
                                  "external data");
     if (uint64_t(off) > f.dataSize || *need > f.dataSize - uint64_t(off))
-      return failure(f.dataPath,
-                     "tensor '" + p.name + "': bytes [" + Twine(off) + ", " +
-                         Twine(uint64_t(off) + *need) +
-                         ") are past the end of the file (" +
-                         Twine(f.dataSize) + " bytes)");
+      return failure(f.dataPath, "tensor '" + p.name + "': bytes [" +
+                                     Twine(off) + ", " +
+                                     Twine(uint64_t(off) + *need) +
+                                     ") are past the end of the file (" +
+                                     Twine(f.dataSize) + " bytes)");
     p.data = TensorBytes::inFile(f.dataPath, uint64_t(off), *need);
     return p;
   }
@@ -318,10 +319,10 @@ Expected<OrtCheckpointTensor> readTensor(const TensorFiles &f,
     return failure(f.path, "tensor '" + p.name + "' has " + Twine(have) +
                                " bytes of data; its type and shape need " +
                                Twine(*need));
-  uint64_t at = have ? uint64_t(reinterpret_cast<const char *>(
-                                    t->rawData()->data()) -
-                                f.bytes.data())
-                     : 0;
+  uint64_t at =
+      have ? uint64_t(reinterpret_cast<const char *>(t->rawData()->data()) -
+                      f.bytes.data())
+           : 0;
   p.data = TensorBytes::inFile(f.path.str(), at, have);
   return p;
 }
@@ -339,11 +340,10 @@ Error checkTensor(const OrtCheckpointTensor &t) {
     return createStringError(inconvertibleErrorCode(),
                              "tensor '" + t.name + "' has an invalid shape");
   if (t.data.size() != *need)
-    return createStringError(inconvertibleErrorCode(),
-                             "tensor '" + t.name + "' has " +
-                                 Twine(t.data.size()) +
-                                 " bytes of data; its type and shape need " +
-                                 Twine(*need));
+    return createStringError(
+        inconvertibleErrorCode(),
+        "tensor '" + t.name + "' has " + Twine(t.data.size()) +
+            " bytes of data; its type and shape need " + Twine(*need));
   return Error::success();
 }
 
@@ -409,8 +409,7 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
   // data named can be no more than the files hold.
   StringSet<> seen;
   uint64_t inlineBytes = 0, externalBytes = 0;
-  auto account = [&](const OrtCheckpointTensor &t,
-                     const Twine &key) -> Error {
+  auto account = [&](const OrtCheckpointTensor &t, const Twine &key) -> Error {
     if (!seen.insert(key.str()).second)
       return failure(path, "'" + key + "' appears twice");
     bool external = !t.data.path().empty() && t.data.path() != path;
@@ -455,8 +454,8 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
           auto m = readTensor(files, t);
           if (!m)
             return m.takeError();
-          if (Error e = account(*m, "optimizer state " + m->name + " of " +
-                                        param))
+          if (Error e =
+                  account(*m, "optimizer state " + m->name + " of " + param))
             return std::move(e);
           std::string moment = m->name;
           out.moments.push_back({param, moment, std::move(*m)});
@@ -585,7 +584,7 @@ Error amp::exec::writeOrtCheckpoint(const OrtCheckpoint &c, StringRef path,
   auto moduleStart = b.StartTable();
   b.AddOffset(slot(0), requiresGrad);
   b.AddOffset(slot(1), frozen);
-  b.AddElement<uint8_t>(slot(2), 0, 0); // is_nominal_state
+  b.AddElement<uint8_t>(slot(2), 0, 0);            // is_nominal_state
   b.AddElement<uint8_t>(slot(3), externalData, 0); // has_external_data
   Off module(b.EndTable(moduleStart));
 
@@ -695,16 +694,16 @@ Error amp::exec::writeOrtCheckpoint(const OrtCheckpoint &c, StringRef path,
   if (!file)
     return file.takeError();
   AtomicOutputFile &f = **file;
-  if (Error e = f.write(StringRef(reinterpret_cast<const char *>(tables),
-                                  tablesSize)))
+  if (Error e = f.write(
+          StringRef(reinterpret_cast<const char *>(tables), tablesSize)))
     return e;
   for (auto [i, entry] : llvm::enumerate(inlineTables)) {
     const OrtCheckpointTensor &t = *entry.first;
     uint32_t length = uint32_t(t.data.size());
     if (Error e = f.writeZeros(vectorAt[i] - f.offset()))
       return e;
-    if (Error e = f.write(StringRef(reinterpret_cast<const char *>(&length),
-                                    4)))
+    if (Error e =
+            f.write(StringRef(reinterpret_cast<const char *>(&length), 4)))
       return e;
     if (Error e = f.write(t.data))
       return e;

@@ -1,4 +1,5 @@
-//===- Program.cpp - interpret a lowered module over the runtime ABI -------===//
+//===- Program.cpp - interpret a lowered module over the runtime ABI
+//-------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -59,7 +60,8 @@ amprt_status invokeWith(amprt_status (*fn)(Args...), const Slot *s,
   return fn(fromSlot<Args>(s[I])...);
 }
 
-template <typename... Args> constexpr size_t arityOf(amprt_status (*)(Args...)) {
+template <typename... Args>
+constexpr size_t arityOf(amprt_status (*)(Args...)) {
   return sizeof...(Args);
 }
 
@@ -133,7 +135,7 @@ struct Program::Impl {
   void *arena = nullptr;
   std::vector<void *> owned; // constants
   std::deque<std::vector<int64_t>> shapes;
-  std::deque<amprt_tensor> descs;           // single tensors
+  std::deque<amprt_tensor> descs;               // single tensors
   std::deque<std::vector<amprt_tensor>> arrays; // tensor arrays
   std::deque<std::vector<int64_t>> hostArrays;
   std::deque<amprt_window> windows;
@@ -240,8 +242,8 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
   im.argData.assign(entry.getNumArguments(), nullptr);
   for (BlockArgument arg : entry.getArguments()) {
     auto type = cast<MemRefType>(arg.getType());
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                  kNameAttr);
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kNameAttr);
     int32_t dt = dtypeOf(type.getElementType());
     auto from =
         func.getArgAttrOfType<TypeAttr>(arg.getArgNumber(), kNarrowedFromAttr);
@@ -264,8 +266,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
         return fail("lowered function has more than one arena");
       prog->arenaSize = alloc.getType().getNumElements();
       if (amprt_malloc(ctx, prog->arenaSize, &im.arena) != AMPRT_OK)
-        return fail(Twine("arena allocation failed: ") +
-                    amprt_last_error(ctx));
+        return fail(Twine("arena allocation failed: ") + amprt_last_error(ctx));
       continue;
     }
     if (isa<arith::ConstantOp>(op))
@@ -282,12 +283,13 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
     if (auto get = dyn_cast<memref::GetGlobalOp>(op)) {
       auto global =
           module.lookupSymbol<memref::GlobalOp>(get.getNameAttr().getAttr());
-      auto value = global ? dyn_cast_or_null<ElementsAttr>(
-                                global.getInitialValueAttr())
-                          : ElementsAttr();
+      auto value =
+          global ? dyn_cast_or_null<ElementsAttr>(global.getInitialValueAttr())
+                 : ElementsAttr();
       if (!value)
         return fail("memref.global @" + get.getName() + " has no value");
-      auto bytes = constantBytes(value, dtypeOf(get.getType().getElementType()));
+      auto bytes =
+          constantBytes(value, dtypeOf(get.getType().getElementType()));
       if (!bytes)
         return bytes.takeError();
       void *data = nullptr;
@@ -363,7 +365,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
           im.hostArrays.emplace_back(a.asArrayRef().begin(),
                                      a.asArrayRef().end());
           s.p = im.hostArrays.back().empty() ? nullptr
-                                              : im.hostArrays.back().data();
+                                             : im.hostArrays.back().data();
           break;
         }
         case amprt::ParamKind::Window: {

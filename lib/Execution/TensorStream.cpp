@@ -64,17 +64,17 @@ llvm::Error TensorBytes::forEachPiece(
     llvm::function_ref<llvm::Error(uint64_t, StringRef)> fn) const {
   if (host || size_ == 0) {
     for (uint64_t at = 0; at < size_; at += kTensorPieceBytes)
-      if (llvm::Error e = fn(at, StringRef(host + at, std::min(
-                                                          kTensorPieceBytes,
-                                                          size_ - at))))
+      if (llvm::Error e =
+              fn(at,
+                 StringRef(host + at, std::min(kTensorPieceBytes, size_ - at))))
         return e;
     return llvm::Error::success();
   }
   if (fill) {
     std::vector<char> staging(std::min(size_, kTensorPieceBytes));
     for (uint64_t at = 0; at < size_; at += kTensorPieceBytes) {
-      llvm::MutableArrayRef<char> piece(staging.data(),
-                                        std::min(kTensorPieceBytes, size_ - at));
+      llvm::MutableArrayRef<char> piece(
+          staging.data(), std::min(kTensorPieceBytes, size_ - at));
       if (llvm::Error e = fill(at, piece))
         return e;
       if (llvm::Error e = fn(at, StringRef(piece.data(), piece.size())))

@@ -148,7 +148,7 @@ private:
   }
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
-  std::vector<std::string> params;     // training graph order
+  std::vector<std::string> params; // training graph order
   /// Per-parameter update signals of the optimizer (AdamOptimizer's
   /// <p>.should_update): fed the step's all-finite flag.
   std::vector<std::string> updateIns;
@@ -207,8 +207,8 @@ private:
         [this, &b](uint64_t at,
                    llvm::MutableArrayRef<char> piece) -> llvm::Error {
           if (amprt_memcpy(ctx, piece.data(),
-                           static_cast<const char *>(b.data) + at,
-                           piece.size(), AMPRT_DEVICE_TO_HOST) != AMPRT_OK)
+                           static_cast<const char *>(b.data) + at, piece.size(),
+                           AMPRT_DEVICE_TO_HOST) != AMPRT_OK)
             return fail(Twine("device memory: ") + amprt_last_error(ctx));
           return llvm::Error::success();
         });
@@ -297,8 +297,8 @@ llvm::Error Trainer::load() {
                   "with --dump-lowered for other sizes)");
     llvm::SourceMgr sm;
     SourceMgrDiagnosticHandler handler(sm, &mctx);
-    loweredTop = parseSourceFile<ModuleOp>(opts.trainingModel, sm,
-                                           ParserConfig(&mctx));
+    loweredTop =
+        parseSourceFile<ModuleOp>(opts.trainingModel, sm, ParserConfig(&mctx));
     if (!loweredTop)
       return fail(opts.trainingModel + ": cannot parse the lowered program");
     for (auto m : loweredTop->getOps<ModuleOp>()) {
@@ -327,8 +327,8 @@ llvm::Error Trainer::load() {
         return fail(opts.trainingModel + ": argument " + Twine(i) +
                     " of @training::@main has no amprt.name or no memref "
                     "type");
-      inputs.push_back({n.str(), SmallVector<int64_t>(t.getShape()),
-                        t.getElementType()});
+      inputs.push_back(
+          {n.str(), SmallVector<int64_t>(t.getShape()), t.getElementType()});
     }
   } else {
     trainMod = importOnnxFile(opts.trainingModel, &mctx);
@@ -343,7 +343,8 @@ llvm::Error Trainer::load() {
     // update a weight.)
     if (containsOptimizer(*trainMod) && !containsOptimizer(*optMod))
       return fail(opts.trainingModel + " holds the optimizer and " +
-                  opts.optimizerModel + " does not: give the training "
+                  opts.optimizerModel +
+                  " does not: give the training "
                   "model first, then the optimizer model");
     if (!containsOptimizer(*optMod))
       return fail(opts.optimizerModel + ": no optimizer node (" +
@@ -375,8 +376,7 @@ llvm::Error Trainer::load() {
         if (auto d = g.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
           for (Attribute a : d)
             if (auto s = dyn_cast<StringAttr>(a))
-              if (!s.getValue().empty() &&
-                  symbols.insert(s.getValue()).second)
+              if (!s.getValue().empty() && symbols.insert(s.getValue()).second)
                 symbolList += (symbolList.empty() ? "" : ", ") + s.str();
     SmallVector<StringRef> entries;
     StringRef(opts.dims).split(entries, ',', -1, /*KeepEmpty=*/false);
@@ -388,11 +388,13 @@ llvm::Error Trainer::load() {
       if (value.trim().getAsInteger(10, v) || v < 0)
         return fail("--dims " + e + ": a dim is name=<size>");
       if (!symbols.contains(name))
-        return fail("--dims " + e + ": no input of the two models has a "
-                    "symbolic dim '" + name + "' (" +
-                    (symbolList.empty() ? "they have none"
-                                        : "theirs: " + symbolList) +
-                    ")");
+        return fail(
+            "--dims " + e +
+            ": no input of the two models has a "
+            "symbolic dim '" +
+            name + "' (" +
+            (symbolList.empty() ? "they have none" : "theirs: " + symbolList) +
+            ")");
       auto [it, fresh] = bound.try_emplace(name, v);
       if (!fresh && it->second != v)
         return fail("--dims binds '" + name + "' twice, to " +
@@ -516,8 +518,7 @@ llvm::Error Trainer::load() {
     if (!hasGrad)
       continue;
     trainable.push_back(in.name);
-    seqTypes.push_back(
-        TypeAttr::get(RankedTensorType::get(in.shape, in.elem)));
+    seqTypes.push_back(TypeAttr::get(RankedTensorType::get(in.shape, in.elem)));
   }
   if (params.empty() && !resumed.empty())
     return fail(opts.resumePath + ": none of its parameters is an input of " +
@@ -582,8 +583,7 @@ llvm::Error Trainer::load() {
     auto optGraph = *optMod->getOps<train::GraphOp>().begin();
     for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
       if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
-        optGraph.setArgAttr(i, kSeqTypesAttr,
-                            ArrayAttr::get(&mctx, seqTypes));
+        optGraph.setArgAttr(i, kSeqTypesAttr, ArrayAttr::get(&mctx, seqTypes));
     if (auto e = lower(*trainMod, opts.trainingModel))
       return e;
     if (auto e = lower(*optMod, opts.optimizerModel))
@@ -596,9 +596,9 @@ llvm::Error Trainer::load() {
     // module @optimizer {...} }.
     OpBuilder b(&mctx);
     auto top = ModuleOp::create(b.getUnknownLoc());
-    for (auto [name, m] : {std::pair<StringRef, ModuleOp>{"training",
-                                                           trainLowered},
-                           {"optimizer", optLowered}}) {
+    for (auto [name, m] :
+         {std::pair<StringRef, ModuleOp>{"training", trainLowered},
+          {"optimizer", optLowered}}) {
       auto inner = cast<ModuleOp>(m->clone());
       inner.setSymName(name);
       top.push_back(inner);
@@ -617,8 +617,7 @@ llvm::Error Trainer::load() {
     return fail("--device must be cpu or cuda, not '" + opts.device + "'");
   // The runtime says why a backend is missing (not built, or no device).
   if (amprt_context_create(opts.device.c_str(), &ctx) != AMPRT_OK)
-    return fail("--device " + opts.device + ": " +
-                amprt_last_error(nullptr));
+    return fail("--device " + opts.device + ": " + amprt_last_error(nullptr));
 
   auto tp = Program::create(trainLowered, "main", ctx);
   if (!tp)
@@ -698,7 +697,8 @@ llvm::Error Trainer::load() {
       else if (perParam(".should_update"))
         updateIns.push_back(p.name);
     }
-    if (!state.count(key) && StringRef(key).ends_with("_grad.accumulation.buffer"))
+    if (!state.count(key) &&
+        StringRef(key).ends_with("_grad.accumulation.buffer"))
       return fail("optimizer gradient '" + key +
                   "' is not an input of the training graph");
     DeviceBuffer &b = alloc(key, p);
@@ -799,7 +799,8 @@ llvm::Error Trainer::load() {
     for (const std::string &name : dataInputs) {
       if (!isPlainFileName(name))
         return fail("data: graph input '" + name + "' cannot name a file in " +
-                    src + " (a path separator or a dot name); use "
+                    src +
+                    " (a path separator or a dot name); use "
                     "--data synthetic:<seed>");
       auto found = readNamedTensor(src, name);
       if (!found)
@@ -823,9 +824,9 @@ llvm::Error Trainer::load() {
               std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
         ArrayRef<int64_t> ts(t.shape), ps(p.shape);
         return fail("data for '" + name + "' has shape " + shapeString(ts) +
-                    (ts.empty() ? std::string(": a scalar, not samples")
-                                : ": samples of " +
-                                      shapeString(ts.drop_front())) +
+                    (ts.empty()
+                         ? std::string(": a scalar, not samples")
+                         : ": samples of " + shapeString(ts.drop_front())) +
                     ", the graph input wants samples of " +
                     shapeString(ps.drop_front()) + " (samples along axis 0)");
       }
@@ -988,7 +989,8 @@ llvm::Expected<Trainer::OrtLayout> Trainer::ortCheckpointLayout() {
                                                        : "";
     if (moment.empty())
       return fail("--ort-checkpoint: the optimizer state '" + seq + "' of '" +
-                  param + "' has no name in onnxruntime-training's "
+                  param +
+                  "' has no name in onnxruntime-training's "
                   "checkpoint (it names Adam's two moments)");
     out.push_back({key.str(), moment.str(), param.str(), false});
   }
@@ -1049,10 +1051,12 @@ llvm::Error Trainer::findOutputGraph() {
   // writes next to the training model takes them as inputs.
   std::string from = !opts.weights.empty()
                          ? "onnxruntime-training's checkpoint " + opts.weights
-                     : opts.initSeed ? std::string("--init")
-                                     : "amp-run's checkpoint " + opts.resumePath;
+                     : opts.initSeed
+                         ? std::string("--init")
+                         : "amp-run's checkpoint " + opts.resumePath;
   if (!opts.optimizerModel.empty()) {
-    llvm::SmallString<256> eval = llvm::sys::path::parent_path(opts.trainingModel);
+    llvm::SmallString<256> eval =
+        llvm::sys::path::parent_path(opts.trainingModel);
     llvm::sys::path::append(eval, "eval_model.onnx");
     if (llvm::sys::fs::exists(eval)) {
       outputGraph = std::string(eval);
@@ -1061,7 +1065,8 @@ llvm::Error Trainer::findOutputGraph() {
   }
   return fail("-o " + opts.outPath + ": the parameters come from " + from +
               ", which holds no graph, and there is no eval_model.onnx next "
-              "to " + opts.trainingModel +
+              "to " +
+              opts.trainingModel +
               " to write them into; give --weights <model.onnx> (the forward "
               "model) or put the artifacts' eval model there");
 }
@@ -1152,9 +1157,8 @@ llvm::Error Trainer::writeWeights(StringRef path) {
   // (onnx.save_model's default size_threshold); smaller ones stay in the
   // model.
   if (external)
-    if (auto e = split([](const onnx::TensorProto &t) {
-          return t.ByteSizeLong() < 1024;
-        }))
+    if (auto e = split(
+            [](const onnx::TensorProto &t) { return t.ByteSizeLong() < 1024; }))
       return e;
   return writeModel(model, std::move(streamed), path, external);
 }
@@ -1174,7 +1178,8 @@ llvm::Error Trainer::run() {
       total += state[p]->bytes;
     if (total > kMaxProtobufBytes)
       return fail("-o " + opts.outPath + ": the model would hold at least " +
-                  Twine(total) + " bytes, more than one protobuf can (2 "
+                  Twine(total) +
+                  " bytes, more than one protobuf can (2 "
                   "GiB) with --external-data=never");
   }
   int lossOut = -1, scaleOut = -1, finiteOut = -1;
@@ -1204,8 +1209,8 @@ llvm::Error Trainer::run() {
   std::vector<DeviceBuffer *> updateSignals;
   for (const std::string &n : updateIns)
     updateSignals.push_back(state[n].get());
-  DeviceBuffer *lr = state.count("learning_rate") ? state["learning_rate"].get()
-                                                  : nullptr;
+  DeviceBuffer *lr =
+      state.count("learning_rate") ? state["learning_rate"].get() : nullptr;
   DeviceBuffer *stepIn = state.count("step") ? state["step"].get() : nullptr;
   DeviceBuffer *finiteIn =
       state.count("amp.all_finite") ? state["amp.all_finite"].get() : nullptr;
@@ -1228,8 +1233,7 @@ llvm::Error Trainer::run() {
   status << "amp-run: " << params.size() << " parameters, "
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
-         << optProg->arenaBytes() << " bytes, "
-         << precisionName()
+         << optProg->arenaBytes() << " bytes, " << precisionName()
          << ", device " << opts.device << "\n";
   // What the training arena holds where most of it is alive.
   if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))
@@ -1322,8 +1326,8 @@ llvm::Error Trainer::run() {
                    a = desc(cur), y = desc(other);
       if (groupStart)
         amprt_memcpy(ctx, cur.data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
-      else if (auto e = check(amprt_logical_and(ctx, &a, &f, &y),
-                              "all-finite flag"))
+      else if (auto e =
+                   check(amprt_logical_and(ctx, &a, &f, &y), "all-finite flag"))
         return e;
       else
         group = 1 - group;
@@ -1352,8 +1356,8 @@ llvm::Error Trainer::run() {
                                    : const_cast<void *>(flag);
       if (stepIn && deviceUpdated) {
         // step += updated, for the next optimizer run.
-        amprt_tensor u = {updatedDev, AMPRT_BOOL,
-                          int32_t(stepIn->shape.size()), stepIn->shape.data()},
+        amprt_tensor u = {updatedDev, AMPRT_BOOL, int32_t(stepIn->shape.size()),
+                          stepIn->shape.data()},
                      one = desc(stepOne), next = desc(stepNext),
                      cur = desc(*stepIn);
         if (auto e = check(amprt_cast(ctx, &u, &one), "optimizer step"))
@@ -1392,9 +1396,9 @@ llvm::Error Trainer::run() {
     // read back (so its device work is done): with --log-time a benchmark
     // takes the steady state from one process, (seconds[j] - seconds[i]) /
     // (j - i).
-    double secs = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (log) {
       *log << stepsDone << "," << llvm::format("%.9g", loss) << ","
            << llvm::format("%.9g", scale) << "," << int(finite) << ","

@@ -111,8 +111,7 @@ struct TosaOpModel : public FloatPortsModel<TosaOpModel<OpT>, OpT> {
       APFloat::opStatus st = v.convert(floatType.getFloatSemantics(),
                                        APFloat::rmNearestTiesToEven, &lost);
       if ((st & APFloat::opOverflow) || v.isInfinity())
-        v = APFloat::getLargest(floatType.getFloatSemantics(),
-                                v.isNegative());
+        v = APFloat::getLargest(floatType.getFloatSemantics(), v.isNegative());
       return FloatAttr::get(floatType, v);
     };
     clamp.setMinValAttr(convert(clamp.getMinValAttr()));
@@ -120,9 +119,8 @@ struct TosaOpModel : public FloatPortsModel<TosaOpModel<OpT>, OpT> {
   }
   Value buildAMPCast(Operation *op, OpBuilder &builder, Location loc,
                      Value value, Type type) const {
-    return tosa::CastOp::create(builder, loc,
-                                withAMPElementType(value.getType(), type),
-                                value);
+    return tosa::CastOp::create(
+        builder, loc, withAMPElementType(value.getType(), type), value);
   }
 };
 
@@ -141,28 +139,25 @@ void amp::registerAMPExternalModels(DialectRegistry &registry) {
            arith::SelectOp>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, math::MathDialect *) {
-    attach<FloatOpModel, math::ExpOp, math::Exp2Op, math::ExpM1Op,
-           math::LogOp, math::Log1pOp, math::Log2Op, math::Log10Op,
-           math::PowFOp, math::SqrtOp, math::RsqrtOp, math::TanhOp,
-           math::ErfOp, math::AbsFOp, math::FmaOp, math::CeilOp,
-           math::FloorOp>(ctx);
+    attach<FloatOpModel, math::ExpOp, math::Exp2Op, math::ExpM1Op, math::LogOp,
+           math::Log1pOp, math::Log2Op, math::Log10Op, math::PowFOp,
+           math::SqrtOp, math::RsqrtOp, math::TanhOp, math::ErfOp, math::AbsFOp,
+           math::FmaOp, math::CeilOp, math::FloorOp>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, linalg::LinalgDialect *) {
     attach<LinalgOpModel, linalg::MatmulOp, linalg::BatchMatmulOp,
-           linalg::MatvecOp, linalg::Conv2DNhwcHwcfOp,
-           linalg::Conv2DNchwFchwOp, linalg::DepthwiseConv2DNhwcHwcOp,
-           linalg::FillOp, linalg::AddOp, linalg::SubOp, linalg::MulOp,
-           linalg::DivOp, linalg::ExpOp, linalg::LogOp, linalg::MaxOp,
-           linalg::MinOp, linalg::CopyOp, linalg::TransposeOp,
-           linalg::BroadcastOp>(ctx);
+           linalg::MatvecOp, linalg::Conv2DNhwcHwcfOp, linalg::Conv2DNchwFchwOp,
+           linalg::DepthwiseConv2DNhwcHwcOp, linalg::FillOp, linalg::AddOp,
+           linalg::SubOp, linalg::MulOp, linalg::DivOp, linalg::ExpOp,
+           linalg::LogOp, linalg::MaxOp, linalg::MinOp, linalg::CopyOp,
+           linalg::TransposeOp, linalg::BroadcastOp>(ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, tosa::TosaDialect *) {
-    attach<TosaOpModel, tosa::MatMulOp, tosa::Conv2DOp,
-           tosa::DepthwiseConv2DOp, tosa::AddOp, tosa::SubOp, tosa::MulOp,
-           tosa::ExpOp, tosa::LogOp, tosa::PowOp, tosa::TanhOp,
-           tosa::SigmoidOp, tosa::ReciprocalOp, tosa::ReduceSumOp,
-           tosa::ReduceMaxOp, tosa::MaximumOp, tosa::MinimumOp,
-           tosa::ClampOp, tosa::ReshapeOp, tosa::TransposeOp, tosa::SliceOp,
-           tosa::ConcatOp, tosa::NegateOp, tosa::AbsOp>(ctx);
+    attach<TosaOpModel, tosa::MatMulOp, tosa::Conv2DOp, tosa::DepthwiseConv2DOp,
+           tosa::AddOp, tosa::SubOp, tosa::MulOp, tosa::ExpOp, tosa::LogOp,
+           tosa::PowOp, tosa::TanhOp, tosa::SigmoidOp, tosa::ReciprocalOp,
+           tosa::ReduceSumOp, tosa::ReduceMaxOp, tosa::MaximumOp,
+           tosa::MinimumOp, tosa::ClampOp, tosa::ReshapeOp, tosa::TransposeOp,
+           tosa::SliceOp, tosa::ConcatOp, tosa::NegateOp, tosa::AbsOp>(ctx);
   });
 }

@@ -43,8 +43,8 @@ void *cpuAlloc(amprt_context *, size_t bytes) {
   return std::aligned_alloc(64, rounded);
 }
 void cpuRelease(amprt_context *, void *p) { std::free(p); }
-amprt_status cpuCopy(amprt_context *, void *dst, const void *src,
-                     size_t bytes, int32_t) {
+amprt_status cpuCopy(amprt_context *, void *dst, const void *src, size_t bytes,
+                     int32_t) {
   if (bytes)
     std::memmove(dst, src, bytes);
   return AMPRT_OK;
@@ -91,8 +91,8 @@ amprt_status amprt_context_create(const char *backend, amprt_context **out) {
     std::string why;
     b = cudaBackend(why);
     if (!b && !best) {
-      createError = "amprt_context_create: backend 'cuda' is not available: " +
-                    why;
+      createError =
+          "amprt_context_create: backend 'cuda' is not available: " + why;
       return AMPRT_ERR_BACKEND;
     }
   }

@@ -30,8 +30,8 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                      "%s: spatial rank %d not supported (1, 2 or 3)", k, sr);
   if (x->rank != sr + 2)
     return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: x has shape %s, expected rank %d (N, C, spatial)",
-                     k, shapeStr(x).c_str(), sr + 2);
+                     "%s: x has shape %s, expected rank %d (N, C, spatial)", k,
+                     shapeStr(x).c_str(), sr + 2);
   // The window per dim, (D, H, W) order; the dims x lacks are 1 wide.
   int64_t in[3] = {1, 1, 1}, ker[3] = {1, 1, 1}, st[3] = {1, 1, 1},
           pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, dl[3] = {1, 1, 1}, out[3];
@@ -41,9 +41,8 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
     ker[a] = kernel[i];
     if (win->kernel[i] != 0 && win->kernel[i] != kernel[i])
       return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: kernel_shape[%d] = %lld but the weight has %lld",
-                       k, i, (long long)win->kernel[i],
-                       (long long)kernel[i]);
+                       "%s: kernel_shape[%d] = %lld but the weight has %lld", k,
+                       i, (long long)win->kernel[i], (long long)kernel[i]);
     st[a] = win->strides[i] ? win->strides[i] : 1;
     dl[a] = win->dilations[i] ? win->dilations[i] : 1;
     pb[a] = win->pads[i];
@@ -56,9 +55,9 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                        (long long)dl[a], (long long)pb[a], (long long)pe[a]);
   }
   for (int a = 0; a < 3; ++a) {
-    out[a] = amprt_window_count(in[a] + pb[a] + pe[a] -
-                                    (dl[a] * (ker[a] - 1) + 1),
-                                st[a], win->ceil_mode, in[a] + pb[a]);
+    out[a] =
+        amprt_window_count(in[a] + pb[a] + pe[a] - (dl[a] * (ker[a] - 1) + 1),
+                           st[a], win->ceil_mode, in[a] + pb[a]);
     if (out[a] < 1)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: window larger than the padded input %s", k,
@@ -85,9 +84,8 @@ Shape outShape(const Window &g, int32_t sr, int64_t channels) {
 }
 
 bool isPointwise(const Window &g) {
-  return g.taps() == 1 && g.sd == 1 && g.sh == 1 && g.sw == 1 &&
-         g.pf == 0 && g.pt == 0 && g.pl == 0 && g.pk == 0 && g.pb == 0 &&
-         g.pr == 0;
+  return g.taps() == 1 && g.sd == 1 && g.sh == 1 && g.sw == 1 && g.pf == 0 &&
+         g.pt == 0 && g.pl == 0 && g.pk == 0 && g.pb == 0 && g.pr == 0;
 }
 
 /// Calls row(c, tap, j, od, oh, d, h) for each row of im2col's matrix: the
@@ -110,42 +108,42 @@ void forEachColRow(const Window &g, int64_t channels, F &&row) {
 
 /// col[(c, a, i, j), (od, oh, ow)] =
 ///   x[c, od*sd - pf + a*dd, oh*sh - pt + i*dh, ow*sw - pl + j*dw].
-void im2col(const Window &g, int64_t channels, const float *x,
-            float *col) {
+void im2col(const Window &g, int64_t channels, const float *x, float *col) {
   int64_t P = g.outPlane();
-  forEachColRow(g, channels, [&](int64_t c, int64_t tap, int64_t j,
-                                 int64_t od, int64_t oh, int64_t d,
-                                 int64_t h) {
-    float *r = col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
-    if (d < 0 || d >= g.D || h < 0 || h >= g.H) {
-      std::fill(r, r + g.Wo, 0.f);
-      return;
-    }
-    const float *xr = x + c * g.inPlane() + (d * g.H + h) * g.W;
-    for (int64_t ow = 0; ow < g.Wo; ++ow) {
-      int64_t w = ow * g.sw - g.pl + j * g.dw;
-      r[ow] = (w >= 0 && w < g.W) ? xr[w] : 0.f;
-    }
-  });
+  forEachColRow(g, channels,
+                [&](int64_t c, int64_t tap, int64_t j, int64_t od, int64_t oh,
+                    int64_t d, int64_t h) {
+                  float *r =
+                      col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
+                  if (d < 0 || d >= g.D || h < 0 || h >= g.H) {
+                    std::fill(r, r + g.Wo, 0.f);
+                    return;
+                  }
+                  const float *xr = x + c * g.inPlane() + (d * g.H + h) * g.W;
+                  for (int64_t ow = 0; ow < g.Wo; ++ow) {
+                    int64_t w = ow * g.sw - g.pl + j * g.dw;
+                    r[ow] = (w >= 0 && w < g.W) ? xr[w] : 0.f;
+                  }
+                });
 }
 
 /// The adjoint of im2col: dx[c, d, h, w] += col[(c, a, i, j), (od, oh, ow)].
-void col2im(const Window &g, int64_t channels, const float *col,
-            float *dx) {
+void col2im(const Window &g, int64_t channels, const float *col, float *dx) {
   int64_t P = g.outPlane();
-  forEachColRow(g, channels, [&](int64_t c, int64_t tap, int64_t j,
-                                 int64_t od, int64_t oh, int64_t d,
-                                 int64_t h) {
-    if (d < 0 || d >= g.D || h < 0 || h >= g.H)
-      return;
-    const float *r = col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
-    float *dr = dx + c * g.inPlane() + (d * g.H + h) * g.W;
-    for (int64_t ow = 0; ow < g.Wo; ++ow) {
-      int64_t w = ow * g.sw - g.pl + j * g.dw;
-      if (w >= 0 && w < g.W)
-        dr[w] += r[ow];
-    }
-  });
+  forEachColRow(g, channels,
+                [&](int64_t c, int64_t tap, int64_t j, int64_t od, int64_t oh,
+                    int64_t d, int64_t h) {
+                  if (d < 0 || d >= g.D || h < 0 || h >= g.H)
+                    return;
+                  const float *r =
+                      col + (c * g.taps() + tap) * P + (od * g.Ho + oh) * g.Wo;
+                  float *dr = dx + c * g.inPlane() + (d * g.H + h) * g.W;
+                  for (int64_t ow = 0; ow < g.Wo; ++ow) {
+                    int64_t w = ow * g.sw - g.pl + j * g.dw;
+                    if (w >= 0 && w < g.W)
+                      dr[w] += r[ow];
+                  }
+                });
 }
 
 struct ConvShape {
@@ -158,9 +156,8 @@ amprt_status convShape(amprt_context *ctx, const char *k, T x, T w,
   if (!win)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: window is NULL", k);
   if (w->rank != x->rank)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: w has shape %s, x %s: ranks differ", k,
-                     shapeStr(w).c_str(), shapeStr(x).c_str());
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: w has shape %s, x %s: ranks differ",
+                     k, shapeStr(w).c_str(), shapeStr(x).c_str());
   AMPRT_TRY(makeWindow(ctx, k, x, w->shape + 2, win, s.g));
   s.G = win->group ? win->group : 1;
   s.M = w->shape[0];
@@ -180,9 +177,9 @@ amprt_status convShape(amprt_context *ctx, const char *k, T x, T w,
 /// data gradient of the convolution of y's shape): dtypes, the window on
 /// the convolution's input (x, or y when transposed), the other side's
 /// shape, and bias [channels of y].
-amprt_status checkConvCall(amprt_context *ctx, const char *k, T x, T w,
-                           T bias, T y, const amprt_window *win,
-                           bool transposed, ConvShape &s) {
+amprt_status checkConvCall(amprt_context *ctx, const char *k, T x, T w, T bias,
+                           T y, const amprt_window *win, bool transposed,
+                           ConvShape &s) {
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkFloat(ctx, k, "w", w));
   AMPRT_TRY(checkFloat(ctx, k, "bias", bias, true));
@@ -272,8 +269,8 @@ amprt_status amprt_conv(amprt_context *ctx, T x, T w, T bias, T y,
           B = col.data();
         }
         float *ys = out.p + (n * s.M + gi * s.Mg) * P;
-        sgemm(s.Mg, P, CKK, 1.f, iw.p + gi * s.Mg * CKK, CKK, B, P, false,
-              ys, P);
+        sgemm(s.Mg, P, CKK, 1.f, iw.p + gi * s.Mg * CKK, CKK, B, P, false, ys,
+              P);
         if (bias)
           for (int64_t m = 0; m < s.Mg; ++m) {
             float bv = ib.p[gi * s.Mg + m];

@@ -95,7 +95,6 @@ namespace {
 
 bool isFloatType(int32_t dt) { return isLowOrF32(dt) || dt == AMPRT_F64; }
 
-
 } // namespace
 
 extern "C" amprt_status amprt_cast(amprt_context *ctx, const amprt_tensor *x,

@@ -118,7 +118,9 @@ AMPRT_HD inline uint16_t f32ToBf16(float f) {
   x += 0x7fffu + ((x >> 16) & 1u);
   return uint16_t(x >> 16);
 }
-AMPRT_HD inline float bf16ToF32(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+AMPRT_HD inline float bf16ToF32(uint16_t b) {
+  return floatOf(uint32_t(b) << 16);
+}
 
 /// Reads element i of a float tensor (f32/f16/bf16/f64) as float.
 AMPRT_HD inline float loadF(const void *p, int32_t dt, int64_t i) {
@@ -346,8 +348,7 @@ AMPRT_HD inline double uniformAt(uint64_t key, uint64_t i, double low,
 AMPRT_HD inline double normalAt(uint64_t key, uint64_t i, double mean,
                                 double scale) {
   double u = uniform53At(key, 2 * i), v = uniform53At(key, 2 * i + 1);
-  return mean + scale * sqrt(-2.0 * log(1.0 - u)) *
-                    cos(6.283185307179586 * v);
+  return mean + scale * sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
 }
 
 /// bernoulli's element i: 1 when the 24-bit uniform draw is below p.

@@ -53,8 +53,8 @@ amprt_status gradFloat(amprt_context *ctx, const char *k, T dy, T x, T dx,
 }
 
 template <typename V, typename F>
-void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so,
-                const V *a, const V *b, V *y, F fn) {
+void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so, const V *a,
+                const V *b, V *y, F fn) {
   if (sa == so && sb == so) {
     int64_t n = numel(so);
     for (int64_t i = 0; i < n; ++i)
@@ -133,8 +133,8 @@ float floatOp(Bin op, float a, float b) {
 }
 
 template <typename I>
-amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b,
-                       T y, const Shape &so) {
+amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y,
+                       const Shape &so) {
   auto *pa = static_cast<const I *>(a->data);
   auto *pb = static_cast<const I *>(b->data);
   if (op == Bin::Div || op == Bin::Mod || op == Bin::Fmod) {
@@ -150,17 +150,15 @@ amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b,
   return AMPRT_OK;
 }
 
-amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b,
-                    T y) {
+amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
   return guard(ctx, k, [&]() -> amprt_status {
     AMPRT_TRY(checkTensor(ctx, k, "a", a));
     AMPRT_TRY(checkTensor(ctx, k, "b", b));
     AMPRT_TRY(checkTensor(ctx, k, "y", y));
     Shape so;
     if (!broadcastShapes({shapeOf(a), shapeOf(b)}, so))
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: shapes %s and %s do not broadcast", k,
-                       shapeStr(a).c_str(), shapeStr(b).c_str());
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: shapes %s and %s do not broadcast",
+                       k, shapeStr(a).c_str(), shapeStr(b).c_str());
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
     if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype)) {
       F32In ia(a), ib(b);
@@ -227,17 +225,15 @@ amprt_status logical(amprt_context *ctx, const char *k, Logic op, T a, T b,
   });
 }
 
-amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b,
-                     T y) {
+amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b, T y) {
   return guard(ctx, k, [&]() -> amprt_status {
     AMPRT_TRY(checkTensor(ctx, k, "a", a));
     AMPRT_TRY(checkTensor(ctx, k, "b", b));
     AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_BOOL));
     Shape so;
     if (!broadcastShapes({shapeOf(a), shapeOf(b)}, so))
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: shapes %s and %s do not broadcast", k,
-                       shapeStr(a).c_str(), shapeStr(b).c_str());
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: shapes %s and %s do not broadcast",
+                       k, shapeStr(a).c_str(), shapeStr(b).c_str());
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
     Shape sa = shapeOf(a), sb = shapeOf(b);
     Shape st[2] = {broadcastStrides(sa, so), broadcastStrides(sb, so)};
@@ -337,9 +333,8 @@ AMPRT_UNARY(reciprocal, return 1.f / v)
 // 1 + erf(z) as erfc(-z), and 0.5 (1 + tanh(u)) as 1 / (1 + exp(-2u)): the
 // sums cancel for negative inputs (1 + erf(-4) keeps 6 of f32's 24 bits).
 AMPRT_UNARY(gelu, return 0.5f * v * std::erfc(-v * kSqrt1_2))
-AMPRT_UNARY(fast_gelu,
-            return v / (1.f + std::exp(-2.f * kSqrt2_Pi *
-                                       (v + kGeluC * v * v * v))))
+AMPRT_UNARY(fast_gelu, return v / (1.f + std::exp(-2.f * kSqrt2_Pi *
+                                                  (v + kGeluC * v * v * v))))
 AMPRT_UNARY(sign, return v > 0.f ? 1.f : v < 0.f ? -1.f : v)
 AMPRT_UNARY(erf, return std::erf(v))
 AMPRT_UNARY(sin, return std::sin(v))
@@ -397,13 +392,11 @@ amprt_status amprt_quick_gelu_grad(amprt_context *ctx, T dy, T x, float alpha,
 AMPRT_GRAD(relu_grad, return v > 0.f ? g : 0.f)
 AMPRT_GRAD(sigmoid_grad, return g * v * (1.f - v))
 AMPRT_GRAD(tanh_grad, return g * (1.f - v * v))
-AMPRT_GRAD(gelu_grad,
-           return g * (0.5f * std::erfc(-v * kSqrt1_2) +
-                       v * kInvSqrt2Pi * std::exp(-0.5f * v * v)))
+AMPRT_GRAD(gelu_grad, return g * (0.5f * std::erfc(-v * kSqrt1_2) +
+                                  v * kInvSqrt2Pi * std::exp(-0.5f * v * v)))
 // With s = 0.5 (1 + tanh(u)): 0.5 (1 - tanh(u)^2) = 2 s (1 - s).
 AMPRT_GRAD(fast_gelu_grad, {
-  float s = 1.f / (1.f + std::exp(-2.f * kSqrt2_Pi *
-                                  (v + kGeluC * v * v * v)));
+  float s = 1.f / (1.f + std::exp(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
   return g * (s + 2.f * v * s * (1.f - s) * kSqrt2_Pi *
                       (1.f + 3.f * kGeluC * v * v));
 })
@@ -532,10 +525,9 @@ amprt_status amprt_where(amprt_context *ctx, T cond, T a, T b, T y) {
     AMPRT_TRY(checkDtype(ctx, "where", "y", y, a->dtype));
     Shape so;
     if (!broadcastShapes({shapeOf(cond), shapeOf(a), shapeOf(b)}, so))
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "where: shapes %s, %s, %s do not broadcast",
-                       shapeStr(cond).c_str(), shapeStr(a).c_str(),
-                       shapeStr(b).c_str());
+      return ctx->fail(
+          AMPRT_ERR_SHAPE, "where: shapes %s, %s, %s do not broadcast",
+          shapeStr(cond).c_str(), shapeStr(a).c_str(), shapeStr(b).c_str());
     AMPRT_TRY(checkShape(ctx, "where", "y", y, so));
     size_t es = amprt_dtype_size(a->dtype);
     auto *c = static_cast<const uint8_t *>(cond->data);
@@ -546,8 +538,8 @@ amprt_status amprt_where(amprt_context *ctx, T cond, T a, T b, T y) {
                    broadcastStrides(shapeOf(a), so),
                    broadcastStrides(shapeOf(b), so)};
     forEachBroadcast<3>(so, st, [&](int64_t o, const int64_t *off) {
-      const char *src = c[off[0]] ? pa + off[1] * int64_t(es)
-                                  : pb + off[2] * int64_t(es);
+      const char *src =
+          c[off[0]] ? pa + off[1] * int64_t(es) : pb + off[2] * int64_t(es);
       std::memcpy(py + o * int64_t(es), src, es);
     });
     return AMPRT_OK;

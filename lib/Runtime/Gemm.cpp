@@ -48,9 +48,9 @@ void amprt::transpose2d(const float *src, int64_t R, int64_t C, float *dst) {
 /// is the same function of its row of A and column of B wherever it falls
 /// (tile or edge, either thread's rows), and a product computed as (B^T
 /// A^T)^T (FoldTransposes.cpp) gives the same bits.
-static void sgemmEdge(int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                      int64_t K, float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+static void sgemmEdge(int64_t i0, int64_t i1, int64_t j0, int64_t j1, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B,
+                      int64_t ldb, float *C, int64_t ldc) {
   const int64_t JB = 64;
   for (int64_t i = i0; i < i1; ++i) {
     float *c = C + i * ldc;
@@ -73,9 +73,8 @@ static void sgemmEdge(int64_t i0, int64_t i1, int64_t j0, int64_t j1,
 /// A 4 x 8 tile of C kept in registers over a block of K: each loaded row
 /// piece of B serves four rows of A (the plain i-k-j loop is bound by
 /// loads and stores of C).
-static inline void tile4x8(int64_t K, float alpha, const float *A,
-                           int64_t lda, const float *B, int64_t ldb, float *C,
-                           int64_t ldc) {
+static inline void tile4x8(int64_t K, float alpha, const float *A, int64_t lda,
+                           const float *B, int64_t ldb, float *C, int64_t ldc) {
   float acc[4][8] = {};
   for (int64_t k = 0; k < K; ++k) {
     const float *b = B + k * ldb;
@@ -90,9 +89,9 @@ static inline void tile4x8(int64_t K, float alpha, const float *A,
       C[r * ldc + j] += alpha * acc[r][j];
 }
 
-static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K,
-                      float alpha, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float *C, int64_t ldc) {
+static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha,
+                      const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float *C, int64_t ldc) {
   const int64_t KB = 256;
   int64_t iTiles = i0 + (i1 - i0) / 4 * 4, jTiles = N / 8 * 8;
   for (int64_t k0 = 0; k0 < K; k0 += KB) {
@@ -109,9 +108,9 @@ static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K,
   }
 }
 
-void amprt::sgemm(int64_t M, int64_t N, int64_t K, float alpha,
-                  const float *A, int64_t lda, const float *B, int64_t ldb,
-                  bool accumulate, float *C, int64_t ldc) {
+void amprt::sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, bool accumulate,
+                  float *C, int64_t ldc) {
   if (!accumulate)
     for (int64_t i = 0; i < M; ++i)
       std::fill(C + i * ldc, C + i * ldc + N, 0.f);
@@ -163,8 +162,8 @@ amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
     return ctx->fail(AMPRT_ERR_SHAPE,
                      "%s: inner dimensions differ: a %s, b %s (K %lld vs "
                      "%lld)",
-                     k, shapeStr(a).c_str(), shapeStr(b).c_str(),
-                     (long long)Ka, (long long)Kb);
+                     k, shapeStr(a).c_str(), shapeStr(b).c_str(), (long long)Ka,
+                     (long long)Kb);
   Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
   if (!broadcastShapes({ba, bb}, bo))
     return ctx->fail(AMPRT_ERR_SHAPE,
@@ -183,8 +182,8 @@ amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
   // Fold a's batch into M when b is shared and a is not transposed.
   if (!transA && numel(bb) == 1 && numel(ba) == batches) {
     std::vector<float> tb;
-    const float *B = asRowMajor(ib.p, transB ? N : K, transB ? K : N, transB,
-                                tb);
+    const float *B =
+        asRowMajor(ib.p, transB ? N : K, transB ? K : N, transB, tb);
     sgemm(batches * M, N, K, alpha, ia.p, K, B, N, false, out.p, N);
     out.commit();
     return AMPRT_OK;
@@ -217,9 +216,8 @@ amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
 
 extern "C" {
 
-amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y,
-                        int32_t trans_a, int32_t trans_b, float alpha,
-                        float beta) {
+amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
+                        int32_t trans_b, float alpha, float beta) {
   AMPRT_DISPATCH(gemm, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
   return guard(ctx, "gemm", [&]() -> amprt_status {
     const char *k = "gemm";
@@ -275,8 +273,7 @@ amprt_status amprt_matmul(amprt_context *ctx, T a, T b, T y) {
 }
 
 amprt_status amprt_fused_matmul(amprt_context *ctx, T a, T b, T y,
-                                int32_t trans_a, int32_t trans_b,
-                                float alpha) {
+                                int32_t trans_a, int32_t trans_b, float alpha) {
   AMPRT_DISPATCH(fused_matmul, ctx, a, b, y, trans_a, trans_b, alpha);
   return guard(ctx, "fused_matmul", [&] {
     return matmulImpl(ctx, "fused_matmul", a, b, y, trans_a, trans_b, alpha);

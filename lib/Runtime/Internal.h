@@ -13,8 +13,8 @@
 #ifndef AMP_LIB_RUNTIME_INTERNAL_H
 #define AMP_LIB_RUNTIME_INTERNAL_H
 
-#include "amp/Runtime/Kernels.h"
 #include "ElementAccess.h"
+#include "amp/Runtime/Kernels.h"
 
 #include <cstdint>
 #include <cstring>
@@ -159,8 +159,7 @@ inline bool isLowOrF32(int32_t dt) {
   return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16;
 }
 inline bool isInteger(int32_t dt) {
-  return dt == AMPRT_I64 || dt == AMPRT_I32 || dt == AMPRT_I8 ||
-         dt == AMPRT_U8;
+  return dt == AMPRT_I64 || dt == AMPRT_I32 || dt == AMPRT_I8 || dt == AMPRT_U8;
 }
 
 inline Shape shapeOf(const amprt_tensor *t) {
@@ -195,8 +194,8 @@ amprt_status checkNumel(amprt_context *ctx, const char *kernel,
 /// Pad's output shape from x's and `pads`, checking the mode and that a
 /// dim padded by reflect/edge/wrap is not empty.
 amprt_status padShape(amprt_context *ctx, const char *kernel,
-                      const amprt_tensor *x, const int64_t *pads,
-                      int64_t npads, int32_t mode, Shape &out);
+                      const amprt_tensor *x, const int64_t *pads, int64_t npads,
+                      int32_t mode, Shape &out);
 
 /// The index of x that output index s - begin (here `s`) of a padded dim of
 /// length n reads: s itself inside [0, n); else -1 (constant mode, the pad
@@ -342,7 +341,8 @@ AMPRT_HD inline ResizeTaps resizeTaps(int64_t o, int64_t nIn, int64_t nOut,
 
 /// Calls f(offset, weight) for each element of x that output element o of
 /// resize reads (at most 4^k for k resized axes, their weights multiplied in
-/// f32, the last axis' first). xs: x's element strides; yd: y's dims; xd: x's dims.
+/// f32, the last axis' first). xs: x's element strides; yd: y's dims; xd: x's
+/// dims.
 template <typename F>
 AMPRT_HD inline void forEachResizeTap(int64_t o, int32_t rank,
                                       const int64_t *xd, const int64_t *xs,
@@ -476,8 +476,8 @@ amprt_status transposeGeometry(amprt_context *ctx, const char *k,
 /// of its dims in sx (step included) and the offset of its first element.
 amprt_status sliceGeometry(amprt_context *ctx, const char *k, const Shape &sx,
                            const int64_t *starts, const int64_t *ends,
-                           const int64_t *axes, const int64_t *steps,
-                           int64_t n, Shape &so, Shape &st, int64_t &base);
+                           const int64_t *axes, const int64_t *steps, int64_t n,
+                           Shape &so, Shape &st, int64_t &base);
 /// Concat's checks: the axis (normalized into `a`) and y's shape `so`.
 amprt_status concatShape(amprt_context *ctx, const char *k,
                          const amprt_tensor *inputs, int64_t n, int64_t axis,
@@ -517,30 +517,26 @@ amprt_status checkBatchNormTraining(
     const amprt_tensor *running_mean_out, const amprt_tensor *running_var_out,
     const amprt_tensor *saved_mean, const amprt_tensor *saved_inv_std,
     int64_t &N, int64_t &C, int64_t &S);
-amprt_status checkBatchNormGrad(amprt_context *ctx, const amprt_tensor *dy,
-                                const amprt_tensor *x,
-                                const amprt_tensor *scale,
-                                const amprt_tensor *saved_mean,
-                                const amprt_tensor *saved_inv_std,
-                                const amprt_tensor *dx,
-                                const amprt_tensor *dscale,
-                                const amprt_tensor *dbias, int64_t &N,
-                                int64_t &C, int64_t &S);
+amprt_status
+checkBatchNormGrad(amprt_context *ctx, const amprt_tensor *dy,
+                   const amprt_tensor *x, const amprt_tensor *scale,
+                   const amprt_tensor *saved_mean,
+                   const amprt_tensor *saved_inv_std, const amprt_tensor *dx,
+                   const amprt_tensor *dscale, const amprt_tensor *dbias,
+                   int64_t &N, int64_t &C, int64_t &S);
 amprt_status checkLayerNorm(amprt_context *ctx, const amprt_tensor *x,
-                            const amprt_tensor *scale,
-                            const amprt_tensor *bias, int64_t axis,
-                            const amprt_tensor *y, const amprt_tensor *mean,
+                            const amprt_tensor *scale, const amprt_tensor *bias,
+                            int64_t axis, const amprt_tensor *y,
+                            const amprt_tensor *mean,
                             const amprt_tensor *inv_std, int64_t &outer,
                             int64_t &inner);
-amprt_status checkLayerNormGrad(amprt_context *ctx, const amprt_tensor *dy,
-                                const amprt_tensor *x,
-                                const amprt_tensor *scale,
-                                const amprt_tensor *mean,
-                                const amprt_tensor *inv_std, int64_t axis,
-                                const amprt_tensor *dx,
-                                const amprt_tensor *dscale,
-                                const amprt_tensor *dbias, int64_t &outer,
-                                int64_t &inner);
+amprt_status
+checkLayerNormGrad(amprt_context *ctx, const amprt_tensor *dy,
+                   const amprt_tensor *x, const amprt_tensor *scale,
+                   const amprt_tensor *mean, const amprt_tensor *inv_std,
+                   int64_t axis, const amprt_tensor *dx,
+                   const amprt_tensor *dscale, const amprt_tensor *dbias,
+                   int64_t &outer, int64_t &inner);
 struct Window;
 amprt_status checkMaxPool(amprt_context *ctx, const amprt_tensor *x,
                           const amprt_tensor *y, const amprt_tensor *indices,
@@ -627,8 +623,8 @@ void forEachBroadcast(const Shape &out, const Shape (&strides)[K], F &&f) {
 /// row-major with leading dimensions lda, ldb, ldc; f32 accumulation
 /// (Gemm.cpp). Large products use two threads.
 void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-           int64_t lda, const float *B, int64_t ldb, bool accumulate,
-           float *C, int64_t ldc);
+           int64_t lda, const float *B, int64_t ldb, bool accumulate, float *C,
+           int64_t ldc);
 /// dst[c, r] = src[r, c] for an R x C row-major src.
 void transpose2d(const float *src, int64_t R, int64_t C, float *dst);
 
@@ -640,13 +636,13 @@ void parallelFor(int64_t n, double work,
 /// Window geometry of Conv and the pools: 3-D, where 2-D windows have D =
 /// 1 and 1-D ones D = H = 1.
 struct Window {
-  int64_t N = 0, C = 0, D = 1, H = 0, W = 0;      // input
-  int64_t kd = 1, kh = 1, kw = 1;                 // kernel
-  int64_t sd = 1, sh = 1, sw = 1;                 // strides
-  int64_t pf = 0, pt = 0, pl = 0;                 // begin pads
-  int64_t pk = 0, pb = 0, pr = 0;                 // end pads
-  int64_t dd = 1, dh = 1, dw = 1;                 // dilations
-  int64_t Do = 1, Ho = 0, Wo = 0;                 // output
+  int64_t N = 0, C = 0, D = 1, H = 0, W = 0; // input
+  int64_t kd = 1, kh = 1, kw = 1;            // kernel
+  int64_t sd = 1, sh = 1, sw = 1;            // strides
+  int64_t pf = 0, pt = 0, pl = 0;            // begin pads
+  int64_t pk = 0, pb = 0, pr = 0;            // end pads
+  int64_t dd = 1, dh = 1, dw = 1;            // dilations
+  int64_t Do = 1, Ho = 0, Wo = 0;            // output
   /// Elements of one (n, c) plane of the input and of the output; taps of
   /// one channel of the kernel.
   AMPRT_HD int64_t inPlane() const { return D * H * W; }
@@ -680,9 +676,9 @@ AMPRT_HD inline void forEachTap(const Window &g, int64_t od, int64_t oh,
 
 /// Positions of one window dim that count in an average: those inside the
 /// input, or inside the padded input with count_include_pad.
-AMPRT_HD inline int64_t countDim(int64_t start, int64_t k, int64_t dil, int64_t n,
-                                        int64_t padBegin, int64_t padEnd,
-                                        bool includePad) {
+AMPRT_HD inline int64_t countDim(int64_t start, int64_t k, int64_t dil,
+                                 int64_t n, int64_t padBegin, int64_t padEnd,
+                                 bool includePad) {
   int64_t lo = includePad ? -padBegin : 0, hi = includePad ? n + padEnd : n;
   int64_t c = 0;
   for (int64_t i = 0; i < k; ++i) {
@@ -693,10 +689,9 @@ AMPRT_HD inline int64_t countDim(int64_t start, int64_t k, int64_t dil, int64_t 
 }
 
 /// Number of window positions averaged at (od, oh, ow) (Pool.cpp, Pool.cu).
-AMPRT_HD inline int64_t avgCount(const Window &g, int64_t od, int64_t oh, int64_t ow,
-                 bool includePad) {
-  return countDim(od * g.sd - g.pf, g.kd, g.dd, g.D, g.pf, g.pk,
-                  includePad) *
+AMPRT_HD inline int64_t avgCount(const Window &g, int64_t od, int64_t oh,
+                                 int64_t ow, bool includePad) {
+  return countDim(od * g.sd - g.pf, g.kd, g.dd, g.D, g.pf, g.pk, includePad) *
          countDim(oh * g.sh - g.pt, g.kh, g.dh, g.H, g.pt, g.pb, includePad) *
          countDim(ow * g.sw - g.pl, g.kw, g.dw, g.W, g.pl, g.pr, includePad);
 }
@@ -844,8 +839,7 @@ AMPRT_HD inline int64_t ndSlabOffset(const NDMap &m, int64_t t, Idx &&idx) {
 
 /// scatter_elements' checks but the index values: dtypes, shapes (the
 /// updates' that of the indices), the reduction (0..4; 1..4 floats only).
-amprt_status checkScatterElements(amprt_context *ctx,
-                                  const amprt_tensor *data,
+amprt_status checkScatterElements(amprt_context *ctx, const amprt_tensor *data,
                                   const amprt_tensor *indices,
                                   const amprt_tensor *updates, int64_t &axis,
                                   int32_t reduction, const amprt_tensor *y);
@@ -935,10 +929,9 @@ AMPRT_HD inline int64_t stepAt(const RnnDims &d, int64_t n, int32_t direction,
 /// The state ([B, H]) before the n-th step of direction dir: the previous
 /// step's (in `all`, [S, D, B, H]), or the initial one (`initial`, [D, B,
 /// H]; `zeros` when absent). Host and device pointers alike.
-inline const float *stateBefore(const RnnDims &d, int64_t n,
-                                int32_t direction, int64_t dir,
-                                const float *all, const float *initial,
-                                const float *zeros) {
+inline const float *stateBefore(const RnnDims &d, int64_t n, int32_t direction,
+                                int64_t dir, const float *all,
+                                const float *initial, const float *zeros) {
   if (n > 0)
     return all + (stepAt(d, n - 1, direction, dir) * d.D + dir) * d.B * d.H;
   return initial ? initial + dir * d.B * d.H : zeros;
@@ -955,11 +948,10 @@ amprt_status checkLstmGrad(
     amprt_context *ctx, const amprt_tensor *x, const amprt_tensor *w,
     const amprt_tensor *r, const amprt_tensor *b, const amprt_tensor *h0,
     const amprt_tensor *c0, const amprt_tensor *y, const amprt_tensor *all_c,
-    const amprt_tensor *gates, const amprt_tensor *dy,
-    const amprt_tensor *dy_h, const amprt_tensor *dy_c, int32_t direction,
-    const amprt_tensor *dx, const amprt_tensor *dw, const amprt_tensor *dr,
-    const amprt_tensor *db, const amprt_tensor *dh0, const amprt_tensor *dc0,
-    RnnDims &d);
+    const amprt_tensor *gates, const amprt_tensor *dy, const amprt_tensor *dy_h,
+    const amprt_tensor *dy_c, int32_t direction, const amprt_tensor *dx,
+    const amprt_tensor *dw, const amprt_tensor *dr, const amprt_tensor *db,
+    const amprt_tensor *dh0, const amprt_tensor *dc0, RnnDims &d);
 
 /// gru's and gru_grad's arguments (every output optional).
 amprt_status checkGru(amprt_context *ctx, const amprt_tensor *x,
@@ -968,13 +960,15 @@ amprt_status checkGru(amprt_context *ctx, const amprt_tensor *x,
                       int32_t direction, const amprt_tensor *y,
                       const amprt_tensor *y_h, const amprt_tensor *gates,
                       RnnDims &d);
-amprt_status checkGruGrad(
-    amprt_context *ctx, const amprt_tensor *x, const amprt_tensor *w,
-    const amprt_tensor *r, const amprt_tensor *b, const amprt_tensor *h0,
-    const amprt_tensor *y, const amprt_tensor *gates, const amprt_tensor *dy,
-    const amprt_tensor *dy_h, int32_t direction, const amprt_tensor *dx,
-    const amprt_tensor *dw, const amprt_tensor *dr, const amprt_tensor *db,
-    const amprt_tensor *dh0, RnnDims &d);
+amprt_status checkGruGrad(amprt_context *ctx, const amprt_tensor *x,
+                          const amprt_tensor *w, const amprt_tensor *r,
+                          const amprt_tensor *b, const amprt_tensor *h0,
+                          const amprt_tensor *y, const amprt_tensor *gates,
+                          const amprt_tensor *dy, const amprt_tensor *dy_h,
+                          int32_t direction, const amprt_tensor *dx,
+                          const amprt_tensor *dw, const amprt_tensor *dr,
+                          const amprt_tensor *db, const amprt_tensor *dh0,
+                          RnnDims &d);
 
 /// Reads a one-element tensor as double (any dtype).
 double scalarOf(const amprt_tensor *t);

@@ -38,8 +38,10 @@ amprt_status sceCheck(amprt_context *ctx, const char *k, T scores, T labels,
                      k, shapeStr(scores).c_str());
   AMPRT_TRY(checkTensor(ctx, k, "labels", labels));
   if (labels->dtype != AMPRT_I64 && labels->dtype != AMPRT_I32)
-    return ctx->fail(AMPRT_ERR_DTYPE, "%s: labels have dtype %s, expected "
-                     "i64 or i32", k, amprt_dtype_name(labels->dtype));
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: labels have dtype %s, expected "
+                     "i64 or i32",
+                     k, amprt_dtype_name(labels->dtype));
   if (reduction < 0 || reduction > 2)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "%s: reduction %d (0 none, 1 sum, 2 mean)", k, reduction);
@@ -62,9 +64,8 @@ amprt_status sceCheck(amprt_context *ctx, const char *k, T scores, T labels,
 /// counted labels' weights) into `loss`: softmax_cross_entropy_loss after
 /// its log-softmax, and nll_loss.
 amprt_status nllReduce(amprt_context *ctx, const char *k, const float *lp,
-                       T labels, T weight, const SceShape &s,
-                       int32_t reduction, int32_t has_ignore_index,
-                       int64_t ignore_index, T loss) {
+                       T labels, T weight, const SceShape &s, int32_t reduction,
+                       int32_t has_ignore_index, int64_t ignore_index, T loss) {
   F32In iw(weight);
   double total = 0, wsum = 0;
   std::vector<float> per(size_t(s.N * s.D), 0.f);
@@ -96,8 +97,8 @@ amprt_status nllReduce(amprt_context *ctx, const char *k, const float *lp,
 /// The forward losses' checks: the float input `x` (named `what`), labels,
 /// weight and reduction (sceCheck, which fills `s`), and the loss output's
 /// dtype and shape for `reduction`.
-amprt_status lossCheck(amprt_context *ctx, const char *k, const char *what,
-                       T x, T labels, T weight, int32_t reduction, T loss,
+amprt_status lossCheck(amprt_context *ctx, const char *k, const char *what, T x,
+                       T labels, T weight, int32_t reduction, T loss,
                        SceShape &s) {
   AMPRT_TRY(checkFloat(ctx, k, what, x));
   AMPRT_TRY(sceCheck(ctx, k, x, labels, weight, reduction, s));
@@ -156,20 +157,21 @@ amprt_status amprt_nll_loss(amprt_context *ctx, T input, T labels, T weight,
   return guard(ctx, "nll_loss", [&]() -> amprt_status {
     const char *k = "nll_loss";
     SceShape s;
-    AMPRT_TRY(lossCheck(ctx, k, "input", input, labels, weight, reduction,
-                        loss, s));
+    AMPRT_TRY(
+        lossCheck(ctx, k, "input", input, labels, weight, reduction, loss, s));
     F32In in(input);
     return nllReduce(ctx, k, in.p, labels, weight, s, reduction,
                      has_ignore_index, ignore_index, loss);
   });
 }
 
-amprt_status amprt_softmax_cross_entropy_loss_grad(
-    amprt_context *ctx, T dloss, T log_prob, T labels, T weight,
-    int32_t reduction, int32_t has_ignore_index, int64_t ignore_index, T dx) {
-  AMPRT_DISPATCH(softmax_cross_entropy_loss_grad, ctx, dloss, log_prob,
-                 labels, weight, reduction, has_ignore_index, ignore_index,
-                 dx);
+amprt_status amprt_softmax_cross_entropy_loss_grad(amprt_context *ctx, T dloss,
+                                                   T log_prob, T labels,
+                                                   T weight, int32_t reduction,
+                                                   int32_t has_ignore_index,
+                                                   int64_t ignore_index, T dx) {
+  AMPRT_DISPATCH(softmax_cross_entropy_loss_grad, ctx, dloss, log_prob, labels,
+                 weight, reduction, has_ignore_index, ignore_index, dx);
   return guard(ctx, "softmax_cross_entropy_loss_grad", [&]() -> amprt_status {
     const char *k = "softmax_cross_entropy_loss_grad";
     AMPRT_TRY(checkFloat(ctx, k, "log_prob", log_prob));

@@ -40,8 +40,8 @@ amprt_loss_scaler_update(amprt_context *ctx, const amprt_tensor *scale,
     AMPRT_TRY(checkDtype(ctx, k, "all_finite", all_finite, AMPRT_BOOL));
     AMPRT_TRY(checkNumel(ctx, k, "all_finite", all_finite, 1));
     if (!(growth_factor > 1.f) || !(backoff_factor > 0.f) ||
-        !(backoff_factor < 1.f) || growth_interval < 1 ||
-        !(min_scale > 0.f) || !(max_scale >= min_scale))
+        !(backoff_factor < 1.f) || growth_interval < 1 || !(min_scale > 0.f) ||
+        !(max_scale >= min_scale))
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                        "%s: need growth_factor > 1, 0 < backoff_factor < 1, "
                        "growth_interval >= 1, 0 < min_scale <= max_scale "

@@ -48,8 +48,8 @@ bool allFinite(T t) {
   return !bad;
 }
 
-amprt_status checkFlag(amprt_context *ctx, const char *k, const char *what,
-                       T t, bool optional = false) {
+amprt_status checkFlag(amprt_context *ctx, const char *k, const char *what, T t,
+                       bool optional = false) {
   AMPRT_TRY(checkDtype(ctx, k, what, t, AMPRT_BOOL, optional));
   if (t)
     AMPRT_TRY(checkNumel(ctx, k, what, t, 1));
@@ -136,8 +136,8 @@ extern "C" {
 amprt_status amprt_multi_tensor_unscale(amprt_context *ctx, T ins, T outs,
                                         int64_t n, T inv_scale, T all_finite,
                                         int32_t reset) {
-  AMPRT_DISPATCH(multi_tensor_unscale, ctx, ins, outs, n, inv_scale,
-                 all_finite, reset);
+  AMPRT_DISPATCH(multi_tensor_unscale, ctx, ins, outs, n, inv_scale, all_finite,
+                 reset);
   return guard(ctx, "multi_tensor_unscale", [&]() -> amprt_status {
     const char *k = "multi_tensor_unscale";
     if (n < 0 || (n > 0 && (!ins || !outs)))
@@ -152,8 +152,8 @@ amprt_status amprt_multi_tensor_unscale(amprt_context *ctx, T ins, T outs,
       if (shapeOf(&ins[i]) != shapeOf(&outs[i]))
         return ctx->fail(AMPRT_ERR_SHAPE,
                          "%s: ins[%lld] %s and outs[%lld] %s differ", k,
-                         (long long)i, shapeStr(&ins[i]).c_str(),
-                         (long long)i, shapeStr(&outs[i]).c_str());
+                         (long long)i, shapeStr(&ins[i]).c_str(), (long long)i,
+                         shapeStr(&outs[i]).c_str());
     }
     float s = float(scalarOf(inv_scale));
     bool finite = true;
@@ -207,9 +207,8 @@ amprt_status amprt_unscale_gate_accumulate(amprt_context *ctx, T buffer, T x,
   });
 }
 
-amprt_status amprt_multi_tensor_all_finite(amprt_context *ctx, T ins,
-                                           int64_t n, T all_finite,
-                                           int32_t reset) {
+amprt_status amprt_multi_tensor_all_finite(amprt_context *ctx, T ins, int64_t n,
+                                           T all_finite, int32_t reset) {
   AMPRT_DISPATCH(multi_tensor_all_finite, ctx, ins, n, all_finite, reset);
   return guard(ctx, "multi_tensor_all_finite", [&]() -> amprt_status {
     const char *k = "multi_tensor_all_finite";

@@ -24,8 +24,8 @@ using T = const amprt_tensor *;
 amprt_status bnShape(amprt_context *ctx, const char *k, T x, int64_t &N,
                      int64_t &C, int64_t &S) {
   if (x->rank < 2)
-    return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2",
-                     k, shapeStr(x).c_str());
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: x has shape %s, need rank >= 2", k,
+                     shapeStr(x).c_str());
   N = x->shape[0];
   C = x->shape[1];
   S = 1;
@@ -34,8 +34,8 @@ amprt_status bnShape(amprt_context *ctx, const char *k, T x, int64_t &N,
   return AMPRT_OK;
 }
 
-amprt_status checkVec(amprt_context *ctx, const char *k, const char *what,
-                      T t, int64_t C, bool optional = false) {
+amprt_status checkVec(amprt_context *ctx, const char *k, const char *what, T t,
+                      int64_t C, bool optional = false) {
   AMPRT_TRY(checkFloat(ctx, k, what, t, optional));
   if (t)
     AMPRT_TRY(checkNumel(ctx, k, what, t, C));
@@ -76,8 +76,8 @@ amprt_status checkGradOutputs(amprt_context *ctx, const char *k, T x, T dx,
 
 amprt_status amprt::checkBatchNormTraining(
     amprt_context *ctx, T x, T scale, T bias, T running_mean, T running_var,
-    T y, T running_mean_out, T running_var_out, T saved_mean,
-    T saved_inv_std, int64_t &N, int64_t &C, int64_t &S) {
+    T y, T running_mean_out, T running_var_out, T saved_mean, T saved_inv_std,
+    int64_t &N, int64_t &C, int64_t &S) {
   const char *k = "batch_norm_training";
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(bnShape(ctx, k, x, N, C, S));
@@ -91,18 +91,16 @@ amprt_status amprt::checkBatchNormTraining(
   AMPRT_TRY(checkVec(ctx, k, "saved_inv_std", saved_inv_std, C, true));
   AMPRT_TRY(checkFloat(ctx, k, "y", y));
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-  if ((running_mean_out && !running_mean) ||
-      (running_var_out && !running_var))
+  if ((running_mean_out && !running_mean) || (running_var_out && !running_var))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "%s: running_*_out needs the running_* input", k);
   return AMPRT_OK;
 }
 
-amprt_status amprt::checkBatchNormGrad(amprt_context *ctx, T dy, T x,
-                                       T scale, T saved_mean,
-                                       T saved_inv_std, T dx, T dscale,
-                                       T dbias, int64_t &N, int64_t &C,
-                                       int64_t &S) {
+amprt_status amprt::checkBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                                       T saved_mean, T saved_inv_std, T dx,
+                                       T dscale, T dbias, int64_t &N,
+                                       int64_t &C, int64_t &S) {
   const char *k = "batch_norm_grad";
   AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
@@ -130,10 +128,10 @@ amprt_status amprt::checkLayerNorm(amprt_context *ctx, T x, T scale, T bias,
   return AMPRT_OK;
 }
 
-amprt_status amprt::checkLayerNormGrad(amprt_context *ctx, T dy, T x,
-                                       T scale, T mean, T inv_std,
-                                       int64_t axis, T dx, T dscale, T dbias,
-                                       int64_t &outer, int64_t &inner) {
+amprt_status amprt::checkLayerNormGrad(amprt_context *ctx, T dy, T x, T scale,
+                                       T mean, T inv_std, int64_t axis, T dx,
+                                       T dscale, T dbias, int64_t &outer,
+                                       int64_t &inner) {
   const char *k = "layer_norm_grad";
   AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
@@ -146,8 +144,8 @@ amprt_status amprt::checkLayerNormGrad(amprt_context *ctx, T dy, T x,
   return AMPRT_OK;
 }
 
-amprt_status amprt::checkRmsNorm(amprt_context *ctx, T x, T scale,
-                                 int64_t axis, T y, T inv_std, int64_t &outer,
+amprt_status amprt::checkRmsNorm(amprt_context *ctx, T x, T scale, int64_t axis,
+                                 T y, T inv_std, int64_t &outer,
                                  int64_t &inner) {
   const char *k = "rms_norm";
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
@@ -175,8 +173,8 @@ amprt_status amprt::checkRmsNormGrad(amprt_context *ctx, T dy, T x, T scale,
 
 extern "C" {
 
-amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
-                                       T bias, T running_mean, T running_var,
+amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
+                                       T running_mean, T running_var,
                                        float momentum, float epsilon, T y,
                                        T running_mean_out, T running_var_out,
                                        T saved_mean, T saved_inv_std) {
@@ -185,15 +183,15 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
                  running_var_out, saved_mean, saved_inv_std);
   return guard(ctx, "batch_norm_training", [&]() -> amprt_status {
     int64_t N, C, S;
-    AMPRT_TRY(checkBatchNormTraining(ctx, x, scale, bias, running_mean,
-                                     running_var, y, running_mean_out,
-                                     running_var_out, saved_mean,
-                                     saved_inv_std, N, C, S));
+    AMPRT_TRY(checkBatchNormTraining(
+        ctx, x, scale, bias, running_mean, running_var, y, running_mean_out,
+        running_var_out, saved_mean, saved_inv_std, N, C, S));
     F32In ix(x);
     std::vector<float> sc = vec(scale, C, 1.f), bs = vec(bias, C, 0.f);
     std::vector<float> rm = vec(running_mean, C, 0.f),
                        rv = vec(running_var, C, 1.f);
-    std::vector<double> mean(static_cast<size_t>(C)), var(static_cast<size_t>(C));
+    std::vector<double> mean(static_cast<size_t>(C)),
+        var(static_cast<size_t>(C));
     double M = double(N * S);
     for (int64_t c = 0; c < C; ++c) {
       double s = 0;
@@ -244,8 +242,8 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale,
 amprt_status amprt_batch_norm_inference(amprt_context *ctx, T x, T scale,
                                         T bias, T mean, T var, float epsilon,
                                         T y) {
-  AMPRT_DISPATCH(batch_norm_inference, ctx, x, scale, bias, mean, var,
-                 epsilon, y);
+  AMPRT_DISPATCH(batch_norm_inference, ctx, x, scale, bias, mean, var, epsilon,
+                 y);
   return guard(ctx, "batch_norm_inference", [&]() -> amprt_status {
     const char *k = "batch_norm_inference";
     AMPRT_TRY(checkFloat(ctx, k, "x", x));
@@ -278,8 +276,8 @@ amprt_status amprt_batch_norm_inference(amprt_context *ctx, T x, T scale,
 amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
                                    T saved_mean, T saved_inv_std, T dx,
                                    T dscale, T dbias) {
-  AMPRT_DISPATCH(batch_norm_grad, ctx, dy, x, scale, saved_mean,
-                 saved_inv_std, dx, dscale, dbias);
+  AMPRT_DISPATCH(batch_norm_grad, ctx, dy, x, scale, saved_mean, saved_inv_std,
+                 dx, dscale, dbias);
   return guard(ctx, "batch_norm_grad", [&]() -> amprt_status {
     int64_t N, C, S;
     AMPRT_TRY(checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std,
@@ -326,10 +324,9 @@ amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,
                  inv_std);
   return guard(ctx, "layer_norm", [&]() -> amprt_status {
     int64_t outer, inner;
-    AMPRT_TRY(checkLayerNorm(ctx, x, scale, bias, axis, y, mean, inv_std,
-                             outer, inner));
-    std::vector<float> sc = vec(scale, inner, 1.f),
-                       bs = vec(bias, inner, 0.f);
+    AMPRT_TRY(checkLayerNorm(ctx, x, scale, bias, axis, y, mean, inv_std, outer,
+                             inner));
+    std::vector<float> sc = vec(scale, inner, 1.f), bs = vec(bias, inner, 0.f);
     F32In ix(x);
     F32Out out(y);
     for (int64_t r = 0; r < outer; ++r) {

@@ -23,14 +23,12 @@ namespace {
 using T = const amprt_tensor *;
 
 /// Checks n parameter tensors against their gradients and states.
-amprt_status checkGroup(amprt_context *ctx, const char *k, int64_t n,
-                        T params, T grads,
-                        std::initializer_list<std::pair<const char *, T>>
-                            states) {
+amprt_status
+checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
+           std::initializer_list<std::pair<const char *, T>> states) {
   if (n < 0 || (n > 0 && (!params || !grads)))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: params/grads missing for n = %lld", k,
-                     (long long)n);
+                     "%s: params/grads missing for n = %lld", k, (long long)n);
   for (auto &s : states)
     if (n > 0 && !s.second)
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: %s missing", k,
@@ -42,16 +40,15 @@ amprt_status checkGroup(amprt_context *ctx, const char *k, int64_t n,
     if (shapeOf(&grads[i]) != sp)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: grads[%lld] has shape %s, params[%lld] %s", k,
-                       (long long)i, shapeStr(&grads[i]).c_str(),
-                       (long long)i, shapeStr(sp).c_str());
+                       (long long)i, shapeStr(&grads[i]).c_str(), (long long)i,
+                       shapeStr(sp).c_str());
     for (auto &s : states) {
       AMPRT_TRY(checkDtype(ctx, k, s.first, &s.second[i], AMPRT_F32));
       if (shapeOf(&s.second[i]) != sp)
         return ctx->fail(AMPRT_ERR_SHAPE,
                          "%s: %s[%lld] has shape %s, params[%lld] %s", k,
-                         s.first, (long long)i,
-                         shapeStr(&s.second[i]).c_str(), (long long)i,
-                         shapeStr(sp).c_str());
+                         s.first, (long long)i, shapeStr(&s.second[i]).c_str(),
+                         (long long)i, shapeStr(sp).c_str());
     }
   }
   return AMPRT_OK;
@@ -81,9 +78,8 @@ amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
                        T momentum_bufs, T lr, T step, float momentum,
                        float dampening, float weight_decay, int32_t nesterov,
                        T update, T updated) {
-  AMPRT_DISPATCH(sgd, ctx, n, params, grads, momentum_bufs, lr, step,
-                 momentum, dampening, weight_decay, nesterov, update,
-                 updated);
+  AMPRT_DISPATCH(sgd, ctx, n, params, grads, momentum_bufs, lr, step, momentum,
+                 dampening, weight_decay, nesterov, update, updated);
   return guard(ctx, "sgd", [&]() -> amprt_status {
     const char *k = "sgd";
     if (momentum != 0.f)
@@ -125,8 +121,8 @@ amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
   });
 }
 
-amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads,
-                         T m1, T m2, T lr, T step, float beta1, float beta2,
+amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
+                         T m2, T lr, T step, float beta1, float beta2,
                          float epsilon, float weight_decay, int32_t mode,
                          int32_t correct_bias, T update, T updated) {
   AMPRT_DISPATCH(adamw, ctx, n, params, grads, m1, m2, lr, step, beta1, beta2,
@@ -183,9 +179,9 @@ amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads,
   });
 }
 
-amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x,
-                             T g, T v, T h, float alpha, float beta,
-                             float epsilon, float norm_coefficient,
+amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x, T g,
+                             T v, T h, float alpha, float beta, float epsilon,
+                             float norm_coefficient,
                              float norm_coefficient_post, T update) {
   AMPRT_DISPATCH(onnx_adam, ctx, n, r, t, x, g, v, h, alpha, beta, epsilon,
                  norm_coefficient, norm_coefficient_post, update);
@@ -247,8 +243,8 @@ amprt_status amprt_onnx_adagrad(amprt_context *ctx, int64_t n, T r, T t, T x,
   });
 }
 
-amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t,
-                                 T x, T g, T v, float alpha, float beta,
+amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t, T x,
+                                 T g, T v, float alpha, float beta,
                                  float norm_coefficient, int32_t mode,
                                  T update) {
   AMPRT_DISPATCH(onnx_momentum, ctx, n, r, t, x, g, v, alpha, beta,

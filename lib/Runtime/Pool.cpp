@@ -21,9 +21,7 @@ namespace {
 
 using T = const amprt_tensor *;
 
-Shape poolShape(const Window &g, int32_t sr) {
-  return windowShape(g, sr, g.C);
-}
+Shape poolShape(const Window &g, int32_t sr) { return windowShape(g, sr, g.C); }
 
 /// Calls visit(o, od, oh, ow, base, taps) for every output position o of
 /// the window (N, C, then output depth, rows and columns), where base is
@@ -89,8 +87,8 @@ amprt_status amprt::checkGlobalPool(amprt_context *ctx, bool grad, T x, T y,
   AMPRT_TRY(checkFloat(ctx, k, grad ? "dy" : "x", grad ? y : x));
   AMPRT_TRY(checkFloat(ctx, k, grad ? "dx" : "y", grad ? x : y));
   if (x->rank < 3)
-    return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has shape %s, need rank >= 3",
-                     k, grad ? "dx" : "x", shapeStr(x).c_str());
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has shape %s, need rank >= 3", k,
+                     grad ? "dx" : "x", shapeStr(x).c_str());
   Shape sy = shapeOf(x);
   S = 1;
   for (size_t i = 2; i < sy.size(); ++i) {
@@ -113,22 +111,22 @@ amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
     F32In ix(x);
     F32Out out(y);
     auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
-    forEachWindow(g, [&](int64_t o, int64_t, int64_t, int64_t, int64_t base,
-                         auto taps) {
-      float best = -std::numeric_limits<float>::infinity();
-      int64_t arg = -1;
-      taps([&](int64_t t) {
-        float v = ix.p[base + t];
-        // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
-        if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-          best = v;
-          arg = t;
-        }
-      });
-      out.p[o] = best;
-      if (idx)
-        idx[o] = arg < 0 ? -1 : base + arg;
-    });
+    forEachWindow(
+        g, [&](int64_t o, int64_t, int64_t, int64_t, int64_t base, auto taps) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t arg = -1;
+          taps([&](int64_t t) {
+            float v = ix.p[base + t];
+            // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
+            if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+              best = v;
+              arg = t;
+            }
+          });
+          out.p[o] = best;
+          if (idx)
+            idx[o] = arg < 0 ? -1 : base + arg;
+        });
     out.commit();
     return AMPRT_OK;
   });
@@ -166,14 +164,13 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
     AMPRT_TRY(checkAveragePool(ctx, false, x, y, win, g));
     F32In ix(x);
     F32Out out(y);
-    forEachWindow(
-        g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow, int64_t base,
-               auto taps) {
-          float s = 0.f;
-          taps([&](int64_t t) { s += ix.p[base + t]; });
-          int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
-          out.p[o] = cnt ? s / float(cnt) : 0.f;
-        });
+    forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
+                         int64_t base, auto taps) {
+      float s = 0.f;
+      taps([&](int64_t t) { s += ix.p[base + t]; });
+      int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
+      out.p[o] = cnt ? s / float(cnt) : 0.f;
+    });
     out.commit();
     return AMPRT_OK;
   });
@@ -187,15 +184,14 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
     AMPRT_TRY(checkAveragePool(ctx, true, dx, dy, win, g));
     F32In idy(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
-    forEachWindow(
-        g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow, int64_t base,
-               auto taps) {
-          int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
-          if (!cnt)
-            return;
-          float v = idy.p[o] / float(cnt);
-          taps([&](int64_t t) { acc[size_t(base + t)] += v; });
-        });
+    forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
+                         int64_t base, auto taps) {
+      int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
+      if (!cnt)
+        return;
+      float v = idy.p[o] / float(cnt);
+      taps([&](int64_t t) { acc[size_t(base + t)] += v; });
+    });
     fromF32(acc.data(), dx->data, dx->dtype, numel(dx));
     return AMPRT_OK;
   });

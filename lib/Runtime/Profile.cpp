@@ -82,9 +82,9 @@ amprt_status amprt::profileCall(amprt_context *ctx, const char *kernel,
     return done;
   Profile::Entry &e = p.kernels[kernel];
   ++e.calls;
-  e.seconds += std::chrono::duration<double>(
-                   std::chrono::steady_clock::now() - t0)
-                   .count();
+  e.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return st;
 }
 

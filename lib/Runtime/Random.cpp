@@ -58,8 +58,7 @@ amprt_status amprt::checkRandomNormal(amprt_context *ctx, T y, double mean,
   const char *k = "random_normal";
   if (!(std::isfinite(mean) && std::isfinite(scale)))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: mean %g and scale %g must be finite", k, mean,
-                     scale);
+                     "%s: mean %g and scale %g must be finite", k, mean, scale);
   return checkFloatOut(ctx, k, y);
 }
 
@@ -110,8 +109,8 @@ amprt_status amprt_bernoulli(amprt_context *ctx, T p, T y, uint64_t seed) {
     for (int64_t i = 0; i < n; ++i)
       if (!(ip.p[i] >= 0.f && ip.p[i] <= 1.f))
         return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                         "%s: p[%lld] = %g is outside [0, 1]", k,
-                         (long long)i, double(ip.p[i]));
+                         "%s: p[%lld] = %g is outside [0, 1]", k, (long long)i,
+                         double(ip.p[i]));
     uint64_t key = streamKey(seed, ctx->randomOffset);
     for (int64_t i = 0; i < n; ++i)
       writeD(y->data, y->dtype, i, bernoulliAt(key, i, ip.p[i]));

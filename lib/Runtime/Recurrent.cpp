@@ -15,8 +15,8 @@
 //     i, o, f = sigmoid(a_i, a_o, a_f), c = tanh(a_c)
 //     C_t = f C_{t-1} + i c,  H_t = o tanh(C_t)
 //   GRU, gates z, r, h:      z, r = sigmoid(X_t W_zr^T + H_{t-1} R_zr^T + b)
-//     h = tanh(X_t W_h^T + Wb_h + r (H_{t-1} R_h^T + Rb_h))  linear before reset
-//     h = tanh(X_t W_h^T + Wb_h + (r H_{t-1}) R_h^T + Rb_h)  otherwise
+//     h = tanh(X_t W_h^T + Wb_h + r (H_{t-1} R_h^T + Rb_h))  linear before
+//     reset h = tanh(X_t W_h^T + Wb_h + (r H_{t-1}) R_h^T + Rb_h)  otherwise
 //     H_t = (1 - z) h + z H_{t-1}
 //
 // A reverse direction runs t = S-1 .. 0; bidirectional runs both, the
@@ -107,8 +107,7 @@ struct Prepared {
     xw.resize(size_t(d.S * d.B * GH));
     transpose2d(W, GH, d.I, wT.data());
     transpose2d(R, GH, d.H, rT.data());
-    sgemm(d.S * d.B, GH, d.I, 1.f, x, d.I, wT.data(), GH, false, xw.data(),
-          GH);
+    sgemm(d.S * d.B, GH, d.I, 1.f, x, d.I, wT.data(), GH, false, xw.data(), GH);
   }
 };
 
@@ -137,19 +136,17 @@ amprt_status amprt::checkLstm(amprt_context *ctx, T x, T w, T r, T b, T h0,
   return checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 4 * d.H});
 }
 
-amprt_status amprt::checkLstmGrad(amprt_context *ctx, T x, T w, T r, T b,
-                                  T h0, T c0, T y, T all_c, T gates, T dy,
-                                  T dy_h, T dy_c, int32_t direction, T dx,
-                                  T dw, T dr, T db, T dh0, T dc0,
-                                  RnnDims &d) {
+amprt_status amprt::checkLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                                  T c0, T y, T all_c, T gates, T dy, T dy_h,
+                                  T dy_c, int32_t direction, T dx, T dw, T dr,
+                                  T db, T dh0, T dc0, RnnDims &d) {
   const char *k = "lstm_grad";
   AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, c0, direction, 4, d));
   int64_t S = d.S, B = d.B, H = d.H, D = d.D, G4 = 4 * H;
   Shape seq = {S, D, B, H}, last = {D, B, H};
-  for (auto [what, t, shape] :
-       {std::tuple<const char *, T, Shape>{"y", y, seq},
-        {"all_c", all_c, seq},
-        {"gates", gates, {S, D, B, G4}}}) {
+  for (auto [what, t, shape] : {std::tuple<const char *, T, Shape>{"y", y, seq},
+                                {"all_c", all_c, seq},
+                                {"gates", gates, {S, D, B, G4}}}) {
     AMPRT_TRY(checkFloat(ctx, k, what, t));
     AMPRT_TRY(checkShape(ctx, k, what, t, shape));
   }
@@ -174,10 +171,9 @@ amprt_status amprt::checkGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
   return checkOut(ctx, k, "gates", gates, {d.S, d.D, d.B, 3 * d.H});
 }
 
-amprt_status amprt::checkGruGrad(amprt_context *ctx, T x, T w, T r, T b,
-                                 T h0, T y, T gates, T dy, T dy_h,
-                                 int32_t direction, T dx, T dw, T dr, T db,
-                                 T dh0, RnnDims &d) {
+amprt_status amprt::checkGruGrad(amprt_context *ctx, T x, T w, T r, T b, T h0,
+                                 T y, T gates, T dy, T dy_h, int32_t direction,
+                                 T dx, T dw, T dr, T db, T dh0, RnnDims &d) {
   const char *k = "gru_grad";
   AMPRT_TRY(checkRecurrent(ctx, k, x, w, r, b, h0, nullptr, direction, 3, d));
   int64_t S = d.S, B = d.B, H = d.H, D = d.D, G3 = 3 * H;
@@ -205,8 +201,8 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
   const char *k = "lstm";
   return guard(ctx, k, [&]() -> amprt_status {
     RnnDims d;
-    AMPRT_TRY(checkLstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c,
-                        all_c, gates, d));
+    AMPRT_TRY(checkLstm(ctx, x, w, r, b, h0, c0, direction, y, y_h, y_c, all_c,
+                        gates, d));
     Operands in(x, w, r, b, h0, c0);
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
     std::vector<float> Y(size_t(S * D * B * H)), C(Y.size()),
@@ -216,11 +212,11 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
       std::vector<float> a(size_t(B * G4)), hPrev(size_t(B * H), 0.f),
           cPrev(hPrev);
       // The initial states, when given (the vectors start as zeros).
-      if (auto *h = stateBefore(d, 0, direction, dir, nullptr, in.h0.p,
-                                nullptr))
+      if (auto *h =
+              stateBefore(d, 0, direction, dir, nullptr, in.h0.p, nullptr))
         std::copy(h, h + B * H, hPrev.begin());
-      if (auto *c = stateBefore(d, 0, direction, dir, nullptr, in.c0.p,
-                                nullptr))
+      if (auto *c =
+              stateBefore(d, 0, direction, dir, nullptr, in.c0.p, nullptr))
         std::copy(c, c + B * H, cPrev.begin());
       Prepared p(d, in.x.p, W, R);
       for (int64_t n = 0; n < S; ++n) {
@@ -266,18 +262,17 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
   });
 }
 
-amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
-                             T c0, T y, T all_c, T gates, T dy, T dy_h,
-                             T dy_c, int32_t direction, T dx, T dw, T dr,
-                             T db, T dh0, T dc0) {
-  AMPRT_DISPATCH(lstm_grad, ctx, x, w, r, b, h0, c0, y, all_c, gates, dy,
-                 dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0);
+amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
+                             T y, T all_c, T gates, T dy, T dy_h, T dy_c,
+                             int32_t direction, T dx, T dw, T dr, T db, T dh0,
+                             T dc0) {
+  AMPRT_DISPATCH(lstm_grad, ctx, x, w, r, b, h0, c0, y, all_c, gates, dy, dy_h,
+                 dy_c, direction, dx, dw, dr, db, dh0, dc0);
   const char *k = "lstm_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     RnnDims d;
-    AMPRT_TRY(checkLstmGrad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy,
-                            dy_h, dy_c, direction, dx, dw, dr, db, dh0, dc0,
-                            d));
+    AMPRT_TRY(checkLstmGrad(ctx, x, w, r, b, h0, c0, y, all_c, gates, dy, dy_h,
+                            dy_c, direction, dx, dw, dr, db, dh0, dc0, d));
     int64_t S = d.S, B = d.B, I = d.I, H = d.H, D = d.D, G4 = 4 * H;
     Operands in(x, w, r, b, h0, c0);
     F32In Y(y), C(all_c), A(gates), gY(dy), gYh(dy_h), gYc(dy_c);
@@ -321,8 +316,8 @@ amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0,
         sgemm(B, H, G4, 1.f, da.data(), G4, R, H, false, dH.data(), H);
         addOuter(B, G4, I, da.data(), G4, in.x.p + t * B * I, I,
                  dW.data() + dir * G4 * I, I, scratch);
-        addOuter(B, G4, H, da.data(), G4, hPrev, H, dR.data() + dir * G4 * H,
-                 H, scratch);
+        addOuter(B, G4, H, da.data(), G4, hPrev, H, dR.data() + dir * G4 * H, H,
+                 scratch);
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t j = 0; j < G4; ++j) {
             dB[size_t(dir * 8 * H + j)] += da[size_t(bi * G4 + j)];
@@ -398,8 +393,7 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
                       (linear_before_reset ? rr * q : q);
             float hc = std::tanh(a);
             gt[bi * G3 + 2 * H + h] = hc;
-            ht[bi * H + h] =
-                (1.f - z) * hc + z * hPrev[size_t(bi * H + h)];
+            ht[bi * H + h] = (1.f - z) * hc + z * hPrev[size_t(bi * H + h)];
           }
         std::copy(ht, ht + B * H, hPrev.begin());
       }
@@ -414,8 +408,8 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
 
 amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
                             T gates, T dy, T dy_h, int32_t direction,
-                            int32_t linear_before_reset, T dx, T dw, T dr,
-                            T db, T dh0) {
+                            int32_t linear_before_reset, T dx, T dw, T dr, T db,
+                            T dh0) {
   AMPRT_DISPATCH(gru_grad, ctx, x, w, r, b, h0, y, gates, dy, dy_h, direction,
                  linear_before_reset, dx, dw, dr, db, dh0);
   const char *k = "gru_grad";
@@ -442,8 +436,8 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
         std::copy(gYh.p + dir * B * H, gYh.p + (dir + 1) * B * H, dH.begin());
       for (int64_t n = S - 1; n >= 0; --n) {
         int64_t t = stepAt(d, n, direction, dir);
-        const float *hPrev = stateBefore(d, n, direction, dir, Y.p, in.h0.p,
-                                         zeros.data());
+        const float *hPrev =
+            stateBefore(d, n, direction, dir, Y.p, in.h0.p, zeros.data());
         const float *gt = A.p + (t * D + dir) * B * G3;
         if (linear_before_reset) // q = H_{t-1} R_h^T (+ Rb_h below)
           sgemm(B, H, H, 1.f, hPrev, H, rhT.data(), H, false, q.data(), H);
@@ -475,8 +469,7 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
             for (int64_t h = 0; h < H; ++h) {
               size_t e = size_t(bi * H + h);
               float rr = gt[bi * G3 + H + h];
-              da[size_t(bi * G3 + H + h)] =
-                  ds[e] * hPrev[e] * rr * (1.f - rr);
+              da[size_t(bi * G3 + H + h)] = ds[e] * hPrev[e] * rr * (1.f - rr);
               dPrev[e] += ds[e] * rr;
             }
           // dR_h += da_h^T (r H_{t-1}); dq holds da_h for the bias below.
@@ -489,8 +482,8 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
           sgemm(B, H, H, 1.f, dq.data(), H, Rh, H, true, dPrev.data(), H);
         }
         // z and r: dR_zr += da_zr^T H_{t-1}, dH_{t-1} += da_zr R_zr.
-        addOuter(B, 2 * H, H, da.data(), G3, hPrev, H,
-                 dR.data() + dir * G3 * H, H, scratch);
+        addOuter(B, 2 * H, H, da.data(), G3, hPrev, H, dR.data() + dir * G3 * H,
+                 H, scratch);
         sgemm(B, H, 2 * H, 1.f, da.data(), G3, R, H, true, dPrev.data(), H);
         // dX_t += da W, dW += da^T X_t.
         sgemm(B, I, G3, 1.f, da.data(), G3, W, I, true, dX.data() + t * B * I,

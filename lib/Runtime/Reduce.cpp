@@ -8,9 +8,9 @@
 // tree reduction in f32; both are within the documented tolerances). Max and
 // min keep the first NaN they meet, as numpy does. i64 and i32 tensors sum
 // (wrapping in 64 bits, stored in their type), and take their max and min,
-// exactly (mBART counts its non-pad tokens with a ReduceSum of int64). CumSum keeps its running
-// sum in f64 for floats (each output rounded once) and in i64 for integers
-// (wrapping in the stored type, as ONNX Runtime's does).
+// exactly (mBART counts its non-pad tokens with a ReduceSum of int64). CumSum
+// keeps its running sum in f64 for floats (each output rounded once) and in i64
+// for integers (wrapping in the stored type, as ONNX Runtime's does).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,14 +27,16 @@ using T = const amprt_tensor *;
 
 enum class Red { Sum, Mean, Max, Min };
 
-amprt_status reduce(amprt_context *ctx, const char *k, T x,
-                    const int64_t *axes, int64_t naxes, int32_t keepdims,
-                    int32_t noop, T y, Red op) {
+amprt_status reduce(amprt_context *ctx, const char *k, T x, const int64_t *axes,
+                    int64_t naxes, int32_t keepdims, int32_t noop, T y,
+                    Red op) {
   AMPRT_TRY(checkTensor(ctx, k, "x", x));
   bool integer = x->dtype == AMPRT_I64 || x->dtype == AMPRT_I32;
   if (integer && op == Red::Mean)
-    return ctx->fail(AMPRT_ERR_DTYPE, "%s: x is %s; the mean takes f32, f16 "
-                     "or bf16", k, amprt_dtype_name(x->dtype));
+    return ctx->fail(AMPRT_ERR_DTYPE,
+                     "%s: x is %s; the mean takes f32, f16 "
+                     "or bf16",
+                     k, amprt_dtype_name(x->dtype));
   if (integer) {
     AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
   } else {
@@ -49,8 +51,8 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
     int64_t a;
     AMPRT_TRY(normAxis(ctx, k, axes[i], x->rank, a));
     if (red[size_t(a)])
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: axis %lld repeated", k, (long long)axes[i]);
+      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: axis %lld repeated", k,
+                       (long long)axes[i]);
     red[size_t(a)] = true;
   }
   Shape so, keep;
@@ -67,10 +69,9 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
   // reduced dims (broadcastStrides of keep into x's shape).
   Shape st[1] = {broadcastStrides(keep, sx)};
   if (integer) {
-    std::vector<int64_t> acc(size_t(numel(keep)),
-                             op == Red::Max   ? INT64_MIN
-                             : op == Red::Min ? INT64_MAX
-                                              : 0);
+    std::vector<int64_t> acc(size_t(numel(keep)), op == Red::Max   ? INT64_MIN
+                                                  : op == Red::Min ? INT64_MAX
+                                                                   : 0);
     forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
       int64_t &a = acc[size_t(off[0])], v = readI(x->data, x->dtype, i);
       a = op == Red::Sum   ? int64_t(uint64_t(a) + uint64_t(v))
@@ -82,9 +83,7 @@ amprt_status reduce(amprt_context *ctx, const char *k, T x,
     return AMPRT_OK;
   }
   F32In ix(x);
-  double init = op == Red::Max   ? -INFINITY
-                : op == Red::Min ? INFINITY
-                                 : 0.0;
+  double init = op == Red::Max ? -INFINITY : op == Red::Min ? INFINITY : 0.0;
   std::vector<double> acc(size_t(numel(keep)), init);
   forEachBroadcast<1>(sx, st, [&](int64_t i, const int64_t *off) {
     double &a = acc[size_t(off[0])], v = ix.p[i];
@@ -148,11 +147,10 @@ amprt_status cumsum(amprt_context *ctx, const char *k, T x, int64_t axis,
 } // namespace
 
 amprt_status amprt::checkCumSum(amprt_context *ctx, const char *k, T x,
-                                int64_t axis, T y, int64_t &outer,
-                                int64_t &len, int64_t &inner) {
+                                int64_t axis, T y, int64_t &outer, int64_t &len,
+                                int64_t &inner) {
   AMPRT_TRY(checkTensor(ctx, k, "x", x));
-  if (!isLowOrF32(x->dtype) && x->dtype != AMPRT_I64 &&
-      x->dtype != AMPRT_I32)
+  if (!isLowOrF32(x->dtype) && x->dtype != AMPRT_I64 && x->dtype != AMPRT_I32)
     return ctx->fail(AMPRT_ERR_DTYPE,
                      "%s: x has dtype %s, expected f32, f16, bf16, i64 or i32",
                      k, amprt_dtype_name(x->dtype));
@@ -168,7 +166,7 @@ extern "C" {
   amprt_status amprt_##name(amprt_context *ctx, T x, const int64_t *axes,      \
                             int64_t naxes, int32_t keepdims,                   \
                             int32_t noop_with_empty_axes, T y) {               \
-    AMPRT_DISPATCH(name, ctx, x, axes, naxes, keepdims, noop_with_empty_axes, \
+    AMPRT_DISPATCH(name, ctx, x, axes, naxes, keepdims, noop_with_empty_axes,  \
                    y);                                                         \
     return guard(ctx, #name, [&] {                                             \
       return reduce(ctx, #name, x, axes, naxes, keepdims,                      \

@@ -35,8 +35,7 @@ amprt_status amprt::checkResize(amprt_context *ctx, const char *k, T x,
                      k, m.mode, m.coordMode, m.nearestMode);
   if (!std::isfinite(m.cubicA))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: cubic_coeff_a %g is not finite", k,
-                     double(m.cubicA));
+                     "%s: cubic_coeff_a %g is not finite", k, double(m.cubicA));
   if (y->rank != x->rank)
     return ctx->fail(AMPRT_ERR_SHAPE, "%s: y has rank %d, x rank %d", k,
                      y->rank, x->rank);
@@ -74,10 +73,10 @@ amprt_status amprt_resize(amprt_context *ctx, T x, T scales, int32_t mode,
   });
 }
 
-amprt_status amprt_resize_grad(amprt_context *ctx, T dy, T scales,
-                               int32_t mode, int32_t coord_mode,
-                               int32_t nearest_mode, float cubic_coeff_a,
-                               int32_t exclude_outside, T dx) {
+amprt_status amprt_resize_grad(amprt_context *ctx, T dy, T scales, int32_t mode,
+                               int32_t coord_mode, int32_t nearest_mode,
+                               float cubic_coeff_a, int32_t exclude_outside,
+                               T dx) {
   AMPRT_DISPATCH(resize_grad, ctx, dy, scales, mode, coord_mode, nearest_mode,
                  cubic_coeff_a, exclude_outside, dx);
   const char *k = "resize_grad";

@@ -43,11 +43,13 @@ amprt_status argExtreme(amprt_context *ctx, const char *k, T x, int64_t axis,
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < inner; ++j) {
       int64_t base = o * len * inner + j;
-      out[o * inner + j] =
-          integer ? argOfLine(base, len, inner, largest, last != 0,
-                              [&](int64_t i) { return readI(x->data, x->dtype, i); })
-                  : argOfLine(base, len, inner, largest, last != 0,
-                              [&](int64_t i) { return in.p[i]; });
+      out[o * inner + j] = integer
+                               ? argOfLine(base, len, inner, largest, last != 0,
+                                           [&](int64_t i) {
+                                             return readI(x->data, x->dtype, i);
+                                           })
+                               : argOfLine(base, len, inner, largest, last != 0,
+                                           [&](int64_t i) { return in.p[i]; });
     }
   return AMPRT_OK;
 }
@@ -61,8 +63,8 @@ amprt_status checkGatherElements(amprt_context *ctx, const char *k, T data,
     int64_t v = indexAt(indices, i);
     if (v < -len || v >= len)
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: index %" PRId64 " at %" PRId64
-                       " outside [-%" PRId64 ", %" PRId64 ")",
+                       "%s: index %" PRId64 " at %" PRId64 " outside [-%" PRId64
+                       ", %" PRId64 ")",
                        k, v, i, len, len);
   }
   return AMPRT_OK;
@@ -222,8 +224,8 @@ amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
   return AMPRT_OK;
 }
 
-amprt_status amprt::checkScatterElements(amprt_context *ctx, T data,
-                                         T indices, T updates, int64_t &axis,
+amprt_status amprt::checkScatterElements(amprt_context *ctx, T data, T indices,
+                                         T updates, int64_t &axis,
                                          int32_t reduction, T y) {
   const char *k = "scatter_elements";
   AMPRT_TRY(checkTensor(ctx, k, "data", data));
@@ -265,9 +267,9 @@ amprt_status amprt::checkScatterND(amprt_context *ctx, T data, T indices,
   return AMPRT_OK;
 }
 
-amprt_status amprt::checkTopK(amprt_context *ctx, T x, int64_t k,
-                              int64_t &axis, T values, T indices,
-                              int64_t &outer, int64_t &len, int64_t &inner) {
+amprt_status amprt::checkTopK(amprt_context *ctx, T x, int64_t k, int64_t &axis,
+                              T values, T indices, int64_t &outer, int64_t &len,
+                              int64_t &inner) {
   const char *kn = "top_k";
   AMPRT_TRY(checkFloat(ctx, kn, "x", x));
   AMPRT_TRY(checkDtype(ctx, kn, "values", values, x->dtype));
@@ -275,8 +277,7 @@ amprt_status amprt::checkTopK(amprt_context *ctx, T x, int64_t k,
   AMPRT_TRY(splitAxis(ctx, kn, x, axis, outer, len, inner));
   if (k < 0 || k > len)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: k = %" PRId64 " for an axis of %" PRId64, kn, k,
-                     len);
+                     "%s: k = %" PRId64 " for an axis of %" PRId64, kn, k, len);
   Shape so = shapeOf(x);
   so[size_t(axis)] = k;
   AMPRT_TRY(checkShape(ctx, kn, "values", values, so));
@@ -304,8 +305,7 @@ amprt_status amprt_arg_min(amprt_context *ctx, T x, int64_t axis,
 }
 
 amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
-                         int32_t largest, int32_t sorted, T values,
-                         T indices) {
+                         int32_t largest, int32_t sorted, T values, T indices) {
   AMPRT_DISPATCH(top_k, ctx, x, k, axis, largest, sorted, values, indices);
   const char *kn = "top_k";
   return guard(ctx, kn, [&]() -> amprt_status {
@@ -324,8 +324,8 @@ amprt_status amprt_top_k(amprt_context *ctx, T x, int64_t k, int64_t axis,
         // one serves both.
         std::partial_sort(order.begin(), order.begin() + k, order.end(),
                           [&](int64_t a, int64_t b) {
-                            return topKBefore(p[a * inner], a, p[b * inner],
-                                              b, largest != 0);
+                            return topKBefore(p[a * inner], a, p[b * inner], b,
+                                              largest != 0);
                           });
         for (int64_t i = 0; i < k; ++i) {
           int64_t at = (o * k + i) * inner + j;
@@ -367,8 +367,9 @@ amprt_status amprt_gather_elements_grad(amprt_context *ctx, T dy, T indices,
     AMPRT_TRY(checkGatherElements(ctx, k, dx, indices, axis, dy));
     F32In g(dy);
     std::vector<float> acc(size_t(numel(dx)), 0.f);
-    forEachGathered(dx, indices, axis,
-                    [&](int64_t i, int64_t off) { acc[size_t(off)] += g.p[i]; });
+    forEachGathered(dx, indices, axis, [&](int64_t i, int64_t off) {
+      acc[size_t(off)] += g.p[i];
+    });
     fromF32(acc.data(), dx->data, dx->dtype, int64_t(acc.size()));
     return AMPRT_OK;
   });
@@ -416,14 +417,14 @@ amprt_status amprt_gather_nd_grad(amprt_context *ctx, T dy, T indices,
 }
 
 amprt_status amprt_scatter_elements(amprt_context *ctx, T data, T indices,
-                                    T updates, int64_t axis,
-                                    int32_t reduction, T y) {
-  AMPRT_DISPATCH(scatter_elements, ctx, data, indices, updates, axis,
-                 reduction, y);
+                                    T updates, int64_t axis, int32_t reduction,
+                                    T y) {
+  AMPRT_DISPATCH(scatter_elements, ctx, data, indices, updates, axis, reduction,
+                 y);
   const char *k = "scatter_elements";
   return guard(ctx, k, [&]() -> amprt_status {
-    AMPRT_TRY(checkScatterElements(ctx, data, indices, updates, axis,
-                                   reduction, y));
+    AMPRT_TRY(
+        checkScatterElements(ctx, data, indices, updates, axis, reduction, y));
     AMPRT_TRY(checkGatherElements(ctx, k, data, indices, axis, updates));
     size_t es = amprt_dtype_size(data->dtype);
     if (y->data != data->data)
@@ -443,8 +444,8 @@ amprt_status amprt_scatter_elements(amprt_context *ctx, T data, T indices,
   });
 }
 
-amprt_status amprt_scatter_nd(amprt_context *ctx, T data, T indices,
-                              T updates, int32_t reduction, T y) {
+amprt_status amprt_scatter_nd(amprt_context *ctx, T data, T indices, T updates,
+                              int32_t reduction, T y) {
   AMPRT_DISPATCH(scatter_nd, ctx, data, indices, updates, reduction, y);
   const char *k = "scatter_nd";
   return guard(ctx, k, [&]() -> amprt_status {

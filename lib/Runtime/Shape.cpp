@@ -100,8 +100,8 @@ amprt_status amprt::concatShape(amprt_context *ctx, const char *k, T inputs,
                                 int64_t n, int64_t axis, T y, int64_t &a,
                                 Shape &so) {
   if (n < 1 || !inputs)
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: needs at least one input", k);
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: needs at least one input",
+                     k);
   AMPRT_TRY(checkTensor(ctx, k, "inputs[0]", &inputs[0]));
   AMPRT_TRY(checkDtype(ctx, k, "y", y, inputs[0].dtype));
   AMPRT_TRY(normAxis(ctx, k, axis, inputs[0].rank, a));
@@ -216,8 +216,8 @@ amprt_status amprt::dropoutValues(amprt_context *ctx, const char *k,
   r = ratio ? float(*ratio) : 0.5f;
   train = training && *training != 0;
   if (!(r >= 0.f && r < 1.f))
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: ratio %g outside [0, 1)", k, double(r));
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: ratio %g outside [0, 1)",
+                     k, double(r));
   return AMPRT_OK;
 }
 
@@ -227,9 +227,10 @@ namespace {
 amprt_status dropoutParams(amprt_context *ctx, const char *k, T ratio,
                            T training, float &r, bool &train) {
   AMPRT_TRY(checkDropoutScalars(ctx, k, ratio, training));
-  double rv = ratio ? scalarOf(ratio) : 0, tv = training ? scalarOf(training) : 0;
-  return dropoutValues(ctx, k, ratio ? &rv : nullptr,
-                       training ? &tv : nullptr, r, train);
+  double rv = ratio ? scalarOf(ratio) : 0,
+         tv = training ? scalarOf(training) : 0;
+  return dropoutValues(ctx, k, ratio ? &rv : nullptr, training ? &tv : nullptr,
+                       r, train);
 }
 
 } // namespace
@@ -264,8 +265,8 @@ amprt_status amprt_transpose(amprt_context *ctx, T x, const int64_t *perm,
   });
 }
 
-amprt_status amprt_concat(amprt_context *ctx, T inputs, int64_t n,
-                          int64_t axis, T y) {
+amprt_status amprt_concat(amprt_context *ctx, T inputs, int64_t n, int64_t axis,
+                          T y) {
   AMPRT_DISPATCH(concat, ctx, inputs, n, axis, y);
   return guard(ctx, "concat", [&]() -> amprt_status {
     const char *k = "concat";
@@ -439,8 +440,10 @@ amprt_status amprt_expand(amprt_context *ctx, T x, T y) {
     AMPRT_TRY(checkDtype(ctx, "expand", "y", y, x->dtype));
     Shape so;
     if (!broadcastShapes({shapeOf(x), shapeOf(y)}, so) || so != shapeOf(y))
-      return ctx->fail(AMPRT_ERR_SHAPE, "expand: x %s does not broadcast to "
-                       "y %s", shapeStr(x).c_str(), shapeStr(y).c_str());
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "expand: x %s does not broadcast to "
+                       "y %s",
+                       shapeStr(x).c_str(), shapeStr(y).c_str());
     gatherStrided(x, y, so, broadcastStrides(shapeOf(x), so), 0);
     return AMPRT_OK;
   });

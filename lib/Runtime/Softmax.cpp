@@ -25,8 +25,8 @@ amprt_status split(amprt_context *ctx, const char *k, T x, int64_t axis,
   return splitAtAxis(ctx, k, x, axis, a, outer, len, inner);
 }
 
-amprt_status softmaxImpl(amprt_context *ctx, const char *k, T x,
-                         int64_t axis, T y, bool logOut) {
+amprt_status softmaxImpl(amprt_context *ctx, const char *k, T x, int64_t axis,
+                         T y, bool logOut) {
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkFloat(ctx, k, "y", y));
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
@@ -64,9 +64,8 @@ extern "C" {
 
 amprt_status amprt_softmax(amprt_context *ctx, T x, int64_t axis, T y) {
   AMPRT_DISPATCH(softmax, ctx, x, axis, y);
-  return guard(ctx, "softmax", [&] {
-    return softmaxImpl(ctx, "softmax", x, axis, y, false);
-  });
+  return guard(ctx, "softmax",
+               [&] { return softmaxImpl(ctx, "softmax", x, axis, y, false); });
 }
 
 amprt_status amprt_log_softmax(amprt_context *ctx, T x, int64_t axis, T y) {

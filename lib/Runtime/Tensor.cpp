@@ -51,13 +51,13 @@ amprt_status amprt::checkTensor(amprt_context *ctx, const char *kernel,
                      kernel, what, t->rank, AMPRT_MAX_RANK);
   if (t->rank > 0 && !t->shape)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: %s has rank %d but no shape", kernel, what,
-                     t->rank);
+                     "%s: %s has rank %d but no shape", kernel, what, t->rank);
   int64_t n = 1;
   for (int32_t i = 0; i < t->rank; ++i) {
     if (t->shape[i] < 0)
-      return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has negative dim %" PRId64
-                       " at %d", kernel, what, t->shape[i], i);
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: %s has negative dim %" PRId64 " at %d", kernel,
+                       what, t->shape[i], i);
     n *= t->shape[i];
   }
   if (n > 0 && !t->data)
@@ -111,9 +111,8 @@ amprt_status amprt::checkNumel(amprt_context *ctx, const char *kernel,
 }
 
 amprt_status amprt::splitAtAxis(amprt_context *ctx, const char *kernel,
-                                const amprt_tensor *x, int64_t axis,
-                                int64_t &a, int64_t &outer, int64_t &len,
-                                int64_t &inner) {
+                                const amprt_tensor *x, int64_t axis, int64_t &a,
+                                int64_t &outer, int64_t &len, int64_t &inner) {
   AMPRT_TRY(normAxis(ctx, kernel, axis, x->rank, a));
   outer = inner = 1;
   for (int64_t i = 0; i < x->rank; ++i)
@@ -149,9 +148,8 @@ amprt_status amprt::padShape(amprt_context *ctx, const char *kernel,
         __builtin_add_overflow(pads[d], pads[d + rank], &grow) ||
         __builtin_add_overflow(n, grow, &out[d]) || out[d] < 0)
       return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: pads %" PRId64 ", %" PRId64
-                       " of dim %" PRId64 " (%" PRId64
-                       ") give a negative or overflowing size",
+                       "%s: pads %" PRId64 ", %" PRId64 " of dim %" PRId64
+                       " (%" PRId64 ") give a negative or overflowing size",
                        kernel, pads[d], pads[d + rank], d, n);
     if (mode != 0 && n == 0 && out[d] > 0)
       return ctx->fail(AMPRT_ERR_SHAPE,
@@ -177,7 +175,8 @@ amprt_status amprt::checkRandomFill(amprt_context *ctx, const char *kernel,
     if (classes < 1 || (y->dtype == AMPRT_I32 && classes > INT32_MAX))
       return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                        "%s: classes is %" PRId64 ", expected 1 to %s", kernel,
-                       classes, y->dtype == AMPRT_I32 ? "2^31 - 1" : "2^63 - 1");
+                       classes,
+                       y->dtype == AMPRT_I32 ? "2^31 - 1" : "2^63 - 1");
     return AMPRT_OK;
   default:
     return ctx->fail(AMPRT_ERR_DTYPE,

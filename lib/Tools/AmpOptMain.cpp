@@ -7,16 +7,16 @@
 // mlir-opt with ONNX at both ends. When neither the input nor the output is
 // ONNX (an input is when it is called .onnx, or starts like a binary model
 // and is not called .mlir) this is exactly MlirOptMain. Otherwise the input
-// is imported (streamed from disk) or parsed, the pass pipeline from the command line
-// runs, and the result is exported to ONNX or printed as MLIR. The output
-// file is created only once everything succeeded.
+// is imported (streamed from disk) or parsed, the pass pipeline from the
+// command line runs, and the result is exported to ONNX or printed as MLIR. The
+// output file is created only once everything succeeded.
 //
 //===----------------------------------------------------------------------===//
 
 #include "amp/Tools/AmpOptMain.h"
+#include "amp/Dialect/Train/Transforms/Passes.h"
 #include "amp/Target/ONNX/ExportONNX.h"
 #include "amp/Target/ONNX/ImportONNX.h"
-#include "amp/Dialect/Train/Transforms/Passes.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/AsmState.h"
@@ -63,8 +63,8 @@ static bool isOnnxInput(llvm::StringRef path,
   if (!preread)
     return false;
   return isOnnxPath(path) ||
-         (!mlirName && amp::isBinaryModelHead(
-                           preread->getBuffer().take_front(8)));
+         (!mlirName &&
+          amp::isBinaryModelHead(preread->getBuffer().take_front(8)));
 }
 
 /// The AMP pass leaves the casts it inserts unnamed; the ONNX exporter names
@@ -144,8 +144,7 @@ int amp::ampOptMain(int argc, char **argv, DialectRegistry &registry) {
   // reference the (mapped) input buffer instead of being copied.
   auto sourceMgr = std::make_shared<llvm::SourceMgr>();
   SourceMgrDiagnosticHandler handler(*sourceMgr, &context);
-  TimingScope inputTiming =
-      timing.nest(onnxInput ? "Import ONNX" : "Parser");
+  TimingScope inputTiming = timing.nest(onnxInput ? "Import ONNX" : "Parser");
   if (onnxInput && preread) {
     module = importOnnxModel(preread->getMemBufferRef(), &context);
   } else if (onnxInput) {

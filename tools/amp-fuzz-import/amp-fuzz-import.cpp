@@ -28,8 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mlir::ScopedDiagnosticHandler quiet(
       &context, [](mlir::Diagnostic &) { return mlir::success(); });
   llvm::MemoryBufferRef buffer(
-      llvm::StringRef(reinterpret_cast<const char *>(data), size),
-      "fuzz.onnx");
+      llvm::StringRef(reinterpret_cast<const char *>(data), size), "fuzz.onnx");
   amp::ImportOnnxOptions options;
   // Keep external data inside an empty folder: the fuzzer must not read
   // files of the machine it runs on.

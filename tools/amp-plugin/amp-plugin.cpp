@@ -1,4 +1,5 @@
-//===- amp-plugin.cpp - amp-mlir as an mlir-opt plugin ---------------------===//
+//===- amp-plugin.cpp - amp-mlir as an mlir-opt plugin
+//---------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

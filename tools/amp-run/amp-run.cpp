@@ -58,10 +58,11 @@ int main(int argc, char **argv) {
                "<lowered.mlir> | <model.onnx> --run <dir>"),
       cl::cat(category));
   cl::opt<std::string> weights(
-      "weights", cl::desc("the initial parameters: an ONNX model's "
-                          "initializers (e.g. the forward model) or "
-                          "onnxruntime-training's checkpoint (the default: "
-                          "the checkpoint next to the training model)"),
+      "weights",
+      cl::desc("the initial parameters: an ONNX model's "
+               "initializers (e.g. the forward model) or "
+               "onnxruntime-training's checkpoint (the default: "
+               "the checkpoint next to the training model)"),
       cl::cat(category));
   cl::opt<std::string> initSeed(
       "init", cl::value_desc("seed"),
@@ -69,35 +70,43 @@ int main(int argc, char **argv) {
                "from this seed (uniform +-1/sqrt(fan_in) for rank >= 2, "
                "zeros for biases)"),
       cl::cat(category));
-  cl::opt<std::string> device("device", cl::desc("cpu | cuda"), cl::cat(category),
-                              cl::init("cpu"));
-  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::cat(category), cl::init(1));
-  cl::opt<int64_t> batch("batch", cl::desc("batch size (binds the leading "
-                                           "symbolic dim of the inputs)"), cl::cat(category),
-                         cl::init(0));
+  cl::opt<std::string> device("device", cl::desc("cpu | cuda"),
+                              cl::cat(category), cl::init("cpu"));
+  cl::opt<int64_t> steps("steps", cl::desc("training steps"), cl::cat(category),
+                         cl::init(1));
+  cl::opt<int64_t> batch("batch",
+                         cl::desc("batch size (binds the leading "
+                                  "symbolic dim of the inputs)"),
+                         cl::cat(category), cl::init(0));
   cl::opt<std::string> data("data",
                             cl::desc("synthetic:<seed> or a folder of "
-                                     "<input>.npy / <input>.pb files"), cl::cat(category),
-                            cl::init("synthetic:0"));
-  cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::cat(category), cl::init(0));
-  cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"), cl::cat(category));
-  cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."), cl::cat(category));
+                                     "<input>.npy / <input>.pb files"),
+                            cl::cat(category), cl::init("synthetic:0"));
+  cl::opt<uint64_t> seed("seed", cl::desc("shuffle seed"), cl::cat(category),
+                         cl::init(0));
+  cl::opt<bool> noShuffle("no-shuffle", cl::desc("batches in file order"),
+                          cl::cat(category));
+  cl::opt<std::string> dims("dims", cl::desc("symbolic dims: name=v,..."),
+                            cl::cat(category));
   cl::opt<std::string> amp(
       "amp", cl::ValueOptional, cl::value_desc("fp16|bf16"),
       cl::desc("run auto-mixed-precision before lowering: --amp or "
                "--amp=fp16 with dynamic loss scaling, --amp=bf16 without"),
       cl::cat(category));
-  cl::opt<double> lr("lr", cl::desc("learning rate"), cl::cat(category), cl::init(1e-3));
-  cl::opt<std::string> log("log", cl::desc("per-step CSV log"), cl::cat(category));
+  cl::opt<double> lr("lr", cl::desc("learning rate"), cl::cat(category),
+                     cl::init(1e-3));
+  cl::opt<std::string> log("log", cl::desc("per-step CSV log"),
+                           cl::cat(category));
   cl::opt<bool> logTime(
       "log-time",
       cl::desc("with --log: a last column, seconds since the training loop "
                "started, when each step's results are back on the host"),
       cl::cat(category));
-  cl::opt<std::string> out("o", cl::desc("write the trained weights as "
-                                         "ONNX initializers (with --run: "
-                                         "a folder for output_<j>.pb)"),
-                            cl::cat(category));
+  cl::opt<std::string> out("o",
+                           cl::desc("write the trained weights as "
+                                    "ONNX initializers (with --run: "
+                                    "a folder for output_<j>.pb)"),
+                           cl::cat(category));
   cl::opt<std::string> run(
       "run", cl::value_desc("dir"),
       cl::desc("run one model's graph once on the inputs in <dir> (an ONNX "
@@ -110,8 +119,10 @@ int main(int argc, char **argv) {
   cl::opt<double> atol("atol", cl::desc("with --run: absolute tolerance"),
                        cl::cat(category), cl::init(1e-7));
   cl::opt<std::string> checkpoint("checkpoint",
-                                  cl::desc("write a checkpoint at the end"), cl::cat(category));
-  cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"), cl::cat(category));
+                                  cl::desc("write a checkpoint at the end"),
+                                  cl::cat(category));
+  cl::opt<std::string> resume("resume", cl::desc("resume from a checkpoint"),
+                              cl::cat(category));
   cl::opt<int64_t> checkpointEvery(
       "checkpoint-every", cl::value_desc("N"),
       cl::desc("with --checkpoint: also write it after every N steps (a "
@@ -127,13 +138,13 @@ int main(int argc, char **argv) {
       "external-data",
       cl::desc("-o and --ort-checkpoint: tensors in an external data file "
                "(<file>.data)"),
-      cl::values(clEnumValN(amp::exec::ExternalData::Auto, "auto",
-                            "from --external-data-threshold bytes on, or "
-                            "(-o) when --weights had external data"),
-                 clEnumValN(amp::exec::ExternalData::Always, "always",
-                            "always"),
-                 clEnumValN(amp::exec::ExternalData::Never, "never",
-                            "never (over 2 GB is refused)")),
+      cl::values(
+          clEnumValN(amp::exec::ExternalData::Auto, "auto",
+                     "from --external-data-threshold bytes on, or "
+                     "(-o) when --weights had external data"),
+          clEnumValN(amp::exec::ExternalData::Always, "always", "always"),
+          clEnumValN(amp::exec::ExternalData::Never, "never",
+                     "never (over 2 GB is refused)")),
       cl::init(amp::exec::ExternalData::Auto), cl::cat(category));
   cl::opt<uint64_t> externalDataThreshold(
       "external-data-threshold", cl::value_desc("bytes"),
@@ -142,10 +153,11 @@ int main(int argc, char **argv) {
       cl::init(amp::exec::TrainOptions().externalDataThreshold),
       cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
-                               cl::desc("write the lowered modules here"), cl::cat(category));
+                               cl::desc("write the lowered modules here"),
+                               cl::cat(category));
   cl::opt<int64_t> inject("inject-nonfinite",
-                          cl::desc("testing: NaN in step k's batch"), cl::cat(category),
-                          cl::init(-1));
+                          cl::desc("testing: NaN in step k's batch"),
+                          cl::cat(category), cl::init(-1));
   cl::opt<int64_t> accumulate(
       "accumulate",
       cl::desc("gradient accumulation: one optimizer step every N training "
@@ -165,12 +177,27 @@ int main(int argc, char **argv) {
       return 1;
     }
   if (run.getNumOccurrences()) {
-    for (cl::Option *opt : std::initializer_list<cl::Option *>{
-             &weights, &initSeed, &steps, &batch, &data, &seed, &noShuffle,
-             &amp, &lr, &log, &logTime, &checkpoint, &resume,
-             &checkpointEvery, &ortCheckpoint, &externalData,
-             &externalDataThreshold, &lowered, &inject,
-             &accumulate})
+    for (cl::Option *opt :
+         std::initializer_list<cl::Option *>{&weights,
+                                             &initSeed,
+                                             &steps,
+                                             &batch,
+                                             &data,
+                                             &seed,
+                                             &noShuffle,
+                                             &amp,
+                                             &lr,
+                                             &log,
+                                             &logTime,
+                                             &checkpoint,
+                                             &resume,
+                                             &checkpointEvery,
+                                             &ortCheckpoint,
+                                             &externalData,
+                                             &externalDataThreshold,
+                                             &lowered,
+                                             &inject,
+                                             &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
                      << " is a training option; --run runs a graph once\n";
@@ -178,8 +205,8 @@ int main(int argc, char **argv) {
       }
     return runOnce(models, run, out, device, dims, rtol, atol);
   }
-  for (cl::Option *opt : {static_cast<cl::Option *>(&rtol),
-                          static_cast<cl::Option *>(&atol)})
+  for (cl::Option *opt :
+       {static_cast<cl::Option *>(&rtol), static_cast<cl::Option *>(&atol)})
     if (opt->getNumOccurrences()) {
       llvm::errs() << "amp-run: --" << opt->ArgStr << " needs --run\n";
       return 1;
@@ -256,8 +283,7 @@ int main(int argc, char **argv) {
   }
   if (!std::isfinite(lr) || lr < 0) {
     llvm::errs() << "amp-run: --lr must be a finite number >= 0, not "
-                 << llvm::format("%g", lr.getValue())
-                 << "\n";
+                 << llvm::format("%g", lr.getValue()) << "\n";
     return 1;
   }
   if (accumulate < 1 || steps % accumulate != 0) {

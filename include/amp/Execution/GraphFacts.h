@@ -1,4 +1,5 @@
-//===- GraphFacts.h - what the execution layer reads off a graph -*- C++ -*-===//
+//===- GraphFacts.h - what the execution layer reads off a graph -*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

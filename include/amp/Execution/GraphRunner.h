@@ -25,11 +25,11 @@
 namespace amp::exec {
 
 struct RunOptions {
-  std::string model;   ///< the .onnx model
-  std::string data;    ///< folder with the inputs (and expected outputs)
-  std::string outDir;  ///< where to write output_<j>.pb (empty: nowhere)
+  std::string model;  ///< the .onnx model
+  std::string data;   ///< folder with the inputs (and expected outputs)
+  std::string outDir; ///< where to write output_<j>.pb (empty: nowhere)
   std::string device = "cpu";
-  std::string dims;    ///< extra symbolic dims: name=value,...
+  std::string dims; ///< extra symbolic dims: name=value,...
   /// Tolerances of the comparison with expected outputs, as the ONNX
   /// backend tests': |got - want| <= atol + rtol * |want| for floating
   /// point (NaN matches NaN), exact for integers and booleans.

@@ -52,7 +52,9 @@ struct OrtCheckpointProperties {
   std::map<std::string, int64_t> ints;
   std::map<std::string, float> floats;
   std::map<std::string, std::string> strings;
-  bool empty() const { return ints.empty() && floats.empty() && strings.empty(); }
+  bool empty() const {
+    return ints.empty() && floats.empty() && strings.empty();
+  }
 };
 
 struct OrtCheckpoint {
@@ -108,8 +110,8 @@ llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
 /// the file in pieces. Both files go through `.tmp` and a rename (the data
 /// file first). Fails, naming the tensor, when its data does not match its
 /// type and dims.
-llvm::Error writeOrtCheckpoint(const OrtCheckpoint &ckpt,
-                               llvm::StringRef path, bool externalData);
+llvm::Error writeOrtCheckpoint(const OrtCheckpoint &ckpt, llvm::StringRef path,
+                               bool externalData);
 
 } // namespace amp::exec
 

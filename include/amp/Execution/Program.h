@@ -1,4 +1,5 @@
-//===- Program.h - interpret a lowered module over the runtime ABI -*- C++ -*-===//
+//===- Program.h - interpret a lowered module over the runtime ABI -*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

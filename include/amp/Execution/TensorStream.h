@@ -68,10 +68,9 @@ public:
   /// Calls fn(offset, piece) on consecutive pieces of at most
   /// kTensorPieceBytes, in order. A file is checked to hold the range
   /// first (an error names the file and what it lacks).
-  llvm::Error
-  forEachPiece(llvm::function_ref<llvm::Error(uint64_t offset,
-                                              llvm::StringRef piece)>
-                   fn) const;
+  llvm::Error forEachPiece(
+      llvm::function_ref<llvm::Error(uint64_t offset, llvm::StringRef piece)>
+          fn) const;
   /// Reads bytes [offset, offset + piece.size()) into `piece`.
   llvm::Error readAt(uint64_t offset, llvm::MutableArrayRef<char> piece) const;
   /// Copies the bytes into `dst` (size() bytes of host memory).

@@ -1,4 +1,5 @@
-//===- Trainer.h - the amp-run training loop ----------------------*- C++ -*-===//
+//===- Trainer.h - the amp-run training loop ----------------------*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

@@ -17,7 +17,8 @@
 extern "C" {
 #endif
 
-#define AMPRT_KERNEL(name, kind, params) AMPRT_API amprt_status amprt_##name params;
+#define AMPRT_KERNEL(name, kind, params)                                       \
+  AMPRT_API amprt_status amprt_##name params;
 #include "amp/Runtime/Ops.def"
 
 #ifdef __cplusplus

@@ -44,7 +44,7 @@ typedef enum amprt_status {
   AMPRT_ERR_SHAPE = 3,            /* shapes do not agree */
   AMPRT_ERR_UNSUPPORTED = 4,      /* valid, but not implemented (yet) */
   AMPRT_ERR_OUT_OF_MEMORY = 5,
-  AMPRT_ERR_BACKEND = 6,          /* unknown backend, device failure */
+  AMPRT_ERR_BACKEND = 6, /* unknown backend, device failure */
   AMPRT_ERR_INTERNAL = 7
 } amprt_status;
 

@@ -52,7 +52,8 @@ bool GraphLowering::accumulateEarly() {
     if (k.sig->name != "multi_tensor_unscale_check")
       continue;
     const auto &gs = k.tensors[tensorSlot(k, "ins")];
-    int inv = singleBuffer(k, "inv_scale"), flag = singleBuffer(k, "all_finite");
+    int inv = singleBuffer(k, "inv_scale"),
+        flag = singleBuffer(k, "all_finite");
     if (cast<IntegerAttr>(k.attrs.get("reset")).getInt() == 0 || inv < 0 ||
         flag < 0 || gs.empty())
       continue;
@@ -88,8 +89,7 @@ bool GraphLowering::accumulateEarly() {
           continue;
         }
         if (c.sig->name == "unscale_gate_accumulate" && gate < 0 &&
-            slot == tensorSlot(c, "x") &&
-            singleBuffer(c, "inv_scale") == inv &&
+            slot == tensorSlot(c, "x") && singleBuffer(c, "inv_scale") == inv &&
             singleBuffer(c, "buffer") >= 0 && singleBuffer(c, "gate") >= 0) {
           gate = ci;
           continue;
@@ -133,15 +133,15 @@ bool GraphLowering::accumulateEarly() {
       PlannedCall &a = calls[gr.gate];
       int buffer = singleBuffer(a, "buffer");
       byGate[singleBuffer(a, "gate")].push_back(buffer);
-      now.push_back(plannedCall(
-          "unscale_gate_accumulate",
-          {{"buffer", {buffer}},
-           {"x", {gr.g}},
-           {"inv_scale", {inv}},
-           {"gate", {trueFlag}},
-           {"overwrite", a.tensors[tensorSlot(a, "overwrite")]},
-           {"updated", a.tensors[tensorSlot(a, "updated")]}},
-          a.attrs, a.loc));
+      now.push_back(
+          plannedCall("unscale_gate_accumulate",
+                      {{"buffer", {buffer}},
+                       {"x", {gr.g}},
+                       {"inv_scale", {inv}},
+                       {"gate", {trueFlag}},
+                       {"overwrite", a.tensors[tensorSlot(a, "overwrite")]},
+                       {"updated", a.tensors[tensorSlot(a, "updated")]}},
+                      a.attrs, a.loc));
       drop.insert(gr.gate);
       lastGate = std::max(lastGate, gr.gate);
     }
@@ -151,10 +151,9 @@ bool GraphLowering::accumulateEarly() {
       attrs.set("node", calls[lastGate].attrs.get("node"));
       attrs.set("n", i64(buffers.size()));
       SmallVector<int, 1> ins(buffers.begin(), buffers.end());
-      following[lastGate].push_back(
-          plannedCall("multi_tensor_zero_unless",
-                      {{"ins", ins}, {"keep", {gate}}}, attrs,
-                      calls[lastGate].loc));
+      following[lastGate].push_back(plannedCall(
+          "multi_tensor_zero_unless", {{"ins", ins}, {"keep", {gate}}}, attrs,
+          calls[lastGate].loc));
     }
   }
   if (drop.empty())

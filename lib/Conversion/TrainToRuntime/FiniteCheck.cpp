@@ -41,8 +41,7 @@ bool updatedBefore(Value u, Operation *use) {
   for (OpOperand &o : u.getUses()) {
     Operation *w = o.getOwner();
     if (o.getOperandNumber() == 0 && w->getBlock() == use->getBlock() &&
-        w->isBeforeInBlock(use) &&
-        isa_and_nonnull<OnnxNodeOpInterface>(w) &&
+        w->isBeforeInBlock(use) && isa_and_nonnull<OnnxNodeOpInterface>(w) &&
         cast<OnnxNodeOpInterface>(w).getOnnxOpType().starts_with(
             "InPlaceAccumulator"))
       return true;

@@ -22,9 +22,9 @@
 // and the f32 copy is never made (the logits' gradient of a language model
 // feeding the LM head's fp16 backward GEMM).
 //
-// A widening cast folds when it widens f16/bf16 to f32, its output is a temporary
-// that is no graph output and that no call writes in place, and every call
-// reading it is a float binary op, a unary float op (not a cast, copy or
+// A widening cast folds when it widens f16/bf16 to f32, its output is a
+// temporary that is no graph output and that no call writes in place, and every
+// call reading it is a float binary op, a unary float op (not a cast, copy or
 // test), an activation gradient, sum, or softmax_cross_entropy_loss (its
 // scores: the logits of a language model, cast to f32 for the loss, are the
 // step's largest tensor).
@@ -80,8 +80,7 @@ void GraphLowering::foldWideningCasts() {
         !u.written.contains(x) && !u.outputs.contains(x) &&
         !u.written.contains(y)) {
       auto xs = u.uses.lookup(x);
-      if (xs.size() == 2 && xs[1].first == int(ci) &&
-          xs[0].first < int(ci) &&
+      if (xs.size() == 2 && xs[1].first == int(ci) && xs[0].first < int(ci) &&
           writesAnyFloat(calls[xs[0].first], xs[0].second)) {
         for (int &b : calls[xs[0].first].tensors[xs[0].second])
           if (b == x)

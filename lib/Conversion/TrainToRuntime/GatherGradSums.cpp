@@ -1,4 +1,5 @@
-//===- GatherGradSums.cpp - summed GatherGrads as scatters into one buffer -===//
+//===- GatherGradSums.cpp - summed GatherGrads as scatters into one buffer
+//-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -70,8 +71,8 @@ void GraphLowering::fuseGatherGradSums() {
       // Distinct indices: each element gets one value at most, so the
       // order of the scatters is the order of nothing.
       std::optional<HostTensor> h = readHost(bufs[idx].value);
-      ok &= h && h->v.size() == 1 &&
-            indexValues.insert(hostInt(h->v[0])).second;
+      ok &=
+          h && h->v.size() == 1 && indexValues.insert(hostInt(h->v[0])).second;
       if (!ok)
         break;
     }

@@ -195,8 +195,7 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
                                      ArrayRef<int64_t> starts,
                                      ArrayRef<int64_t> ends,
                                      ArrayRef<int64_t> axes,
-                                     ArrayRef<int64_t> steps,
-                                     std::string &why);
+                                     ArrayRef<int64_t> steps, std::string &why);
 
 class GraphLowering {
 public:
@@ -246,8 +245,9 @@ private:
   SmallVector<std::string> resultNames;
   std::string nodeName;
   Operation *current = nullptr;
-  /// Finite checks written IsNaN(Sum(ReduceSum(Mul(u_i, 0)))) (FiniteCheck.cpp):
-  /// the IsNaN node -> the u_i, and the nodes the fused call replaces.
+  /// Finite checks written IsNaN(Sum(ReduceSum(Mul(u_i, 0))))
+  /// (FiniteCheck.cpp): the IsNaN node -> the u_i, and the nodes the fused call
+  /// replaces.
   DenseMap<Operation *, SmallVector<Value>> finiteChecks;
   llvm::DenseSet<Operation *> fusedAway;
   void planFiniteChecks();
@@ -320,8 +320,8 @@ private:
   bool isConstantZero(Value v);
 
   InFlightDiagnostic err() {
-    return current->emitError() << "node '" << nodeName << "' ("
-                                << opTypeOf(current) << "): ";
+    return current->emitError()
+           << "node '" << nodeName << "' (" << opTypeOf(current) << "): ";
   }
   static std::string opTypeOf(Operation *op) {
     if (auto n = dyn_cast<OnnxNodeOpInterface>(op)) {
@@ -386,8 +386,7 @@ private:
     StringRef op = node ? node.getOnnxOpType() : StringRef();
     if ((op.ends_with("Like") || op == "Bernoulli") &&
         current->getNumOperands() > 0)
-      if (auto it = valueBuf.find(current->getOperand(0));
-          it != valueBuf.end())
+      if (auto it = valueBuf.find(current->getOperand(0)); it != valueBuf.end())
         return bufs[it->second].elem;
     return {};
   }
@@ -423,8 +422,9 @@ private:
     std::optional<int> b = bufferOf(current->getOperand(i));
     if (b)
       return *b;
-    err() << "input " << i << " has no buffer (a sequence or unsupported "
-                              "value)";
+    err() << "input " << i
+          << " has no buffer (a sequence or unsupported "
+             "value)";
     return failure();
   }
   /// The buffer holding `v`: its own, or a constant buffer made for a
@@ -534,8 +534,7 @@ private:
     return success();
   }
   /// A new temporary for result i with `shape`; checks a static result type.
-  FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape,
-                     Type elem = nullptr) {
+  FailureOr<int> out(unsigned i, ArrayRef<int64_t> shape, Type elem = nullptr) {
     Value r = current->getResult(i);
     if (!fitsInMemory(shape)) {
       auto diag = err() << "output " << i << " would have shape [";
@@ -704,9 +703,7 @@ private:
   }
   Attribute f32(double v) { return FloatAttr::get(Float32Type::get(ctx), v); }
   Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
-  Attribute ints(ArrayRef<int64_t> v) {
-    return DenseI64ArrayAttr::get(ctx, v);
-  }
+  Attribute ints(ArrayRef<int64_t> v) { return DenseI64ArrayAttr::get(ctx, v); }
 
   /// Plans `amprt_<kernel>` with named tensor arguments and attributes,
   /// checked against Ops.def.

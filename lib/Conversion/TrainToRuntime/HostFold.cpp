@@ -91,8 +91,8 @@ std::optional<HostTensor> readHost(ElementsAttr attr) {
     } else {
       bool isBool = h.elem.isInteger(1) || h.elem.isUnsignedInteger();
       for (APInt v : dense.getValues<APInt>())
-        h.v.push_back(double(isBool ? int64_t(v.getZExtValue())
-                                    : v.getSExtValue()));
+        h.v.push_back(
+            double(isBool ? int64_t(v.getZExtValue()) : v.getSExtValue()));
     }
     return h;
   }
@@ -315,8 +315,7 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     } else if (auto i = attrOf<IntegerAttr>("value_int")) {
       h.elem = i64;
       h.v = {double(i.getInt())};
-    } else if (auto fs = attrOf<DenseF32ArrayAttr>(
-                   "value_floats")) {
+    } else if (auto fs = attrOf<DenseF32ArrayAttr>("value_floats")) {
       h.elem = Float32Type::get(ctx);
       for (float x : fs.asArrayRef())
         h.v.push_back(x);
@@ -367,8 +366,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
   };
 
   static const llvm::StringMap<int> binary = {
-      {"Add", 0}, {"Sub", 1}, {"Mul", 2}, {"Div", 3}, {"Mod", 4},
-      {"Pow", 5}, {"Min", 6}, {"Max", 7}, {"Equal", 8}, {"Less", 9},
+      {"Add", 0},      {"Sub", 1},  {"Mul", 2}, {"Div", 3},   {"Mod", 4},
+      {"Pow", 5},      {"Min", 6},  {"Max", 7}, {"Equal", 8}, {"Less", 9},
       {"Greater", 10}, {"And", 11}, {"Or", 12}};
   if (onnx && binary.count(type) && ins.size() == 2 && ins[1]) {
     const HostTensor &y = *ins[1];
@@ -385,9 +384,15 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       double b = y.v[broadcastIndex(s, y.shape, k)];
       double r = 0;
       switch (op) {
-      case 0: r = a + b; break;
-      case 1: r = a - b; break;
-      case 2: r = a * b; break;
+      case 0:
+        r = a + b;
+        break;
+      case 1:
+        r = a - b;
+        break;
+      case 2:
+        r = a * b;
+        break;
       case 3:
         if (intMath && b == 0)
           return err() << "integer division by zero";
@@ -403,14 +408,30 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
           r += b;
         break;
       }
-      case 5: r = std::pow(a, b); break;
-      case 6: r = std::min(a, b); break;
-      case 7: r = std::max(a, b); break;
-      case 8: r = a == b; break;
-      case 9: r = a < b; break;
-      case 10: r = a > b; break;
-      case 11: r = (a != 0) && (b != 0); break;
-      case 12: r = (a != 0) || (b != 0); break;
+      case 5:
+        r = std::pow(a, b);
+        break;
+      case 6:
+        r = std::min(a, b);
+        break;
+      case 7:
+        r = std::max(a, b);
+        break;
+      case 8:
+        r = a == b;
+        break;
+      case 9:
+        r = a < b;
+        break;
+      case 10:
+        r = a > b;
+        break;
+      case 11:
+        r = (a != 0) && (b != 0);
+        break;
+      case 12:
+        r = (a != 0) || (b != 0);
+        break;
       }
       h.v.push_back(r);
     }
@@ -493,12 +514,10 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     if (!ins[1] || !ins[2])
       return false;
     std::string why;
-    auto r = sliceRange(x.shape, ints(*ins[1]), ints(*ins[2]),
-                        ins.size() > 3 && ins[3] ? ints(*ins[3])
-                                                 : SmallVector<int64_t>(),
-                        ins.size() > 4 && ins[4] ? ints(*ins[4])
-                                                 : SmallVector<int64_t>(),
-                        why);
+    auto r = sliceRange(
+        x.shape, ints(*ins[1]), ints(*ins[2]),
+        ins.size() > 3 && ins[3] ? ints(*ins[3]) : SmallVector<int64_t>(),
+        ins.size() > 4 && ins[4] ? ints(*ins[4]) : SmallVector<int64_t>(), why);
     if (!r)
       return err() << why;
     HostTensor h;
@@ -525,8 +544,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     // timm's Swin computes its padding as a reversed [2, n] table,
     // transposed and flattened.
     int64_t rank = x.shape.size();
-    SmallVector<int64_t> perm = attrInts("perm").value_or(
-        SmallVector<int64_t>());
+    SmallVector<int64_t> perm =
+        attrInts("perm").value_or(SmallVector<int64_t>());
     if (perm.empty())
       for (int64_t d = rank - 1; d >= 0; --d)
         perm.push_back(d);
@@ -596,8 +615,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
     }
     return true;
   }
-  if (onnx && (type == "ConstantOfShape" || type == "Expand" ||
-               type == "Range")) {
+  if (onnx &&
+      (type == "ConstantOfShape" || type == "Expand" || type == "Range")) {
     HostTensor h;
     if (type == "Range") {
       if (!ins[1] || !ins[2])
@@ -605,8 +624,8 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       double start = x.v[0], limit = ins[1]->v[0], delta = ins[2]->v[0];
       if (delta == 0)
         return err() << "Range delta is 0";
-      int64_t n = std::max<int64_t>(
-          int64_t(std::ceil((limit - start) / delta)), 0);
+      int64_t n =
+          std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
       if (n > kMaxHostElements)
         return false;
       h.elem = x.elem;
@@ -614,7 +633,10 @@ FailureOr<bool> GraphLowering::tryHostFold(StringRef domain, StringRef type) {
       for (int64_t k = 0; k < n; ++k)
         h.v.push_back(start + double(k) * delta);
     } else if (type == "ConstantOfShape") {
-      { auto d = ints(x); h.shape.assign(d.begin(), d.end()); }
+      {
+        auto d = ints(x);
+        h.shape.assign(d.begin(), d.end());
+      }
       if (llvm::any_of(h.shape, [](int64_t d) { return d < 0; }))
         return err() << "negative dim in the shape";
       if (numel(h.shape) > kMaxHostElements)

@@ -234,8 +234,8 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
       // (opset 18's num_outputs rule; before it the dim must divide).
       int64_t part = (sx[axis] + n - 1) / n;
       for (unsigned i = 0; i < n; ++i)
-        sizes.push_back(std::max<int64_t>(
-            0, std::min(part, sx[axis] - int64_t(i) * part)));
+        sizes.push_back(
+            std::max<int64_t>(0, std::min(part, sx[axis] - int64_t(i) * part)));
     }
     int64_t total = 0;
     bool bad = sizes.size() != n;
@@ -252,8 +252,8 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
         auto y = out(i, so);
         if (failed(y))
           return failure();
-        SmallVector<int64_t> b(rank, 0), e(sx.begin(), sx.end()),
-            ax, st(rank, 1);
+        SmallVector<int64_t> b(rank, 0), e(sx.begin(), sx.end()), ax,
+            st(rank, 1);
         for (int64_t d = 0; d < rank; ++d)
           ax.push_back(d);
         b[axis] = start;
@@ -318,11 +318,11 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
       return true;
     int x = r->x;
     int sq = scratch(r->sx, f32t), sum = scratch(r->sy, f32t);
-    return handled(success(
-        succeeded(call("mul", {{"a", {x}}, {"b", {x}}, {"y", {sq}}})) &&
-           succeeded(call("reduce_sum", {{"x", {sq}}, {"y", {sum}}},
-                          reduceAttrs(r->axes, r->keep, r->noop))) &&
-           succeeded(call("sqrt", {{"x", {sum}}, {"y", {r->y}}}))));
+    return handled(
+        success(succeeded(call("mul", {{"a", {x}}, {"b", {x}}, {"y", {sq}}})) &&
+                succeeded(call("reduce_sum", {{"x", {sq}}, {"y", {sum}}},
+                               reduceAttrs(r->axes, r->keep, r->noop))) &&
+                succeeded(call("sqrt", {{"x", {sum}}, {"y", {r->y}}}))));
   }
 
   if (onnx && type == "ReduceLogSumExp") {
@@ -381,10 +381,10 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     int e = scratch(sy, f32t), s = scratch(ss, f32t), m = scratch(sy, f32t);
     return handled(success(
         succeeded(call("exp", {{"x", {*y}}, {"y", {e}}})) &&
-           succeeded(call("reduce_sum", {{"x", {*dy}}, {"y", {s}}},
-                          reduceAttrs({axis}, 1, 0))) &&
-           succeeded(call("mul", {{"a", {e}}, {"b", {s}}, {"y", {m}}})) &&
-           succeeded(call("sub", {{"a", {*dy}}, {"b", {m}}, {"y", {*dx}}}))));
+        succeeded(call("reduce_sum", {{"x", {*dy}}, {"y", {s}}},
+                       reduceAttrs({axis}, 1, 0))) &&
+        succeeded(call("mul", {{"a", {e}}, {"b", {s}}, {"y", {m}}})) &&
+        succeeded(call("sub", {{"a", {*dy}}, {"b", {m}}, {"y", {*dx}}}))));
   }
 
   if (ms && type == "DivGrad") {
@@ -404,8 +404,7 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     }
     if (resultUsed(1)) {
       auto db = out(1, sb);
-      int p = scratch(sd, f32t), bb = scratch(sb, f32t),
-          q = scratch(sd, f32t);
+      int p = scratch(sd, f32t), bb = scratch(sb, f32t), q = scratch(sd, f32t);
       if (failed(db) ||
           failed(call("mul", {{"a", {*dy}}, {"b", {*a}}, {"y", {p}}})) ||
           failed(call("mul", {{"a", {*b}}, {"b", {*b}}, {"y", {bb}}})) ||

@@ -36,8 +36,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(y))
       return failure();
     return handled(call("gather",
-                          {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
-                          {{"axis", i64(axis)}}));
+                        {{"data", {*d}}, {"indices", {*idx}}, {"y", {*y}}},
+                        {{"axis", i64(axis)}}));
   }
   if (onnx && type == "Pad") {
     // Pads and the value are inputs from opset 11 (axes from 18), before
@@ -122,8 +122,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
       return err() << "indices and data have different ranks";
     for (size_t d = 0; d < data.size(); ++d)
       if (int64_t(d) != axis && idx[d] > data[d])
-        return err() << "indices exceed the data at dim " << d << " ("
-                     << idx[d] << " > " << data[d] << ")";
+        return err() << "indices exceed the data at dim " << d << " (" << idx[d]
+                     << " > " << data[d] << ")";
     return success();
   };
   // The kernels that compare values take floats.
@@ -156,12 +156,11 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto y = out(0, sy, IntegerType::get(ctx, 64));
     if (failed(y))
       return failure();
-    return handled(call(type == "ArgMax" ? "arg_max" : "arg_min",
-                        {{"x", {*x}}, {"y", {*y}}},
-                        {{"axis", i64(axis)},
-                         {"keepdims", i32(keep)},
-                         {"select_last_index",
-                          i32(attrInt("select_last_index", 0))}}));
+    return handled(call(
+        type == "ArgMax" ? "arg_max" : "arg_min", {{"x", {*x}}, {"y", {*y}}},
+        {{"axis", i64(axis)},
+         {"keepdims", i32(keep)},
+         {"select_last_index", i32(attrInt("select_last_index", 0))}}));
   }
   if (onnx && type == "TopK") {
     auto x = in(0);
@@ -331,12 +330,10 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto y = out(0, shapeOf(*d));
     if (failed(y))
       return failure();
-    return handled(call("scatter_elements",
-                        {{"data", {*d}},
-                         {"indices", {*idx}},
-                         {"updates", {*u}},
-                         {"y", {*y}}},
-                        {{"axis", i64(axis)}, {"reduction", i32(*r)}}));
+    return handled(call(
+        "scatter_elements",
+        {{"data", {*d}}, {"indices", {*idx}}, {"updates", {*u}}, {"y", {*y}}},
+        {{"axis", i64(axis)}, {"reduction", i32(*r)}}));
   }
   // ScatterND (opsets 11-18): encoder-decoder exports build their causal
   // masks and shift their decoder inputs right with it (slice assignment).
@@ -366,12 +363,10 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     auto y = out(0, sd);
     if (failed(y))
       return failure();
-    return handled(call("scatter_nd",
-                        {{"data", {*d}},
-                         {"indices", {*idx}},
-                         {"updates", {*u}},
-                         {"y", {*y}}},
-                        {{"reduction", i32(*red)}}));
+    return handled(call(
+        "scatter_nd",
+        {{"data", {*d}}, {"indices", {*idx}}, {"updates", {*u}}, {"y", {*y}}},
+        {{"reduction", i32(*red)}}));
   }
   if (ms && type == "GatherElementsGrad") {
     // (dY, the data's shape, indices)
@@ -425,8 +420,8 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(dx))
       return failure();
     return handled(call("gather_grad",
-                          {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}},
-                          {{"axis", i64(axis)}}));
+                        {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}},
+                        {{"axis", i64(axis)}}));
   }
   // Slice(x, starts, ends, axes, steps) and com.microsoft SliceGrad(dY,
   // shape of x, starts, ends, axes, steps): one normalized geometry.
@@ -559,7 +554,7 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
       setHost(1, std::move(l));
     }
     return handled(call("concat", {{"inputs", list}, {"y", {*y}}},
-                          {{"n", i64(list.size())}, {"axis", i64(axis)}}));
+                        {{"n", i64(list.size())}, {"axis", i64(axis)}}));
   }
   if (ms && type == "FusedMatMul") {
     if (attrInt("transBatchA", 0) || attrInt("transBatchB", 0))
@@ -577,7 +572,7 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
     if (failed(y))
       return failure();
     return handled(call("scale", {{"x", {*x}}, {"s", {*s}}, {"y", {*y}}},
-                          {{"scale_down", i32(attrInt("scale_down", 0))}}));
+                        {{"scale_down", i32(attrInt("scale_down", 0))}}));
   }
   return false;
 }

@@ -32,8 +32,7 @@ FailureOr<DictionaryAttr> GraphLowering::window(ArrayRef<int64_t> x,
     return failure();
   }
   if (int64_t(k.size()) != sr) {
-    err() << "the kernel has " << k.size() << " spatial dims, the input "
-          << sr;
+    err() << "the kernel has " << k.size() << " spatial dims, the input " << sr;
     return failure();
   }
   auto vec = [&](StringRef name, int64_t n,
@@ -134,10 +133,10 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
   unsigned scalesAt = legacy ? 1 : xi + 2, sizesAt = xi + 3;
 
   std::string mode = attrStr("mode", "nearest");
-  int32_t m = mode == "nearest"                           ? 0
-              : mode == "linear" || mode == "bilinear"   ? 1
-              : mode == "cubic" || mode == "bicubic"     ? 2
-                                                         : -1;
+  int32_t m = mode == "nearest"                        ? 0
+              : mode == "linear" || mode == "bilinear" ? 1
+              : mode == "cubic" || mode == "bicubic"   ? 2
+                                                       : -1;
   if (m < 0)
     return err() << "mode '" << mode
                  << "' is not supported (nearest, linear and cubic are)";
@@ -225,8 +224,8 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
     for (auto [i, a] : llvm::enumerate(axes)) {
       int64_t n = (*z)[i];
       if (n < 0 || (n > 0 && sx[a] == 0))
-        return err() << "size " << n << " of dim " << a << " ("
-                     << sx[a] << ") is not possible";
+        return err() << "size " << n << " of dim " << a << " (" << sx[a]
+                     << ") is not possible";
       sy[a] = n;
       scale[a] = sx[a] ? double(n) / double(sx[a]) : 1.0;
     }
@@ -269,8 +268,8 @@ LogicalResult GraphLowering::lowerResize(bool grad) {
     auto dx = out(0, sx);
     if (failed(dx))
       return failure();
-    return call("resize_grad",
-                {{"dy", {*dy}}, {"scales", {sc}}, {"dx", {*dx}}}, attrs);
+    return call("resize_grad", {{"dy", {*dy}}, {"scales", {sc}}, {"dx", {*dx}}},
+                attrs);
   }
   auto y = out(0, sy);
   if (failed(y))
@@ -398,17 +397,17 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     // ORT leaves these outputs untyped: each has its operand's dtype.
     if (resultUsed(0)) {
       auto dx = out(0, sx, resultElemOr(0, bufs[*x].elem));
-      if (failed(dx) || failed(call("conv", {{"x", {*dy}}, {"w", {*w}},
-                                            {"y", {*dx}}},
-                                    {{"win", *win}})))
+      if (failed(dx) ||
+          failed(call("conv", {{"x", {*dy}}, {"w", {*w}}, {"y", {*dx}}},
+                      {{"win", *win}})))
         return failure();
     }
     if (resultUsed(1)) {
       auto dw = out(1, sw, resultElemOr(1, bufs[*w].elem));
-      if (failed(dw) || failed(call("conv_grad",
-                                    {{"dy", {*x}}, {"x", {*dy}}, {"w", {*w}},
-                                     {"dw", {*dw}}},
-                                    {{"win", *win}})))
+      if (failed(dw) ||
+          failed(call("conv_grad",
+                      {{"dy", {*x}}, {"x", {*dy}}, {"w", {*w}}, {"dw", {*dw}}},
+                      {{"win", *win}})))
         return failure();
     }
     if (resultUsed(2)) {
@@ -416,9 +415,8 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
       SmallVector<int64_t> axes = {0};
       for (int64_t i = 0; i < sr; ++i)
         axes.push_back(2 + i);
-      if (failed(db) ||
-          failed(call("reduce_sum", {{"x", {*dy}}, {"y", {*db}}},
-                      reduceAttrs(axes, 0, 0))))
+      if (failed(db) || failed(call("reduce_sum", {{"x", {*dy}}, {"y", {*db}}},
+                                    reduceAttrs(axes, 0, 0))))
         return failure();
     }
     return true;
@@ -468,7 +466,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     if (failed(dx))
       return failure();
     return handled(call("max_pool_grad",
-                          {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}}));
+                        {{"dy", {*dy}}, {"indices", {*idx}}, {"dx", {*dx}}}));
   }
   // AveragePoolGrad has only dY: dX's shape is the input shape of this
   // graph's AveragePool with the same window whose output has dY's shape.
@@ -502,7 +500,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     if (failed(dx))
       return failure();
     return handled(call("average_pool_grad", {{"dy", {*dy}}, {"dx", {*dx}}},
-                          {{"win", match->second}}));
+                        {{"win", match->second}}));
   }
   if (onnx && type == "GlobalAveragePool") {
     auto x = in(0);
@@ -516,8 +514,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     auto y = out(0, sy);
     if (failed(y))
       return failure();
-    return handled(
-        call("global_average_pool", {{"x", {*x}}, {"y", {*y}}}));
+    return handled(call("global_average_pool", {{"x", {*x}}, {"y", {*y}}}));
   }
   if (type == "GlobalAveragePoolGrad" && (onnx || ms)) {
     // dx has dy's (N, C) and the forward input's spatial dims: from the
@@ -572,13 +569,13 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
         if (resultUsed(i))
           return err() << "output " << i << " exists only in training mode";
       return handled(call("batch_norm_inference",
-                            {{"x", {*x}},
-                             {"scale", {*sc}},
-                             {"bias", {*b}},
-                             {"mean", {*m}},
-                             {"var", {*v}},
-                             {"y", {*y}}},
-                            {{"epsilon", f32(eps)}}));
+                          {{"x", {*x}},
+                           {"scale", {*sc}},
+                           {"bias", {*b}},
+                           {"mean", {*m}},
+                           {"var", {*v}},
+                           {"y", {*y}}},
+                          {{"epsilon", f32(eps)}}));
     }
     // The running statistics are state: when the input is a graph input
     // read by nothing else, the update is written into it, in place (the
@@ -611,8 +608,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
         failed(optionalOut(ts, "saved_inv_std", 4, sc1)))
       return failure();
     return handled(call("batch_norm_training", ts,
-                          {{"momentum", f32(momentum)},
-                           {"epsilon", f32(eps)}}));
+                        {{"momentum", f32(momentum)}, {"epsilon", f32(eps)}}));
   }
   if (ms && type == "BatchNormalizationGrad") {
     auto dy = in(0), x = in(1), sc = in(2), m = in(3), is = in(4);
@@ -672,9 +668,9 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
       if (!rms && (failed(optionalOut(ts, "mean", 1, stat)) ||
                    failed(optionalOut(ts, "inv_std", 2, stat))))
         return failure();
-      return handled(call(rms ? "rms_norm" : "layer_norm", ts,
-                            {{"axis", i64(axis)},
-                             {"epsilon", f32(attrFloat("epsilon", 1e-5))}}));
+      return handled(call(
+          rms ? "rms_norm" : "layer_norm", ts,
+          {{"axis", i64(axis)}, {"epsilon", f32(attrFloat("epsilon", 1e-5))}}));
     }
     // LayerNormalizationGrad(dY, X, scale, mean, inv_std);
     // SimplifiedLayerNormalizationGrad(dY, X, scale, inv_std).
@@ -696,7 +692,7 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     if (!rms && !resultUsed(0))
       return err() << "output 0 (dX) is required";
     return handled(call(rms ? "rms_norm_grad" : "layer_norm_grad", ts,
-                          {{"axis", i64(axis)}}));
+                        {{"axis", i64(axis)}}));
   }
 
   // --- softmax gradient --------------------------------------------------
@@ -717,8 +713,8 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     if (failed(dx))
       return failure();
     return handled(call("softmax_grad",
-                          {{"dy", {*dy}}, {"y", {*y}}, {"dx", {*dx}}},
-                          {{"axis", i64(axis)}}));
+                        {{"dy", {*dy}}, {"y", {*y}}, {"dx", {*dx}}},
+                        {{"axis", i64(axis)}}));
   }
 
   // --- dropout -----------------------------------------------------------
@@ -742,8 +738,8 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
   // The "Like" forms take the shape of input 0 (and its dtype when the node
   // names none: the result type says which), the others their `shape`.
   bool uniform = type == "RandomUniform" || type == "RandomUniformLike";
-  if (onnx && (uniform || type == "RandomNormal" ||
-               type == "RandomNormalLike")) {
+  if (onnx &&
+      (uniform || type == "RandomNormal" || type == "RandomNormalLike")) {
     Shape s;
     if (type.ends_with("Like")) {
       auto x = in(0);

@@ -80,8 +80,8 @@ FailureOr<bool> GraphLowering::lowerRecurrent(StringRef domain,
   // ORT leaves the training outputs (all_c, the gates) without a type: X's
   // element type.
   Type elem = bufs[*x].elem;
-  auto optionalOut = [&](SmallVectorImpl<TArg> &ts, StringRef name,
-                         unsigned i, ArrayRef<int64_t> shape) {
+  auto optionalOut = [&](SmallVectorImpl<TArg> &ts, StringRef name, unsigned i,
+                         ArrayRef<int64_t> shape) {
     if (!resultUsed(i))
       return success();
     auto b = out(i, shape, elem);

@@ -113,9 +113,8 @@ void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
   // greedy by size (largest first) and greedy by area (size x life: a small
   // buffer alive across the step before a large short-lived one).
   SmallVector<int> byDef(order);
-  llvm::stable_sort(byDef, [&](int a, int b) {
-    return bufs[a].first < bufs[b].first;
-  });
+  llvm::stable_sort(
+      byDef, [&](int a, int b) { return bufs[a].first < bufs[b].first; });
   SmallVector<int64_t> offsets(bufs.size(), 0), tried(bufs.size(), 0);
   arenaBytes = placeInOrder(bufs, byDef, /*byDefinition=*/true, offsets);
   for (bool byArea : {false, true}) {

@@ -25,9 +25,9 @@
 // Dependencies are by buffer: the calls touching one buffer keep their
 // order (conservatively, every access may write: kernels do not say which
 // parameters they write), so no read moves across a write; only a run of
-// finite checks that AND into one flag (reset 0) is unordered among itself. Graph inputs
-// and constants that no call writes are read-only and order nothing.
-// Random kernels draw from streams keyed by node and step, not by call
+// finite checks that AND into one flag (reset 0) is unordered among itself.
+// Graph inputs and constants that no call writes are read-only and order
+// nothing. Random kernels draw from streams keyed by node and step, not by call
 // order. Graphs of more than kMaxCalls calls keep their order (the search
 // is quadratic).
 //
@@ -178,8 +178,7 @@ void GraphLowering::scheduleForMemory() {
     group.clear();
     group.insert(int(c));
     SmallVector<int, 16> members{int(c)};
-    for (int at = pos[c] + 1; at < int(n) && members.size() < kMaxGroup;
-         ++at) {
+    for (int at = pos[c] + 1; at < int(n) && members.size() < kMaxGroup; ++at) {
       int d = order[at];
       bool fromGroup = false, ready = true;
       for (int p : preds[d]) {

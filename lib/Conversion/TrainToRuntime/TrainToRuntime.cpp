@@ -1,4 +1,5 @@
-//===- TrainToRuntime.cpp - train graphs to amprt calls on memrefs ---------===//
+//===- TrainToRuntime.cpp - train graphs to amprt calls on memrefs
+//---------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -30,13 +31,13 @@ using namespace amp::lowering;
 
 namespace amp::lowering {
 
-
 LogicalResult GraphLowering::bindArgs() {
   Block &body = graph.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
     unsigned idx = arg.getArgNumber();
     auto nameAttr = graph.getArgAttrOfType<StringAttr>(idx, "train.name");
-    std::string name = nameAttr ? nameAttr.str() : ("arg" + std::to_string(idx));
+    std::string name =
+        nameAttr ? nameAttr.str() : ("arg" + std::to_string(idx));
     if (isa<SeqType>(arg.getType())) {
       auto types = graph.getArgAttrOfType<ArrayAttr>(idx, kSeqTypesAttr);
       if (!types)
@@ -94,8 +95,8 @@ LogicalResult GraphLowering::bindArgs() {
       shape.push_back(it->second);
     }
     if (!fitsInMemory(shape)) {
-      auto diag = graph.emitError() << "graph input '" << name
-                                    << "' would have shape [";
+      auto diag = graph.emitError()
+                  << "graph input '" << name << "' would have shape [";
       llvm::interleaveComma(shape, diag);
       return diag << "]: more than " << (kMaxBufferBytes >> 40)
                   << " TiB, no buffer can hold it";
@@ -185,8 +186,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
 
   // Shape computations first: they become constants, not calls.
   for (auto family : {&GraphLowering::tryHostFold, &GraphLowering::lowerNN,
-                      &GraphLowering::lowerData,
-                      &GraphLowering::lowerRecurrent,
+                      &GraphLowering::lowerData, &GraphLowering::lowerRecurrent,
                       &GraphLowering::lowerComposite}) {
     FailureOr<bool> done = (this->*family)(domain, type);
     if (failed(done))
@@ -233,8 +233,10 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       {"Or", "logical_or"},
       {"Xor", "logical_xor"}};
   static const llvm::StringMap<StringRef> msGradOps = {
-      {"ReluGrad", "relu_grad"},         {"SigmoidGrad", "sigmoid_grad"},
-      {"TanhGrad", "tanh_grad"},         {"GeluGrad", "gelu_grad"},
+      {"ReluGrad", "relu_grad"},
+      {"SigmoidGrad", "sigmoid_grad"},
+      {"TanhGrad", "tanh_grad"},
+      {"GeluGrad", "gelu_grad"},
       {"FastGeluGrad", "fast_gelu_grad"}};
 
   // Activations with a slope (alpha): LeakyRelu and Swish (ONNX; Swish is
@@ -301,7 +303,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (failed(y))
       return failure();
     StringRef k = type == "Mod" && attrInt("fmod", 0) ? StringRef("fmod")
-                                                       : binaryOps.lookup(type);
+                                                      : binaryOps.lookup(type);
     return call(k, {{"a", {*a}}, {"b", {*b}}, {"y", {*y}}});
   }
   // Min / Max / Sum: variadic, broadcast.
@@ -322,7 +324,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (failed(y))
       return failure();
     if (type == "Sum")
-      return call("sum", {{"inputs", SmallVector<int, 1>(ins.begin(), ins.end())}, {"y", {*y}}},
+      return call("sum",
+                  {{"inputs", SmallVector<int, 1>(ins.begin(), ins.end())},
+                   {"y", {*y}}},
                   {{"n", i64(ins.size())}});
     StringRef k = type == "Min" ? "min" : "max";
     if (ins.size() == 1)
@@ -441,7 +445,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     if (failed(y))
       return failure();
     return call(type == "Softmax" ? "softmax" : "log_softmax",
-                {{"x", {*x}}, {"y", {*y}}}, {{"axis", i64(attrInt("axis", -1))}});
+                {{"x", {*x}}, {"y", {*y}}},
+                {{"axis", i64(attrInt("axis", -1))}});
   }
   if (onnx && (type == "SoftmaxCrossEntropyLoss" ||
                type == "NegativeLogLikelihoodLoss")) {
@@ -451,14 +456,12 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     auto s = in(0), l = in(1);
     if (failed(s) || failed(l))
       return failure();
-    SmallVector<TArg> ts = {{nll ? "input" : "scores", {*s}},
-                            {"labels", {*l}}};
+    SmallVector<TArg> ts = {{nll ? "input" : "scores", {*s}}, {"labels", {*l}}};
     if (failed(optionalIn(ts, "weight", 2)))
       return failure();
     std::string red = attrStr("reduction", "mean");
     if (red != "none" && red != "sum" && red != "mean")
-      return err() << "reduction '" << red
-                   << "' is not one of none, sum, mean";
+      return err() << "reduction '" << red << "' is not one of none, sum, mean";
     int64_t r = red == "none" ? 0 : red == "sum" ? 1 : 2;
     auto loss = out(0, r == 0 ? shapeOf(*l) : Shape());
     if (failed(loss))
@@ -489,8 +492,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     } else {
       d = constBuffer({{}, Float32Type::get(ctx), {1.0}});
     }
-    SmallVector<TArg> ts = {{"dloss", {d}}, {"log_prob", {*lp}},
-                            {"labels", {*l}}};
+    SmallVector<TArg> ts = {
+        {"dloss", {d}}, {"log_prob", {*lp}}, {"labels", {*l}}};
     if (failed(optionalIn(ts, "weight", base + 2)))
       return failure();
     auto dx = out(0, shapeOf(*lp));
@@ -500,7 +503,9 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     std::string red = attrStr("reduction", "mean");
     auto ign = attrOf<IntegerAttr>("ignore_index");
     return call("softmax_cross_entropy_loss_grad", ts,
-                {{"reduction", i32(red == "none" ? 0 : red == "sum" ? 1 : 2)},
+                {{"reduction", i32(red == "none"  ? 0
+                                   : red == "sum" ? 1
+                                                  : 2)},
                  {"has_ignore_index", i32(ign ? 1 : 0)},
                  {"ignore_index", i64(ign ? ign.getInt() : 0)}});
   }
@@ -517,7 +522,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
       auto loss = out(0, {});
       if (failed(loss))
         return failure();
-      return call("mse_loss", {{"x", {*x}}, {"target", {*t}}, {"loss", {*loss}}});
+      return call("mse_loss",
+                  {{"x", {*x}}, {"target", {*t}}, {"loss", {*loss}}});
     }
     auto dx = out(0, shapeOf(*x));
     if (failed(dx))
@@ -632,10 +638,8 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
         }
         bufsOf[l].push_back(*b);
       }
-    SmallVector<TArg> ts = {{"r", {*r}},
-                            {"t", {*t}},
-                            {"x", bufsOf[0]},
-                            {"g", bufsOf[1]}};
+    SmallVector<TArg> ts = {
+        {"r", {*r}}, {"t", {*t}}, {"x", bufsOf[0]}, {"g", bufsOf[1]}};
     if (gated) {
       std::optional<int> f = bufferOf(flag);
       if (!f)
@@ -657,12 +661,12 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     }
     if (type == "Adagrad") {
       ts.push_back({"h", bufsOf[2]});
-      return call("onnx_adagrad", ts,
-                  {{"n", i64(n)},
-                   {"decay_factor", f32(attrFloat("decay_factor", 0))},
-                   {"epsilon", f32(attrFloat("epsilon", 1e-6))},
-                   {"norm_coefficient",
-                    f32(attrFloat("norm_coefficient", 0))}});
+      return call(
+          "onnx_adagrad", ts,
+          {{"n", i64(n)},
+           {"decay_factor", f32(attrFloat("decay_factor", 0))},
+           {"epsilon", f32(attrFloat("epsilon", 1e-6))},
+           {"norm_coefficient", f32(attrFloat("norm_coefficient", 0))}});
     }
     for (StringRef a : {"alpha", "beta", "norm_coefficient", "mode"})
       if (!nodeAttr(a))
@@ -804,8 +808,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     for (unsigned i = 0; i < 4; ++i) {
       auto it = seqBufs.find(current->getOperand(2 + i));
       if (it == seqBufs.end())
-        return err() << "input " << 2 + i
-                     << " must be a sequence graph input";
+        return err() << "input " << 2 + i << " must be a sequence graph input";
       lists[i].assign(it->second.begin(), it->second.end());
     }
     size_t n = lists[0].size();
@@ -843,8 +846,7 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
     for (unsigned i = 0; i < 2; ++i) {
       auto it = seqBufs.find(current->getOperand(1 + i));
       if (it == seqBufs.end())
-        return err() << "input " << 1 + i
-                     << " must be a sequence graph input";
+        return err() << "input " << 1 + i << " must be a sequence graph input";
       lists[i].assign(it->second.begin(), it->second.end());
     }
     if (lists[0].size() != lists[1].size())
@@ -1010,8 +1012,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
         if (b == valueBuf.end()) {
           auto c = hostConst.find(v);
           if (c == hostConst.end())
-            return op.emitError() << "graph output '" << name
-                                  << "' has no buffer";
+            return op.emitError()
+                   << "graph output '" << name << "' has no buffer";
           auto id = in(i);
           if (failed(id))
             return failure();
@@ -1025,8 +1027,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
     }
     auto node = dyn_cast<OnnxNodeOpInterface>(op);
     if (!node)
-      return op.emitError() << "op " << op.getName()
-                            << " cannot be lowered to runtime calls";
+      return op.emitError()
+             << "op " << op.getName() << " cannot be lowered to runtime calls";
     auto check = finiteChecks.find(&op);
     if (failed(check != finiteChecks.end() ? lowerFiniteCheck(check->second)
                                            : lowerNode(node)))
@@ -1056,9 +1058,9 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
   SmallVector<Type> resultTypes;
   for (int b : results)
     resultTypes.push_back(MemRefType::get(bufs[b].shape, bufs[b].elem));
-  auto func = func::FuncOp::create(builder, loc, graph.getSymName(),
-                                   builder.getFunctionType(argTypes,
-                                                           resultTypes));
+  auto func =
+      func::FuncOp::create(builder, loc, graph.getSymName(),
+                           builder.getFunctionType(argTypes, resultTypes));
   for (auto [i, n] : llvm::enumerate(argNames))
     func.setArgAttr(i, kNameAttr, builder.getStringAttr(n));
   for (int i : accumulateSignals)
@@ -1090,16 +1092,16 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
     if (b.kind == Buffer::Arg) {
       vals[id] = entry->getArgument(b.argIndex);
     } else if (b.kind == Buffer::Const && b.first >= 0) {
-      std::string name = (graph.getSymName() + "_const" +
-                          std::to_string(globals++)).str();
+      std::string name =
+          (graph.getSymName() + "_const" + std::to_string(globals++)).str();
       memref::GlobalOp::create(moduleBuilder, loc, name,
                                moduleBuilder.getStringAttr("private"), type,
                                b.value, /*constant=*/true, IntegerAttr());
       vals[id] = memref::GetGlobalOp::create(builder, loc, type, name);
     } else if (b.first >= 0) {
       Value off = arith::ConstantIndexOp::create(builder, loc, b.offset);
-      vals[id] = memref::ViewOp::create(builder, loc, type, arena, off,
-                                        ValueRange());
+      vals[id] =
+          memref::ViewOp::create(builder, loc, type, arena, off, ValueRange());
     }
   }
   for (PlannedCall &c : calls) {
@@ -1110,8 +1112,8 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
       for (int b : list)
         operands.push_back(vals[b]);
     }
-    auto op = amprt::CallOp::create(builder, c.loc, c.sig->name, operands,
-                                    counts);
+    auto op =
+        amprt::CallOp::create(builder, c.loc, c.sig->name, operands, counts);
     for (NamedAttribute a : c.attrs)
       op->setAttr(a.getName(), a.getValue());
   }
@@ -1201,7 +1203,7 @@ struct ConvertTrainToRuntimePass
   }
 };
 
-} // namespace
+} // namespace amp::lowering
 
 std::unique_ptr<Pass>
 amp::createConvertTrainToRuntimePass(const TrainToRuntimeOptions &options) {

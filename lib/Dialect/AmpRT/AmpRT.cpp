@@ -1,4 +1,5 @@
-//===- AmpRT.cpp - the amprt dialect ----------------------------------------===//
+//===- AmpRT.cpp - the amprt dialect
+//----------------------------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

@@ -1,4 +1,5 @@
-//===- KernelABI.cpp - Ops.def parameter lists as data ----------------------===//
+//===- KernelABI.cpp - Ops.def parameter lists as data
+//----------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -109,6 +110,5 @@ llvm::ArrayRef<KernelSignature> amp::amprt::allKernels() {
 
 const KernelSignature *amp::amprt::lookupKernel(llvm::StringRef name) {
   auto it = table().index.find(name);
-  return it == table().index.end() ? nullptr
-                                   : &table().kernels[it->second];
+  return it == table().index.end() ? nullptr : &table().kernels[it->second];
 }

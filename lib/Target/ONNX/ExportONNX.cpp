@@ -20,12 +20,12 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/CastNamer.h"
 
+#include "amp/Target/ONNX/ExternalData.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
-#include "amp/Target/ONNX/ExternalData.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ManagedStatic.h"
@@ -46,8 +46,8 @@ namespace {
 /// (straight from its resource blob, or from `owned`), or into the external
 /// data file.
 struct DeferredTensor {
-  onnx::TensorProto header; // everything but the data
-  ArrayRef<char> data;      // the bytes, when they live in a blob
+  onnx::TensorProto header;           // everything but the data
+  ArrayRef<char> data;                // the bytes, when they live in a blob
   std::unique_ptr<std::string> owned; // else the bytes
   bool external = false;
   ArrayRef<char> bytes() const {
@@ -157,8 +157,8 @@ std::string Exporter::nameOf(Value v) {
 
 LogicalResult Exporter::exportType(Type type, ArrayAttr dims,
                                    onnx::TypeProto &proto, Operation *op) {
-  auto setTensor = [&](TensorType t, onnx::TypeProto_Tensor *tp)
-      -> LogicalResult {
+  auto setTensor = [&](TensorType t,
+                       onnx::TypeProto_Tensor *tp) -> LogicalResult {
     std::optional<int32_t> dt = getOnnxDataType(t.getElementType());
     if (!dt)
       return error(op) << "element type " << t.getElementType()
@@ -269,12 +269,12 @@ LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
     tensor.set_name(wrapped.getName().getValue().str());
     if (!wrapped.getDocString().getValue().empty())
       tensor.set_doc_string(wrapped.getDocString().getValue().str());
-    return exportTensor(wrapped.getValue(), tensor, op,
-                        wrapped.getRawStorage(), deferred);
+    return exportTensor(wrapped.getValue(), tensor, op, wrapped.getRawStorage(),
+                        deferred);
   }
   auto typed = dyn_cast<TypedAttr>(value);
-  auto type = typed ? dyn_cast<RankedTensorType>(typed.getType())
-                    : RankedTensorType();
+  auto type =
+      typed ? dyn_cast<RankedTensorType>(typed.getType()) : RankedTensorType();
   if (!type)
     return error(op) << "tensor value " << value << " has no ONNX equivalent";
   std::optional<int32_t> dt = getOnnxDataType(type.getElementType());
@@ -289,8 +289,7 @@ LogicalResult Exporter::exportTensor(Attribute value, onnx::TensorProto &tensor,
   if (auto strs = dyn_cast<DenseStringElementsAttr>(value)) {
     ArrayRef<StringRef> values = strs.getRawStringData();
     for (int64_t i = 0; i < count; ++i)
-      tensor.add_string_data(
-          (strs.isSplat() ? values[0] : values[i]).str());
+      tensor.add_string_data((strs.isSplat() ? values[0] : values[i]).str());
     return success();
   }
 
@@ -461,11 +460,12 @@ LogicalResult Exporter::exportAttribute(StringRef name, Attribute value,
     int64_t kind = kindHint;
     if (kind < 0 && !list.empty()) {
       Attribute first = list[0];
-      kind = isa<StringAttr>(first)        ? onnx::AttributeProto::STRINGS
-             : isa<SparseTensorAttr>(first) ? onnx::AttributeProto::SPARSE_TENSORS
+      kind = isa<StringAttr>(first) ? onnx::AttributeProto::STRINGS
+             : isa<SparseTensorAttr>(first)
+                 ? onnx::AttributeProto::SPARSE_TENSORS
              : isa<TypeAttr, TypeProtoAttr>(first)
                  ? onnx::AttributeProto::TYPE_PROTOS
-                                            : onnx::AttributeProto::TENSORS;
+                 : onnx::AttributeProto::TENSORS;
     }
     if (kind < 0)
       kind = onnx::AttributeProto::STRINGS;
@@ -610,8 +610,8 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
     }
     if (isList)
       infoKey += "#" + std::to_string(attr->graphs_size());
-    DictionaryAttr info = infos ? infos.getAs<DictionaryAttr>(infoKey)
-                                : DictionaryAttr();
+    DictionaryAttr info =
+        infos ? infos.getAs<DictionaryAttr>(infoKey) : DictionaryAttr();
     onnx::GraphProto *g = isList ? attr->add_graphs() : attr->mutable_g();
     if (failed(exportGraph(region.front(), *g, info, op, nullptr)))
       return failure();
@@ -627,11 +627,11 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
     return std::make_pair(it == order.end() ? order.size() : it - order.begin(),
                           StringRef(a->name()));
   };
-  std::stable_sort(attrList->pointer_begin(), attrList->pointer_end(),
-                   [&](const onnx::AttributeProto *a,
-                       const onnx::AttributeProto *b) {
-                     return rank(a) < rank(b);
-                   });
+  std::stable_sort(
+      attrList->pointer_begin(), attrList->pointer_end(),
+      [&](const onnx::AttributeProto *a, const onnx::AttributeProto *b) {
+        return rank(a) < rank(b);
+      });
   mergeUnknown(op, node);
   return success();
 }
@@ -641,8 +641,7 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
                                     std::vector<DeferredTensor> *deferred) {
   // Names first, so references to later values resolve.
   ArrayAttr inputInfos = info ? info.getAs<ArrayAttr>("inputs") : ArrayAttr();
-  ArrayAttr outputInfos =
-      info ? info.getAs<ArrayAttr>("outputs") : ArrayAttr();
+  ArrayAttr outputInfos = info ? info.getAs<ArrayAttr>("outputs") : ArrayAttr();
   for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
     if (!inputInfos || i >= inputInfos.size())
       continue; // function arguments are named by the caller
@@ -706,9 +705,8 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
     order.push_back({key, &op});
   }
   if (reorder)
-    llvm::stable_sort(order, [](const auto &a, const auto &b) {
-      return a.first < b.first;
-    });
+    llvm::stable_sort(
+        order, [](const auto &a, const auto &b) { return a.first < b.first; });
   for (auto &entry : order) {
     Operation &op = *entry.second;
     if (&op == terminator || isa<NoneOp>(op))
@@ -780,8 +778,7 @@ LogicalResult Exporter::exportGraph(Block &block, onnx::GraphProto &graph,
           current[n] = v.getType();
       for (Attribute a : vis) {
         auto entry = cast<DictionaryAttr>(a);
-        Type t = current.lookup(
-            cast<StringAttr>(entry.get("name")).getValue());
+        Type t = current.lookup(cast<StringAttr>(entry.get("name")).getValue());
         if (failed(exportValueInfo(entry, t, *graph.add_value_info(), owner)))
           return failure();
       }
@@ -899,10 +896,10 @@ LogicalResult Exporter::exportModel(onnx::ModelProto &model,
     }
     return ArrayAttr::get(ctx, out);
   };
-  info.set("inputs", toInfos(graphOp.getArgAttrsAttr(),
-                             graphOp.getArgumentTypes()));
-  info.set("outputs", toInfos(graphOp.getResAttrsAttr(),
-                              graphOp.getResultTypes()));
+  info.set("inputs",
+           toInfos(graphOp.getArgAttrsAttr(), graphOp.getArgumentTypes()));
+  info.set("outputs",
+           toInfos(graphOp.getResAttrsAttr(), graphOp.getResultTypes()));
   return exportGraph(graphOp.getBody().front(), *model.mutable_graph(),
                      info.getDictionary(ctx), graphOp, &deferred);
 }
@@ -1028,8 +1025,8 @@ LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os,
     }
     InFlightDiagnostic diag = emitError(module.getLoc());
     diag << "the model would be " << total
-         << " bytes, more than one protobuf can hold ("
-         << options.protobufLimit << ", 2 GiB); nothing was written";
+         << " bytes, more than one protobuf can hold (" << options.protobufLimit
+         << ", 2 GiB); nothing was written";
     if (options.externalData == ExternalDataMode::Never)
       diag << " (write its weights as external data: "
               "--onnx-external-data=auto or always)";
@@ -1066,9 +1063,8 @@ LogicalResult amp::exportOnnxModel(ModuleOp module, llvm::raw_ostream &os,
       if (!d.external)
         continue;
       if (llvm::Error e = writer->append(d.header, d.bytes())) {
-        emitError(module.getLoc())
-            << "initializer '" << d.header.name()
-            << "': " << llvm::toString(std::move(e));
+        emitError(module.getLoc()) << "initializer '" << d.header.name()
+                                   << "': " << llvm::toString(std::move(e));
         return failure();
       }
     }

@@ -70,8 +70,8 @@ amp::readOnnxExternalData(const onnx::TensorProto &tensor, StringRef modelDir,
   if ((uint64_t)offset > fileSize || (uint64_t)length > fileSize - offset)
     return failure("external data [" + Twine(offset) + ", " +
                    Twine(uint64_t(offset) + uint64_t(length)) +
-                   ") is beyond the end of '" + path + "' (" +
-                   Twine(fileSize) + " bytes)");
+                   ") is beyond the end of '" + path + "' (" + Twine(fileSize) +
+                   " bytes)");
   if (length != expectedBytes)
     return failure("external data has " + Twine(length) +
                    " bytes but the tensor needs " + Twine(expectedBytes));
@@ -165,10 +165,10 @@ amp::ExternalDataWriter::create(StringRef modelPath, StringRef location) {
   w->path_ = path.str().str();
   SmallString<256> tmp;
   int fd;
-  if (std::error_code ec = sys::fs::createUniqueFile(
-          w->path_ + "-%%%%%%.tmp", fd, tmp))
-    return failure(w->path_ + ": cannot create the external data file: " +
-                   ec.message());
+  if (std::error_code ec =
+          sys::fs::createUniqueFile(w->path_ + "-%%%%%%.tmp", fd, tmp))
+    return failure(w->path_ +
+                   ": cannot create the external data file: " + ec.message());
   w->fd_ = fd;
   w->tmpPath_ = tmp.str().str();
   sys::RemoveFileOnSignal(w->tmpPath_);
@@ -242,8 +242,8 @@ Error amp::ExternalDataWriter::copyFrom(const ExternalDataSource &source,
     return Error::success();
   std::vector<char> piece(std::min<uint64_t>(left, 8 << 20));
   while (left) {
-    ssize_t n = ::pread(in, piece.data(), std::min<uint64_t>(left, piece.size()),
-                        from);
+    ssize_t n =
+        ::pread(in, piece.data(), std::min<uint64_t>(left, piece.size()), from);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)

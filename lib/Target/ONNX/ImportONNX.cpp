@@ -14,10 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Target/ONNX/ImportONNX.h"
-#include "amp/Target/ONNX/ExternalData.h"
 #include "ONNXInternals.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Target/ONNX/ExternalData.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinDialect.h"
@@ -42,9 +42,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <optional>
 #include <queue>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -111,10 +111,9 @@ private:
                                             const Twine &what, Type *type);
 
   // Graphs and nodes.
-  LogicalResult importGraph(onnx::GraphProto &graph, Block *block,
-                            Scope &scope, const OpsetMap &opsets,
-                            NamedAttrList &graphInfo, bool isMain,
-                            SmallVectorImpl<Type> &resultTypes);
+  LogicalResult importGraph(onnx::GraphProto &graph, Block *block, Scope &scope,
+                            const OpsetMap &opsets, NamedAttrList &graphInfo,
+                            bool isMain, SmallVectorImpl<Type> &resultTypes);
   LogicalResult importNode(onnx::NodeProto &node, Scope &scope,
                            const OpsetMap &opsets,
                            const llvm::StringMap<Type> &declaredTypes);
@@ -122,10 +121,9 @@ private:
                                        StringRef nodeDesc);
   FailureOr<Attribute> importTypeAttr(const onnx::TypeProto &tp,
                                       const Twine &what);
-  void refineControlFlowResultTypes(
-      const onnx::NodeProto &node,
-      ArrayRef<SmallVector<Type>> subgraphOutputs,
-      SmallVectorImpl<Type> &resultTypes);
+  void refineControlFlowResultTypes(const onnx::NodeProto &node,
+                                    ArrayRef<SmallVector<Type>> subgraphOutputs,
+                                    SmallVectorImpl<Type> &resultTypes);
   Type inferResultType(const OnnxOpSchema *schema, unsigned resultIndex,
                        ArrayRef<Value> operands,
                        const NamedAttrList &onnxAttrs);
@@ -368,11 +366,10 @@ Importer::importValueInfo(const onnx::ValueInfoProto &vi, const Twine &what,
 
 namespace {
 /// Appends the little-endian bytes of `v` (of `width` bytes) to `out`.
-template <typename T>
-void appendLE(std::string &out, T v, unsigned width) {
+template <typename T> void appendLE(std::string &out, T v, unsigned width) {
   for (unsigned i = 0; i < width; ++i)
-    out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) &
-                                    0xff));
+    out.push_back(
+        static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
 }
 } // namespace
 
@@ -444,8 +441,7 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
   } else if (tensor.has_raw_data()) {
     if ((int64_t)tensor.raw_data().size() != rawBytes)
       return error() << what << ": raw_data has " << tensor.raw_data().size()
-                     << " bytes but dims " << "and data_type need "
-                     << rawBytes;
+                     << " bytes but dims " << "and data_type need " << rawBytes;
     bytes = tensor.raw_data();
   } else {
     // Typed storage: convert to the raw little-endian layout.
@@ -472,8 +468,7 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
     case onnx::TensorProto::DOUBLE:
     case onnx::TensorProto::COMPLEX128:
       if (failed(checkCount(tensor.double_data_size(),
-                            dataType == onnx::TensorProto::COMPLEX128 ? 2
-                                                                      : 1)))
+                            dataType == onnx::TensorProto::COMPLEX128 ? 2 : 1)))
         return failure();
       for (double f : tensor.double_data())
         appendLE(converted, llvm::bit_cast<uint64_t>(f), 8);
@@ -580,9 +575,10 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
       owned = new std::string(std::move(*tensor.mutable_raw_data()));
     else
       owned = new std::string(std::move(converted));
-    blob = AsmResourceBlob(ArrayRef<char>(owned->data(), owned->size()), align,
-                           [owned](void *, size_t, size_t) { delete owned; },
-                           /*dataIsMutable=*/false);
+    blob = AsmResourceBlob(
+        ArrayRef<char>(owned->data(), owned->size()), align,
+        [owned](void *, size_t, size_t) { delete owned; },
+        /*dataIsMutable=*/false);
   }
   // A readable, unique resource key derived from the tensor name.
   std::string key;
@@ -594,8 +590,7 @@ FailureOr<Attribute> Importer::importTensor(onnx::TensorProto &tensor,
     key += "_" + std::to_string(resourceCounter++);
   resourceNames.insert(key);
   auto &manager = DenseResourceElementsHandle::getManagerInterface(ctx);
-  DenseResourceElementsHandle handle =
-      manager.insert(key, std::move(blob));
+  DenseResourceElementsHandle handle = manager.insert(key, std::move(blob));
   return Attribute(DenseResourceElementsAttr::get(type, handle));
 }
 
@@ -606,13 +601,11 @@ FailureOr<Attribute> Importer::importTensorAttr(onnx::TensorProto &tensor,
   if (failed(value))
     return failure();
   bool isString = tensor.data_type() == onnx::TensorProto::STRING;
-  if (tensor.name().empty() && tensor.doc_string().empty() &&
-      (raw || isString))
+  if (tensor.name().empty() && tensor.doc_string().empty() && (raw || isString))
     return value;
-  return Attribute(TensorAttr::get(ctx, *value,
-                                   builder.getStringAttr(tensor.name()),
-                                   builder.getStringAttr(tensor.doc_string()),
-                                   raw));
+  return Attribute(
+      TensorAttr::get(ctx, *value, builder.getStringAttr(tensor.name()),
+                      builder.getStringAttr(tensor.doc_string()), raw));
 }
 
 FailureOr<Attribute>
@@ -631,8 +624,8 @@ Importer::importSparseTensor(onnx::SparseTensorProto &sparse,
     if (d < 0 || d > kMaxElements)
       return error() << what << ": sparse tensor dimension " << d
                      << " is out of range";
-  return Attribute(SparseTensorAttr::get(
-      ctx, *values, *indices, DenseI64ArrayAttr::get(ctx, dims)));
+  return Attribute(SparseTensorAttr::get(ctx, *values, *indices,
+                                         DenseI64ArrayAttr::get(ctx, dims)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -653,8 +646,7 @@ FailureOr<Attribute> Importer::importTypeAttr(const onnx::TypeProto &tp,
 
 FailureOr<Attribute> Importer::importAttribute(onnx::AttributeProto &attr,
                                                StringRef nodeDesc) {
-  std::string what =
-      (nodeDesc + ": attribute '" + attr.name() + "'").str();
+  std::string what = (nodeDesc + ": attribute '" + attr.name() + "'").str();
   auto kind = static_cast<uint32_t>(attr.type());
   if (!attr.ref_attr_name().empty())
     return Attribute(
@@ -774,9 +766,7 @@ void Importer::refineControlFlowResultTypes(
     if (scanInputs < 0 || scanInputs > node.input_size())
       return;
     unsigned state = node.input_size() - scanInputs;
-    source = [state](unsigned i) {
-      return std::make_pair((int)i, i >= state);
-    };
+    source = [state](unsigned i) { return std::make_pair((int)i, i >= state); };
   } else {
     return;
   }
@@ -804,8 +794,8 @@ void Importer::refineControlFlowResultTypes(
   }
 }
 
-Type Importer::inferResultType(const OnnxOpSchema *schema,
-                               unsigned resultIndex, ArrayRef<Value> operands,
+Type Importer::inferResultType(const OnnxOpSchema *schema, unsigned resultIndex,
+                               ArrayRef<Value> operands,
                                const NamedAttrList &onnxAttrs) {
   Type unknown = UnknownType::get(ctx);
   if (!schema)
@@ -854,10 +844,9 @@ Type Importer::inferResultType(const OnnxOpSchema *schema,
   return unknown;
 }
 
-LogicalResult
-Importer::importNode(onnx::NodeProto &node, Scope &scope,
-                     const OpsetMap &opsets,
-                     const llvm::StringMap<Type> &declaredTypes) {
+LogicalResult Importer::importNode(onnx::NodeProto &node, Scope &scope,
+                                   const OpsetMap &opsets,
+                                   const llvm::StringMap<Type> &declaredTypes) {
   Block *block = builder.getInsertionBlock();
   std::string name = uniqueNodeName(node);
   std::string desc = ("node '" + name + "' (" + node.op_type() + ")");
@@ -903,8 +892,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
     }
     if (attr.type() == onnx::AttributeProto::GRAPHS) {
       // An empty GRAPHS list.
-      ambiguousKinds.set(attr.name(), builder.getI64IntegerAttr(
-                                          onnx::AttributeProto::GRAPHS));
+      ambiguousKinds.set(
+          attr.name(), builder.getI64IntegerAttr(onnx::AttributeProto::GRAPHS));
       onnxAttrs.set(attr.name(), builder.getArrayAttr({}));
       continue;
     }
@@ -969,8 +958,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
                 " needs at least " + Twine(schema->getMinInputs()))
                    .str();
     else if (maxOut >= 0 && node.output_size() > maxOut)
-      misfit = ("has " + Twine(node.output_size()) + " outputs but " +
-                version + " has at most " + Twine(maxOut))
+      misfit = ("has " + Twine(node.output_size()) + " outputs but " + version +
+                " has at most " + Twine(maxOut))
                    .str();
     for (const onnx::AttributeProto &attr : node.attribute())
       if (misfit.empty() && !schema->findAttr(attr.name()))
@@ -988,8 +977,7 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
           (uint32_t)as->kind != (uint32_t)attr.type())
         return error() << desc << ": attribute '" << attr.name()
                        << "' has ONNX type "
-                       << onnx::AttributeProto::AttributeType_Name(
-                              attr.type())
+                       << onnx::AttributeProto::AttributeType_Name(attr.type())
                        << " but " << node.op_type() << " expects "
                        << onnx::AttributeProto::AttributeType_Name(
                               (onnx::AttributeProto::AttributeType)as->kind);
@@ -1029,7 +1017,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
     // Trailing "" inputs written explicitly do not survive the none
     // padding: remember the ONNX input count.
     if (!node.input().empty() && node.input().rbegin()->empty())
-      extra.set(attrs::kNumInputs, builder.getI64IntegerAttr(node.input_size()));
+      extra.set(attrs::kNumInputs,
+                builder.getI64IntegerAttr(node.input_size()));
   }
 
   // Results.
@@ -1119,7 +1108,7 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
 
   // Subgraphs.
   NamedAttrList subgraphInfos;
-  llvm::StringMap<int> graphsSeen; // index into a GRAPHS list
+  llvm::StringMap<int> graphsSeen;                // index into a GRAPHS list
   SmallVector<SmallVector<Type>> subgraphOutputs; // per imported region
   for (onnx::AttributeProto *g : regionAttrs) {
     Region *region = state.addRegion();
@@ -1154,7 +1143,8 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
   if (typedOp && !standard) {
     bool ok;
     {
-      ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+      ScopedDiagnosticHandler quiet(ctx,
+                                    [](Diagnostic &) { return success(); });
       ok = succeeded(verifyOnnxNode(op));
     }
     if (!ok) {
@@ -1180,8 +1170,7 @@ Importer::importNode(onnx::NodeProto &node, Scope &scope,
       for (onnx::AttributeProto *g : graphAttrs) {
         Region *dst = generic.addRegion();
         for (auto [i, as] : llvm::enumerate(llvm::make_filter_range(
-                 newest->getAttrs(),
-                 [](const OnnxAttrSchema &a) {
+                 newest->getAttrs(), [](const OnnxAttrSchema &a) {
                    return a.kind == OnnxAttrKind::Graph;
                  })))
           if (g->name() == as.name)
@@ -1251,8 +1240,7 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
   std::string graphDesc =
       isMain ? std::string("graph") : ("subgraph '" + graph.name() + "'");
   if (!graph.quantization_annotation().empty())
-    return error() << graphDesc
-                   << ": quantization_annotation is not supported";
+    return error() << graphDesc << ": quantization_annotation is not supported";
   info.set(attrs::kGraphName, builder.getStringAttr(graph.name()));
   setDoc(info, graph.doc_string());
   if (StringAttr u = unknownFields(graph))
@@ -1262,8 +1250,8 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
   SmallVector<Attribute> inputInfos;
   for (const onnx::ValueInfoProto &vi : graph.input()) {
     Type type;
-    FailureOr<DictionaryAttr> entry = importValueInfo(
-        vi, graphDesc + " input '" + vi.name() + "'", &type);
+    FailureOr<DictionaryAttr> entry =
+        importValueInfo(vi, graphDesc + " input '" + vi.name() + "'", &type);
     if (failed(entry))
       return failure();
     if (vi.name().empty())
@@ -1291,8 +1279,8 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
   }
   for (const onnx::ValueInfoProto &vi : graph.output()) {
     Type type;
-    FailureOr<DictionaryAttr> entry = importValueInfo(
-        vi, graphDesc + " output '" + vi.name() + "'", &type);
+    FailureOr<DictionaryAttr> entry =
+        importValueInfo(vi, graphDesc + " output '" + vi.name() + "'", &type);
     if (failed(entry))
       return failure();
     declared[vi.name()] = type;
@@ -1343,13 +1331,13 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
     if (failed(value))
       return failure();
     auto sp = cast<SparseTensorAttr>(*value);
-    Type elt = cast<ShapedType>(
-                   isa<TensorAttr>(sp.getValues())
-                       ? cast<TypedAttr>(
-                             cast<TensorAttr>(sp.getValues()).getValue())
-                             .getType()
-                       : cast<TypedAttr>(sp.getValues()).getType())
-                   .getElementType();
+    Type elt =
+        cast<ShapedType>(
+            isa<TensorAttr>(sp.getValues())
+                ? cast<TypedAttr>(cast<TensorAttr>(sp.getValues()).getValue())
+                      .getType()
+                : cast<TypedAttr>(sp.getValues()).getType())
+            .getElementType();
     auto type = RankedTensorType::get(sp.getDims().asArrayRef(), elt);
     auto op = InitializerOp::create(
         builder, nodeLoc(name), type, builder.getStringAttr(name), *value,
@@ -1438,8 +1426,8 @@ LogicalResult Importer::importGraph(onnx::GraphProto &graph, Block *block,
     for (Attribute &a : valueInfos) {
       auto entry = cast<DictionaryAttr>(a);
       auto t = entry.getAs<TypeAttr>("type");
-      Value v = scope.values.lookup(
-          cast<StringAttr>(entry.get("name")).getValue());
+      Value v =
+          scope.values.lookup(cast<StringAttr>(entry.get("name")).getValue());
       auto declared = t ? dyn_cast<TensorType>(t.getValue()) : TensorType();
       auto actual = v ? dyn_cast<TensorType>(v.getType()) : TensorType();
       if (declared && actual &&
@@ -1484,8 +1472,7 @@ static ArrayAttr importOpsets(
   return b.getArrayAttr(entries);
 }
 
-LogicalResult Importer::importFunction(onnx::FunctionProto &fn,
-                                       ModuleOp module,
+LogicalResult Importer::importFunction(onnx::FunctionProto &fn, ModuleOp module,
                                        const OpsetMap &modelOpsets) {
   std::string desc = "function '" + fn.domain() + ":" + fn.name() + "'";
   OpsetMap opsets;
@@ -1601,9 +1588,9 @@ OwningOpRef<ModuleOp> Importer::importModel(onnx::ModelProto &model) {
     return nullptr;
   }
   builder.setInsertionPointToEnd(module->getBody());
-  auto graphOp = GraphOp::create(
-      builder, fileLoc, b.getStringAttr("main"),
-      TypeAttr::get(b.getFunctionType({}, {})), ArrayAttr(), ArrayAttr());
+  auto graphOp = GraphOp::create(builder, fileLoc, b.getStringAttr("main"),
+                                 TypeAttr::get(b.getFunctionType({}, {})),
+                                 ArrayAttr(), ArrayAttr());
   Block *body = new Block();
   graphOp.getBody().push_back(body);
   builder.setInsertionPointToEnd(body);
@@ -1711,8 +1698,7 @@ importFromStream(google::protobuf::io::ZeroCopyInputStream &stream,
       *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   google::protobuf::io::CodedInputStream coded(&stream);
   coded.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  if (!model.ParseFromCodedStream(&coded) ||
-      !coded.ConsumedEntireMessage()) {
+  if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
     // A stream (a pipe) is only known to be too large once the parser
     // reaches protobuf's limit.
     if (coded.BytesUntilTotalBytesLimit() <= 0)

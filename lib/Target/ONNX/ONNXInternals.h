@@ -1,4 +1,5 @@
-//===- ONNXInternals.h - Shared by the ONNX importer and exporter -*- C++ -*-===//
+//===- ONNXInternals.h - Shared by the ONNX importer and exporter -*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

@@ -1,4 +1,5 @@
-//===- TrainToRuntime.h - lower train graphs to runtime calls ----*- C++ -*-===//
+//===- TrainToRuntime.h - lower train graphs to runtime calls ----*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

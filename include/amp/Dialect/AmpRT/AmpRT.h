@@ -1,4 +1,5 @@
-//===- AmpRT.h - the amprt dialect --------------------------------*- C++ -*-===//
+//===- AmpRT.h - the amprt dialect --------------------------------*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //

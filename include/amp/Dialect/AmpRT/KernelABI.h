@@ -1,4 +1,5 @@
-//===- KernelABI.h - the runtime kernels of Ops.def as data -------*- C++ -*-===//
+//===- KernelABI.h - the runtime kernels of Ops.def as data -------*- C++
+//-*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -41,8 +42,8 @@ struct KernelParam {
 };
 
 struct KernelSignature {
-  std::string name; ///< without the amprt_ prefix
-  std::string kind; ///< UNARY, BINARY, GRAD, SPECIAL
+  std::string name;                          ///< without the amprt_ prefix
+  std::string kind;                          ///< UNARY, BINARY, GRAD, SPECIAL
   llvm::SmallVector<KernelParam, 12> params; ///< ctx first
   unsigned numTensorParams() const;
   const KernelParam *find(llvm::StringRef name) const;

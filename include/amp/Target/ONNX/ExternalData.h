@@ -99,8 +99,7 @@ public:
   /// Appends `length` bytes of the file `source.path` from `source.offset`,
   /// copied file to file.
   llvm::Error appendFromFile(onnx::TensorProto &tensor,
-                             const ExternalDataSource &source,
-                             uint64_t length);
+                             const ExternalDataSource &source, uint64_t length);
   /// Appends `length` bytes that `fill` writes in pieces: fill(offset,
   /// piece) must fill `piece` with bytes [offset, offset + piece.size()) of
   /// the tensor (for data that is not in host memory as a whole, such as a

@@ -76,7 +76,8 @@ std::string amp::train::getCastValueNameBase(CastOp castOp,
 static StringRef dropCounter(StringRef name) {
   size_t us = name.rfind('_');
   if (us != StringRef::npos && us + 1 < name.size() &&
-      llvm::all_of(name.substr(us + 1), [](char c) { return llvm::isDigit(c); }))
+      llvm::all_of(name.substr(us + 1),
+                   [](char c) { return llvm::isDigit(c); }))
     return name.take_front(us);
   return name;
 }

@@ -21,20 +21,16 @@ struct DataTypeInfo {
 };
 // Numbers from onnx.proto TensorProto.DataType.
 constexpr DataTypeInfo kDataTypes[] = {
-    {1, "float", 32},          {2, "uint8", 8},
-    {3, "int8", 8},            {4, "uint16", 16},
-    {5, "int16", 16},          {6, "int32", 32},
-    {7, "int64", 64},          {8, "string", 0},
-    {9, "bool", 8},            {10, "float16", 16},
-    {11, "double", 64},        {12, "uint32", 32},
-    {13, "uint64", 64},        {14, "complex64", 64},
-    {15, "complex128", 128},   {16, "bfloat16", 16},
-    {17, "float8e4m3fn", 8},   {18, "float8e4m3fnuz", 8},
-    {19, "float8e5m2", 8},     {20, "float8e5m2fnuz", 8},
-    {21, "uint4", 4},          {22, "int4", 4},
-    {23, "float4e2m1", 4},     {24, "float8e8m0", 8},
-    {25, "uint2", 2},          {26, "int2", 2},
-    {27, "float6e2m3", 6},     {28, "float6e3m2", 6},
+    {1, "float", 32},      {2, "uint8", 8},           {3, "int8", 8},
+    {4, "uint16", 16},     {5, "int16", 16},          {6, "int32", 32},
+    {7, "int64", 64},      {8, "string", 0},          {9, "bool", 8},
+    {10, "float16", 16},   {11, "double", 64},        {12, "uint32", 32},
+    {13, "uint64", 64},    {14, "complex64", 64},     {15, "complex128", 128},
+    {16, "bfloat16", 16},  {17, "float8e4m3fn", 8},   {18, "float8e4m3fnuz", 8},
+    {19, "float8e5m2", 8}, {20, "float8e5m2fnuz", 8}, {21, "uint4", 4},
+    {22, "int4", 4},       {23, "float4e2m1", 4},     {24, "float8e8m0", 8},
+    {25, "uint2", 2},      {26, "int2", 2},           {27, "float6e2m3", 6},
+    {28, "float6e3m2", 6},
 };
 
 const DataTypeInfo *findInfo(int32_t number) {

@@ -106,9 +106,8 @@ SmallVector<StringRef> NodeOp::getGraphAttrNames() {
 
 LogicalResult NodeOp::verify() {
   if (getGraphAttrs().size() != getGraphs().size())
-    return emitOpError("has ")
-           << getGraphs().size() << " regions but names "
-           << getGraphAttrs().size() << " graph attributes";
+    return emitOpError("has ") << getGraphs().size() << " regions but names "
+                               << getGraphAttrs().size() << " graph attributes";
   return success();
 }
 
@@ -186,11 +185,11 @@ static bool attrMatchesKind(Attribute value, OnnxAttrKind kind) {
 }
 
 static const char *attrKindName(OnnxAttrKind kind) {
-  static const char *names[] = {
-      "UNDEFINED", "FLOAT",  "INT",     "STRING",        "TENSOR",
-      "GRAPH",     "FLOATS", "INTS",    "STRINGS",       "TENSORS",
-      "GRAPHS",    "SPARSE_TENSOR",     "SPARSE_TENSORS", "TYPE_PROTO",
-      "TYPE_PROTOS"};
+  static const char *names[] = {"UNDEFINED",      "FLOAT",      "INT",
+                                "STRING",         "TENSOR",     "GRAPH",
+                                "FLOATS",         "INTS",       "STRINGS",
+                                "TENSORS",        "GRAPHS",     "SPARSE_TENSOR",
+                                "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
   return names[static_cast<unsigned>(kind)];
 }
 
@@ -206,8 +205,8 @@ static LogicalResult verifyTypeConstraints(Operation *op,
     unsigned index;
   };
   SmallVector<Bound, 4> bound;
-  auto check = [&](Type type, const OnnxParamSchema &param,
-                   StringRef what, unsigned index) -> LogicalResult {
+  auto check = [&](Type type, const OnnxParamSchema &param, StringRef what,
+                   unsigned index) -> LogicalResult {
     if (isa<NoneType, UnknownType>(type))
       return success();
     std::string typeStr = getOnnxTypeString(type);
@@ -222,8 +221,8 @@ static LogicalResult verifyTypeConstraints(Operation *op,
       // A literal type such as "tensor(int64)".
       if (constraintName != typeStr)
         return op->emitOpError()
-               << what << " #" << index << " ('" << param.name
-               << "') must be " << constraintName << ", got " << typeStr;
+               << what << " #" << index << " ('" << param.name << "') must be "
+               << constraintName << ", got " << typeStr;
       return success();
     }
     if (!llvm::is_contained(constraint->getAllowedTypes(), typeStr))
@@ -288,8 +287,7 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
     return op->emitOpError("has ")
            << numInputs << " inputs but " << schema->opType << "-"
            << schema->sinceVersion << " takes " << schema->getMinInputs()
-           << (maxIn < 0 ? " or more"
-                         : (" to " + Twine(maxIn)).str());
+           << (maxIn < 0 ? " or more" : (" to " + Twine(maxIn)).str());
   int maxOut = schema->getMaxOutputs();
   unsigned numOutputs = op->getNumResults();
   if (outputNames)
@@ -299,13 +297,13 @@ LogicalResult amp::train::verifyOnnxNode(Operation *op) {
            isa<NoneType>(op->getResult(numOutputs - 1).getType()))
       --numOutputs;
   if ((int)numOutputs < schema->getMinOutputs() && !typed)
-    return op->emitOpError("has ") << numOutputs << " outputs but "
-                                   << schema->opType << " needs at least "
-                                   << schema->getMinOutputs();
+    return op->emitOpError("has ")
+           << numOutputs << " outputs but " << schema->opType
+           << " needs at least " << schema->getMinOutputs();
   if (maxOut >= 0 && (int)numOutputs > maxOut)
-    return op->emitOpError("has ") << numOutputs << " outputs but "
-                                   << schema->opType << " has at most "
-                                   << maxOut;
+    return op->emitOpError("has ")
+           << numOutputs << " outputs but " << schema->opType << " has at most "
+           << maxOut;
   // Attributes: kinds and required ones.
   auto checkAttr = [&](StringRef name, Attribute value) -> LogicalResult {
     const OnnxAttrSchema *a = schema->findAttr(name);

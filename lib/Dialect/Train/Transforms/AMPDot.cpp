@@ -74,8 +74,9 @@ llvm::Error amp::train::writeAMPDot(ModuleOp module, const AMPReport &report,
     graph.walk([&](Operation *op) {
       if (auto init = dyn_cast<InitializerOp>(op)) {
         std::string id = idFor(op);
-        os << "  " << id << " [shape=ellipse, style=dashed, label="
-           << quote(init.getName()) << "];\n";
+        os << "  " << id
+           << " [shape=ellipse, style=dashed, label=" << quote(init.getName())
+           << "];\n";
         sourceIds[init.getResult()] = id;
         return;
       }
@@ -117,8 +118,9 @@ llvm::Error amp::train::writeAMPDot(ModuleOp module, const AMPReport &report,
           continue;
         std::string from = sourceIds.lookup(operand);
         if (!from.empty())
-          os << "  " << from << " -> " << to << " [label="
-             << quote(elementTypeName(operand.getType())) << "];\n";
+          os << "  " << from << " -> " << to
+             << " [label=" << quote(elementTypeName(operand.getType()))
+             << "];\n";
       }
     });
   });

@@ -37,8 +37,8 @@ struct Node {
 
 class InterfaceRewriter {
 public:
-  InterfaceRewriter(FunctionOpInterface fn, const AMPLists &lists,
-                    AMPMode mode, ArrayRef<llvm::Regex> keepRegexes,
+  InterfaceRewriter(FunctionOpInterface fn, const AMPLists &lists, AMPMode mode,
+                    ArrayRef<llvm::Regex> keepRegexes,
                     const llvm::StringSet<> &keepNames, AMPReport &report,
                     bool records)
       : fn(fn), lists(lists), mode(mode), keepRegexes(keepRegexes),
@@ -108,8 +108,8 @@ static std::string locationName(Location loc) {
 
 static std::string locationText(Location loc) {
   if (auto file = dyn_cast<FileLineColLoc>(loc))
-    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) +
-            ":" + Twine(file.getColumn()))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
         .str();
   return "";
 }
@@ -187,9 +187,8 @@ Value InterfaceRewriter::getCast(Value value, Type type, Operation *consumer) {
   AMPOpInterface builder = dyn_cast<AMPOpInterface>(consumer);
   if (!builder && value.getDefiningOp())
     builder = dyn_cast<AMPOpInterface>(value.getDefiningOp());
-  Value result = builder
-                     ? builder.buildAMPCast(b, value.getLoc(), value, type)
-                     : buildArithAMPCast(b, value.getLoc(), value, type);
+  Value result = builder ? builder.buildAMPCast(b, value.getLoc(), value, type)
+                         : buildArithAMPCast(b, value.getLoc(), value, type);
   Operation *castOp = result.getDefiningOp();
   createdCasts.insert(castOp);
   if (auto arg = dyn_cast<BlockArgument>(value))
@@ -199,10 +198,9 @@ Value InterfaceRewriter::getCast(Value value, Type type, Operation *consumer) {
   if (type != f32Type && !source)
     ++report.summary.lowPrecisionCasts;
   if (records)
-    report.casts.push_back({castOp->getName().getStringRef().str(),
-                            locationText(value.getLoc()),
-                            type == f32Type ? "fp32"
-                                            : getAMPModeName(mode).str()});
+    report.casts.push_back(
+        {castOp->getName().getStringRef().str(), locationText(value.getLoc()),
+         type == f32Type ? "fp32" : getAMPModeName(mode).str()});
   castCache[key] = result;
   return result;
 }
@@ -291,8 +289,8 @@ void InterfaceRewriter::record() {
     } else if (n.converted)
       rec.reason = listed;
     else if (n.list == AMPList::Allow)
-      rec.reason = listed + ", but no f32 port can take " +
-                   getAMPModeName(mode).str();
+      rec.reason =
+          listed + ", but no f32 port can take " + getAMPModeName(mode).str();
     else if (n.list == AMPList::Infer)
       rec.reason = "stays fp32: not between allow nodes";
     else
@@ -301,8 +299,8 @@ void InterfaceRewriter::record() {
   }
 }
 
-void amp::train::runAMPOnFunction(FunctionOpInterface fn,
-                                  const AMPLists &lists, AMPMode mode,
+void amp::train::runAMPOnFunction(FunctionOpInterface fn, const AMPLists &lists,
+                                  AMPMode mode,
                                   ArrayRef<llvm::Regex> keepRegexes,
                                   const llvm::StringSet<> &keepNames,
                                   AMPReport &report, bool records) {

@@ -58,8 +58,8 @@ void AMPEdges::finalize(unsigned numVertices) {
 /// vertex when `enter` says so; `visit(v, parent)` on every vertex reached.
 template <typename Enter, typename Visit>
 static void dfs(const AMPEdges &edges, unsigned numVertices,
-                ArrayRef<unsigned> roots,
-                bool inputs, bool outputs, Enter enter, Visit visit) {
+                ArrayRef<unsigned> roots, bool inputs, bool outputs,
+                Enter enter, Visit visit) {
   std::vector<char> seen(numVertices, 0);
   SmallVector<std::pair<unsigned, int>> stack;
   stack.reserve(std::min<size_t>(numVertices, 1 << 16));

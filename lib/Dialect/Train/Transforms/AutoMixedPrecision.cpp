@@ -13,10 +13,10 @@
 
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/AMPInterfaceRewriter.h"
 #include "amp/Dialect/Train/Transforms/AMPPainter.h"
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
 #include "amp/Dialect/Train/Transforms/CastNamer.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
@@ -169,8 +169,7 @@ private:
     return a ? a.getValue() : StringRef();
   }
   static StringRef domainOf(const NodeInfo &n) {
-    return normalizeOnnxDomain(
-        cast<OnnxNodeOpInterface>(n.op).getOnnxDomain());
+    return normalizeOnnxDomain(cast<OnnxNodeOpInterface>(n.op).getOnnxDomain());
   }
   static StringRef opTypeOf(const NodeInfo &n) {
     return cast<OnnxNodeOpInterface>(n.op).getOnnxOpType();
@@ -342,7 +341,8 @@ void AMPGraphRewriter::collect() {
     }
     NodeInfo info;
     info.op = op;
-    info.structural = op->getNumRegions() != 0 && !isa<IfOp, LoopOp, ScanOp>(op);
+    info.structural =
+        op->getNumRegions() != 0 && !isa<IfOp, LoopOp, ScanOp>(op);
     info.isCast = isa<CastOp>(op);
     info.keep = checkKeep && isKept(nodeName(info));
     info.processable = !info.structural && !info.keep;
@@ -554,7 +554,8 @@ void AMPGraphRewriter::addControlFlowGroups(unsigned n) {
   const OnnxParamSchema *param = info.schema->getOutputParam(0);
   const OnnxTypeConstraintSchema *tc =
       param ? info.schema->findConstraint(param->typeStr) : nullptr;
-  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+  StringRef low =
+      mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   bool supports = tc && llvm::is_contained(tc->getAllowedTypes(), low);
 
   struct Member {
@@ -681,8 +682,7 @@ void AMPGraphRewriter::paint() {
     Value input = info.op->getOperand(0);
     if (llvm::any_of(input.getUsers(), [&](Operation *user) {
           return user != info.op && isa<CastOp>(user) &&
-                 getElementTypeOrNull(user->getResult(0).getType()) ==
-                     lowType;
+                 getElementTypeOrNull(user->getResult(0).getType()) == lowType;
         }))
       continue;
     Value result = info.op->getResult(0);
@@ -976,7 +976,8 @@ int AMPGraphRewriter::getLaterOpsetTaking(const OnnxOpSchema &schema) {
   auto [it, inserted] = laterOpsetTaking.try_emplace(&schema, 0);
   if (!inserted)
     return it->second;
-  StringRef low = mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
+  StringRef low =
+      mode == AMPMode::BF16 ? "tensor(bfloat16)" : "tensor(float16)";
   // The constraints that take f32 but not the low type, by name: a later
   // version keeps the names of its type constraints.
   SmallVector<StringRef, 2> lacking;
@@ -1000,13 +1001,13 @@ void AMPGraphRewriter::warnOpsetLimits() {
   for (const auto &entry : opsetLimits)
     total += entry.second.nodes;
   // At the graph's location, without the graph printed after it.
-  InFlightDiagnostic diag = mlir::emitWarning(graph.getLoc())
-                            << "auto-mixed-precision: " << total
-                            << (total == 1 ? " allow-list node stays"
-                                           : " allow-list nodes stay")
-                            << " fp32 because the model's operator "
-                               "versions take no "
-                            << getAMPModeName(mode) << ": ";
+  InFlightDiagnostic diag =
+      mlir::emitWarning(graph.getLoc())
+      << "auto-mixed-precision: " << total
+      << (total == 1 ? " allow-list node stays" : " allow-list nodes stay")
+      << " fp32 because the model's operator "
+         "versions take no "
+      << getAMPModeName(mode) << ": ";
   bool onlyOnnx = true;
   llvm::interleaveComma(opsetLimits, diag, [&](const auto &entry) {
     const auto &[domain, opType, since] = entry.first;
@@ -1076,10 +1077,9 @@ void AMPGraphRewriter::record() {
     rec.opType = opType.str();
     rec.list = info.list;
     rec.lowPrecision = info.converted;
-    std::string listed =
-        (getAMPListName(info.list) + ": " +
-         (domain.empty() ? opType : domain + ":" + opType))
-            .str();
+    std::string listed = (getAMPListName(info.list) + ": " +
+                          (domain.empty() ? opType : domain + ":" + opType))
+                             .str();
 
     if (info.structural)
       rec.reason = "has subgraphs of unknown semantics: treated as fp32";
@@ -1132,8 +1132,7 @@ void AMPGraphRewriter::record() {
                       std::to_string(info.schema->sinceVersion) +
                       " takes none; opset " + std::to_string(laterOpset) +
                       " does)";
-    }
-    else if (int w = unpaintedAllowNeighbour(info); w >= 0)
+    } else if (int w = unpaintedAllowNeighbour(info); w >= 0)
       rec.reason = "stays fp32: its allow-list neighbour " + nodeNameOf(w) +
                    " stays fp32";
     else if (info.list == AMPList::Infer)
@@ -1222,10 +1221,9 @@ struct AutoMixedPrecisionPass
     AMPReport rep;
     rep.mode = *parsedMode;
     for (GraphOp graph : module.getOps<GraphOp>()) {
-      AMPGraphRewriter rewriter(graph, amLists, *parsedMode, keepRegexes,
-                                keepNames, rep,
-                                /*records=*/out || !report.empty() ||
-                                    !dot.empty());
+      AMPGraphRewriter rewriter(
+          graph, amLists, *parsedMode, keepRegexes, keepNames, rep,
+          /*records=*/out || !report.empty() || !dot.empty());
       rewriter.run();
     }
     // Functions of other dialects' ops (linalg, arith, math, tosa, ...):

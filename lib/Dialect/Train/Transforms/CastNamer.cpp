@@ -95,8 +95,7 @@ unsigned amp::train::nameUnnamedCasts(GraphOp graph) {
 }
 
 namespace {
-struct NameCastsPass
-    : public amp::train::impl::NameCastsBase<NameCastsPass> {
+struct NameCastsPass : public amp::train::impl::NameCastsBase<NameCastsPass> {
   void runOnOperation() override {
     for (GraphOp graph : getOperation().getOps<GraphOp>())
       nameUnnamedCasts(graph);

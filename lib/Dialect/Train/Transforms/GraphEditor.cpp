@@ -25,8 +25,8 @@ getSubgraphInfo(Operation *holder, unsigned regionIndex) {
   StringRef attrName = graphNames[regionIndex];
   std::string key = attrName.str();
   if (!infos.get(key)) {
-    unsigned k = llvm::count(ArrayRef(graphNames).take_front(regionIndex),
-                             attrName);
+    unsigned k =
+        llvm::count(ArrayRef(graphNames).take_front(regionIndex), attrName);
     key += "#" + std::to_string(k);
   }
   return {key, infos.getAs<DictionaryAttr>(key)};
@@ -40,8 +40,8 @@ std::string amp::train::getOnnxValueName(GraphOp graph, Value value) {
         if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
           return n.getValue().str();
     } else if (DictionaryAttr info =
-                   getSubgraphInfo(holder,
-                                   arg.getOwner()->getParent()->getRegionNumber())
+                   getSubgraphInfo(
+                       holder, arg.getOwner()->getParent()->getRegionNumber())
                        .second) {
       // A subgraph input: named in the holder's record of the subgraph.
       if (auto inputs = info.getAs<ArrayAttr>("inputs"))
@@ -69,9 +69,8 @@ std::string amp::train::getOnnxValueName(GraphOp graph, Value value) {
   return "value";
 }
 
-void amp::train::setSubgraphOutputName(Operation *holder,
-                                       unsigned regionIndex, unsigned index,
-                                       StringRef name) {
+void amp::train::setSubgraphOutputName(Operation *holder, unsigned regionIndex,
+                                       unsigned index, StringRef name) {
   auto [key, info] = getSubgraphInfo(holder, regionIndex);
   auto outputs = info ? info.getAs<ArrayAttr>("outputs") : ArrayAttr();
   if (!outputs || index >= outputs.size())
@@ -90,7 +89,7 @@ void amp::train::setSubgraphOutputName(Operation *holder,
 }
 
 void amp::train::forEachSubgraphIOName(Operation *holder,
-                                      function_ref<void(StringRef)> fn) {
+                                       function_ref<void(StringRef)> fn) {
   if (holder->getNumRegions() == 0)
     return;
   auto infos = holder->getAttrOfType<DictionaryAttr>(attrs::kSubgraphs);
@@ -170,9 +169,9 @@ BlockArgument GraphEditor::addInput(StringRef name, Type type) {
   std::string unique = uniqueValueName(name);
   unsigned index = graph.getNumArguments();
   auto attrsDict = DictionaryAttr::get(
-      getContext(), {NamedAttribute(StringAttr::get(getContext(),
-                                                    attrs::kValueName),
-                                    StringAttr::get(getContext(), unique))});
+      getContext(),
+      {NamedAttribute(StringAttr::get(getContext(), attrs::kValueName),
+                      StringAttr::get(getContext(), unique))});
   (void)graph.insertArgument(index, type, attrsDict, graph.getLoc());
   BlockArgument arg = graph.getArgument(index);
   values[unique] = arg;
@@ -184,9 +183,9 @@ void GraphEditor::addOutput(Value value) {
   unsigned index = graph.getNumResults();
   auto attrsDict = DictionaryAttr::get(
       getContext(),
-      {NamedAttribute(StringAttr::get(getContext(), attrs::kValueName),
-                      StringAttr::get(getContext(),
-                                      getOnnxValueName(graph, value)))});
+      {NamedAttribute(
+          StringAttr::get(getContext(), attrs::kValueName),
+          StringAttr::get(getContext(), getOnnxValueName(graph, value)))});
   (void)graph.insertResult(index, value.getType(), attrsDict);
   ret->insertOperands(ret->getNumOperands(), value);
 }

@@ -106,8 +106,9 @@ static std::optional<OptimizerInfo> getOptimizerInfo(Operation *op) {
     return std::nullopt;
   // Inputs R, T, X[n], G[n], state_1[n] ... state_k[n]; outputs X'[n],
   // state_1'[n] ... state_k'[n].
-  unsigned states = t == "Adam" ? 2 : (t == "Adagrad" || t == "Momentum") ? 1
-                                                                          : 0;
+  unsigned states = t == "Adam"                           ? 2
+                    : (t == "Adagrad" || t == "Momentum") ? 1
+                                                          : 0;
   if (!states || n < 2 || (n - 2) % (2 + states) != 0)
     return std::nullopt;
   unsigned count = (n - 2) / (2 + states);
@@ -236,8 +237,7 @@ void GraphLossScaler::findGradients() {
     // A gradient that only feeds a Cast or Identity (e.g. the cast back to
     // fp32 that the AMP pass put before an accumulator) is unscaled after
     // it, once, in the precision the consumer gets.
-    while (v.hasOneUse() &&
-           isa<CastOp, IdentityOp>(*v.getUsers().begin()) &&
+    while (v.hasOneUse() && isa<CastOp, IdentityOp>(*v.getUsers().begin()) &&
            isFloatTensor(v.getUsers().begin()->getResult(0)))
       v = v.getUsers().begin()->getResult(0);
     if (producedHere(v) && !llvm::is_contained(seeds, v))
@@ -327,9 +327,9 @@ Value GraphLossScaler::castTo(Value v, Type elementType, const Twine &what) {
   if (t.getElementType() == elementType)
     return v;
   int64_t to = getOnnxDataType(elementType).value_or(1);
-  auto c = CastOp::create(editor.builder, graph.getLoc(), t.clone(elementType),
-                          v, nullptr, nullptr,
-                          editor.builder.getI64IntegerAttr(to));
+  auto c =
+      CastOp::create(editor.builder, graph.getLoc(), t.clone(elementType), v,
+                     nullptr, nullptr, editor.builder.getI64IntegerAttr(to));
   return named(c, what).getResult();
 }
 
@@ -418,9 +418,9 @@ LogicalResult GraphLossScaler::run() {
     Value scale, inv;
     if (config.dynamic) {
       scale = editor.addInput(kScaleName, scalarF32);
-      inv = named(ReciprocalOp::create(b, loc, scalarF32, scale),
-                  "inverse_scale")
-                .getResult();
+      inv =
+          named(ReciprocalOp::create(b, loc, scalarF32, scale), "inverse_scale")
+              .getResult();
     } else {
       scale = scalarF32Const("scale", config.initScale);
       inv = scalarF32Const("inverse_scale", 1.0 / config.initScale);
@@ -457,9 +457,9 @@ LogicalResult GraphLossScaler::run() {
       ++record.unscaled;
       // Non-finite x: x * 0 is NaN; the sum of those is NaN iff any is.
       b.setInsertionPoint(terminator);
-      auto z = named(MulOp::create(b, loc, mul.getType(), mul.getResult(),
-                                   zero()),
-                     "check/" + gname + "/zero");
+      auto z =
+          named(MulOp::create(b, loc, mul.getType(), mul.getResult(), zero()),
+                "check/" + gname + "/zero");
       checkOps.insert(z);
       if (!none)
         none = NoneOp::create(b, loc, b.getNoneType());
@@ -470,14 +470,13 @@ LogicalResult GraphLossScaler::run() {
       checks.push_back(r.getResult());
     }
     b.setInsertionPoint(terminator);
-    Value total = checks.size() == 1
-                      ? checks.front()
-                      : named(SumOp::create(b, loc, scalarF32, checks),
-                              "check/total")
-                            .getResult();
+    Value total =
+        checks.size() == 1
+            ? checks.front()
+            : named(SumOp::create(b, loc, scalarF32, checks), "check/total")
+                  .getResult();
     auto nan = named(IsNaNOp::create(b, loc, scalarI1, total), "found_inf");
-    flag = named(NotOp::create(b, loc, scalarI1, nan.getResult()),
-                 "all_finite")
+    flag = named(NotOp::create(b, loc, scalarI1, nan.getResult()), "all_finite")
                .getResult();
     editor.renameValue(flag, editor.uniqueValueName(kFlagName));
 
@@ -495,9 +494,9 @@ LogicalResult GraphLossScaler::run() {
           continue; // gated by update_signal
         if (!gated) {
           b.setInsertionPoint(terminator);
-          Value z = castTo(zero(),
-                           cast<TensorType>(u.getType()).getElementType(),
-                           "zero_cast");
+          Value z =
+              castTo(zero(), cast<TensorType>(u.getType()).getElementType(),
+                     "zero_cast");
           gated = named(WhereOp::create(b, loc, u.getType(), flag, u, z),
                         "gate/" + getOnnxValueName(graph, u))
                       .getResult();
@@ -532,27 +531,27 @@ LogicalResult GraphLossScaler::run() {
       auto grow = named(NotOp::create(b, loc, scalarI1, below), "update/grow");
       auto up = named(MulOp::create(b, loc, scalarF32, scale, growth),
                       "update/grown");
-      auto upC = named(MinOp::create(b, loc, scalarF32,
-                                     ValueRange{up.getResult(), hi}),
-                       "update/grown_clamped");
+      auto upC = named(
+          MinOp::create(b, loc, scalarF32, ValueRange{up.getResult(), hi}),
+          "update/grown_clamped");
       auto down = named(MulOp::create(b, loc, scalarF32, scale, backoff),
                         "update/backed_off");
-      auto downC = named(MaxOp::create(b, loc, scalarF32,
-                                       ValueRange{down.getResult(), lo}),
-                         "update/backed_off_clamped");
+      auto downC = named(
+          MaxOp::create(b, loc, scalarF32, ValueRange{down.getResult(), lo}),
+          "update/backed_off_clamped");
       auto s1 = named(WhereOp::create(b, loc, scalarF32, grow, upC, scale),
                       "update/finite_scale");
-      auto newScale = named(
-          WhereOp::create(b, loc, scalarF32, flag, s1, downC), "update/scale");
+      auto newScale = named(WhereOp::create(b, loc, scalarF32, flag, s1, downC),
+                            "update/scale");
       auto k1 = named(WhereOp::create(b, loc, scalarI64, grow, zeroI, t1),
                       "update/finite_tracker");
-      auto newTracker = named(
-          WhereOp::create(b, loc, scalarI64, flag, k1, zeroI),
-          "update/tracker");
-      editor.renameValue(newScale, editor.uniqueValueName(
-                                       (kScaleName + ".out").str()));
-      editor.renameValue(newTracker, editor.uniqueValueName(
-                                         (kTrackerName + ".out").str()));
+      auto newTracker =
+          named(WhereOp::create(b, loc, scalarI64, flag, k1, zeroI),
+                "update/tracker");
+      editor.renameValue(newScale,
+                         editor.uniqueValueName((kScaleName + ".out").str()));
+      editor.renameValue(newTracker,
+                         editor.uniqueValueName((kTrackerName + ".out").str()));
       editor.addOutput(newScale);
       editor.addOutput(newTracker);
     }
@@ -576,8 +575,9 @@ LogicalResult GraphLossScaler::run() {
         op->setOperand(idx, flag);
       } else {
         while (op->getNumOperands() < idx)
-          op->insertOperands(op->getNumOperands(),
-                             NoneOp::create(b, loc, b.getNoneType()).getResult());
+          op->insertOperands(
+              op->getNumOperands(),
+              NoneOp::create(b, loc, b.getNoneType()).getResult());
         op->insertOperands(idx, flag);
       }
       continue;
@@ -594,8 +594,8 @@ LogicalResult GraphLossScaler::run() {
           getElementTypeOrSelf(out.getType()))
         return op->emitError("loss-scaling: output ")
                << i << " of " << opTypeOf(op) << " has element type "
-               << getElementTypeOrSelf(out.getType()) << ", its input "
-               << keep << " " << getElementTypeOrSelf(old.getType())
+               << getElementTypeOrSelf(out.getType()) << ", its input " << keep
+               << " " << getElementTypeOrSelf(old.getType())
                << ": cannot keep the input on overflow";
       auto sel = named(WhereOp::create(b, loc, out.getType(), flag, out, old),
                        "keep_on_overflow/" + getOnnxValueName(graph, out));
@@ -621,9 +621,8 @@ static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
   if (c.dynamic)
     os << "Mode: dynamic (init scale " << num(c.initScale) << ", x"
        << num(c.growthFactor) << " after " << c.growthInterval
-       << " finite steps, x" << num(c.backoffFactor)
-       << " on overflow, bounds [" << num(c.minScale) << ", "
-       << num(c.maxScale) << "])\n";
+       << " finite steps, x" << num(c.backoffFactor) << " on overflow, bounds ["
+       << num(c.minScale) << ", " << num(c.maxScale) << "])\n";
   else
     os << "Mode: static (scale " << num(c.initScale) << ")\n";
   for (const GraphRecord &r : records) {
@@ -633,9 +632,9 @@ static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
       continue;
     }
     if (r.flagIsInput) {
-      os << "optimizer graph: " << r.optimizers
-         << " optimizer(s) and " << r.zeroed
-         << " inline update(s) gated by input " << kFlagName << "\n";
+      os << "optimizer graph: " << r.optimizers << " optimizer(s) and "
+         << r.zeroed << " inline update(s) gated by input " << kFlagName
+         << "\n";
       continue;
     }
     os << "loss gradient ";
@@ -643,8 +642,7 @@ static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
     os << " scaled; " << r.unscaled << " gradient(s) unscaled and checked; "
        << "output " << kFlagName << " gates " << r.accumulators
        << " accumulator(s), " << r.optimizers << " optimizer(s), " << r.zeroed
-       << " other update(s); " << r.outputs
-       << " gradient output(s) unscaled\n";
+       << " other update(s); " << r.outputs << " gradient output(s) unscaled\n";
   }
 }
 
@@ -723,8 +721,7 @@ struct LossScalingPass
 };
 } // namespace
 
-std::unique_ptr<Pass>
-amp::train::createLossScaling(LossScalingOptions options,
-                              LossScalingReport *report) {
+std::unique_ptr<Pass> amp::train::createLossScaling(LossScalingOptions options,
+                                                    LossScalingReport *report) {
   return std::make_unique<LossScalingPass>(std::move(options), report);
 }

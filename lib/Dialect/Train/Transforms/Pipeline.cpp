@@ -15,8 +15,8 @@ void amp::train::buildAMPPipeline(OpPassManager &pm,
   pm.addPass(createAutoMixedPrecision(options.amp, &result.amp));
   if (options.lossScaling) {
     result.lossScaling.emplace();
-    pm.addPass(createLossScaling(options.lossScalingOptions,
-                                 &*result.lossScaling));
+    pm.addPass(
+        createLossScaling(options.lossScalingOptions, &*result.lossScaling));
   }
 }
 

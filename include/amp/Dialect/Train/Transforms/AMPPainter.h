@@ -1,4 +1,5 @@
-//===- AMPPainter.h - Grappler's painting passes on a vertex graph -*- C++ -*-=//
+//===- AMPPainter.h - Grappler's painting passes on a vertex graph -*- C++
+//-*-=//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -24,8 +25,8 @@ namespace amp::train {
 /// in the AMPEdges of the graph.
 struct AMPVertex {
   AMPList list = AMPList::None; ///< the list of its node
-  bool isF32 = false;    ///< its ports are f32 now
-  bool supports = false; ///< its constraint allows the low type
+  bool isF32 = false;           ///< its ports are f32 now
+  bool supports = false;        ///< its constraint allows the low type
 };
 
 /// The edges between vertices, in compressed sparse rows: one flat array per
@@ -47,7 +48,8 @@ public:
                                          outStart[v + 1] - outStart[v]);
   }
   llvm::ArrayRef<unsigned> fanin(unsigned v) const {
-    return llvm::ArrayRef(inList).slice(inStart[v], inStart[v + 1] - inStart[v]);
+    return llvm::ArrayRef(inList).slice(inStart[v],
+                                        inStart[v + 1] - inStart[v]);
   }
 
 private:
