@@ -68,6 +68,13 @@ if mlir_opt:
     config.substitutions.append(("%mlir_opt", mlir_opt))
 config.substitutions.append(("%amp_obj_root", config.amp_obj_root))
 config.substitutions.append(("%amp_src", config.amp_src_root))
+
+# The format check (utils/check-format.sh): clang-format-22 and ruff, which
+# utils/setup.sh installs; UNSUPPORTED without them.
+if shutil.which("clang-format-22") and subprocess.run(
+        [config.python_executable, "-m", "ruff", "--version"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("format-tools")
 # test/Embedding builds examples/embed: through ccache when there is one.
 config.substitutions.append(
     ("%cmake_launcher", "CMAKE_CXX_COMPILER_LAUNCHER=ccache"
