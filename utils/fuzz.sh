@@ -31,9 +31,15 @@ fi
 [ "$MODE" = build ] && exit 0
 CORPUS="$BUILD/fuzz-corpus"
 mkdir -p "$CORPUS"
-# Seeds: small real models (copies; the originals are never touched).
-find test/Inputs ../shared/testdata/onnx-external -name '*.onnx' -size -64k 2>/dev/null \
-  | head -200 | while read -r f; do cp "$f" "$CORPUS/$(echo "$f" | md5sum | cut -c1-16).onnx"; done
+# Seeds: small real models (copies; the originals are never touched): the
+# test inputs, and the shared external graphs where the checkout has them (a
+# clone elsewhere does not; a failing find must not end the script).
+roots=(test/Inputs)
+[ -d ../shared/testdata/onnx-external ] && roots+=(../shared/testdata/onnx-external)
+mapfile -t seeds < <(find "${roots[@]}" -name '*.onnx' -size -64k 2>/dev/null | sort | head -200)
+for f in "${seeds[@]}"; do
+  cp "$f" "$CORPUS/$(echo "$f" | md5sum | cut -c1-16).onnx"
+done
 mkdir -p "$BUILD/fuzz-artifacts"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1
 "$BUILD/bin/amp-fuzz-import" "$CORPUS" -max_total_time="$SECONDS_TO_RUN" \
