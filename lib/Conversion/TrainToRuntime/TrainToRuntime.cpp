@@ -22,7 +22,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
-#include "amp/Dialect/Train/Transforms/CastNamer.h"
+#include "amp/Dialect/Train/IR/CastNamer.h"
 
 using namespace mlir;
 using namespace amp;

@@ -15,10 +15,10 @@
 
 #include "amp/Target/ONNX/ExportONNX.h"
 #include "ONNXInternals.h"
+#include "amp/Dialect/Train/IR/CastNamer.h"
 #include "amp/Dialect/Train/IR/CastNames.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Dialect/Train/Transforms/CastNamer.h"
 
 #include "amp/Target/ONNX/ExternalData.h"
 #include "mlir/IR/Builders.h"

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/CastNamer.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
@@ -18,7 +19,6 @@
 #include "amp/Dialect/Train/Transforms/AMPPainter.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
-#include "amp/Dialect/Train/Transforms/CastNamer.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/IR/Builders.h"

@@ -5,13 +5,13 @@
 //===----------------------------------------------------------------------===//
 //
 // Gives unnamed train.Cast nodes of a train.graph their ONNX node and output
-// names in the IR, by the rule of amp/Dialect/Train/IR/CastNames.h (the rule
+// names in the IR, by the rule of CastNames.h (the rule
 // the ONNX exporter applies to casts it finds unnamed).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_DIALECT_TRAIN_TRANSFORMS_CASTNAMER_H
-#define AMP_DIALECT_TRAIN_TRANSFORMS_CASTNAMER_H
+#ifndef AMP_DIALECT_TRAIN_IR_CASTNAMER_H
+#define AMP_DIALECT_TRAIN_IR_CASTNAMER_H
 
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -69,4 +69,4 @@ unsigned nameUnnamedCasts(GraphOp graph);
 
 } // namespace amp::train
 
-#endif // AMP_DIALECT_TRAIN_TRANSFORMS_CASTNAMER_H
+#endif // AMP_DIALECT_TRAIN_IR_CASTNAMER_H
