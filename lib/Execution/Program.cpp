@@ -13,10 +13,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Execution/Program.h"
-#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
-#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "amp/Dialect/AmpRT/LoweredForm.h"
 #include "amp/Runtime/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,7 +23,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -447,34 +445,4 @@ llvm::Error Program::run() {
 void *Program::output(unsigned i) const {
   int arg = impl->outputArg[i];
   return arg >= 0 ? impl->argData[arg] : impl->outputs[i];
-}
-
-void amp::exec::loadExecutionDialects(MLIRContext &ctx) {
-  DialectRegistry registry;
-  registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
-                  memref::MemRefDialect, arith::ArithDialect>();
-  ctx.appendDialectRegistry(registry);
-  ctx.loadAllAvailableDialects();
-}
-
-llvm::Error amp::exec::lowerToRuntime(ModuleOp module, StringRef dims,
-                                      StringRef what,
-                                      bool overwriteAccumulators,
-                                      bool narrowInputs) {
-  MLIRContext *ctx = module.getContext();
-  // The lowering's arena remark is for amp-opt; callers report their own.
-  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
-    return success(d.getSeverity() == DiagnosticSeverity::Remark);
-  });
-  PassManager pm(ctx);
-  TrainToRuntimeOptions options;
-  options.dims = dims.str();
-  options.overwriteAccumulators = overwriteAccumulators;
-  options.narrowInputs = narrowInputs;
-  pm.addPass(createConvertTrainToRuntimePass(options));
-  if (failed(pm.run(module)))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        what + ": lowering to runtime calls failed (see the errors above)");
-  return llvm::Error::success();
 }

@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
-#include "amp/Execution/GraphRunner.h"
-#include "amp/Execution/OrtCheckpoint.h"
-#include "amp/Execution/Trainer.h"
+#include "amp/Driver/GraphRunner.h"
+#include "amp/Driver/OrtCheckpoint.h"
+#include "amp/Driver/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
@@ -28,7 +28,7 @@ int runOnce(llvm::ArrayRef<std::string> models, llvm::StringRef dir,
     llvm::errs() << "amp-run: --run takes one ONNX model\n";
     return 1;
   }
-  amp::exec::RunOptions o;
+  amp::driver::RunOptions o;
   o.model = models[0];
   o.data = dir.str();
   o.outDir = outDir.str();
@@ -36,7 +36,7 @@ int runOnce(llvm::ArrayRef<std::string> models, llvm::StringRef dir,
   o.dims = dims.str();
   o.rtol = rtol;
   o.atol = atol;
-  auto ok = amp::exec::runGraph(o, llvm::outs());
+  auto ok = amp::driver::runGraph(o, llvm::outs());
   if (!ok) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
         << llvm::toString(ok.takeError()) << "\n";
@@ -134,23 +134,23 @@ int main(int argc, char **argv) {
                "(parameters, optimizer state; loss scale as properties): "
                "training goes on in ORT, or in amp-run with --weights"),
       cl::cat(category));
-  cl::opt<amp::exec::ExternalData> externalData(
+  cl::opt<amp::driver::ExternalData> externalData(
       "external-data",
       cl::desc("-o and --ort-checkpoint: tensors in an external data file "
                "(<file>.data)"),
       cl::values(
-          clEnumValN(amp::exec::ExternalData::Auto, "auto",
+          clEnumValN(amp::driver::ExternalData::Auto, "auto",
                      "from --external-data-threshold bytes on, or "
                      "(-o) when --weights had external data"),
-          clEnumValN(amp::exec::ExternalData::Always, "always", "always"),
-          clEnumValN(amp::exec::ExternalData::Never, "never",
+          clEnumValN(amp::driver::ExternalData::Always, "always", "always"),
+          clEnumValN(amp::driver::ExternalData::Never, "never",
                      "never (over 2 GB is refused)")),
-      cl::init(amp::exec::ExternalData::Auto), cl::cat(category));
+      cl::init(amp::driver::ExternalData::Auto), cl::cat(category));
   cl::opt<uint64_t> externalDataThreshold(
       "external-data-threshold", cl::value_desc("bytes"),
       cl::desc("--external-data=auto's threshold (default 1800 MiB, "
                "onnxruntime-training's)"),
-      cl::init(amp::exec::TrainOptions().externalDataThreshold),
+      cl::init(amp::driver::TrainOptions().externalDataThreshold),
       cl::cat(category));
   cl::opt<std::string> lowered("dump-lowered",
                                cl::desc("write the lowered modules here"),
@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
                               "amp-run: train ONNX Runtime training "
                               "artifacts, or run one ONNX graph once "
                               "(--run), on the amp runtime\n");
-  amp::exec::TrainOptions o;
+  amp::driver::TrainOptions o;
   for (const std::string &m : models)
     if (amp::train::parseAMPMode(m)) {
       llvm::errs() << "amp-run: '" << m << "' is not a model; to choose the "
@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
   // the training model: the default when no other source is named.
   if (o.weights.empty() && !initSeed.getNumOccurrences() && resume.empty() &&
       models.size() == 2) {
-    o.weights = amp::exec::findArtifactsCheckpoint(models[0]);
+    o.weights = amp::driver::findArtifactsCheckpoint(models[0]);
     if (!o.weights.empty() && !quiet)
       llvm::errs() << "amp-run: parameters from " << o.weights
                    << " (the artifacts' checkpoint)\n";
@@ -305,7 +305,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   o.progress = !quiet;
-  if (llvm::Error e = amp::exec::train(o, llvm::errs())) {
+  if (llvm::Error e = amp::driver::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
         << llvm::toString(std::move(e)) << "\n";
     return 1;

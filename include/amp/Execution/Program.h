@@ -30,21 +30,6 @@ namespace amp::exec {
 /// The amprt dtype of an MLIR element type, or -1.
 int32_t dtypeOf(mlir::Type elem);
 
-/// Loads the dialects that importing, lowering and running a model need
-/// (train, amprt, func, memref, arith).
-void loadExecutionDialects(mlir::MLIRContext &ctx);
-
-/// Lowers every train.graph of `module` to runtime calls
-/// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
-/// the caller overwrites the gradient accumulators every step, and
-/// `narrow-inputs` when it converts its f32 batches to 16 bits); the
-/// lowering's errors are diagnostics, its arena remarks are dropped.
-/// `what` names the model in the error.
-llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
-                           llvm::StringRef what,
-                           bool overwriteAccumulators = false,
-                           bool narrowInputs = false);
-
 struct Port {
   std::string name;
   int32_t dtype;

@@ -12,10 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/GraphRunner.h"
+#include "amp/Driver/GraphRunner.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Execution/GraphFacts.h"
-#include "amp/Execution/HostTensor.h"
+#include "amp/Driver/GraphFacts.h"
+#include "amp/Driver/HostTensor.h"
+#include "amp/Driver/Lowering.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
 #include "amp/Target/ONNX/ImportONNX.h"
@@ -35,6 +36,7 @@
 
 using namespace mlir;
 using namespace amp;
+using namespace amp::driver;
 using namespace amp::exec;
 
 namespace {
@@ -182,12 +184,12 @@ llvm::Expected<bool> compare(amprt_context *cpu, StringRef name,
 
 } // namespace
 
-llvm::Expected<bool> amp::exec::runGraph(const RunOptions &o,
-                                         llvm::raw_ostream &report) {
+llvm::Expected<bool> amp::driver::runGraph(const RunOptions &o,
+                                           llvm::raw_ostream &report) {
   if (!llvm::sys::fs::is_directory(o.data))
     return fail("--run: " + o.data + " is not a folder");
   MLIRContext mctx;
-  loadExecutionDialects(mctx);
+  loadDialects(mctx);
   OwningOpRef<ModuleOp> module = importOnnxFile(o.model, &mctx);
   if (!module)
     return fail(o.model + ": import failed");

@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_TRAINER_H
-#define AMP_EXECUTION_TRAINER_H
+#ifndef AMP_DRIVER_TRAINER_H
+#define AMP_DRIVER_TRAINER_H
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// When -o and --ort-checkpoint keep tensors in an external data file.
 enum class ExternalData {
@@ -81,6 +81,6 @@ struct TrainOptions {
 /// no output file (weights, checkpoint, log) is left half-written.
 llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_TRAINER_H
+#endif // AMP_DRIVER_TRAINER_H

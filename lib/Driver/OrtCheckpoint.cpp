@@ -32,7 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/OrtCheckpoint.h"
+#include "amp/Driver/OrtCheckpoint.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallString.h"
@@ -59,7 +59,7 @@
 #endif
 
 using namespace llvm;
-using namespace amp::exec;
+using namespace amp::driver;
 
 namespace {
 
@@ -349,27 +349,27 @@ Error checkTensor(const OrtCheckpointTensor &t) {
 
 } // namespace
 
-bool amp::exec::isOrtCheckpoint(StringRef bytes) {
+bool amp::driver::isOrtCheckpoint(StringRef bytes) {
   return bytes.size() >= 8 &&
          flatbuffers::BufferHasIdentifier(bytes.data(), kIdentifier);
 }
 
-bool amp::exec::isOrtCheckpointFile(StringRef path) {
+bool amp::driver::isOrtCheckpointFile(StringRef path) {
   auto buf = MemoryBuffer::getFileSlice(path, 8, 0, /*IsVolatile=*/false);
   return buf && isOrtCheckpoint((*buf)->getBuffer());
 }
 
-std::string amp::exec::findArtifactsCheckpoint(StringRef trainingModelPath) {
+std::string amp::driver::findArtifactsCheckpoint(StringRef trainingModelPath) {
   SmallString<256> path = sys::path::parent_path(trainingModelPath);
   sys::path::append(path, "checkpoint");
   return isOrtCheckpointFile(path) ? std::string(path) : "";
 }
 
-std::string amp::exec::ortExternalDataPath(StringRef path) {
+std::string amp::driver::ortExternalDataPath(StringRef path) {
   return (path + ".data").str();
 }
 
-Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
+Expected<OrtCheckpoint> amp::driver::readOrtCheckpoint(StringRef path) {
   // Mapped: verification and the tables touch a few pages; the tensors'
   // bytes are read (a window at a time) only when copied to their buffers.
   auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -501,8 +501,8 @@ Expected<OrtCheckpoint> amp::exec::readOrtCheckpoint(StringRef path) {
   return out;
 }
 
-Error amp::exec::writeOrtCheckpoint(const OrtCheckpoint &c, StringRef path,
-                                    bool externalData) {
+Error amp::driver::writeOrtCheckpoint(const OrtCheckpoint &c, StringRef path,
+                                      bool externalData) {
   // The tensors in the order they are laid out: parameters (trainable, then
   // frozen), then each trainable parameter's moments.
   std::vector<const OrtCheckpointTensor *> order;

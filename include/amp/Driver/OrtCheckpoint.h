@@ -15,10 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_ORTCHECKPOINT_H
-#define AMP_EXECUTION_ORTCHECKPOINT_H
+#ifndef AMP_DRIVER_ORTCHECKPOINT_H
+#define AMP_DRIVER_ORTCHECKPOINT_H
 
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/TensorStream.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace amp::exec {
+namespace amp::driver {
 
 struct OrtCheckpointTensor {
   std::string name;
@@ -113,6 +113,6 @@ llvm::Expected<OrtCheckpoint> readOrtCheckpoint(llvm::StringRef path);
 llvm::Error writeOrtCheckpoint(const OrtCheckpoint &ckpt, llvm::StringRef path,
                                bool externalData);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_ORTCHECKPOINT_H
+#endif // AMP_DRIVER_ORTCHECKPOINT_H

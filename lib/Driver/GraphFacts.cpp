@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/GraphFacts.h"
+#include "amp/Driver/GraphFacts.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -14,20 +14,20 @@
 
 using namespace mlir;
 using namespace amp;
-using namespace amp::exec;
+using namespace amp::driver;
 
-StringRef amp::exec::opTypeOf(Operation *op) {
+StringRef amp::driver::opTypeOf(Operation *op) {
   auto node = dyn_cast<train::OnnxNodeOpInterface>(op);
   return node ? node.getOnnxOpType() : StringRef();
 }
 
-bool amp::exec::isOptimizerOp(Operation *op) {
+bool amp::driver::isOptimizerOp(Operation *op) {
   StringRef t = opTypeOf(op);
   return llvm::is_contained(kLoweredOptimizerOps, t) ||
          llvm::is_contained(kPreviewOptimizerOps, t);
 }
 
-bool amp::exec::containsOptimizer(ModuleOp module) {
+bool amp::driver::containsOptimizer(ModuleOp module) {
   return module
       .walk([](Operation *op) {
         return isOptimizerOp(op) ? WalkResult::interrupt()
@@ -36,7 +36,7 @@ bool amp::exec::containsOptimizer(ModuleOp module) {
       .wasInterrupted();
 }
 
-void amp::exec::inlineFrozenIntegers(
+void amp::driver::inlineFrozenIntegers(
     train::GraphOp graph,
     llvm::function_ref<const HostTensor *(StringRef name)> valueOf) {
   llvm::StringSet<> outputs;

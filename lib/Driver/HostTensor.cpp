@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/HostTensor.h"
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/HostTensor.h"
+#include "amp/Driver/TensorStream.h"
 #include "amp/Runtime/Runtime.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
@@ -23,7 +23,7 @@
 #include <map>
 
 using namespace amp;
-using namespace amp::exec;
+using namespace amp::driver;
 using llvm::SmallString;
 using llvm::SmallVector;
 using llvm::StringRef;
@@ -33,7 +33,7 @@ namespace {
 llvm::Error fail(const Twine &msg) { return llvm::createStringError(msg); }
 } // namespace
 
-int32_t amp::exec::dtypeOfOnnx(int t) {
+int32_t amp::driver::dtypeOfOnnx(int t) {
   switch (t) {
   case onnx::TensorProto::FLOAT:
     return AMPRT_F32;
@@ -58,7 +58,7 @@ int32_t amp::exec::dtypeOfOnnx(int t) {
   }
 }
 
-int amp::exec::onnxOfDtype(int32_t dt) {
+int amp::driver::onnxOfDtype(int32_t dt) {
   static const int types[] = {
       onnx::TensorProto::FLOAT,    onnx::TensorProto::FLOAT16,
       onnx::TensorProto::BFLOAT16, onnx::TensorProto::DOUBLE,
@@ -92,7 +92,7 @@ llvm::Expected<size_t> typeOf(const onnx::TensorProto &t, int32_t &dtype,
 } // namespace
 
 llvm::Expected<HostTensor>
-amp::exec::fromTensorProto(const onnx::TensorProto &t, StringRef dir) {
+amp::driver::fromTensorProto(const onnx::TensorProto &t, StringRef dir) {
   HostTensor h;
   auto size = typeOf(t, h.dtype, h.shape);
   if (!size)
@@ -134,8 +134,8 @@ amp::exec::fromTensorProto(const onnx::TensorProto &t, StringRef dir) {
   return h;
 }
 
-llvm::Expected<StoredTensor> amp::exec::takeTensorProto(onnx::TensorProto &t,
-                                                        StringRef dir) {
+llvm::Expected<StoredTensor> amp::driver::takeTensorProto(onnx::TensorProto &t,
+                                                          StringRef dir) {
   StoredTensor s;
   s.name = t.name();
   auto bytes = typeOf(t, s.dtype, s.shape);
@@ -163,7 +163,7 @@ llvm::Expected<StoredTensor> amp::exec::takeTensorProto(onnx::TensorProto &t,
   return s;
 }
 
-llvm::Expected<HostTensor> amp::exec::readNpy(StringRef path) {
+llvm::Expected<HostTensor> amp::driver::readNpy(StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
     return fail(path + ": " + buf.getError().message());
@@ -219,7 +219,7 @@ llvm::Expected<HostTensor> amp::exec::readNpy(StringRef path) {
   return h;
 }
 
-llvm::Error amp::exec::writeAtomically(StringRef path, StringRef bytes) {
+llvm::Error amp::driver::writeAtomically(StringRef path, StringRef bytes) {
   auto file = AtomicOutputFile::create(path);
   if (!file)
     return file.takeError();
@@ -228,8 +228,8 @@ llvm::Error amp::exec::writeAtomically(StringRef path, StringRef bytes) {
   return (*file)->commit();
 }
 
-void amp::exec::toTensorProto(const HostTensor &h, StringRef name,
-                              onnx::TensorProto &t) {
+void amp::driver::toTensorProto(const HostTensor &h, StringRef name,
+                                onnx::TensorProto &t) {
   t.Clear();
   t.set_name(name.str());
   t.set_data_type(onnxOfDtype(h.dtype));
@@ -238,8 +238,8 @@ void amp::exec::toTensorProto(const HostTensor &h, StringRef name,
   t.set_raw_data(std::string(h.data.begin(), h.data.end()));
 }
 
-llvm::Expected<HostTensor> amp::exec::readTensorProtoFile(StringRef path,
-                                                          std::string *name) {
+llvm::Expected<HostTensor> amp::driver::readTensorProtoFile(StringRef path,
+                                                            std::string *name) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf)
     return fail(path + ": " + buf.getError().message());
@@ -256,13 +256,13 @@ llvm::Expected<HostTensor> amp::exec::readTensorProtoFile(StringRef path,
   return h;
 }
 
-bool amp::exec::isPlainFileName(StringRef name) {
+bool amp::driver::isPlainFileName(StringRef name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of("/\\") == StringRef::npos;
 }
 
 llvm::Expected<std::optional<HostTensor>>
-amp::exec::readNamedTensor(StringRef dir, StringRef name) {
+amp::driver::readNamedTensor(StringRef dir, StringRef name) {
   if (!isPlainFileName(name))
     return std::nullopt;
   for (StringRef ext : {".npy", ".pb"}) {
@@ -278,7 +278,7 @@ amp::exec::readNamedTensor(StringRef dir, StringRef name) {
   return std::nullopt;
 }
 
-std::string amp::exec::shapeString(llvm::ArrayRef<int64_t> shape) {
+std::string amp::driver::shapeString(llvm::ArrayRef<int64_t> shape) {
   std::string r = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     r += (i ? ", " : "") +

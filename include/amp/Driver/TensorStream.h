@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_TENSORSTREAM_H
-#define AMP_EXECUTION_TENSORSTREAM_H
+#ifndef AMP_DRIVER_TENSORSTREAM_H
+#define AMP_DRIVER_TENSORSTREAM_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -32,7 +32,7 @@ namespace llvm {
 class raw_fd_ostream;
 } // namespace llvm
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// The most bytes one piece holds: the window a file range is mapped in,
 /// and the staging buffer of a device read.
@@ -130,6 +130,6 @@ private:
   bool done = false;
 };
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_TENSORSTREAM_H
+#endif // AMP_DRIVER_TENSORSTREAM_H

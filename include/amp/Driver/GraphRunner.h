@@ -14,15 +14,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_GRAPHRUNNER_H
-#define AMP_EXECUTION_GRAPHRUNNER_H
+#ifndef AMP_DRIVER_GRAPHRUNNER_H
+#define AMP_DRIVER_GRAPHRUNNER_H
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
-namespace amp::exec {
+namespace amp::driver {
 
 struct RunOptions {
   std::string model;  ///< the .onnx model
@@ -44,6 +44,6 @@ struct RunOptions {
 llvm::Expected<bool> runGraph(const RunOptions &options,
                               llvm::raw_ostream &report);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_GRAPHRUNNER_H
+#endif // AMP_DRIVER_GRAPHRUNNER_H

@@ -11,10 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_HOSTTENSOR_H
-#define AMP_EXECUTION_HOSTTENSOR_H
+#ifndef AMP_DRIVER_HOSTTENSOR_H
+#define AMP_DRIVER_HOSTTENSOR_H
 
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/TensorStream.h"
 #include "amp/Runtime/Runtime.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -30,7 +30,7 @@ namespace onnx {
 class TensorProto;
 } // namespace onnx
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// A host tensor: dtype (AMPRT_*), shape, bytes.
 struct HostTensor {
@@ -86,6 +86,6 @@ llvm::Expected<std::optional<HostTensor>> readNamedTensor(llvm::StringRef dir,
 /// failure leaves any existing file untouched.
 llvm::Error writeAtomically(llvm::StringRef path, llvm::StringRef bytes);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_HOSTTENSOR_H
+#endif // AMP_DRIVER_HOSTTENSOR_H

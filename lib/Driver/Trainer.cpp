@@ -15,17 +15,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/Trainer.h"
+#include "amp/Driver/Trainer.h"
 #include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
-#include "amp/Execution/Checkpoint.h"
-#include "amp/Execution/GraphFacts.h"
-#include "amp/Execution/HostTensor.h"
-#include "amp/Execution/ModelWriter.h"
-#include "amp/Execution/OrtCheckpoint.h"
+#include "amp/Driver/Checkpoint.h"
+#include "amp/Driver/GraphFacts.h"
+#include "amp/Driver/HostTensor.h"
+#include "amp/Driver/Lowering.h"
+#include "amp/Driver/ModelWriter.h"
+#include "amp/Driver/OrtCheckpoint.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
 #include "amp/Target/ONNX/ExternalData.h"
@@ -57,6 +58,7 @@
 
 using namespace mlir;
 using namespace amp;
+using namespace amp::driver;
 using namespace amp::exec;
 
 namespace {
@@ -266,7 +268,7 @@ struct InputInfo {
 llvm::Error Trainer::load() {
   if (opts.accumulate < 1 || opts.steps % opts.accumulate != 0)
     return fail("accumulate must be at least 1 and divide the steps");
-  loadExecutionDialects(mctx);
+  loadDialects(mctx);
   // Warnings (the AMP pass's operator versions that keep nodes f32, ...)
   // reach the user as amp-opt prints them; errors go on to the default
   // handler.
@@ -1446,8 +1448,8 @@ llvm::Error Trainer::run() {
 
 } // namespace
 
-llvm::Error amp::exec::train(const TrainOptions &options,
-                             llvm::raw_ostream &status) {
+llvm::Error amp::driver::train(const TrainOptions &options,
+                               llvm::raw_ostream &status) {
   Trainer t(options, status);
   return t.run();
 }

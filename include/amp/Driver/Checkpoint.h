@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_CHECKPOINT_H
-#define AMP_EXECUTION_CHECKPOINT_H
+#ifndef AMP_DRIVER_CHECKPOINT_H
+#define AMP_DRIVER_CHECKPOINT_H
 
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/TensorStream.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// The training loop's counters.
 struct CheckpointCounters {
@@ -54,6 +54,6 @@ struct CheckpointContents {
 /// Runtime's checkpoint, truncated, bad record, checksum mismatch).
 llvm::Expected<CheckpointContents> readCheckpoint(llvm::StringRef path);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_CHECKPOINT_H
+#endif // AMP_DRIVER_CHECKPOINT_H

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/ModelWriter.h"
+#include "amp/Driver/ModelWriter.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
 #include "llvm/ADT/Twine.h"
@@ -12,7 +12,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 using namespace amp;
-using namespace amp::exec;
+using namespace amp::driver;
 using google::protobuf::io::CodedOutputStream;
 using llvm::StringRef;
 using llvm::Twine;
@@ -45,9 +45,9 @@ std::string chunkPrefix(const onnx::TensorProto &header, uint64_t n) {
 
 } // namespace
 
-llvm::Error amp::exec::writeModel(onnx::ModelProto &model,
-                                  std::vector<StreamedInitializer> inits,
-                                  StringRef path, bool externalData) {
+llvm::Error amp::driver::writeModel(onnx::ModelProto &model,
+                                    std::vector<StreamedInitializer> inits,
+                                    StringRef path, bool externalData) {
   std::unique_ptr<ExternalDataWriter> data;
   if (externalData) {
     // The bytes go to the data file first, the tensors pointing at them

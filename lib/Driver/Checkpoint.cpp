@@ -18,8 +18,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/Checkpoint.h"
-#include "amp/Execution/OrtCheckpoint.h"
+#include "amp/Driver/Checkpoint.h"
+#include "amp/Driver/OrtCheckpoint.h"
 #include "amp/Runtime/Runtime.h"
 
 #include "llvm/ADT/Twine.h"
@@ -28,7 +28,7 @@
 
 #include <cstring>
 
-using namespace amp::exec;
+using namespace amp::driver;
 using llvm::StringRef;
 using llvm::Twine;
 
@@ -106,9 +106,9 @@ std::string recordHeader(const StoredTensor &t) {
 
 } // namespace
 
-llvm::Error amp::exec::writeCheckpoint(StringRef path,
-                                       const CheckpointCounters &c,
-                                       llvm::ArrayRef<StoredTensor> tensors) {
+llvm::Error amp::driver::writeCheckpoint(StringRef path,
+                                         const CheckpointCounters &c,
+                                         llvm::ArrayRef<StoredTensor> tensors) {
   std::string head;
   put(head, c.steps);
   put(head, c.optimizerStep);
@@ -148,7 +148,7 @@ llvm::Error amp::exec::writeCheckpoint(StringRef path,
   return f.commit();
 }
 
-llvm::Expected<CheckpointContents> amp::exec::readCheckpoint(StringRef path) {
+llvm::Expected<CheckpointContents> amp::driver::readCheckpoint(StringRef path) {
   // Mapped, not read: only the pages of the record headers are touched
   // here; the data is checked below a window at a time.
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,

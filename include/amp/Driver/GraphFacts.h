@@ -12,17 +12,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_GRAPHFACTS_H
-#define AMP_EXECUTION_GRAPHFACTS_H
+#ifndef AMP_DRIVER_GRAPHFACTS_H
+#define AMP_DRIVER_GRAPHFACTS_H
 
 #include "amp/Dialect/Train/IR/TrainOps.h"
-#include "amp/Execution/HostTensor.h"
+#include "amp/Driver/HostTensor.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// The ONNX op_type of a node, typed or generic ("" for other ops).
 llvm::StringRef opTypeOf(mlir::Operation *op);
@@ -52,6 +52,6 @@ void inlineFrozenIntegers(
     train::GraphOp graph,
     llvm::function_ref<const HostTensor *(llvm::StringRef name)> valueOf);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_GRAPHFACTS_H
+#endif // AMP_DRIVER_GRAPHFACTS_H

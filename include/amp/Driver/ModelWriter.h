@@ -10,10 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AMP_EXECUTION_MODELWRITER_H
-#define AMP_EXECUTION_MODELWRITER_H
+#ifndef AMP_DRIVER_MODELWRITER_H
+#define AMP_DRIVER_MODELWRITER_H
 
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/TensorStream.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -22,7 +22,7 @@
 
 #include <vector>
 
-namespace amp::exec {
+namespace amp::driver {
 
 /// An initializer for writeModel: its TensorProto without data (name,
 /// data_type, dims) and where its bytes are.
@@ -44,6 +44,6 @@ llvm::Error writeModel(onnx::ModelProto &model,
                        std::vector<StreamedInitializer> initializers,
                        llvm::StringRef path, bool externalData);
 
-} // namespace amp::exec
+} // namespace amp::driver
 
-#endif // AMP_EXECUTION_MODELWRITER_H
+#endif // AMP_DRIVER_MODELWRITER_H

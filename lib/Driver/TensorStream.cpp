@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Execution/TensorStream.h"
+#include "amp/Driver/TensorStream.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/Twine.h"
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <unistd.h>
 
-using namespace amp::exec;
+using namespace amp::driver;
 using llvm::StringRef;
 using llvm::Twine;
 

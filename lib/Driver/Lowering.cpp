@@ -1,0 +1,48 @@
+//===- Lowering.cpp - the driver's import-to-lowered-step steps -----------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Driver/Lowering.h"
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+#include "amp/Dialect/AmpRT/AmpRT.h"
+#include "amp/Dialect/Train/IR/TrainDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+using namespace amp;
+
+void amp::driver::loadDialects(MLIRContext &ctx) {
+  DialectRegistry registry;
+  registry.insert<train::TrainDialect, amprt::AmpRTDialect, func::FuncDialect,
+                  memref::MemRefDialect, arith::ArithDialect>();
+  ctx.appendDialectRegistry(registry);
+  ctx.loadAllAvailableDialects();
+}
+
+llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
+                                        llvm::StringRef what,
+                                        bool overwriteAccumulators,
+                                        bool narrowInputs) {
+  MLIRContext *ctx = module.getContext();
+  // The lowering's arena remark is for amp-opt; callers report their own.
+  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
+    return success(d.getSeverity() == DiagnosticSeverity::Remark);
+  });
+  PassManager pm(ctx);
+  TrainToRuntimeOptions options;
+  options.dims = dims.str();
+  options.overwriteAccumulators = overwriteAccumulators;
+  options.narrowInputs = narrowInputs;
+  pm.addPass(createConvertTrainToRuntimePass(options));
+  if (failed(pm.run(module)))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        what + ": lowering to runtime calls failed (see the errors above)");
+  return llvm::Error::success();
+}
