@@ -20,6 +20,7 @@
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/LossScalingState.h"
 #include "amp/Dialect/Train/Transforms/Pipeline.h"
 #include "amp/Driver/Checkpoint.h"
 #include "amp/Driver/GraphFacts.h"
@@ -244,8 +245,8 @@ private:
 
 /// The loss scaler's state (graph inputs of the loss-scaling pass), kept in
 /// an onnxruntime-training checkpoint's property bag under the same names.
-constexpr StringLiteral kLossScale = "amp.loss_scale";
-constexpr StringLiteral kGrowthTracker = "amp.growth_tracker";
+constexpr StringLiteral kLossScale = train::kLossScaleName;
+constexpr StringLiteral kGrowthTracker = train::kGrowthTrackerName;
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // Without --accumulate every step overwrites the gradient buffers
@@ -649,7 +650,7 @@ llvm::Error Trainer::load() {
         weights.erase(w);
       }
     } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
-               StringRef(p.name).starts_with("amp.")) {
+               StringRef(p.name).starts_with(train::kLossScalingNamePrefix)) {
       if (p.name == kLossScale) {
         float s = 65536.0f;
         amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
@@ -1188,9 +1189,9 @@ llvm::Error Trainer::run() {
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
       lossOut = i;
-    if (p.name == "amp.loss_scale.out")
+    if (p.name == (kLossScale + train::kUpdatedSuffix).str())
       scaleOut = i;
-    if (p.name == "amp.all_finite")
+    if (p.name == train::kAllFiniteName)
       finiteOut = i;
   }
   // Outputs written back into state: "<x>.out" for an input "<x>".
@@ -1214,8 +1215,9 @@ llvm::Error Trainer::run() {
   DeviceBuffer *lr =
       state.count("learning_rate") ? state["learning_rate"].get() : nullptr;
   DeviceBuffer *stepIn = state.count("step") ? state["step"].get() : nullptr;
-  DeviceBuffer *finiteIn =
-      state.count("amp.all_finite") ? state["amp.all_finite"].get() : nullptr;
+  DeviceBuffer *finiteIn = state.count(train::kAllFiniteName)
+                               ? state[train::kAllFiniteName].get()
+                               : nullptr;
   if (lr) {
     float v = float(opts.lr);
     amprt_memcpy(ctx, lr->data, &v, 4, AMPRT_HOST_TO_DEVICE);

@@ -17,6 +17,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/LossScalingReport.h"
+#include "amp/Dialect/Train/Transforms/LossScalingState.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -36,9 +37,9 @@ using namespace amp::train;
 
 namespace {
 
-constexpr llvm::StringLiteral kScaleName = "amp.loss_scale";
-constexpr llvm::StringLiteral kTrackerName = "amp.growth_tracker";
-constexpr llvm::StringLiteral kFlagName = "amp.all_finite";
+constexpr llvm::StringLiteral kScaleName = kLossScaleName;
+constexpr llvm::StringLiteral kTrackerName = kGrowthTrackerName;
+constexpr llvm::StringLiteral kFlagName = kAllFiniteName;
 constexpr llvm::StringLiteral kPrefix = "amp.loss_scaling/";
 
 struct LossScalingConfig {
@@ -548,10 +549,11 @@ LogicalResult GraphLossScaler::run() {
       auto newTracker =
           named(WhereOp::create(b, loc, scalarI64, flag, k1, zeroI),
                 "update/tracker");
-      editor.renameValue(newScale,
-                         editor.uniqueValueName((kScaleName + ".out").str()));
-      editor.renameValue(newTracker,
-                         editor.uniqueValueName((kTrackerName + ".out").str()));
+      editor.renameValue(newScale, editor.uniqueValueName(
+                                       (kScaleName + kUpdatedSuffix).str()));
+      editor.renameValue(
+          newTracker,
+          editor.uniqueValueName((kTrackerName + kUpdatedSuffix).str()));
       editor.addOutput(newScale);
       editor.addOutput(newTracker);
     }
