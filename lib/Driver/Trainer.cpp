@@ -245,8 +245,8 @@ private:
 
 /// The loss scaler's state (graph inputs of the loss-scaling pass), kept in
 /// an onnxruntime-training checkpoint's property bag under the same names.
-constexpr StringLiteral kLossScale = train::kLossScaleName;
-constexpr StringLiteral kGrowthTracker = train::kGrowthTrackerName;
+using train::kGrowthTrackerName;
+using train::kLossScaleName;
 
 llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // Without --accumulate every step overwrites the gradient buffers
@@ -651,7 +651,7 @@ llvm::Error Trainer::load() {
       }
     } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
                StringRef(p.name).starts_with(train::kLossScalingNamePrefix)) {
-      if (p.name == kLossScale) {
+      if (p.name == kLossScaleName) {
         float s = 65536.0f;
         amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
       }
@@ -788,12 +788,12 @@ llvm::Error Trainer::load() {
         status << "amp-run: " << name << " from " << opts.weights << "\n";
       }
     };
-    if (auto f = ortProperties.floats.find(kLossScale.str());
+    if (auto f = ortProperties.floats.find(kLossScaleName.str());
         f != ortProperties.floats.end())
-      restore(kLossScale, AMPRT_F32, &f->second);
-    if (auto i = ortProperties.ints.find(kGrowthTracker.str());
+      restore(kLossScaleName, AMPRT_F32, &f->second);
+    if (auto i = ortProperties.ints.find(kGrowthTrackerName.str());
         i != ortProperties.ints.end())
-      restore(kGrowthTracker, AMPRT_I64, &i->second);
+      restore(kGrowthTrackerName, AMPRT_I64, &i->second);
   }
 
   // Data source.
@@ -1036,11 +1036,11 @@ llvm::Error Trainer::saveOrtCheckpoint(StringRef path) {
   // count, a best score); then the loss-scaler state, which ORT's
   // checkpoint has no field for.
   c.properties = ortProperties;
-  if (DeviceBuffer *b = scalarState(kLossScale, AMPRT_F32))
-    amprt_memcpy(ctx, &c.properties.floats[kLossScale.str()], b->data, 4,
+  if (DeviceBuffer *b = scalarState(kLossScaleName, AMPRT_F32))
+    amprt_memcpy(ctx, &c.properties.floats[kLossScaleName.str()], b->data, 4,
                  AMPRT_DEVICE_TO_HOST);
-  if (DeviceBuffer *b = scalarState(kGrowthTracker, AMPRT_I64))
-    amprt_memcpy(ctx, &c.properties.ints[kGrowthTracker.str()], b->data, 8,
+  if (DeviceBuffer *b = scalarState(kGrowthTrackerName, AMPRT_I64))
+    amprt_memcpy(ctx, &c.properties.ints[kGrowthTrackerName.str()], b->data, 8,
                  AMPRT_DEVICE_TO_HOST);
   return writeOrtCheckpoint(c, path, layout->externalData);
 }
@@ -1189,7 +1189,7 @@ llvm::Error Trainer::run() {
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
       lossOut = i;
-    if (p.name == (kLossScale + train::kUpdatedSuffix).str())
+    if (p.name == (kLossScaleName + train::kUpdatedSuffix).str())
       scaleOut = i;
     if (p.name == train::kAllFiniteName)
       finiteOut = i;

@@ -224,6 +224,17 @@ amprt_status amprt::gatherNDShape(amprt_context *ctx, const char *k, T data,
   return AMPRT_OK;
 }
 
+/// A scatter's `reduction`: 0 none, 1 add, 2 mul, 3 max, 4 min.
+static amprt_status checkReductionKind(amprt_context *ctx, const char *k,
+                                       int32_t reduction) {
+  if (reduction < 0 || reduction > 4)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
+                     "max, 4 min)",
+                     k, reduction);
+  return AMPRT_OK;
+}
+
 amprt_status amprt::checkScatterElements(amprt_context *ctx, T data, T indices,
                                          T updates, int64_t &axis,
                                          int32_t reduction, T y) {
@@ -233,11 +244,7 @@ amprt_status amprt::checkScatterElements(amprt_context *ctx, T data, T indices,
   AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
   AMPRT_TRY(checkGatherElementsShape(ctx, k, data, indices, axis, updates));
-  if (reduction < 0 || reduction > 4)
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
-                     "max, 4 min)",
-                     k, reduction);
+  AMPRT_TRY(checkReductionKind(ctx, k, reduction));
   if (reduction && !isLowOrF32(data->dtype))
     return ctx->fail(AMPRT_ERR_DTYPE,
                      "%s: a reduction needs f32, f16 or bf16 data, not %s", k,
@@ -254,11 +261,7 @@ amprt_status amprt::checkScatterND(amprt_context *ctx, T data, T indices,
   AMPRT_TRY(checkDtype(ctx, k, "y", y, data->dtype));
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(data)));
   AMPRT_TRY(gatherNDShape(ctx, k, data, indices, 0, updates, m, "updates"));
-  if (reduction < 0 || reduction > 4)
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: reduction %d (expected 0 none, 1 add, 2 mul, 3 "
-                     "max, 4 min)",
-                     k, reduction);
+  AMPRT_TRY(checkReductionKind(ctx, k, reduction));
   if (reduction && !reducible(data->dtype))
     return ctx->fail(AMPRT_ERR_DTYPE,
                      "%s: a reduction needs f32, f16, bf16, i64 or i32 "

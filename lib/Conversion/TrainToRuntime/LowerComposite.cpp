@@ -126,17 +126,19 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     auto scalar = [&](double v) {
       return constBuffer(HostTensor{{}, f32t, {double(float(v))}});
     };
-    int t = scratch(sx, f32t);
-    for (auto [kernel, a, b] :
-         {std::tuple<StringRef, int, int>{"mul", *x, scalar(alpha)},
-          {"add", t, scalar(beta)},
-          {"max", t, scalar(0)},
-          {"min", t, scalar(1)}})
-      if (failed(call(kernel, {{"a", {a}}, {"b", {b}}, {"y", {t}}})))
+    // HardSigmoid's clamp to 1 rounds once into y; HardSwish's stays f32
+    // for the product.
+    int t = scratch(sx, f32t), last = swish ? t : *y;
+    for (auto [kernel, a, b, out] :
+         {std::tuple<StringRef, int, int, int>{"mul", *x, scalar(alpha), t},
+          {"add", t, scalar(beta), t},
+          {"max", t, scalar(0), t},
+          {"min", t, scalar(1), last}})
+      if (failed(call(kernel, {{"a", {a}}, {"b", {b}}, {"y", {out}}})))
         return failure();
     if (swish)
       return handled(call("mul", {{"a", {*x}}, {"b", {t}}, {"y", {*y}}}));
-    return handled(call("cast", {{"x", {t}}, {"y", {*y}}}));
+    return true;
   }
   // InstanceNormalization(x [N, C, D...], scale [C], bias [C]): the
   // statistics of each (n, c) over D... are layer_norm's over dims

@@ -37,9 +37,6 @@ using namespace amp::train;
 
 namespace {
 
-constexpr llvm::StringLiteral kScaleName = kLossScaleName;
-constexpr llvm::StringLiteral kTrackerName = kGrowthTrackerName;
-constexpr llvm::StringLiteral kFlagName = kAllFiniteName;
 constexpr llvm::StringLiteral kPrefix = "amp.loss_scaling/";
 
 struct LossScalingConfig {
@@ -337,9 +334,9 @@ Value GraphLossScaler::castTo(Value v, Type elementType, const Twine &what) {
 LogicalResult GraphLossScaler::run() {
   record.graph = graph.getSymName().str();
   Block &body = graph.getBody().front();
-  if (editor.lookup(kScaleName) || editor.lookup(kFlagName)) {
+  if (editor.lookup(kLossScaleName) || editor.lookup(kAllFiniteName)) {
     graph.emitWarning("loss-scaling: the graph already has '")
-        << kFlagName << "' or '" << kScaleName << "': left unchanged";
+        << kAllFiniteName << "' or '" << kLossScaleName << "': left unchanged";
     record.nothing = true;
     return success();
   }
@@ -391,7 +388,7 @@ LogicalResult GraphLossScaler::run() {
     return zeroConst;
   };
   if (seeds.empty()) {
-    flag = editor.addInput(kFlagName, scalarI1);
+    flag = editor.addInput(kAllFiniteName, scalarI1);
     record.flagIsInput = true;
     // Gradients that are graph inputs (inline update expressions): a skipped
     // step sees zeros.
@@ -418,7 +415,7 @@ LogicalResult GraphLossScaler::run() {
     // The scale: state (dynamic) or a constant (static).
     Value scale, inv;
     if (config.dynamic) {
-      scale = editor.addInput(kScaleName, scalarF32);
+      scale = editor.addInput(kLossScaleName, scalarF32);
       inv =
           named(ReciprocalOp::create(b, loc, scalarF32, scale), "inverse_scale")
               .getResult();
@@ -479,7 +476,7 @@ LogicalResult GraphLossScaler::run() {
     auto nan = named(IsNaNOp::create(b, loc, scalarI1, total), "found_inf");
     flag = named(NotOp::create(b, loc, scalarI1, nan.getResult()), "all_finite")
                .getResult();
-    editor.renameValue(flag, editor.uniqueValueName(kFlagName));
+    editor.renameValue(flag, editor.uniqueValueName(kAllFiniteName));
 
     // Gate the uses of the unscaled gradients.
     for (auto &[g, u] : unscaled) {
@@ -516,7 +513,7 @@ LogicalResult GraphLossScaler::run() {
     if (config.dynamic) {
       // GradScaler's _amp_update_scale_: backoff on overflow; growth after
       // growth-interval clean steps; both clamped.
-      Value tracker = editor.addInput(kTrackerName, scalarI64);
+      Value tracker = editor.addInput(kGrowthTrackerName, scalarI64);
       b.setInsertionPoint(terminator);
       Value one = scalarI64Const("one", 1);
       Value zeroI = scalarI64Const("zero_i64", 0);
@@ -549,11 +546,12 @@ LogicalResult GraphLossScaler::run() {
       auto newTracker =
           named(WhereOp::create(b, loc, scalarI64, flag, k1, zeroI),
                 "update/tracker");
-      editor.renameValue(newScale, editor.uniqueValueName(
-                                       (kScaleName + kUpdatedSuffix).str()));
+      editor.renameValue(
+          newScale,
+          editor.uniqueValueName((kLossScaleName + kUpdatedSuffix).str()));
       editor.renameValue(
           newTracker,
-          editor.uniqueValueName((kTrackerName + kUpdatedSuffix).str()));
+          editor.uniqueValueName((kGrowthTrackerName + kUpdatedSuffix).str()));
       editor.addOutput(newScale);
       editor.addOutput(newTracker);
     }
@@ -635,14 +633,14 @@ static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
     }
     if (r.flagIsInput) {
       os << "optimizer graph: " << r.optimizers << " optimizer(s) and "
-         << r.zeroed << " inline update(s) gated by input " << kFlagName
+         << r.zeroed << " inline update(s) gated by input " << kAllFiniteName
          << "\n";
       continue;
     }
     os << "loss gradient ";
     llvm::interleaveComma(r.seeds, os);
     os << " scaled; " << r.unscaled << " gradient(s) unscaled and checked; "
-       << "output " << kFlagName << " gates " << r.accumulators
+       << "output " << kAllFiniteName << " gates " << r.accumulators
        << " accumulator(s), " << r.optimizers << " optimizer(s), " << r.zeroed
        << " other update(s); " << r.outputs << " gradient output(s) unscaled\n";
   }
