@@ -24,7 +24,8 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/amp
 # the pipeline API), the ONNX importer/exporter, the runtime when it is built
 # and the mlir-opt plugin.
 set(AMP_EXPORTED_TARGETS
-  AMPInterfaces AMPTrainDialect AMPTrainTransforms AMPTargetONNX AmpMLIRPlugin)
+  AMPInterfaces AMPTrainDialect AMPTrainTransforms AMPAmpRTDialect
+  AMPTrainToRuntime AMPTargetONNX AmpMLIRPlugin)
 if(TARGET AmpRuntime)
   list(APPEND AMP_EXPORTED_TARGETS AmpRuntime)
 endif()

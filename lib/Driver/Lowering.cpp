@@ -39,7 +39,7 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
   options.dims = dims.str();
   options.overwriteAccumulators = overwriteAccumulators;
   options.narrowInputs = narrowInputs;
-  pm.addPass(createConvertTrainToRuntimePass(options));
+  buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

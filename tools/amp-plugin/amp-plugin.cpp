@@ -25,7 +25,8 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Compiler.h"
 
-/// Entry point of --load-dialect-plugin: adds the train dialect.
+/// Entry point of --load-dialect-plugin: adds the train and amprt dialects
+/// (and the upstream ones of the lowered form).
 extern "C" LLVM_ATTRIBUTE_WEAK mlir::DialectPluginLibraryInfo
 mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "AmpMLIR", LLVM_VERSION_STRING,
@@ -34,8 +35,9 @@ mlirGetDialectPluginInfo() {
           }};
 }
 
-/// Entry point of --load-pass-plugin: registers auto-mixed-precision and
-/// loss-scaling (usable through --pass-pipeline).
+/// Entry point of --load-pass-plugin: registers the train dialect's passes,
+/// the lowering's passes and the convert-train-to-runtime pipeline (usable
+/// through --pass-pipeline).
 extern "C" LLVM_ATTRIBUTE_WEAK mlir::PassPluginLibraryInfo
 mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "AmpMLIR", LLVM_VERSION_STRING,

@@ -19,13 +19,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/DenseSet.h"
 
 using namespace amp::lowering;
 
-void GraphLowering::aliasReshapes() {
+void PlannedProgram::aliasReshapes() {
   llvm::DenseSet<int> written = buffersWrittenInPlace();
   auto root = [&](int b) {
     while (bufs[b].aliasOf >= 0)

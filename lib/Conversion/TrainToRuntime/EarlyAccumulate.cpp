@@ -36,13 +36,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/MapVector.h"
 
 using namespace amp::lowering;
 
-bool GraphLowering::accumulateEarly() {
+bool PlannedProgram::accumulateEarly() {
   CallUses u = callUses();
   int trueFlag = -1;
   // New calls, by the call index they go before or after.

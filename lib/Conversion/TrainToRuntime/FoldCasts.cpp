@@ -31,7 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -49,7 +49,7 @@ static bool readsAnyFloat(const PlannedCall &c, int slot) {
   // cast of f16 logits to f32, the step's largest tensor in a language
   // model, folds into it.
   return k == "softmax_cross_entropy_loss" &&
-         slot == GraphLowering::tensorSlot(c, "scores");
+         slot == PlannedProgram::tensorSlot(c, "scores");
 }
 
 /// Whether call `c` writes its float output in tensor slot `slot` in any of
@@ -61,10 +61,10 @@ static bool writesAnyFloat(const PlannedCall &c, int slot) {
   // The loss gradient (the logits' gradient, cast to f16 for the LM head's
   // backward GEMM).
   return k == "softmax_cross_entropy_loss_grad" &&
-         slot == GraphLowering::tensorSlot(c, "dx");
+         slot == PlannedProgram::tensorSlot(c, "dx");
 }
 
-void GraphLowering::foldWideningCasts() {
+void PlannedProgram::foldWideningCasts() {
   CallUses u = callUses();
   llvm::DenseSet<int> folded; // cast calls that go
   for (auto [ci, c] : llvm::enumerate(calls)) {

@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -51,7 +51,7 @@ bool isProduct(const PlannedCall &c) {
 
 } // namespace
 
-void GraphLowering::foldTransposes() {
+void PlannedProgram::foldTransposes() {
   CallUses cu = callUses();
   // References, not structured bindings: lambdas below capture them.
   const llvm::DenseSet<int> &written = cu.written, &outputs = cu.outputs;

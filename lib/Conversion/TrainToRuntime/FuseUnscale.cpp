@@ -32,7 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/MapVector.h"
 
@@ -48,7 +48,7 @@ bool named(const PlannedCall &c, StringRef kernel) {
 
 } // namespace
 
-void GraphLowering::fuseUnscaleGates() {
+void PlannedProgram::fuseUnscaleGates() {
   CallUses cu = callUses();
   // References, not structured bindings: lambdas below capture them.
   const llvm::DenseSet<int> &written = cu.written, &outputs = cu.outputs;

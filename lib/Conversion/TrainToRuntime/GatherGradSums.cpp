@@ -25,11 +25,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
-void GraphLowering::fuseGatherGradSums() {
+void PlannedProgram::fuseGatherGradSums() {
   CallUses u = callUses();
   // The gather_grad call producing each buffer.
   DenseMap<int, int> producer;

@@ -37,6 +37,8 @@
 #ifndef AMP_LIB_CONVERSION_TRAINTORUNTIME_GRAPHLOWERING_H
 #define AMP_LIB_CONVERSION_TRAINTORUNTIME_GRAPHLOWERING_H
 
+#include "PlannedProgram.h"
+
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
 #include "amp/Dialect/Train/IR/OnnxSchema.h"
@@ -61,131 +63,6 @@
 
 namespace amp::lowering {
 
-using namespace mlir;
-using namespace amp::train;
-using amp::amprt::KernelParam;
-using amp::amprt::KernelSignature;
-using amp::amprt::ParamKind;
-
-using Shape = SmallVector<int64_t, 4>;
-
-struct Buffer {
-  enum Kind { Arg, Const, Temp } kind = Temp;
-  /// What a temporary holds, for the arena's split (amp-run reports it):
-  /// a node output that is a gradient (ORT names them `<x>_grad...`) or an
-  /// activation, a cast of a graph input of static shape (AMP's 16-bit
-  /// weights; a batch of data has a symbolic dim), or
-  /// an intermediate of a lowering (no ONNX value).
-  enum Role { Activation, Gradient, WeightCopy, Workspace } role = Workspace;
-  unsigned argIndex = 0;
-  /// An Arg with a symbolic dim (bound by `dims`): a batch of data, not a
-  /// weight.
-  bool boundDims = false;
-  ElementsAttr value; // Const
-  Shape shape;
-  Type elem;
-  int64_t offset = 0;
-  int first = -1, last = -1; // call indices (Temp)
-  /// A Temp that is another Temp's memory seen with another shape (a
-  /// reshape, AliasReshapes.cpp): the buffer it aliases, else -1.
-  int aliasOf = -1;
-  int64_t bytes() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    unsigned bits = elem.isInteger(1) ? 8 : elem.getIntOrFloatBitWidth();
-    return n * int64_t((bits + 7) / 8);
-  }
-};
-
-struct PlannedCall {
-  const KernelSignature *sig;
-  SmallVector<SmallVector<int, 1>> tensors; // per tensor param
-  NamedAttrList attrs;
-  Location loc;
-};
-
-/// One named tensor argument of a planned call: a buffer, a list, or absent.
-struct TArg {
-  std::string name;
-  SmallVector<int, 1> bufs;
-};
-
-/// Whether `kernel` is elementwise float math (Ops.def's Elementwise.cpp
-/// entries): each output element from the inputs' elements at its
-/// (broadcast) position, read in any of f32/f16/bf16, computed in f32 and
-/// rounded once into the output's float dtype, and the output may alias an
-/// input ("may alias"). The unary float ops, the activation gradients, the
-/// float binary ops and sum; not the shape kernels that share their
-/// parameter lists (matmul, expand, reshape, pooling, size).
-bool isElementwiseFloat(StringRef kernel);
-
-/// The largest buffer the lowering plans (bytes): beyond any device, and
-/// small enough that an arena of many such buffers cannot overflow int64.
-constexpr int64_t kMaxBufferBytes = int64_t(1) << 48;
-
-/// Whether `shape` has no negative dim and holds at most kMaxBufferBytes of
-/// 8-byte elements (no overflow on the way).
-inline bool fitsInMemory(ArrayRef<int64_t> shape) {
-  int64_t bytes = 8;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes) ||
-        bytes > kMaxBufferBytes)
-      return false;
-  return true;
-}
-
-inline int64_t numel(ArrayRef<int64_t> s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-inline bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
-  size_t rank = 0;
-  for (const Shape &s : shapes)
-    rank = std::max(rank, s.size());
-  out.assign(rank, 1);
-  for (const Shape &s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t &o = out[rank - s.size() + i];
-      int64_t d = s[i];
-      if (d == o || d == 1)
-        continue;
-      if (o != 1)
-        return false;
-      o = d;
-    }
-  return true;
-}
-
-/// A host value as an int64: exact below 2^53 in magnitude, saturated past
-/// the ends, so INT64_MAX / INT64_MIN (Slice's "to the end"), which become
-/// 2^63 as doubles, come back as themselves instead of overflowing.
-inline int64_t hostInt(double d) {
-  if (d != d)
-    return 0;
-  if (d >= 9223372036854775807.0)
-    return INT64_MAX;
-  if (d <= -9223372036854775808.0)
-    return INT64_MIN;
-  return int64_t(d);
-}
-
-/// A small tensor known at lowering time, values held as doubles (exact for
-/// every integer a shape computation produces and for f32/f16/bf16).
-struct HostTensor {
-  Shape shape;
-  Type elem;
-  SmallVector<double> v;
-};
-/// The values of a dense or dense_resource attribute of at most 64k
-/// elements, or nullopt.
-std::optional<HostTensor> readHost(ElementsAttr attr);
-/// A dense attribute holding `h` (values rounded to h.elem).
-ElementsAttr toAttr(const HostTensor &h);
-
 /// ONNX Slice normalized against a static shape: per dim the first index,
 /// the step and the resulting size.
 struct SliceRange {
@@ -197,30 +74,22 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
                                      ArrayRef<int64_t> axes,
                                      ArrayRef<int64_t> steps, std::string &why);
 
-class GraphLowering {
+class GraphLowering : public PlannedProgram {
 public:
   GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims,
-                bool schedule = true, bool overwriteAccumulators = false,
                 bool narrowInputs = false)
-      : graph(graph), dims(dims), schedule(schedule),
-        overwriteAccumulators(overwriteAccumulators),
-        narrowInputs(narrowInputs), ctx(graph.getContext()) {}
+      : PlannedProgram(graph.getContext()), graph(graph), dims(dims),
+        narrowInputs(narrowInputs) {}
 
-  LogicalResult run(ModuleOp module, int64_t &arenaBytes);
+  /// Lowers the graph node by node into this program (unplanned).
+  LogicalResult run();
 
 private:
   GraphOp graph;
   const llvm::StringMap<int64_t> &dims;
-  bool schedule; ///< scheduleForMemory()
-  /// The driver overwrites gradient accumulators every step:
-  /// accumulateEarly() may run.
-  bool overwriteAccumulators;
   /// The driver converts f32 data to 16 bits as it fills a batch:
   /// narrowDataInputs() may run.
   bool narrowInputs;
-  MLIRContext *ctx;
-  SmallVector<Buffer> bufs;
-  SmallVector<PlannedCall> calls;
   DenseMap<Value, int> valueBuf;
   DenseMap<Value, SmallVector<int>> seqBufs;
   DenseMap<Value, ElementsAttr> hostConst;
@@ -234,15 +103,6 @@ private:
     DictionaryAttr win;
   };
   SmallVector<AvgPool> avgPools;
-  SmallVector<Type> argTypes;
-  SmallVector<std::string> argNames;
-  /// Arguments narrowDataInputs() took in a 16-bit type, with the type the
-  /// graph gives them (kNarrowedFromAttr).
-  SmallVector<std::pair<unsigned, Type>> narrowedArgs;
-  /// Arguments read as an InPlaceAccumulator v1 signal (kAccumulateSignalAttr).
-  llvm::SmallDenseSet<int, 2> accumulateSignals;
-  SmallVector<int> results;
-  SmallVector<std::string> resultNames;
   std::string nodeName;
   Operation *current = nullptr;
   /// Finite checks written IsNaN(Sum(ReduceSum(Mul(u_i, 0))))
@@ -251,71 +111,10 @@ private:
   DenseMap<Operation *, SmallVector<Value>> finiteChecks;
   llvm::DenseSet<Operation *> fusedAway;
   void planFiniteChecks();
-  /// Drops the reshape calls whose output can share its input's memory.
-  void aliasReshapes();
   /// f32 data inputs read only through casts to one 16-bit type taken in
   /// that type (NarrowInputs.cpp).
   void narrowDataInputs();
-  /// Unscale, check and gate of loss scaling without the unscaled copies
-  /// (FuseUnscale.cpp).
-  void fuseUnscaleGates();
-  /// Transposes of GEMM operands and results as trans flags
-  /// (FoldTransposes.cpp).
-  void foldTransposes();
-  /// With overwriteAccumulators: each gradient checked and written into its
-  /// accumulator as it comes, the gate applied once at the end
-  /// (EarlyAccumulate.cpp). Whether it applied.
-  bool accumulateEarly();
-  /// Sums of GatherGrads at distinct scalar indices as scatters into one
-  /// buffer (GatherGradSums.cpp).
-  void fuseGatherGradSums();
-  /// Widening casts read by their elementwise consumers instead
-  /// (FoldCasts.cpp).
-  void foldWideningCasts();
-  /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
-  void reuseInputs();
-  /// Moves calls earlier where that lowers the step's peak memory
-  /// (ScheduleCalls.cpp).
-  void scheduleForMemory();
-  /// Casts again where a cast's copy would otherwise stay alive, unused,
-  /// between far-apart readers (RematerializeCasts.cpp).
-  void rematerializeCasts();
-  /// Liveness and offsets of the temporaries in one arena (PlanArena.cpp):
-  /// its size, and the bytes alive at its peak by Buffer::Role.
-  void planArena(int64_t &arenaBytes, int64_t split[4]);
 
-  // --- the planned calls as data, for the rewrites (PlannedCalls.cpp) ------
-public:
-  /// The index of tensor parameter `name` among c's tensor parameters, or
-  /// -1.
-  static int tensorSlot(const PlannedCall &c, StringRef name);
-  /// The one buffer of tensor parameter `name`, or -1 (absent, or a list).
-  static int singleBuffer(const PlannedCall &c, StringRef name);
-
-private:
-  /// The buffers some planned call writes after the call that produced
-  /// them: the in-place parameters of Ops.def's entries, a flag that a
-  /// multi-tensor call ANDs into, and any buffer one call both reads and
-  /// writes (the "may alias" uses, as Min/Max chains and Clip make).
-  llvm::DenseSet<int> buffersWrittenInPlace() const;
-  /// What the rewrites of the planned calls need to know about buffers:
-  /// those written in place (buffersWrittenInPlace), the graph outputs, and
-  /// every (call index, tensor-parameter index) naming each buffer.
-  struct CallUses {
-    llvm::DenseSet<int> written, outputs;
-    DenseMap<int, SmallVector<std::pair<int, int>>> uses;
-  };
-  CallUses callUses() const;
-  /// The calls of a rewrite, written back into `calls`: each call in
-  /// `drop` goes, and each call with an entry in `replace` is replaced by
-  /// that entry's calls (in their order); the rest keep theirs.
-  using CallReplacements = DenseMap<int, SmallVector<PlannedCall, 2>>;
-  void spliceCalls(const llvm::DenseSet<int> &drop,
-                   const CallReplacements &replace = CallReplacements());
-  /// A call of `kernel` with named tensor arguments and every other
-  /// parameter in `attrs` (checked against Ops.def when assertions are on).
-  PlannedCall plannedCall(StringRef kernel, ArrayRef<TArg> tensors,
-                          NamedAttrList attrs, Location loc);
   LogicalResult lowerFiniteCheck(ArrayRef<Value> checked);
   bool isConstantZero(Value v);
 
@@ -331,10 +130,6 @@ private:
     return op->getName().getStringRef().str();
   }
 
-  int newBuffer(Buffer b) {
-    bufs.push_back(std::move(b));
-    return int(bufs.size()) - 1;
-  }
   /// Inputs 0 and 1 multiplied over their last two dims (each transposed
   /// when ta / tb), batched over the broadcast leading dims, times alpha,
   /// into result 0: FusedMatMul, and Deeploy's Gemm on rank-3 operands.
@@ -395,13 +190,6 @@ private:
   /// (the framework keeps the update, as ORT's kernels alias them), else a
   /// copy.
   FailureOr<int> updatedInPlace(unsigned res, unsigned input, int buf);
-  /// A new temporary of `buf`'s shape and element type.
-  int newBufferLike(int buf) {
-    Buffer t;
-    t.shape = bufs[buf].shape;
-    t.elem = bufs[buf].elem;
-    return newBuffer(t);
-  }
   /// Whether input `i` (in buffer `buf`) is state the node may update in
   /// place: a graph input that nothing else reads (the framework keeps it
   /// across steps, as it keeps running statistics and optimizer moments).
@@ -446,9 +234,6 @@ private:
     valueBuf[v] = id;
     return id;
   }
-  /// A copy: `bufs` grows (and moves) whenever a buffer is made, so a
-  /// reference into it would dangle across out() or newBuffer().
-  Shape shapeOf(int b) const { return bufs[b].shape; }
 
   /// Host integer values of input i (a constant or a folded value), or
   /// failure.
@@ -488,20 +273,6 @@ private:
   Type resultElemOr(unsigned i, Type fallback);
   /// Records result i as the host value `h`.
   void setHost(unsigned i, HostTensor h);
-  /// A constant buffer (memref.global) holding `h`; one per distinct value
-  /// (a Resize and its ResizeGrad share their scales).
-  int constBuffer(const HostTensor &h) {
-    ElementsAttr value = toAttr(h);
-    if (auto it = constBuffers.find(value); it != constBuffers.end())
-      return it->second;
-    Buffer b;
-    b.kind = Buffer::Const;
-    b.value = value;
-    b.shape = h.shape;
-    b.elem = h.elem;
-    return constBuffers[value] = newBuffer(b);
-  }
-  llvm::DenseMap<Attribute, int> constBuffers;
 
   Type resultElem(unsigned i) {
     return cast<ShapedType>(current->getResult(i).getType()).getElementType();
@@ -695,15 +466,6 @@ private:
   }
 
   // --- calls --------------------------------------------------------------
-  Attribute i32(int64_t v) {
-    return IntegerAttr::get(IntegerType::get(ctx, 32), v);
-  }
-  Attribute i64(int64_t v) {
-    return IntegerAttr::get(IntegerType::get(ctx, 64), v);
-  }
-  Attribute f32(double v) { return FloatAttr::get(Float32Type::get(ctx), v); }
-  Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
-  Attribute ints(ArrayRef<int64_t> v) { return DenseI64ArrayAttr::get(ctx, v); }
 
   /// Plans `amprt_<kernel>` with named tensor arguments and attributes,
   /// checked against Ops.def.

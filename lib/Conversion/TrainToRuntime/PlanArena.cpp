@@ -28,7 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
@@ -88,7 +88,7 @@ int64_t placeInOrder(ArrayRef<Buffer> bufs, ArrayRef<int> ids,
 constexpr size_t kMaxGreedyBuffers = 20000;
 } // namespace
 
-void GraphLowering::planArena(int64_t &arenaBytes, int64_t split[4]) {
+void PlannedProgram::planArena(int64_t &arenaBytes, int64_t split[4]) {
   // Liveness over call indices; outputs live to the end.
   int end = calls.size();
   auto touch = [&](int b, int ci) {

@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -38,7 +38,7 @@ bool amp::lowering::isElementwiseFloat(StringRef kernel) {
   return kernels.contains(kernel);
 }
 
-int GraphLowering::tensorSlot(const PlannedCall &c, StringRef name) {
+int PlannedProgram::tensorSlot(const PlannedCall &c, StringRef name) {
   int i = 0;
   for (const KernelParam &p : c.sig->params) {
     if (p.kind != ParamKind::Tensor)
@@ -50,12 +50,12 @@ int GraphLowering::tensorSlot(const PlannedCall &c, StringRef name) {
   return -1;
 }
 
-int GraphLowering::singleBuffer(const PlannedCall &c, StringRef name) {
+int PlannedProgram::singleBuffer(const PlannedCall &c, StringRef name) {
   int s = tensorSlot(c, name);
   return s >= 0 && c.tensors[s].size() == 1 ? c.tensors[s].front() : -1;
 }
 
-llvm::DenseSet<int> GraphLowering::buffersWrittenInPlace() const {
+llvm::DenseSet<int> PlannedProgram::buffersWrittenInPlace() const {
   // Ops.def's entries that update an input in place, and the multi-tensor
   // checks whose flag a call with reset = 0 reads and writes back.
   static const llvm::StringMap<SmallVector<StringRef, 4>> inPlace = {
@@ -102,7 +102,7 @@ llvm::DenseSet<int> GraphLowering::buffersWrittenInPlace() const {
   return written;
 }
 
-GraphLowering::CallUses GraphLowering::callUses() const {
+PlannedProgram::CallUses PlannedProgram::callUses() const {
   CallUses u;
   u.written = buffersWrittenInPlace();
   u.outputs.insert(results.begin(), results.end());
@@ -113,8 +113,8 @@ GraphLowering::CallUses GraphLowering::callUses() const {
   return u;
 }
 
-void GraphLowering::spliceCalls(const llvm::DenseSet<int> &drop,
-                                const CallReplacements &replace) {
+void PlannedProgram::spliceCalls(const llvm::DenseSet<int> &drop,
+                                 const CallReplacements &replace) {
   SmallVector<PlannedCall> out;
   out.reserve(calls.size());
   for (auto [ci, c] : llvm::enumerate(calls)) {
@@ -129,8 +129,9 @@ void GraphLowering::spliceCalls(const llvm::DenseSet<int> &drop,
   calls = std::move(out);
 }
 
-PlannedCall GraphLowering::plannedCall(StringRef kernel, ArrayRef<TArg> tensors,
-                                       NamedAttrList attrs, Location loc) {
+PlannedCall PlannedProgram::plannedCall(StringRef kernel,
+                                        ArrayRef<TArg> tensors,
+                                        NamedAttrList attrs, Location loc) {
   const KernelSignature *sig = amprt::lookupKernel(kernel);
   assert(sig && "kernel missing from Ops.def");
   PlannedCall pc{sig, {}, std::move(attrs), loc};

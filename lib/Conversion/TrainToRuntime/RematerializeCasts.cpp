@@ -33,7 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
@@ -43,7 +43,7 @@ using namespace amp::lowering;
 /// calls apart in a real graph.)
 static constexpr int kGap = 8;
 
-void GraphLowering::rematerializeCasts() {
+void PlannedProgram::rematerializeCasts() {
   CallUses u = callUses();
   // Each source's last reader, updated as fresh casts read it later.
   DenseMap<int, int> lastUse;

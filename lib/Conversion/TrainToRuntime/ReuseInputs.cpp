@@ -22,11 +22,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
-void GraphLowering::reuseInputs() {
+void PlannedProgram::reuseInputs() {
   CallUses u = callUses();
   auto root = [&](int b) {
     while (bufs[b].aliasOf >= 0)

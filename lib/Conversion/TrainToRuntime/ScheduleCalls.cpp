@@ -33,7 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
@@ -51,7 +51,7 @@ struct Simulation {
 };
 } // namespace
 
-void GraphLowering::scheduleForMemory() {
+void PlannedProgram::scheduleForMemory() {
   size_t n = calls.size();
   if (n < 3 || n > kMaxCalls)
     return;

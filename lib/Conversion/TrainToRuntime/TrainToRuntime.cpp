@@ -21,7 +21,6 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
-#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
 #include "amp/Dialect/Train/IR/CastNamer.h"
 
 using namespace mlir;
@@ -69,7 +68,9 @@ LogicalResult GraphLowering::bindArgs() {
              << "); the lowering needs static shapes";
     auto dimNames = graph.getArgAttrOfType<ArrayAttr>(idx, "train.dims");
     Shape shape;
-    bool bound = false; // a dim bound by `dims`: data, not a weight
+    // A dim bound by `dims` (here or by train-bind-dims): data, not a
+    // weight.
+    bool bound = bool(graph.getArgAttr(idx, "train.bound_dims"));
     for (int64_t d = 0; d < type.getRank(); ++d) {
       bound |= type.isDynamicDim(d);
       if (!type.isDynamicDim(d)) {
@@ -977,7 +978,7 @@ LogicalResult GraphLowering::lowerBatchedMatMul(int64_t ta, int64_t tb,
       {{"trans_a", i32(ta)}, {"trans_b", i32(tb)}, {"alpha", f32(alpha)}});
 }
 
-LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
+LogicalResult GraphLowering::run() {
   // The casts a pass inserted carry the names the exporter would give them,
   // so the calls (and their diagnostics and profiles) name their node.
   nameUnnamedCasts(graph);
@@ -1037,179 +1038,7 @@ LogicalResult GraphLowering::run(ModuleOp module, int64_t &arenaBytes) {
 
   if (narrowInputs)
     narrowDataInputs();
-  fuseUnscaleGates();
-  bool early = overwriteAccumulators && accumulateEarly();
-  foldTransposes();
-  fuseGatherGradSums();
-  foldWideningCasts();
-  if (schedule)
-    scheduleForMemory();
-  rematerializeCasts();
-  aliasReshapes();
-  reuseInputs();
-
-  int64_t split[4] = {0, 0, 0, 0};
-  planArena(arenaBytes, split);
-
-  // Emit.
-  OpBuilder builder(ctx);
-  builder.setInsertionPoint(graph);
-  Location loc = graph.getLoc();
-  SmallVector<Type> resultTypes;
-  for (int b : results)
-    resultTypes.push_back(MemRefType::get(bufs[b].shape, bufs[b].elem));
-  auto func =
-      func::FuncOp::create(builder, loc, graph.getSymName(),
-                           builder.getFunctionType(argTypes, resultTypes));
-  for (auto [i, n] : llvm::enumerate(argNames))
-    func.setArgAttr(i, kNameAttr, builder.getStringAttr(n));
-  for (int i : accumulateSignals)
-    func.setArgAttr(i, kAccumulateSignalAttr, builder.getUnitAttr());
-  for (auto [i, from] : narrowedArgs)
-    func.setArgAttr(i, kNarrowedFromAttr, TypeAttr::get(from));
-  for (auto [i, n] : llvm::enumerate(resultNames))
-    func.setResultAttr(i, kNameAttr, builder.getStringAttr(n));
-  func->setAttr(kArenaBytesAttr, builder.getI64IntegerAttr(arenaBytes));
-  NamedAttrList splitAttrs;
-  for (auto [role, name] : llvm::enumerate(kArenaRoles))
-    splitAttrs.set(name, builder.getI64IntegerAttr(split[role]));
-  func->setAttr(kArenaSplitAttr, splitAttrs.getDictionary(ctx));
-  if (early)
-    func->setAttr(kOverwriteAccumulatorsAttr, builder.getUnitAttr());
-  Block *entry = func.addEntryBlock();
-  builder.setInsertionPointToStart(entry);
-  Value arena;
-  if (arenaBytes > 0)
-    arena = memref::AllocOp::create(
-        builder, loc, MemRefType::get({arenaBytes}, builder.getI8Type()),
-        builder.getI64IntegerAttr(64));
-  SmallVector<Value> vals(bufs.size());
-  unsigned globals = 0;
-  OpBuilder moduleBuilder(ctx);
-  moduleBuilder.setInsertionPoint(func);
-  for (auto [id, b] : llvm::enumerate(bufs)) {
-    auto type = MemRefType::get(b.shape, b.elem);
-    if (b.kind == Buffer::Arg) {
-      vals[id] = entry->getArgument(b.argIndex);
-    } else if (b.kind == Buffer::Const && b.first >= 0) {
-      std::string name =
-          (graph.getSymName() + "_const" + std::to_string(globals++)).str();
-      memref::GlobalOp::create(moduleBuilder, loc, name,
-                               moduleBuilder.getStringAttr("private"), type,
-                               b.value, /*constant=*/true, IntegerAttr());
-      vals[id] = memref::GetGlobalOp::create(builder, loc, type, name);
-    } else if (b.first >= 0) {
-      Value off = arith::ConstantIndexOp::create(builder, loc, b.offset);
-      vals[id] =
-          memref::ViewOp::create(builder, loc, type, arena, off, ValueRange());
-    }
-  }
-  for (PlannedCall &c : calls) {
-    SmallVector<Value> operands;
-    SmallVector<int64_t> counts;
-    for (auto &list : c.tensors) {
-      counts.push_back(list.size());
-      for (int b : list)
-        operands.push_back(vals[b]);
-    }
-    auto op =
-        amprt::CallOp::create(builder, c.loc, c.sig->name, operands, counts);
-    for (NamedAttribute a : c.attrs)
-      op->setAttr(a.getName(), a.getValue());
-  }
-  SmallVector<Value> rets;
-  for (int b : results)
-    rets.push_back(vals[b]);
-  func::ReturnOp::create(builder, loc, rets);
-  (void)module;
   return success();
 }
 
-struct ConvertTrainToRuntimePass
-    : PassWrapper<ConvertTrainToRuntimePass, OperationPass<ModuleOp>> {
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ConvertTrainToRuntimePass)
-
-  ConvertTrainToRuntimePass() = default;
-  ConvertTrainToRuntimePass(const ConvertTrainToRuntimePass &other)
-      : PassWrapper(other) {}
-  explicit ConvertTrainToRuntimePass(const TrainToRuntimeOptions &o) {
-    dims = o.dims;
-    schedule = o.schedule;
-    overwriteAccumulators = o.overwriteAccumulators;
-    narrowInputs = o.narrowInputs;
-  }
-
-  StringRef getArgument() const final { return "convert-train-to-runtime"; }
-  StringRef getDescription() const final {
-    return "Lower train graphs to amprt runtime calls on static memref "
-           "buffers, planned by liveness in one arena";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<amprt::AmpRTDialect, func::FuncDialect,
-                    memref::MemRefDialect, arith::ArithDialect>();
-  }
-
-  Option<std::string> dims{*this, "dims",
-                           llvm::cl::desc("Symbolic dims bound to sizes: "
-                                          "name=value,... (e.g. batch=64)"),
-                           llvm::cl::init("")};
-  Option<bool> schedule{*this, "schedule",
-                        llvm::cl::desc("Reorder the calls where the step then "
-                                       "holds less memory (off: the graph's "
-                                       "node order)"),
-                        llvm::cl::init(true)};
-  Option<bool> overwriteAccumulators{
-      *this, "overwrite-accumulators",
-      llvm::cl::desc("The driver overwrites the gradient accumulators every "
-                     "step (lazy_reset_grad always true): loss scaling's "
-                     "gate may then follow the gradients' accumulation"),
-      llvm::cl::init(false)};
-  Option<bool> narrowInputs{
-      *this, "narrow-inputs",
-      llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
-                     "fills them: an f32 data input (a dim bound by dims) "
-                     "that is only cast to one 16-bit type is taken in that "
-                     "type (arg attribute amprt.narrowed_from)"),
-      llvm::cl::init(false)};
-
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    llvm::StringMap<int64_t> dimMap;
-    SmallVector<StringRef> parts;
-    StringRef(dims).split(parts, ',', -1, false);
-    for (StringRef p : parts) {
-      auto [k, v] = p.split('=');
-      int64_t n;
-      if (k.trim().empty() || v.trim().getAsInteger(10, n) || n < 0) {
-        emitError(UnknownLoc::get(&getContext()))
-            << "convert-train-to-runtime: bad dims entry '" << p
-            << "' (expected name=size)";
-        return signalPassFailure();
-      }
-      dimMap[k.trim()] = n;
-    }
-    SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
-    for (GraphOp g : graphs) {
-      int64_t arena = 0;
-      GraphLowering lowering(g, dimMap, schedule, overwriteAccumulators,
-                             narrowInputs);
-      if (failed(lowering.run(module, arena)))
-        return signalPassFailure();
-      emitRemark(g.getLoc())
-          << "graph @" << g.getSymName() << ": arena (peak activation "
-          << "memory) " << arena << " bytes";
-      g.erase();
-    }
-  }
-};
-
 } // namespace amp::lowering
-
-std::unique_ptr<Pass>
-amp::createConvertTrainToRuntimePass(const TrainToRuntimeOptions &options) {
-  return std::make_unique<ConvertTrainToRuntimePass>(options);
-}
-
-void amp::registerConvertTrainToRuntimePass() {
-  PassRegistration<ConvertTrainToRuntimePass>();
-}

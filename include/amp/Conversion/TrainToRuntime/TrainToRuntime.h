@@ -10,6 +10,8 @@
 // of include/amp/Runtime/Ops.def. Temporaries live in one arena
 // (`memref.alloc` + `memref.view`), placed by liveness; initializers become
 // `memref.global` constants. docs/Lowering.md describes the lowered form.
+// It is a pipeline of the passes of amp/Conversion/Passes.td:
+// train-bind-dims, convert-train-to-amprt, amprt-fuse, amprt-plan-buffers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +19,7 @@
 #define AMP_CONVERSION_TRAINTORUNTIME_TRAINTORUNTIME_H
 
 #include "amp/Dialect/AmpRT/LoweredForm.h"
-#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <memory>
 #include <string>
@@ -45,11 +47,13 @@ struct TrainToRuntimeOptions {
   bool narrowInputs = false;
 };
 
-std::unique_ptr<mlir::Pass>
-createConvertTrainToRuntimePass(const TrainToRuntimeOptions &options = {});
+/// Adds the passes of `convert-train-to-runtime` to `pm` (on modules).
+void buildConvertTrainToRuntimePipeline(mlir::OpPassManager &pm,
+                                        const TrainToRuntimeOptions &options);
 
-/// Registers `convert-train-to-runtime` with the global pass registry.
-void registerConvertTrainToRuntimePass();
+/// Registers the passes of the lowering (amp/Conversion/Passes.td) and the
+/// pipeline `convert-train-to-runtime` with the global registries.
+void registerConvertTrainToRuntimePasses();
 
 } // namespace amp
 

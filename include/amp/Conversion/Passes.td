@@ -1,0 +1,121 @@
+//===- Passes.td - the lowering of train graphs to runtime calls -*- tablegen -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The lowering, as passes (docs/Lowering.md). `convert-train-to-runtime` is
+// the pipeline of them:
+//
+//   train-bind-dims -> convert-train-to-amprt -> amprt-fuse
+//     -> amprt-plan-buffers
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_CONVERSION_PASSES_TD
+#define AMP_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TrainBindDims : Pass<"train-bind-dims", "::mlir::ModuleOp"> {
+  let summary = "Bind the symbolic dims of train graph inputs to sizes";
+  let description = [{
+    Every `train.graph` input whose type has a dynamic dim named (arg
+    attribute `train.dims`) in `dims` gets that size in its type; the input
+    is marked `train.bound_dims` (a batch of data, not a weight: the
+    lowering's arena report and `narrow-inputs` tell them apart by it).
+    Dims `dims` does not name stay dynamic (`convert-train-to-amprt`
+    reports them).
+
+    ```mlir
+    // train-bind-dims{dims=batch=4}
+    train.graph @g(%x: tensor<?x8xf32> {train.dims = ["batch", ""]})
+    // becomes
+    train.graph @g(%x: tensor<4x8xf32> {train.bound_dims,
+                                        train.dims = ["batch", ""]})
+    ```
+  }];
+  let options = [
+    Option<"dims", "dims", "std::string", /*default=*/"\"\"",
+           "Symbolic dims bound to sizes: name=value,... (e.g. batch=64)">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
+def ConvertTrainToAmpRT : Pass<"convert-train-to-amprt", "::mlir::ModuleOp"> {
+  let summary = "Lower train graphs node by node to amprt calls on memrefs "
+                "(unplanned: each temporary its own allocation)";
+  let description = [{
+    Each `train.graph` becomes a `func.func` marked `amprt.unplanned`: its
+    inputs memref arguments of static shape (symbolic dims bound by `dims`,
+    or earlier by `train-bind-dims`), each ONNX node one or more
+    `amprt.call`s of the runtime's kernels (include/amp/Runtime/Ops.def),
+    found by (domain, op_type); initializers and shape computations known
+    at lowering time become `memref.global` constants or fold away; every
+    temporary is a `memref.alloc` tagged `amprt.role` (activations,
+    gradients, weight_copies, workspace). Loss scaling's finite checks
+    (`IsNaN(Sum(ReduceSum(x * 0)))`) become one all-finite call. With
+    `narrow-inputs`, an f32 data input that the graph only casts to one
+    16-bit type is taken in that type (`amprt.narrowed_from`).
+  }];
+  let options = [
+    Option<"dims", "dims", "std::string", /*default=*/"\"\"",
+           "Symbolic dims bound to sizes: name=value,... (e.g. batch=64)">,
+    Option<"narrowInputs", "narrow-inputs", "bool", /*default=*/"false",
+           "The driver converts f32 batches to 16 bits as it fills them: "
+           "an f32 data input (a dim bound by dims) that is only cast to "
+           "one 16-bit type is taken in that type (arg attribute "
+           "amprt.narrowed_from)">,
+  ];
+  let dependentDialects = ["::amp::amprt::AmpRTDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
+  let summary = "Fuse the calls of unplanned lowered functions";
+  let description = [{
+    On each `amprt.unplanned` function, in this order (docs/Lowering.md):
+    loss scaling's unscale, check and gate fused into one multi-tensor call
+    each; with `overwrite-accumulators`, gradients checked and accumulated
+    as they come (the function gets `amprt.overwrite_accumulators`);
+    transposes of GEMM operands and results folded into trans flags; sums of
+    GatherGrads as scatters into one buffer; widening casts read by their
+    elementwise consumers. Results are bit-identical to the calls before.
+  }];
+  let options = [
+    Option<"overwriteAccumulators", "overwrite-accumulators", "bool",
+           /*default=*/"false",
+           "The driver overwrites the gradient accumulators every step "
+           "(lazy_reset_grad always true): loss scaling's gate may then "
+           "follow the gradients' accumulation">,
+  ];
+  let dependentDialects = ["::amp::amprt::AmpRTDialect"];
+}
+
+def AmpRTPlanBuffers : Pass<"amprt-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Schedule the calls of unplanned lowered functions and "
+                "place their temporaries in one arena";
+  let description = [{
+    On each `amprt.unplanned` function: with `schedule`, calls moved earlier
+    where the step then holds less memory; a far-read cast repeated before
+    its late readers; reshapes turned into views of their input; elementwise
+    outputs written over a dying input. Then liveness over the call order
+    and placement in one 64-byte aligned arena (first fit, greedy by size,
+    greedy by area; the smallest wins): the allocs become `memref.view`s of
+    one `memref.alloc`, the function gets `amprt.arena_bytes` and
+    `amprt.arena_split` (the peak's bytes by role) and a remark says the
+    arena's size.
+  }];
+  let options = [
+    Option<"schedule", "schedule", "bool", /*default=*/"true",
+           "Reorder the calls where the step then holds less memory (off: "
+           "the graph's node order)">,
+  ];
+  let dependentDialects = ["::amp::amprt::AmpRTDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // AMP_CONVERSION_PASSES_TD

@@ -1,0 +1,179 @@
+//===- Passes.cpp - the lowering's passes and its pipeline ---------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// convert-train-to-amprt (GraphLowering, node by node), amprt-fuse and
+// amprt-plan-buffers (the rewrites of PlannedProgram on the functions'
+// unplanned form), and `convert-train-to-runtime`, the pipeline of them
+// after train-bind-dims (BindDims.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GraphLowering.h"
+#include "LoweringOptions.h"
+
+#include "amp/Conversion/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+namespace amp {
+#define GEN_PASS_DEF_CONVERTTRAINTOAMPRT
+#define GEN_PASS_DEF_AMPRTFUSE
+#define GEN_PASS_DEF_AMPRTPLANBUFFERS
+#include "amp/Conversion/Passes.h.inc"
+} // namespace amp
+
+using namespace mlir;
+using namespace amp;
+using namespace amp::lowering;
+
+namespace {
+
+struct ConvertTrainToAmpRTPass
+    : public amp::impl::ConvertTrainToAmpRTBase<ConvertTrainToAmpRTPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::StringMap<int64_t> dimMap;
+    if (failed(parseDims(module, getArgument(), dims, dimMap)))
+      return signalPassFailure();
+    SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
+    for (GraphOp g : graphs) {
+      GraphLowering lowering(g, dimMap, narrowInputs);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+      OpBuilder builder(g);
+      lowering.write(builder, g.getSymName(), g.getLoc(), /*planned=*/false);
+      g.erase();
+    }
+  }
+};
+
+/// Reads each unplanned function of `module`, lets `rewrite` change it, and
+/// writes it back in its place: planned (with `rewrite`'s arena) or not.
+/// `rewrite` returns whether to write the planned form.
+LogicalResult rewriteUnplanned(
+    ModuleOp module,
+    function_ref<bool(PlannedProgram &, func::FuncOp, int64_t &, int64_t *)>
+        rewrite) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(kUnplannedAttr))
+      funcs.push_back(f);
+  for (func::FuncOp f : funcs) {
+    FailureOr<PlannedProgram> p = PlannedProgram::read(f);
+    if (failed(p))
+      return failure();
+    int64_t arena = 0, split[4] = {0, 0, 0, 0};
+    bool planned = rewrite(*p, f, arena, split);
+    // The constants are written again (renumbered for the calls left).
+    SmallVector<Operation *> globals;
+    f.walk([&](memref::GetGlobalOp g) {
+      if (Operation *global =
+              SymbolTable::lookupNearestSymbolFrom(f, g.getNameAttr()))
+        globals.push_back(global);
+    });
+    for (Operation *g : llvm::make_early_inc_range(globals))
+      if (g->getBlock())
+        g->erase();
+    OpBuilder builder(f);
+    std::string name = f.getSymName().str();
+    p->write(builder, name, f.getLoc(), planned, arena, split);
+    f.erase();
+  }
+  return success();
+}
+
+struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    auto fuse = [&](PlannedProgram &p, func::FuncOp, int64_t &, int64_t *) {
+      p.fuseUnscaleGates();
+      if (overwriteAccumulators && !p.earlyAccumulated)
+        p.earlyAccumulated = p.accumulateEarly();
+      p.foldTransposes();
+      p.fuseGatherGradSums();
+      p.foldWideningCasts();
+      return false;
+    };
+    if (failed(rewriteUnplanned(getOperation(), fuse)))
+      signalPassFailure();
+  }
+};
+
+struct AmpRTPlanBuffersPass
+    : public amp::impl::AmpRTPlanBuffersBase<AmpRTPlanBuffersPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    auto plan = [&](PlannedProgram &p, func::FuncOp f, int64_t &arena,
+                    int64_t *split) {
+      if (schedule)
+        p.scheduleForMemory();
+      p.rematerializeCasts();
+      p.aliasReshapes();
+      p.reuseInputs();
+      p.planArena(arena, split);
+      emitRemark(f.getLoc())
+          << "graph @" << f.getSymName() << ": arena (peak activation "
+          << "memory) " << arena << " bytes";
+      return true;
+    };
+    if (failed(rewriteUnplanned(getOperation(), plan)))
+      signalPassFailure();
+  }
+};
+
+/// The options of `convert-train-to-runtime` on the command line.
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> dims{*this, "dims",
+                           llvm::cl::desc("Symbolic dims bound to sizes: "
+                                          "name=value,... (e.g. batch=64)"),
+                           llvm::cl::init("")};
+  Option<bool> schedule{*this, "schedule",
+                        llvm::cl::desc("Reorder the calls where the step then "
+                                       "holds less memory (off: the graph's "
+                                       "node order)"),
+                        llvm::cl::init(true)};
+  Option<bool> overwriteAccumulators{
+      *this, "overwrite-accumulators",
+      llvm::cl::desc("The driver overwrites the gradient accumulators every "
+                     "step (lazy_reset_grad always true): loss scaling's "
+                     "gate may then follow the gradients' accumulation"),
+      llvm::cl::init(false)};
+  Option<bool> narrowInputs{
+      *this, "narrow-inputs",
+      llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
+                     "fills them: an f32 data input (a dim bound by dims) "
+                     "that is only cast to one 16-bit type is taken in that "
+                     "type (arg attribute amprt.narrowed_from)"),
+      llvm::cl::init(false)};
+};
+
+} // namespace
+
+void amp::buildConvertTrainToRuntimePipeline(
+    OpPassManager &pm, const TrainToRuntimeOptions &options) {
+  pm.addPass(createTrainBindDims({options.dims}));
+  pm.addPass(createConvertTrainToAmpRT({options.dims, options.narrowInputs}));
+  pm.addPass(createAmpRTFuse({options.overwriteAccumulators}));
+  pm.addPass(createAmpRTPlanBuffers({options.schedule}));
+}
+
+void amp::registerConvertTrainToRuntimePasses() {
+  registerAMPConversionPasses();
+  PassPipelineRegistration<PipelineOptions>(
+      "convert-train-to-runtime",
+      "Lower train graphs to amprt runtime calls on static memref buffers, "
+      "planned by liveness in one arena (train-bind-dims, "
+      "convert-train-to-amprt, amprt-fuse, amprt-plan-buffers)",
+      [](OpPassManager &pm, const PipelineOptions &o) {
+        TrainToRuntimeOptions options;
+        options.dims = o.dims;
+        options.schedule = o.schedule;
+        options.overwriteAccumulators = o.overwriteAccumulators;
+        options.narrowInputs = o.narrowInputs;
+        buildConvertTrainToRuntimePipeline(pm, options);
+      });
+}
