@@ -19,9 +19,9 @@ namespace amp {
 /// Adds every dialect of amp-mlir to `registry`, and the AMPOpInterface
 /// external models of upstream dialects (applied when those dialects load).
 inline void registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<train::TrainDialect, amprt::AmpRTDialect,
-                  mlir::func::FuncDialect, mlir::memref::MemRefDialect,
-                  mlir::arith::ArithDialect>();
+  registry
+      .insert<train::TrainDialect, amprt::AmpRTDialect, mlir::func::FuncDialect,
+              mlir::memref::MemRefDialect, mlir::arith::ArithDialect>();
   registerAMPExternalModels(registry);
 }
 } // namespace amp
