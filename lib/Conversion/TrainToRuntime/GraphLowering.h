@@ -6,31 +6,26 @@
 //===----------------------------------------------------------------------===//
 //
 // Private to lib/Conversion/TrainToRuntime: the state of lowering one graph
-// (buffers, planned calls, host-known values) and the helpers every op
-// family uses. The op families live in their own files:
-//   TrainToRuntime.cpp  elementwise, GEMM, reductions, losses, optimizers,
-//                       reshapes; planning, placement and emission
+// node by node into a PlannedProgram (convert-train-to-amprt), and the
+// helpers every op family uses. lowerNode (TrainToRuntime.cpp) folds shape
+// computations (HostFold.cpp), then finds the node's families by (domain,
+// op_type) in LoweringTable.cpp; each family's file lists its ops:
+//   LowerElementwise.cpp unary/binary math, comparisons, logic, Min/Max/Sum,
+//                       Where, CastLike, activation gradients
+//   LowerMath.cpp       Gemm, MatMul, Reduce*, Softmax, LogSoftmax
+//   LowerLoss.cpp       SoftmaxCrossEntropyLoss(+Grad), MSELoss(+Grad)
+//   LowerOptimizer.cpp  optimizers and gradient accumulators
+//   LowerShape.cpp      Reshape, Flatten, Squeeze, Unsqueeze, Transpose
 //   LowerNN.cpp         convolution, pooling, normalization, softmax grad,
-//                       dropout
+//                       dropout, random generators
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
+//   LowerRecurrent.cpp  LSTM and GRU, their training forms and gradients
 //   LowerComposite.cpp  ops made of existing kernels (Tile, Split, ...)
-//   HostFold.cpp        shape computations evaluated at lowering time
 //   NarrowInputs.cpp    f32 data inputs that are only cast to 16 bits,
 //                       taken in that type (the driver converts)
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
-//   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
-//   FoldTransposes.cpp  transposes of GEMM operands as trans flags
-//   AliasReshapes.cpp   reshapes as views of their input, not copies
-//   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
-//                       of its copy being kept alive across the step
-//   EarlyAccumulate.cpp gradients into their accumulators as they come
-//   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
-//   FoldCasts.cpp       widening casts read by their elementwise consumers
-//   ScheduleCalls.cpp   calls moved earlier where the step then holds less
-//   ReuseInputs.cpp     elementwise outputs over a dying input's memory
-//   PlanArena.cpp       liveness and placement of temporaries in one arena
-//   PlannedCalls.cpp    the planned calls as data: parameters, in-place
-//                       writes, new calls for the rewrites
+// The rewrites after the conversion (amprt-fuse, amprt-plan-buffers) are
+// PlannedProgram's (PlannedProgram.h); Passes.cpp holds the passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -512,8 +507,41 @@ private:
   FailureOr<bool> tryHostFold(StringRef domain, StringRef type);
   /// The output shape of Reshape/Flatten/Squeeze/Unsqueeze of `sx`.
   FailureOr<Shape> reshapedShape(StringRef type, ArrayRef<int64_t> sx);
+  // --- op families ---------------------------------------------------------
+  // Each lowers the current node (true), declines it (false: the next
+  // family listed for its (domain, op_type) is tried), or reports an error.
+  // Each family file also lists the ops it lowers (register*), which the
+  // table of LoweringTable.cpp collects.
+public:
+  using Family = FailureOr<bool> (GraphLowering::*)(StringRef domain,
+                                                    StringRef type);
+  class FamilyTable;
+
+private:
+  /// The families listed for (domain, op_type), in order ("ai.onnx" is "").
+  static ArrayRef<Family> familiesOf(StringRef domain, StringRef type);
+  static void registerNN(FamilyTable &t);
+  static void registerData(FamilyTable &t);
+  static void registerRecurrent(FamilyTable &t);
+  static void registerComposite(FamilyTable &t);
+  static void registerElementwise(FamilyTable &t);
+  static void registerMath(FamilyTable &t);
+  static void registerLoss(FamilyTable &t);
+  static void registerOptimizer(FamilyTable &t);
+  static void registerShape(FamilyTable &t);
+  /// Unary and binary math, comparisons, logic, Min/Max/Sum, Where,
+  /// CastLike, activation gradients (LowerElementwise.cpp).
+  FailureOr<bool> lowerElementwise(StringRef domain, StringRef type);
+  /// Gemm, MatMul, Reduce*, Softmax, LogSoftmax (LowerMath.cpp).
+  FailureOr<bool> lowerMath(StringRef domain, StringRef type);
+  /// SoftmaxCrossEntropyLoss(+Grad), MSELoss(+Grad) (LowerLoss.cpp).
+  FailureOr<bool> lowerLoss(StringRef domain, StringRef type);
+  /// Optimizers and gradient accumulators (LowerOptimizer.cpp).
+  FailureOr<bool> lowerOptimizer(StringRef domain, StringRef type);
+  /// Reshape, Flatten, Squeeze, Unsqueeze, Transpose (LowerShape.cpp).
+  FailureOr<bool> lowerShape(StringRef domain, StringRef type);
   /// Convolution, pooling, normalization, softmax grad, dropout
-  /// (LowerNN.cpp); false when the node is not one of them.
+  /// (LowerNN.cpp).
   FailureOr<bool> lowerNN(StringRef domain, StringRef type);
   LogicalResult lowerResize(bool grad); // LowerNN.cpp
   /// Gather, slice, concat, expand, FusedMatMul, Scale (LowerData.cpp).

@@ -31,7 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "LoweringTable.h"
 
 #include <tuple>
 
@@ -418,4 +418,13 @@ FailureOr<bool> GraphLowering::lowerComposite(StringRef domain,
     return true;
   }
   return false;
+}
+
+void GraphLowering::registerComposite(FamilyTable &t) {
+  t.add(kOnnxDomain,
+        {"Clip", "HardSigmoid", "HardSwish", "InstanceNormalization", "Tile",
+         "Split", "ReduceL2", "ReduceLogSumExp"},
+        &GraphLowering::lowerComposite);
+  t.add(kMicrosoftDomain, {"SplitTraining", "LogSoftmaxGrad_13", "DivGrad"},
+        &GraphLowering::lowerComposite);
 }

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "LoweringTable.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -575,6 +575,18 @@ FailureOr<bool> GraphLowering::lowerData(StringRef domain, StringRef type) {
                         {{"scale_down", i32(attrInt("scale_down", 0))}}));
   }
   return false;
+}
+
+void GraphLowering::registerData(FamilyTable &t) {
+  t.add(kOnnxDomain,
+        {"Gather", "Pad", "ArgMax", "ArgMin", "TopK", "CumSum",
+         "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Trilu",
+         "Slice", "Expand", "Concat"},
+        &GraphLowering::lowerData);
+  t.add(kMicrosoftDomain,
+        {"GatherNDGrad", "GatherElementsGrad", "Trilu", "GatherGrad",
+         "SliceGrad", "ConcatTraining", "FusedMatMul", "Scale"},
+        &GraphLowering::lowerData);
 }
 
 } // namespace amp::lowering

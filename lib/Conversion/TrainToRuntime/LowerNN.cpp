@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "LoweringTable.h"
 
 #include "amp/Runtime/Window.h"
 
@@ -793,6 +793,38 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     return handled(call("dropout_grad", ts));
   }
   return false;
+}
+
+void GraphLowering::registerNN(FamilyTable &t) {
+  t.add(kOnnxDomain,
+        {"Resize",
+         "Upsample",
+         "Conv",
+         "ConvTranspose",
+         "MaxPool",
+         "AveragePool",
+         "MaxPoolGrad",
+         "AveragePoolGrad",
+         "GlobalAveragePool",
+         "GlobalAveragePoolGrad",
+         "BatchNormalization",
+         "LayerNormalization",
+         "SimplifiedLayerNormalization",
+         "RMSNormalization",
+         "Dropout",
+         "RandomUniform",
+         "RandomUniformLike",
+         "RandomNormal",
+         "RandomNormalLike",
+         "Bernoulli"},
+        &GraphLowering::lowerNN);
+  t.add(kMicrosoftDomain,
+        {"ResizeGrad", "ConvGrad", "ConvTransposeGrad", "MaxPoolGrad",
+         "AveragePoolGrad", "GlobalAveragePoolGrad", "BatchNormInternal",
+         "BatchNormalizationGrad", "LayerNormalizationGrad",
+         "SimplifiedLayerNormalizationGrad", "SoftmaxGrad_13", "SoftmaxGrad",
+         "DropoutGrad"},
+        &GraphLowering::lowerNN);
 }
 
 } // namespace amp::lowering

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "LoweringTable.h"
 
 namespace amp::lowering {
 
@@ -139,6 +139,13 @@ FailureOr<bool> GraphLowering::lowerRecurrent(StringRef domain,
       (lstm && failed(optionalOut(ts, "d_initial_c", 5, last))))
     return failure();
   return handled(call(lstm ? "lstm_grad" : "gru_grad", ts, attrs));
+}
+
+void GraphLowering::registerRecurrent(FamilyTable &t) {
+  t.add(kOnnxDomain, {"LSTM", "GRU"}, &GraphLowering::lowerRecurrent);
+  t.add(kMicrosoftDomain,
+        {"LSTMTraining", "LSTMGrad", "GRUTraining", "GRUGrad"},
+        &GraphLowering::lowerRecurrent);
 }
 
 } // namespace amp::lowering

@@ -15,6 +15,20 @@
 //    one arena, `memref.view`s of one `memref.alloc`.
 // Reading an unplanned function back gives the buffers in the order they
 // were written, so the passes between compose to what one walk would do.
+// The rewrites, one file each:
+//   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
+//   EarlyAccumulate.cpp gradients into their accumulators as they come
+//   FoldTransposes.cpp  transposes of GEMM operands as trans flags
+//   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
+//   FoldCasts.cpp       widening casts read by their elementwise consumers
+//   ScheduleCalls.cpp   calls moved earlier where the step then holds less
+//   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
+//                       of its copy being kept alive across the step
+//   AliasReshapes.cpp   reshapes as views of their input, not copies
+//   ReuseInputs.cpp     elementwise outputs over a dying input's memory
+//   PlanArena.cpp       liveness and placement of temporaries in one arena
+//   PlannedCalls.cpp    the planned calls as data: parameters, in-place
+//                       writes, new calls for the rewrites
 //
 //===----------------------------------------------------------------------===//
 
