@@ -16,6 +16,7 @@
 //   LowerLoss.cpp       SoftmaxCrossEntropyLoss(+Grad), MSELoss(+Grad)
 //   LowerOptimizer.cpp  optimizers and gradient accumulators
 //   LowerShape.cpp      Reshape, Flatten, Squeeze, Unsqueeze, Transpose
+//   LowerResize.cpp     Resize, Upsample, ResizeGrad
 //   LowerNN.cpp         convolution, pooling, normalization, softmax grad,
 //                       dropout, random generators
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
@@ -520,6 +521,7 @@ public:
 private:
   /// The families listed for (domain, op_type), in order ("ai.onnx" is "").
   static ArrayRef<Family> familiesOf(StringRef domain, StringRef type);
+  static void registerResize(FamilyTable &t);
   static void registerNN(FamilyTable &t);
   static void registerData(FamilyTable &t);
   static void registerRecurrent(FamilyTable &t);
@@ -543,7 +545,9 @@ private:
   /// Convolution, pooling, normalization, softmax grad, dropout
   /// (LowerNN.cpp).
   FailureOr<bool> lowerNN(StringRef domain, StringRef type);
-  LogicalResult lowerResize(bool grad); // LowerNN.cpp
+  /// Resize, Upsample, ResizeGrad (LowerResize.cpp).
+  FailureOr<bool> lowerResizeFamily(StringRef domain, StringRef type);
+  LogicalResult lowerResize(bool grad);
   /// Gather, slice, concat, expand, FusedMatMul, Scale (LowerData.cpp).
   FailureOr<bool> lowerData(StringRef domain, StringRef type);
   /// LSTM and GRU, their ORT training forms and gradients

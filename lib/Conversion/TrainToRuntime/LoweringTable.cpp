@@ -38,9 +38,10 @@ ArrayRef<GraphLowering::Family> GraphLowering::familiesOf(StringRef domain,
                                                           StringRef type) {
   static const FamilyTable table = [] {
     FamilyTable t;
-    for (auto add : {registerNN, registerData, registerRecurrent,
-                     registerComposite, registerElementwise, registerMath,
-                     registerLoss, registerOptimizer, registerShape})
+    for (auto add :
+         {registerResize, registerNN, registerData, registerRecurrent,
+          registerComposite, registerElementwise, registerMath, registerLoss,
+          registerOptimizer, registerShape})
       add(t);
     return t;
   }();
