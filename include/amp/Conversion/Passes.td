@@ -18,14 +18,19 @@
 include "mlir/Pass/PassBase.td"
 
 def TrainBindDims : Pass<"train-bind-dims", "::mlir::ModuleOp"> {
-  let summary = "Bind the symbolic dims of train graph inputs to sizes";
+  let summary = "Bind the symbolic dims of train graph inputs to sizes and "
+                "fold the shape queries that become constants";
   let description = [{
     Every `train.graph` input whose type has a dynamic dim named (arg
     attribute `train.dims`) in `dims` gets that size in its type; the input
     is marked `train.bound_dims` (a batch of data, not a weight: the
     lowering's arena report and `narrow-inputs` tell them apart by it).
     Dims `dims` does not name stay dynamic (`convert-train-to-amprt`
-    reports them).
+    reports them). Then the train ops' folders and canonicalization
+    patterns run: `Shape` and `Size` of a value whose type is now static
+    become ONNX `Constant` nodes (lib/Dialect/Train/IR/TrainFolders.cpp).
+    Values whose types the graph left dynamic keep their shape queries;
+    the lowering evaluates those as it binds shapes.
 
     ```mlir
     // train-bind-dims{dims=batch=4}

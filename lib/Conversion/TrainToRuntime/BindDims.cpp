@@ -9,6 +9,8 @@
 // graph's function type); the input is marked `train.bound_dims`, which
 // the lowering reads as "a batch of data" (the arena's weight copies are
 // casts of inputs without it; narrow-inputs takes only inputs with it).
+// Then the train ops' folders run (TrainFolders.cpp): Shape and Size of
+// what is now static become Constant nodes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,9 @@
 
 #include "amp/Conversion/Passes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace amp {
 #define GEN_PASS_DEF_TRAINBINDDIMS
@@ -35,8 +40,6 @@ struct TrainBindDimsPass
     llvm::StringMap<int64_t> dimMap;
     if (failed(lowering::parseDims(module, getArgument(), dims, dimMap)))
       return signalPassFailure();
-    if (dimMap.empty())
-      return;
     for (GraphOp g : module.getOps<GraphOp>()) {
       if (g.getBody().empty())
         continue;
@@ -72,6 +75,19 @@ struct TrainBindDimsPass
             FunctionType::get(&getContext(), body.getArgumentTypes(),
                               g.getFunctionType().getResults())));
     }
+    // The train ops' folders and canonicalizations (TrainFolders.cpp):
+    // shape queries of static values become Constant nodes. Blocks stay as
+    // they are (a graph's arguments are its inputs).
+    RewritePatternSet set(&getContext());
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      if (op.getDialectNamespace() == "train")
+        op.getCanonicalizationPatterns(set, &getContext());
+    FrozenRewritePatternSet patterns(std::move(set));
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    for (GraphOp g : module.getOps<GraphOp>())
+      if (failed(applyPatternsGreedily(g, patterns, config)))
+        return signalPassFailure();
   }
 };
 } // namespace

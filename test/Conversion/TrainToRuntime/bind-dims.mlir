@@ -18,4 +18,27 @@ module {
   }
 }
 
+// -----
+
+// The folds that follow (TrainFolders.cpp): Shape (start/end clamped as
+// ONNX says) and Size of what is now static become Constant nodes; Shape of
+// a value whose type is still dynamic stays.
+// CHECK-LABEL: train.graph @folds
+// CHECK-DAG: Constant() {value = dense<[8, 16, 4]> : tensor<3xi64>} : () -> tensor<3xi64>
+// CHECK-DAG: Constant() {value = dense<[16, 4]> : tensor<2xi64>} : () -> tensor<2xi64>
+// CHECK-DAG: Constant() {value = dense<512> : tensor<i64>} : () -> tensor<i64>
+// CHECK-NOT: Size(
+// CHECK: Shape(%{{.*}}) {train.name = "dyn"
+// CHECK-NOT: Shape(
+module {
+  train.graph @folds(%x: tensor<?x16x4xf32> {train.name = "x", train.dims = ["batch", "", ""]}) -> (tensor<3xi64> {train.name = "s"}, tensor<2xi64> {train.name = "t"}, tensor<i64> {train.name = "n"}, tensor<?xi64> {train.name = "d"}) {
+    %s = Shape(%x) {train.name = "all", train.outputs = ["s"]} : (tensor<?x16x4xf32>) -> tensor<3xi64>
+    %t = Shape(%x) {start = -2 : i64, end = 99 : i64, train.name = "tail", train.outputs = ["t"]} : (tensor<?x16x4xf32>) -> tensor<2xi64>
+    %n = Size(%x) {train.name = "size", train.outputs = ["n"]} : (tensor<?x16x4xf32>) -> tensor<i64>
+    %r = Relu(%x) {train.name = "r", train.outputs = ["r"]} : (tensor<?x16x4xf32>) -> tensor<?x?x?xf32>
+    %d = Shape(%r) {train.name = "dyn", train.outputs = ["d"]} : (tensor<?x?x?xf32>) -> tensor<?xi64>
+    train.return %s, %t, %n, %d : tensor<3xi64>, tensor<2xi64>, tensor<i64>, tensor<?xi64>
+  }
+}
+
 // BAD: error: train-bind-dims: bad dims entry 'batch' (expected name=size)
