@@ -1,27 +1,32 @@
-//===- Common.cuh - shared pieces of the CUDA backend -----------*- CUDA
-//-*-===//
+//===- Common.cuh - shared pieces of the CUDA backend ----------*- CUDA -*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
 // Private to kernels/: the per-context state (stream, cuBLASLt, cuDNN,
-// workspace), error reporting for CUDA calls, device-side loads and stores of
-// every dtype with the CPU backend's rounding (lib/Runtime/Internal.h), and
-// the overrides each .cu file contributes to the kernel table.
+// workspace), error reporting for CUDA calls, packets of float elements,
+// warp and block sums, broadcasting maps, and the overrides each .cu file
+// contributes to the kernel table.
 //
-// Every override follows one pattern: check the descriptors with the CPU
-// backend's helpers; when the call is not one the GPU path handles (a bad
-// argument, a dtype or layout left to the CPU), hand it to the CPU code with
-// onHost(), which gives the exact CPU result or error message. The kernels
-// are compiled with -fmad=false so f32 expressions round as the CPU code's.
+// Every override follows one pattern: check the descriptors with the
+// runtime's argument checks (amp/Runtime/Backend/Checks.h, the CPU kernels'
+// own); when the call is not one the GPU path handles (a bad argument, a
+// dtype or layout left to the CPU), hand it to the CPU code with onHost()
+// (amp/Runtime/Backend/Backend.h), which gives the exact CPU result or error
+// message. The element arithmetic (conversions, activations, optimizer
+// updates, recurrent cells, index geometry) is the CPU code's own, from
+// amp/Runtime/Math, compiled for the device; the kernels are compiled with
+// -fmad=false so its f32 expressions round as they do on the host.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AMP_KERNELS_COMMON_CUH
 #define AMP_KERNELS_COMMON_CUH
 
-#include "Internal.h"
+#include "amp/Runtime/Backend/Backend.h"
+#include "amp/Runtime/Backend/Checks.h"
+#include "amp/Runtime/Math/ElementAccess.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -184,11 +189,11 @@ inline unsigned gridFor(int64_t n, int threads, int per = 1) {
 }
 
 //===----------------------------------------------------------------------===//
-// Device conversions: the CPU backend's rounding (Internal.h, Convert.cpp)
+// Device conversions: the CPU backend's rounding (Convert.cpp)
 //===----------------------------------------------------------------------===//
 
 // f32ToF16, f16ToF32, f32ToBf16, bf16ToF32, loadF, storeF, readD, writeD,
-// ... are ElementAccess.h's (via Internal.h), compiled for the device too.
+// ... are amp/Runtime/Math/ElementAccess.h's, compiled for the device too.
 
 /// True when the stored value is NaN or Inf (exponent bits all ones).
 __device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,

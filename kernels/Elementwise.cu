@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Random.h"
 
 #include <algorithm>
 #include <cmath>

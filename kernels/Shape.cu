@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Random.h"
 
 using namespace amprt;
 using namespace amprt::cuda;

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "amp/Runtime/Math/Random.h"
 
 #include <cmath>
 
