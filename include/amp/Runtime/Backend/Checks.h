@@ -221,19 +221,6 @@ amprt_status checkRmsNormGrad(amprt_context *ctx, const amprt_tensor *dy,
                               const amprt_tensor *dscale, int64_t &outer,
                               int64_t &inner);
 
-/// The arguments of multi_tensor_unscale_check (MultiTensor.cpp).
-amprt_status checkUnscaleCheck(amprt_context *ctx, const amprt_tensor *ins,
-                               int64_t n, const amprt_tensor *inv_scale,
-                               const amprt_tensor *all_finite);
-/// The arguments of unscale_gate (`accumulate` false; `y` the output) and
-/// unscale_gate_accumulate (`y` the buffer updated in place).
-amprt_status checkUnscaleGate(amprt_context *ctx, const char *k,
-                              const amprt_tensor *x,
-                              const amprt_tensor *inv_scale,
-                              const amprt_tensor *gate, const amprt_tensor *y,
-                              bool accumulate, const amprt_tensor *overwrite,
-                              const amprt_tensor *updated);
-
 /// x's (or y's) shape for a window of spatial rank sr: N, channels, then
 /// the last sr of (Do, Ho, Wo).
 inline Shape windowShape(const Window &g, int32_t sr, int64_t channels) {
@@ -313,6 +300,49 @@ amprt_status checkCumSum(amprt_context *ctx, const char *k,
                          const amprt_tensor *x, int64_t axis,
                          const amprt_tensor *y, int64_t &outer, int64_t &len,
                          int64_t &inner);
+
+//===----------------------------------------------------------------------===//
+// Optimizers and loss scaling
+//===----------------------------------------------------------------------===//
+
+/// The arguments of multi_tensor_unscale_check (MultiTensor.cpp).
+amprt_status checkUnscaleCheck(amprt_context *ctx, const amprt_tensor *ins,
+                               int64_t n, const amprt_tensor *inv_scale,
+                               const amprt_tensor *all_finite);
+/// The arguments of unscale_gate (`accumulate` false; `y` the output) and
+/// unscale_gate_accumulate (`y` the buffer updated in place).
+amprt_status checkUnscaleGate(amprt_context *ctx, const char *k,
+                              const amprt_tensor *x,
+                              const amprt_tensor *inv_scale,
+                              const amprt_tensor *gate, const amprt_tensor *y,
+                              bool accumulate, const amprt_tensor *overwrite,
+                              const amprt_tensor *updated);
+
+/// sgd's arguments (Optimizer.cpp): the group (momentum_bufs with a
+/// momentum), lr, the optional step, update and updated, nesterov's terms.
+amprt_status checkSgd(amprt_context *ctx, int64_t n, const amprt_tensor *params,
+                      const amprt_tensor *grads,
+                      const amprt_tensor *momentum_bufs, const amprt_tensor *lr,
+                      const amprt_tensor *step, float momentum, float dampening,
+                      int32_t nesterov, const amprt_tensor *update,
+                      const amprt_tensor *updated);
+/// adamw's arguments: the group with m1 and m2, lr, step, update, updated
+/// and the mode (0, 1 or 2).
+amprt_status checkAdamw(amprt_context *ctx, int64_t n,
+                        const amprt_tensor *params, const amprt_tensor *grads,
+                        const amprt_tensor *m1, const amprt_tensor *m2,
+                        const amprt_tensor *lr, const amprt_tensor *step,
+                        int32_t mode, const amprt_tensor *update,
+                        const amprt_tensor *updated);
+/// loss_scaler_update's arguments (LossScaler.cpp): scale f32 [1], the
+/// tracker i64 or i32 [1], the flag bool [1], and the factors' ranges.
+amprt_status checkLossScalerUpdate(amprt_context *ctx,
+                                   const amprt_tensor *scale,
+                                   const amprt_tensor *growth_tracker,
+                                   const amprt_tensor *all_finite,
+                                   float growth_factor, float backoff_factor,
+                                   int64_t growth_interval, float min_scale,
+                                   float max_scale);
 
 //===----------------------------------------------------------------------===//
 // Recurrent layers
