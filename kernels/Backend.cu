@@ -168,11 +168,15 @@ amprt_status cudaOpen(amprt_context *ctx) {
 
 KernelTable makeTable() {
   KernelTable t = {};
+  registerConvert(t);
   registerElementwise(t);
   registerGemm(t);
   registerMultiTensor(t);
+  registerLossScaler(t);
   registerOptimizer(t);
   registerSoftmax(t);
+  registerLoss(t);
+  registerReduce(t);
   registerConv(t);
   registerShape(t);
   registerNormalization(t);

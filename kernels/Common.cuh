@@ -174,6 +174,16 @@ struct F32Accumulator {
   }
 };
 
+/// Device copy of `bytes` unless source and destination are one buffer.
+inline amprt_status copyBytes(amprt_context *ctx, const char *k, void *dst,
+                              const void *src, size_t bytes) {
+  if (bytes && dst != src)
+    AMPRT_CUDA(ctx, k,
+               cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                               stream(ctx)));
+  return AMPRT_OK;
+}
+
 /// Copies a host table to fresh scratch device memory on the stream.
 amprt_status upload(amprt_context *ctx, const char *k, const void *host,
                     size_t bytes, Scratch &dst);
@@ -368,6 +378,17 @@ template <typename V> __device__ __forceinline__ V warpSum(V v) {
   return v;
 }
 
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/// The row kernels (softmax, the cross-entropy loss): one warp per row,
+/// kWarps warps per block.
+constexpr int kWarps = 8;
+inline unsigned rowGrid(int64_t rows) { return gridFor(rows, kWarps); }
+
 /// Sum of v over the block (blockDim.x a multiple of 32, at most 1024),
 /// returned to every thread; `part` is 32 elements of shared memory. The
 /// order is fixed by the launch shape, so results repeat run to run.
@@ -440,7 +461,7 @@ amprt_status sgemmRows(amprt_context *ctx, const char *k, bool transA,
 
 /// reduce_sum (mean false) or reduce_mean of float x over the dims marked in
 /// `red` into y (its elements in the order of x's kept dims), double sums
-/// (Softmax.cu; the arguments already checked).
+/// (Reduce.cu; the arguments already checked).
 amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
                          const std::vector<bool> &red, T y, bool mean);
 
@@ -449,11 +470,15 @@ amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
 //===----------------------------------------------------------------------===//
 
 /// Each file sets the entries it implements.
+void registerConvert(KernelTable &t);       // Convert.cu
 void registerElementwise(KernelTable &t);   // Elementwise.cu
 void registerGemm(KernelTable &t);          // Gemm.cu
 void registerMultiTensor(KernelTable &t);   // MultiTensor.cu
+void registerLossScaler(KernelTable &t);    // LossScaler.cu
 void registerOptimizer(KernelTable &t);     // Optimizer.cu
 void registerSoftmax(KernelTable &t);       // Softmax.cu
+void registerLoss(KernelTable &t);          // Loss.cu
+void registerReduce(KernelTable &t);        // Reduce.cu
 void registerConv(KernelTable &t);          // Conv.cu (cuDNN)
 void registerShape(KernelTable &t);         // Shape.cu
 void registerNormalization(KernelTable &t); // Normalization.cu

@@ -1,19 +1,17 @@
-//===- Elementwise.cu - cast, arithmetic, activations, fill, copies -------===//
+//===- Elementwise.cu - arithmetic, activations, sum, where, fill ---------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA versions of Convert.cpp's cast (every dtype pair, the same
-// rounding: RNE, f64 -> f16/bf16 through an f32 rounded to odd, saturating
-// float -> integer), Elementwise.cpp's float binary ops and comparisons with
-// numpy broadcasting (integer add/sub/mul/min/max too; integer div/mod stay
-// on the CPU, which reports a division by zero), the unary float ops and
-// activation gradients, isnan/isinf/logical_not, sum, scale, where, fill,
-// identity/reshape (a device copy) and inplace_accumulate. The element
-// formulas are the CPU kernels' own (amp/Runtime/Math/Elementwise.h), in f32
-// with one rounding into the output dtype; the transcendental functions are
-// CUDA's (a few ulp from glibc's).
+// The CUDA versions of Elementwise.cpp's kernels: the float binary ops and
+// comparisons with numpy broadcasting (integer add/sub/mul/min/max too;
+// integer div/mod/fmod/pow stay on the CPU, which reports a division by
+// zero), the logical ops, the unary float ops and activation gradients,
+// isnan/isinf/logical_not, sum, scale, where, fill, random_fill and
+// identity (a device copy). The element formulas are the CPU kernels' own
+// (amp/Runtime/Math/Elementwise.h), in f32 with one rounding into the output
+// dtype; the transcendental functions are CUDA's (a few ulp from glibc's).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,112 +28,6 @@ using namespace amprt::cuda;
 namespace {
 
 constexpr int kThreads = 256;
-
-//===----------------------------------------------------------------------===//
-// cast
-//===----------------------------------------------------------------------===//
-
-__host__ __device__ inline bool isFloatDt(int32_t dt) {
-  return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16 ||
-         dt == AMPRT_F64;
-}
-
-/// f64 -> f32 rounded to odd (Convert.cpp's f64ToF32Odd).
-
-__host__ __device__ inline bool isLow(int32_t dt) {
-  return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16;
-}
-
-__global__ void castKernel(const void *x, int32_t s, void *y, int32_t d,
-                           int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (isLow(s) && isLow(d))
-      storeF(y, d, i, loadF(x, s, i)); // f16/bf16 -> f32 is exact: one rounding
-    else if (isFloatDt(s))
-      writeD(y, d, i, readD(x, s, i));
-    else if (isFloatDt(d))
-      writeD(y, d, i, double(readI(x, s, i)));
-    else
-      writeI(y, d, i, readI(x, s, i));
-  }
-}
-
-/// castKernel for one pair of f32/f16/bf16 dtypes known at compile time:
-/// the per-element dtype dispatch folds away (the weight and gradient casts
-/// of every mixed-precision step take this path).
-template <int32_t S, int32_t D>
-__global__ void floatCastKernel(const void *x, void *y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, D, i, loadF(x, S, i));
-}
-
-/// The identity on f32: packetMapKernel<S, D> with it is the cast S -> D.
-struct Widened {
-  __device__ float operator()(float v) const { return v; }
-};
-
-/// Launches a cast kernel for dtypes S -> D known at compile time: in
-/// packets when both pointers allow, else one element per iteration.
-template <int32_t S, int32_t D>
-void launchFloatCastAs(cudaStream_t st, const void *x, void *y, int64_t n) {
-  if (packetAligned(x, S) && packetAligned(y, D))
-    packetMapKernel<S, S, D, 1>
-        <<<packetGrid(n), 256, 0, st>>>(x, nullptr, y, n, Widened());
-  else
-    floatCastKernel<S, D>
-        <<<gridFor(n, kThreads, 4), kThreads, 0, st>>>(x, y, n);
-}
-
-/// Launches a typed cast kernel when s -> d is f32 to or from f16 or bf16;
-/// false otherwise (the generic kernel takes the other pairs).
-bool launchFloatCast(amprt_context *ctx, const void *x, int32_t s, void *y,
-                     int32_t d, int64_t n) {
-  cudaStream_t st = stream(ctx);
-  auto pair = [&](int32_t a, int32_t b) { return s == a && d == b; };
-  if (pair(AMPRT_F32, AMPRT_F16))
-    launchFloatCastAs<AMPRT_F32, AMPRT_F16>(st, x, y, n);
-  else if (pair(AMPRT_F16, AMPRT_F32))
-    launchFloatCastAs<AMPRT_F16, AMPRT_F32>(st, x, y, n);
-  else if (pair(AMPRT_F32, AMPRT_BF16))
-    launchFloatCastAs<AMPRT_F32, AMPRT_BF16>(st, x, y, n);
-  else if (pair(AMPRT_BF16, AMPRT_F32))
-    launchFloatCastAs<AMPRT_BF16, AMPRT_F32>(st, x, y, n);
-  else
-    return false;
-  return true;
-}
-
-/// Device copy of `bytes` unless source and destination are one buffer.
-amprt_status copyBytes(amprt_context *ctx, const char *k, void *dst,
-                       const void *src, size_t bytes) {
-  if (bytes && dst != src)
-    AMPRT_CUDA(ctx, k,
-               cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                               stream(ctx)));
-  return AMPRT_OK;
-}
-
-amprt_status cudaCast(amprt_context *ctx, T x, T y) {
-  const char *k = "cast";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkTensor(ctx, k, "x", x) || checkTensor(ctx, k, "y", y) ||
-        checkShape(ctx, k, "y", y, shapeOf(x)))
-      return onHost(ctx, [&] { return amprt_cast(ctx, x, y); });
-    int64_t n = numel(x);
-    if (x->dtype == y->dtype)
-      return copyBytes(ctx, k, y->data, x->data,
-                       size_t(n) * amprt_dtype_size(x->dtype));
-    if (n == 0)
-      return AMPRT_OK;
-    if (!launchFloatCast(ctx, x->data, x->dtype, y->data, y->dtype, n))
-      castKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-          x->data, x->dtype, y->data, y->dtype, n);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
-  });
-}
 
 //===----------------------------------------------------------------------===//
 // Binary float ops with broadcasting
@@ -684,7 +576,7 @@ amprt_status cudaWhere(amprt_context *ctx, T cond, T a, T b, T y) {
 }
 
 //===----------------------------------------------------------------------===//
-// fill, identity, reshape, inplace_accumulate
+// fill, random_fill, identity
 //===----------------------------------------------------------------------===//
 
 __global__ void fillKernel(void *y, int32_t es, uint64_t pattern, int64_t n) {
@@ -789,58 +681,9 @@ amprt_status cudaIdentity(amprt_context *ctx, T x, T y) {
   });
 }
 
-amprt_status cudaReshape(amprt_context *ctx, T x, T y) {
-  const char *k = "reshape";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
-        checkNumel(ctx, k, "y", y, numel(x)))
-      return onHost(ctx, [&] { return amprt_reshape(ctx, x, y); });
-    return copyBytes(ctx, k, y->data, x->data,
-                     size_t(numel(x)) * amprt_dtype_size(x->dtype));
-  });
-}
-
-__global__ void accumulateKernel(void *buf, int32_t db, const void *v,
-                                 int32_t dv, const uint8_t *overwrite,
-                                 uint8_t *updated, int64_t n) {
-  bool ow = ldFlag(overwrite, false);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float x = loadF(v, dv, i);
-    storeF(buf, db, i, ow ? x : loadF(buf, db, i) + x);
-  }
-  if (updated && blockIdx.x == 0 && threadIdx.x == 0)
-    *updated = 1;
-}
-
-amprt_status cudaInplaceAccumulate(amprt_context *ctx, T buffer, T value,
-                                   T overwrite, T updated) {
-  const char *k = "inplace_accumulate";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkFloat(ctx, k, "buffer", buffer) ||
-        checkFloat(ctx, k, "value", value) ||
-        checkNumel(ctx, k, "value", value, numel(buffer)) ||
-        checkDtype(ctx, k, "overwrite", overwrite, AMPRT_BOOL, true) ||
-        checkDtype(ctx, k, "updated", updated, AMPRT_BOOL, true) ||
-        (overwrite && checkNumel(ctx, k, "overwrite", overwrite, 1)) ||
-        (updated && checkNumel(ctx, k, "updated", updated, 1)))
-      return onHost(ctx, [&] {
-        return amprt_inplace_accumulate(ctx, buffer, value, overwrite, updated);
-      });
-    int64_t n = numel(buffer);
-    accumulateKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        buffer->data, buffer->dtype, value->data, value->dtype,
-        overwrite ? static_cast<const uint8_t *>(overwrite->data) : nullptr,
-        updated ? static_cast<uint8_t *>(updated->data) : nullptr, n);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
-  });
-}
-
 } // namespace
 
 void amprt::cuda::registerElementwise(KernelTable &t) {
-  t.cast = cudaCast;
   t.add = cudaBinary<Bin::Add, amprt_add>;
   t.sub = cudaBinary<Bin::Sub, amprt_sub>;
   t.mul = cudaBinary<Bin::Mul, amprt_mul>;
@@ -893,6 +736,4 @@ void amprt::cuda::registerElementwise(KernelTable &t) {
   t.fill = cudaFill;
   t.random_fill = cudaRandomFill;
   t.identity = cudaIdentity;
-  t.reshape = cudaReshape;
-  t.inplace_accumulate = cudaInplaceAccumulate;
 }

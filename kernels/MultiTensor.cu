@@ -1,4 +1,4 @@
-//===- MultiTensor.cu - fused unscale + finite check, loss scaler ---------===//
+//===- MultiTensor.cu - fused unscale, finite check and gate --------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -12,8 +12,7 @@
 // kernel), then any block that sees a NaN/Inf in its inputs stores 0, so
 // `reset == 0` only ever clears it, as in MultiTensor.cpp.
 // unscale_gate(_accumulate) is one elementwise pass that reads the gate flag
-// on the device. loss_scaler_update is LossScaler.cpp's lossScaleUpdate in
-// one thread on the device: no host round trip.
+// on the device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -300,48 +299,6 @@ amprt_status cudaUnscaleGateAccumulate(amprt_context *ctx, T buffer, T x,
 }
 
 //===----------------------------------------------------------------------===//
-// loss_scaler_update
-//===----------------------------------------------------------------------===//
-
-__global__ void scalerKernel(float *scale, void *tracker, int32_t trackerDt,
-                             const uint8_t *allFinite, float growth,
-                             float backoff, int64_t interval, float minScale,
-                             float maxScale) {
-  int64_t t = trackerDt == AMPRT_I64
-                  ? *static_cast<int64_t *>(tracker)
-                  : int64_t(*static_cast<int32_t *>(tracker));
-  *scale = lossScaleUpdate(*scale, t, *allFinite != 0, growth, backoff,
-                           interval, minScale, maxScale);
-  if (trackerDt == AMPRT_I64)
-    *static_cast<int64_t *>(tracker) = t;
-  else
-    *static_cast<int32_t *>(tracker) = int32_t(t);
-}
-
-amprt_status cudaScalerUpdate(amprt_context *ctx, T scale, T growth_tracker,
-                              T all_finite, float growth_factor,
-                              float backoff_factor, int64_t growth_interval,
-                              float min_scale, float max_scale) {
-  const char *k = "loss_scaler_update";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkLossScalerUpdate(ctx, scale, growth_tracker, all_finite,
-                              growth_factor, backoff_factor, growth_interval,
-                              min_scale, max_scale))
-      return onHost(ctx, [&] {
-        return amprt_loss_scaler_update(ctx, scale, growth_tracker, all_finite,
-                                        growth_factor, backoff_factor,
-                                        growth_interval, min_scale, max_scale);
-      });
-    scalerKernel<<<1, 1, 0, stream(ctx)>>>(
-        static_cast<float *>(scale->data), growth_tracker->data,
-        growth_tracker->dtype, static_cast<const uint8_t *>(all_finite->data),
-        growth_factor, backoff_factor, growth_interval, min_scale, max_scale);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
-  });
-}
-
-//===----------------------------------------------------------------------===//
 // multi_tensor_zero_unless
 //===----------------------------------------------------------------------===//
 
@@ -411,5 +368,4 @@ void amprt::cuda::registerMultiTensor(KernelTable &t) {
   t.multi_tensor_unscale_check = cudaUnscaleCheck;
   t.unscale_gate = cudaUnscaleGate;
   t.unscale_gate_accumulate = cudaUnscaleGateAccumulate;
-  t.loss_scaler_update = cudaScalerUpdate;
 }

@@ -6,8 +6,8 @@
 //
 // The per-element updates of the fused optimizers and the loss-scaling step
 // kernels, one definition for the CPU kernels (Optimizer.cpp,
-// MultiTensor.cpp, LossScaler.cpp) and the CUDA kernels (kernels/
-// Optimizer.cu, kernels/MultiTensor.cu): SGD, AdamW (ONNX Runtime's
+// MultiTensor.cpp, LossScaler.cpp) and the CUDA kernels of the same names
+// in kernels/: SGD, AdamW (ONNX Runtime's
 // AdamWOptimizer), the ai.onnx.preview.training Adam, Adagrad and Momentum,
 // the gated unscale, and PyTorch GradScaler's scale update. All f32
 // arithmetic on FP32 master weights and states; the gradient is widened by
