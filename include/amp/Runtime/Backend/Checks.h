@@ -129,6 +129,26 @@ amprt_status gatherShape(amprt_context *ctx, const char *k, const Shape &sd,
                          Shape &so, bool values = true);
 
 //===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+/// The geometry of matmul / fused_matmul (numpy matmul with transposes of
+/// the last two dims): a as [ba.., M, K] and b as [bb.., K, N] after their
+/// transposes (a 1-D a is a row and a 1-D b a column, neither transposed),
+/// and bo the broadcast of their batch dims ba and bb.
+struct MatmulGeometry {
+  int64_t M = 0, N = 0, K = 0;
+  bool transA = false, transB = false;
+  Shape ba, bb, bo;
+};
+/// matmul's checks (Gemm.cpp): float operands of rank >= 1, equal inner
+/// dims, broadcasting batch dims, y of the product's shape.
+amprt_status checkMatmul(amprt_context *ctx, const char *k,
+                         const amprt_tensor *a, const amprt_tensor *b,
+                         const amprt_tensor *y, bool transA, bool transB,
+                         MatmulGeometry &g);
+
+//===----------------------------------------------------------------------===//
 // Random numbers
 //===----------------------------------------------------------------------===//
 
