@@ -8,8 +8,9 @@
 // the runtime (lib/Runtime) and its CUDA backend (kernels/), not part of the
 // ABI: the kernel table a backend fills, the backend struct, the context,
 // and how a kernel call runs: guard() for its errors, AMPRT_DISPATCH to the
-// context's backend, onHost() back to the CPU code. Implemented in
-// lib/Runtime (Context.cpp, Profile.cpp); the AmpRuntimeBackend target.
+// context's backend, onHost() back to the CPU code. Defined in lib/Runtime
+// (Context.cpp, Profile.cpp) but for cudaBackend (kernels/Backend.cu); the
+// AmpRuntimeBackend target.
 //
 //===----------------------------------------------------------------------===//
 
