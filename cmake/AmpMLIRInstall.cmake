@@ -10,10 +10,13 @@
 include(CMakePackageConfigHelpers)
 set(AMP_INSTALL_PACKAGE_DIR lib${LLVM_LIBDIR_SUFFIX}/cmake/AmpMLIR)
 
+# amp/Runtime/Backend is the runtime's interface to its own backends, whose
+# functions libAmpRuntime.so does not export: not installed.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/amp
   DESTINATION include
   COMPONENT amp-headers
-  FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.td")
+  FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*.td"
+  REGEX "/Runtime/Backend(/|$)" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/include/amp
   DESTINATION include
   COMPONENT amp-headers

@@ -7,10 +7,10 @@
 // The "cuda" backend of the runtime (docs/RuntimeABI.md, "CUDA backend").
 // Memory is managed (cudaMallocManaged) so that every kernel without a CUDA
 // override still runs the CPU reference code on the same pointers: the
-// dispatcher (AMPRT_DISPATCH / onHost in lib/Runtime/Internal.h) waits for
-// the context's stream before the host touches them. Each context owns one
-// non-blocking stream, a cuBLASLt handle and a workspace; kernels queue on
-// the stream and return, as do device-to-device copies; the other
+// dispatcher (AMPRT_DISPATCH / onHost in amp/Runtime/Backend/Backend.h)
+// waits for the context's stream before the host touches them. Each context
+// owns one non-blocking stream, a cuBLASLt handle and a workspace; kernels
+// queue on the stream and return, as do device-to-device copies; the other
 // amprt_memcpy kinds and amprt_synchronize wait for it.
 //
 //===----------------------------------------------------------------------===//
@@ -168,11 +168,15 @@ amprt_status cudaOpen(amprt_context *ctx) {
 
 KernelTable makeTable() {
   KernelTable t = {};
+  registerConvert(t);
   registerElementwise(t);
   registerGemm(t);
   registerMultiTensor(t);
+  registerLossScaler(t);
   registerOptimizer(t);
   registerSoftmax(t);
+  registerLoss(t);
+  registerReduce(t);
   registerConv(t);
   registerShape(t);
   registerNormalization(t);

@@ -1,27 +1,32 @@
-//===- Common.cuh - shared pieces of the CUDA backend -----------*- CUDA
-//-*-===//
+//===- Common.cuh - shared pieces of the CUDA backend ----------*- CUDA -*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
 // Private to kernels/: the per-context state (stream, cuBLASLt, cuDNN,
-// workspace), error reporting for CUDA calls, device-side loads and stores of
-// every dtype with the CPU backend's rounding (lib/Runtime/Internal.h), and
-// the overrides each .cu file contributes to the kernel table.
+// workspace), error reporting for CUDA calls, packets of float elements,
+// warp and block sums, broadcasting maps, and the overrides each .cu file
+// contributes to the kernel table.
 //
-// Every override follows one pattern: check the descriptors with the CPU
-// backend's helpers; when the call is not one the GPU path handles (a bad
-// argument, a dtype or layout left to the CPU), hand it to the CPU code with
-// onHost(), which gives the exact CPU result or error message. The kernels
-// are compiled with -fmad=false so f32 expressions round as the CPU code's.
+// Every override follows one pattern: check the descriptors with the
+// runtime's argument checks (amp/Runtime/Backend/Checks.h, the CPU kernels'
+// own); when the call is not one the GPU path handles (a bad argument, a
+// dtype or layout left to the CPU), hand it to the CPU code with onHost()
+// (amp/Runtime/Backend/Backend.h), which gives the exact CPU result or error
+// message. The element arithmetic (conversions, activations, optimizer
+// updates, recurrent cells, index geometry) is the CPU code's own, from
+// amp/Runtime/Math, compiled for the device; the kernels are compiled with
+// -fmad=false so its f32 expressions round as they do on the host.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AMP_KERNELS_COMMON_CUH
 #define AMP_KERNELS_COMMON_CUH
 
-#include "Internal.h"
+#include "amp/Runtime/Backend/Backend.h"
+#include "amp/Runtime/Backend/Checks.h"
+#include "amp/Runtime/Math/ElementAccess.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -169,6 +174,16 @@ struct F32Accumulator {
   }
 };
 
+/// Device copy of `bytes` unless source and destination are one buffer.
+inline amprt_status copyBytes(amprt_context *ctx, const char *k, void *dst,
+                              const void *src, size_t bytes) {
+  if (bytes && dst != src)
+    AMPRT_CUDA(ctx, k,
+               cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                               stream(ctx)));
+  return AMPRT_OK;
+}
+
 /// Copies a host table to fresh scratch device memory on the stream.
 amprt_status upload(amprt_context *ctx, const char *k, const void *host,
                     size_t bytes, Scratch &dst);
@@ -184,11 +199,11 @@ inline unsigned gridFor(int64_t n, int threads, int per = 1) {
 }
 
 //===----------------------------------------------------------------------===//
-// Device conversions: the CPU backend's rounding (Internal.h, Convert.cpp)
+// Device conversions: the CPU backend's rounding (Convert.cpp)
 //===----------------------------------------------------------------------===//
 
 // f32ToF16, f16ToF32, f32ToBf16, bf16ToF32, loadF, storeF, readD, writeD,
-// ... are ElementAccess.h's (via Internal.h), compiled for the device too.
+// ... are amp/Runtime/Math/ElementAccess.h's, compiled for the device too.
 
 /// True when the stored value is NaN or Inf (exponent bits all ones).
 __device__ __forceinline__ bool nonFinite(const void *p, int32_t dt,
@@ -363,6 +378,17 @@ template <typename V> __device__ __forceinline__ V warpSum(V v) {
   return v;
 }
 
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/// The row kernels (softmax, the cross-entropy loss): one warp per row,
+/// kWarps warps per block.
+constexpr int kWarps = 8;
+inline unsigned rowGrid(int64_t rows) { return gridFor(rows, kWarps); }
+
 /// Sum of v over the block (blockDim.x a multiple of 32, at most 1024),
 /// returned to every thread; `part` is 32 elements of shared memory. The
 /// order is fixed by the launch shape, so results repeat run to run.
@@ -435,7 +461,7 @@ amprt_status sgemmRows(amprt_context *ctx, const char *k, bool transA,
 
 /// reduce_sum (mean false) or reduce_mean of float x over the dims marked in
 /// `red` into y (its elements in the order of x's kept dims), double sums
-/// (Softmax.cu; the arguments already checked).
+/// (Reduce.cu; the arguments already checked).
 amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
                          const std::vector<bool> &red, T y, bool mean);
 
@@ -444,11 +470,15 @@ amprt_status reduceFloat(amprt_context *ctx, const char *k, T x,
 //===----------------------------------------------------------------------===//
 
 /// Each file sets the entries it implements.
+void registerConvert(KernelTable &t);       // Convert.cu
 void registerElementwise(KernelTable &t);   // Elementwise.cu
 void registerGemm(KernelTable &t);          // Gemm.cu
 void registerMultiTensor(KernelTable &t);   // MultiTensor.cu
+void registerLossScaler(KernelTable &t);    // LossScaler.cu
 void registerOptimizer(KernelTable &t);     // Optimizer.cu
 void registerSoftmax(KernelTable &t);       // Softmax.cu
+void registerLoss(KernelTable &t);          // Loss.cu
+void registerReduce(KernelTable &t);        // Reduce.cu
 void registerConv(KernelTable &t);          // Conv.cu (cuDNN)
 void registerShape(KernelTable &t);         // Shape.cu
 void registerNormalization(KernelTable &t); // Normalization.cu

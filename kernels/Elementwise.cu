@@ -1,22 +1,23 @@
-//===- Elementwise.cu - cast, arithmetic, activations, fill, copies -------===//
+//===- Elementwise.cu - arithmetic, activations, sum, where, fill ---------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA versions of Convert.cpp's cast (every dtype pair, the same
-// rounding: RNE, f64 -> f16/bf16 through an f32 rounded to odd, saturating
-// float -> integer), Elementwise.cpp's float binary ops and comparisons with
-// numpy broadcasting (integer add/sub/mul/min/max too; integer div/mod stay
-// on the CPU, which reports a division by zero), the unary float ops and
-// activation gradients, isnan/isinf/logical_not, sum, scale, where, fill,
-// identity/reshape (a device copy) and inplace_accumulate. Float math is
-// Elementwise.cpp's f32 expression with one rounding into the output dtype;
-// the transcendental functions are CUDA's (a few ulp from glibc's).
+// The CUDA versions of Elementwise.cpp's kernels: the float binary ops and
+// comparisons with numpy broadcasting (integer add/sub/mul/min/max too;
+// integer div/mod/fmod/pow stay on the CPU, which reports a division by
+// zero), the logical ops, the unary float ops and activation gradients,
+// isnan/isinf/logical_not, sum, scale, where, fill, random_fill and
+// identity (a device copy). The element formulas are the CPU kernels' own
+// (amp/Runtime/Math/Elementwise.h), in f32 with one rounding into the output
+// dtype; the transcendental functions are CUDA's (a few ulp from glibc's).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Elementwise.h"
+#include "amp/Runtime/Math/Random.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,139 +30,8 @@ namespace {
 constexpr int kThreads = 256;
 
 //===----------------------------------------------------------------------===//
-// cast
-//===----------------------------------------------------------------------===//
-
-__host__ __device__ inline bool isFloatDt(int32_t dt) {
-  return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16 ||
-         dt == AMPRT_F64;
-}
-
-/// f64 -> f32 rounded to odd (Convert.cpp's f64ToF32Odd).
-
-__host__ __device__ inline bool isLow(int32_t dt) {
-  return dt == AMPRT_F32 || dt == AMPRT_F16 || dt == AMPRT_BF16;
-}
-
-__global__ void castKernel(const void *x, int32_t s, void *y, int32_t d,
-                           int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    if (isLow(s) && isLow(d))
-      storeF(y, d, i, loadF(x, s, i)); // f16/bf16 -> f32 is exact: one rounding
-    else if (isFloatDt(s))
-      writeD(y, d, i, readD(x, s, i));
-    else if (isFloatDt(d))
-      writeD(y, d, i, double(readI(x, s, i)));
-    else
-      writeI(y, d, i, readI(x, s, i));
-  }
-}
-
-/// castKernel for one pair of f32/f16/bf16 dtypes known at compile time:
-/// the per-element dtype dispatch folds away (the weight and gradient casts
-/// of every mixed-precision step take this path).
-template <int32_t S, int32_t D>
-__global__ void floatCastKernel(const void *x, void *y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, D, i, loadF(x, S, i));
-}
-
-/// The identity on f32: packetMapKernel<S, D> with it is the cast S -> D.
-struct Widened {
-  __device__ float operator()(float v) const { return v; }
-};
-
-/// Launches a cast kernel for dtypes S -> D known at compile time: in
-/// packets when both pointers allow, else one element per iteration.
-template <int32_t S, int32_t D>
-void launchFloatCastAs(cudaStream_t st, const void *x, void *y, int64_t n) {
-  if (packetAligned(x, S) && packetAligned(y, D))
-    packetMapKernel<S, S, D, 1>
-        <<<packetGrid(n), 256, 0, st>>>(x, nullptr, y, n, Widened());
-  else
-    floatCastKernel<S, D>
-        <<<gridFor(n, kThreads, 4), kThreads, 0, st>>>(x, y, n);
-}
-
-/// Launches a typed cast kernel when s -> d is f32 to or from f16 or bf16;
-/// false otherwise (the generic kernel takes the other pairs).
-bool launchFloatCast(amprt_context *ctx, const void *x, int32_t s, void *y,
-                     int32_t d, int64_t n) {
-  cudaStream_t st = stream(ctx);
-  auto pair = [&](int32_t a, int32_t b) { return s == a && d == b; };
-  if (pair(AMPRT_F32, AMPRT_F16))
-    launchFloatCastAs<AMPRT_F32, AMPRT_F16>(st, x, y, n);
-  else if (pair(AMPRT_F16, AMPRT_F32))
-    launchFloatCastAs<AMPRT_F16, AMPRT_F32>(st, x, y, n);
-  else if (pair(AMPRT_F32, AMPRT_BF16))
-    launchFloatCastAs<AMPRT_F32, AMPRT_BF16>(st, x, y, n);
-  else if (pair(AMPRT_BF16, AMPRT_F32))
-    launchFloatCastAs<AMPRT_BF16, AMPRT_F32>(st, x, y, n);
-  else
-    return false;
-  return true;
-}
-
-/// Device copy of `bytes` unless source and destination are one buffer.
-amprt_status copyBytes(amprt_context *ctx, const char *k, void *dst,
-                       const void *src, size_t bytes) {
-  if (bytes && dst != src)
-    AMPRT_CUDA(ctx, k,
-               cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                               stream(ctx)));
-  return AMPRT_OK;
-}
-
-amprt_status cudaCast(amprt_context *ctx, T x, T y) {
-  const char *k = "cast";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkTensor(ctx, k, "x", x) || checkTensor(ctx, k, "y", y) ||
-        checkShape(ctx, k, "y", y, shapeOf(x)))
-      return onHost(ctx, [&] { return amprt_cast(ctx, x, y); });
-    int64_t n = numel(x);
-    if (x->dtype == y->dtype)
-      return copyBytes(ctx, k, y->data, x->data,
-                       size_t(n) * amprt_dtype_size(x->dtype));
-    if (n == 0)
-      return AMPRT_OK;
-    if (!launchFloatCast(ctx, x->data, x->dtype, y->data, y->dtype, n))
-      castKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-          x->data, x->dtype, y->data, y->dtype, n);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
-  });
-}
-
-//===----------------------------------------------------------------------===//
 // Binary float ops with broadcasting
 //===----------------------------------------------------------------------===//
-
-enum class Bin : int { Add, Sub, Mul, Div, Mod, Pow, Min, Max };
-
-__device__ __forceinline__ float binOp(Bin op, float a, float b) {
-  switch (op) {
-  case Bin::Add:
-    return a + b;
-  case Bin::Sub:
-    return a - b;
-  case Bin::Mul:
-    return a * b;
-  case Bin::Div:
-    return a / b;
-  case Bin::Mod: { // the divisor's sign, as the CPU's (ONNX fmod = 0)
-    float r = fmodf(a, b);
-    return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
-  }
-  case Bin::Pow:
-    return powf(a, b);
-  case Bin::Min:
-    return (a != a || b != b) ? a + b : (b < a ? b : a);
-  default:
-    return (a != a || b != b) ? a + b : (b > a ? b : a);
-  }
-}
 
 /// True when `s` (leading 1s dropped) is the trailing dims of `out`: its
 /// element i broadcasts to every out element o with o % numel(s) == i.
@@ -198,19 +68,19 @@ __global__ void binaryKernel(Bin op, int mode, Bcast bc, const void *a,
       oa = off[0];
       ob = off[1];
     }
-    storeF(y, dy, i, binOp(op, loadF(a, da, oa), loadF(b, db, ob)));
+    storeF(y, dy, i, binaryF(op, loadF(a, da, oa), loadF(b, db, ob)));
   }
 }
 
-/// binOp as a packetMapKernel operation (a and b of y's shape).
+/// binaryF as a packetMapKernel operation (a and b of y's shape).
 struct BinF {
   Bin op;
   __device__ float operator()(float a, float b) const {
-    return binOp(op, a, b);
+    return binaryF(op, a, b);
   }
 };
 
-/// binOp with b one element in device memory (mode 1).
+/// binaryF with b one element in device memory (mode 1).
 struct BinScalarF {
   Bin op;
   const void *b;
@@ -218,13 +88,13 @@ struct BinScalarF {
   struct Bound {
     Bin op;
     float b;
-    __device__ float operator()(float a) const { return binOp(op, a, b); }
+    __device__ float operator()(float a) const { return binaryF(op, a, b); }
   };
   __device__ Bound bind() const { return {op, loadF(b, db, 0)}; }
 };
 
-/// Elementwise.cpp's intOp for add/sub/mul/min/max (div and mod stay on the
-/// CPU, which reports a division by zero).
+/// binaryI for add/sub/mul/min/max (div and mod stay on the CPU, which
+/// reports a division by zero).
 template <typename I>
 __global__ void intBinaryKernel(Bin op, Bcast bc, const I *a, const I *b, I *y,
                                 int64_t n) {
@@ -232,12 +102,7 @@ __global__ void intBinaryKernel(Bin op, Bcast bc, const I *a, const I *b, I *y,
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[2];
     bcastOffsets<2>(bc, i, off);
-    I u = a[off[0]], v = b[off[1]];
-    y[i] = op == Bin::Add   ? I(u + v)
-           : op == Bin::Sub ? I(u - v)
-           : op == Bin::Mul ? I(u * v)
-           : op == Bin::Min ? (u < v ? u : v)
-                            : (u > v ? u : v);
+    y[i] = binaryI<I>(op, a[off[0]], b[off[1]]);
   }
 }
 
@@ -248,7 +113,7 @@ bool intBinaryOnDevice(amprt_context *ctx, Bin op, T a, T b, T y,
                        const Shape &so) {
   if (a->dtype != b->dtype || a->dtype != y->dtype ||
       (a->dtype != AMPRT_I64 && a->dtype != AMPRT_I32) || op == Bin::Div ||
-      op == Bin::Mod || op == Bin::Pow)
+      op == Bin::Mod || op == Bin::Fmod || op == Bin::Pow)
     return false;
   int64_t n = numel(so);
   if (n == 0)
@@ -270,8 +135,8 @@ bool intBinaryOnDevice(amprt_context *ctx, Bin op, T a, T b, T y,
 
 template <Bin Op, amprt_status (*Cpu)(amprt_context *, T, T, T)>
 amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
-  static const char *names[] = {"add", "sub", "mul", "div",
-                                "mod", "pow", "min", "max"};
+  static const char *names[] = {"add",  "sub", "mul", "div", "mod",
+                                "fmod", "pow", "min", "max"};
   const char *k = names[int(Op)];
   return guard(ctx, k, [&]() -> amprt_status {
     Shape so;
@@ -326,30 +191,6 @@ amprt_status cudaBinary(amprt_context *ctx, T a, T b, T y) {
 // Comparisons (bool out)
 //===----------------------------------------------------------------------===//
 
-enum class Cmp : int { Less, Greater, Equal, LessEq, GreaterEq, And, Or, Xor };
-
-template <typename V>
-__device__ __forceinline__ uint8_t cmpOp(Cmp op, V u, V v) {
-  switch (op) {
-  case Cmp::Less:
-    return u < v;
-  case Cmp::Greater:
-    return u > v;
-  case Cmp::Equal:
-    return u == v;
-  case Cmp::LessEq:
-    return u <= v;
-  case Cmp::GreaterEq:
-    return u >= v;
-  case Cmp::And:
-    return u != 0 && v != 0;
-  case Cmp::Or:
-    return u != 0 || v != 0;
-  default:
-    return (u != 0) != (v != 0);
-  }
-}
-
 /// Floats (f32/f16/bf16 mixed) as f32; i64/i32/bool of one dtype as
 /// integers (Elementwise.cpp's compare).
 __global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
@@ -359,8 +200,8 @@ __global__ void compareKernel(Cmp op, Bcast bc, const void *a, int32_t da,
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t off[2];
     bcastOffsets<2>(bc, i, off);
-    y[i] = ints ? cmpOp(op, readI(a, da, off[0]), readI(b, db, off[1]))
-                : cmpOp(op, loadF(a, da, off[0]), loadF(b, db, off[1]));
+    y[i] = ints ? compareOp(op, readI(a, da, off[0]), readI(b, db, off[1]))
+                : compareOp(op, loadF(a, da, off[0]), loadF(b, db, off[1]));
   }
 }
 
@@ -438,117 +279,14 @@ amprt_status cudaClassify(amprt_context *ctx, T x, T y) {
 }
 
 //===----------------------------------------------------------------------===//
-// Activations and their gradients (Elementwise.cpp's formulas)
+// Activations and their gradients (activation, activationGrad)
 //===----------------------------------------------------------------------===//
-
-enum class Act : int {
-  Relu,
-  Gelu,
-  Neg,
-  Abs,
-  Sigmoid,
-  Tanh,
-  Exp,
-  Log,
-  Sqrt,
-  Recip,
-  FastGelu,
-  Sign,
-  Leaky,     // alpha
-  QuickGelu, // alpha
-  Erf,
-  Sin,
-  Cos,
-  Floor,
-  Ceil,
-  Round
-};
-
-constexpr float kSqrt1_2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-constexpr float kSqrt2_Pi = 0.79788456080286535588f;
-constexpr float kGeluC = 0.044715f;
-
-/// Elementwise.cpp's AMPRT_UNARY expressions (and leaky_relu, quick_gelu
-/// with their slope `alpha`).
-__device__ __forceinline__ float actOp(Act act, float v, float alpha) {
-  switch (act) {
-  case Act::Sign:
-    return v > 0.f ? 1.f : v < 0.f ? -1.f : v;
-  case Act::Leaky:
-    return v >= 0.f ? v : alpha * v;
-  case Act::QuickGelu:
-    return v / (1.f + expf(-alpha * v));
-  case Act::Relu:
-    return v > 0.f || v != v ? v : 0.f;
-  case Act::Gelu:
-    return 0.5f * v * erfcf(-v * kSqrt1_2);
-  case Act::Neg:
-    return -v;
-  case Act::Abs:
-    return fabsf(v);
-  case Act::Sigmoid:
-    return 1.f / (1.f + expf(-v));
-  case Act::Tanh:
-    return tanhf(v);
-  case Act::Exp:
-    return expf(v);
-  case Act::Log:
-    return logf(v);
-  case Act::Sqrt:
-    return sqrtf(v);
-  case Act::Recip:
-    return 1.f / v;
-  case Act::Erf:
-    return erff(v);
-  case Act::Sin:
-    return sinf(v);
-  case Act::Cos:
-    return cosf(v);
-  case Act::Floor:
-    return floorf(v);
-  case Act::Ceil:
-    return ceilf(v);
-  case Act::Round:
-    return rintf(v); // halves to even
-  default:
-    return v / (1.f + expf(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
-  }
-}
-
-/// Elementwise.cpp's AMPRT_GRAD expressions (Relu, Gelu, Sigmoid, Tanh,
-/// FastGelu, and leaky_relu_grad, quick_gelu_grad).
-__device__ __forceinline__ float gradOp(Act act, float g, float v,
-                                        float alpha) {
-  switch (act) {
-  case Act::Leaky:
-    return v > 0.f ? g : alpha * g;
-  case Act::QuickGelu: {
-    float s = 1.f / (1.f + expf(-alpha * v));
-    return g * (s + alpha * v * s * (1.f - s));
-  }
-  case Act::Relu:
-    return v > 0.f ? g : 0.f;
-  case Act::Gelu:
-    return g * (0.5f * erfcf(-v * kSqrt1_2) +
-                v * kInvSqrt2Pi * expf(-0.5f * v * v));
-  case Act::Sigmoid:
-    return g * v * (1.f - v);
-  case Act::Tanh:
-    return g * (1.f - v * v);
-  default: {
-    float s = 1.f / (1.f + expf(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
-    return g * (s + 2.f * v * s * (1.f - s) * kSqrt2_Pi *
-                        (1.f + 3.f * kGeluC * v * v));
-  }
-  }
-}
 
 __global__ void actKernel(Act act, float alpha, const void *x, int32_t dx,
                           void *y, int32_t dy, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    storeF(y, dy, i, actOp(act, loadF(x, dx, i), alpha));
+    storeF(y, dy, i, activation(act, loadF(x, dx, i), alpha));
 }
 
 __global__ void actGradKernel(Act act, float alpha, const void *g, int32_t dg,
@@ -556,20 +294,23 @@ __global__ void actGradKernel(Act act, float alpha, const void *g, int32_t dg,
                               int32_t dout, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    storeF(out, dout, i, gradOp(act, loadF(g, dg, i), loadF(x, dx, i), alpha));
+    storeF(out, dout, i,
+           activationGrad(act, loadF(g, dg, i), loadF(x, dx, i), alpha));
 }
 
-/// actOp and gradOp as packetMapKernel operations.
+/// activation and activationGrad as packetMapKernel operations.
 struct ActF {
   Act act;
   float alpha;
-  __device__ float operator()(float v) const { return actOp(act, v, alpha); }
+  __device__ float operator()(float v) const {
+    return activation(act, v, alpha);
+  }
 };
 struct GradF {
   Act act;
   float alpha;
   __device__ float operator()(float g, float v) const {
-    return gradOp(act, g, v, alpha);
+    return activationGrad(act, g, v, alpha);
   }
 };
 
@@ -835,7 +576,7 @@ amprt_status cudaWhere(amprt_context *ctx, T cond, T a, T b, T y) {
 }
 
 //===----------------------------------------------------------------------===//
-// fill, identity, reshape, inplace_accumulate
+// fill, random_fill, identity
 //===----------------------------------------------------------------------===//
 
 __global__ void fillKernel(void *y, int32_t es, uint64_t pattern, int64_t n) {
@@ -940,58 +681,9 @@ amprt_status cudaIdentity(amprt_context *ctx, T x, T y) {
   });
 }
 
-amprt_status cudaReshape(amprt_context *ctx, T x, T y) {
-  const char *k = "reshape";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
-        checkNumel(ctx, k, "y", y, numel(x)))
-      return onHost(ctx, [&] { return amprt_reshape(ctx, x, y); });
-    return copyBytes(ctx, k, y->data, x->data,
-                     size_t(numel(x)) * amprt_dtype_size(x->dtype));
-  });
-}
-
-__global__ void accumulateKernel(void *buf, int32_t db, const void *v,
-                                 int32_t dv, const uint8_t *overwrite,
-                                 uint8_t *updated, int64_t n) {
-  bool ow = ldFlag(overwrite, false);
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float x = loadF(v, dv, i);
-    storeF(buf, db, i, ow ? x : loadF(buf, db, i) + x);
-  }
-  if (updated && blockIdx.x == 0 && threadIdx.x == 0)
-    *updated = 1;
-}
-
-amprt_status cudaInplaceAccumulate(amprt_context *ctx, T buffer, T value,
-                                   T overwrite, T updated) {
-  const char *k = "inplace_accumulate";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkFloat(ctx, k, "buffer", buffer) ||
-        checkFloat(ctx, k, "value", value) ||
-        checkNumel(ctx, k, "value", value, numel(buffer)) ||
-        checkDtype(ctx, k, "overwrite", overwrite, AMPRT_BOOL, true) ||
-        checkDtype(ctx, k, "updated", updated, AMPRT_BOOL, true) ||
-        (overwrite && checkNumel(ctx, k, "overwrite", overwrite, 1)) ||
-        (updated && checkNumel(ctx, k, "updated", updated, 1)))
-      return onHost(ctx, [&] {
-        return amprt_inplace_accumulate(ctx, buffer, value, overwrite, updated);
-      });
-    int64_t n = numel(buffer);
-    accumulateKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-        buffer->data, buffer->dtype, value->data, value->dtype,
-        overwrite ? static_cast<const uint8_t *>(overwrite->data) : nullptr,
-        updated ? static_cast<uint8_t *>(updated->data) : nullptr, n);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
-  });
-}
-
 } // namespace
 
 void amprt::cuda::registerElementwise(KernelTable &t) {
-  t.cast = cudaCast;
   t.add = cudaBinary<Bin::Add, amprt_add>;
   t.sub = cudaBinary<Bin::Sub, amprt_sub>;
   t.mul = cudaBinary<Bin::Mul, amprt_mul>;
@@ -1044,6 +736,4 @@ void amprt::cuda::registerElementwise(KernelTable &t) {
   t.fill = cudaFill;
   t.random_fill = cudaRandomFill;
   t.identity = cudaIdentity;
-  t.reshape = cudaReshape;
-  t.inplace_accumulate = cudaInplaceAccumulate;
 }

@@ -370,35 +370,14 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
 template <typename Cpu>
 amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
                         bool transA, bool transB, float alpha, Cpu cpu) {
-  if (checkFloat(ctx, k, "a", a) || checkFloat(ctx, k, "b", b) ||
-      checkFloat(ctx, k, "y", y) || a->rank < 1 || b->rank < 1)
-    return onHost(ctx, cpu);
-  Shape sa = shapeOf(a), sb = shapeOf(b);
-  bool aVec = sa.size() == 1, bVec = sb.size() == 1;
-  if (aVec) {
-    sa.insert(sa.begin(), 1);
-    transA = false;
-  }
-  if (bVec) {
-    sb.push_back(1);
-    transB = false;
-  }
-  int64_t M = transA ? sa[sa.size() - 1] : sa[sa.size() - 2];
-  int64_t Ka = transA ? sa[sa.size() - 2] : sa[sa.size() - 1];
-  int64_t Kb = transB ? sb[sb.size() - 1] : sb[sb.size() - 2];
-  int64_t N = transB ? sb[sb.size() - 2] : sb[sb.size() - 1];
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
-  if (Ka != Kb || !broadcastShapes({ba, bb}, bo))
-    return onHost(ctx, cpu);
-  Shape so = bo;
-  if (!aVec)
-    so.push_back(M);
-  if (!bVec)
-    so.push_back(N);
-  if (checkShape(ctx, k, "y", y, so) || Ka == 0)
+  MatmulGeometry g;
+  if (checkMatmul(ctx, k, a, b, y, transA, transB, g) || g.K == 0)
     return onHost(ctx, cpu); // errors, and the K = 0 corner
-  int64_t K = Ka, batches = numel(bo);
-  if (numel(so) == 0)
+  int64_t M = g.M, N = g.N, K = g.K, batches = numel(g.bo);
+  transA = g.transA;
+  transB = g.transB;
+  const Shape &ba = g.ba, &bb = g.bb, &bo = g.bo;
+  if (numel(y) == 0)
     return AMPRT_OK;
   Prepared p;
   AMPRT_TRY(prepare(ctx, k, a, b, y, false, p));

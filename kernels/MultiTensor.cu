@@ -1,4 +1,4 @@
-//===- MultiTensor.cu - fused unscale + finite check, loss scaler ---------===//
+//===- MultiTensor.cu - fused unscale, finite check and gate --------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
@@ -12,12 +12,12 @@
 // kernel), then any block that sees a NaN/Inf in its inputs stores 0, so
 // `reset == 0` only ever clears it, as in MultiTensor.cpp.
 // unscale_gate(_accumulate) is one elementwise pass that reads the gate flag
-// on the device. loss_scaler_update is LossScaler.cpp in one thread on the
-// device: no host round trip.
+// on the device.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Optimizer.h"
 
 #include <type_traits>
 #include <vector>
@@ -195,8 +195,8 @@ amprt_status cudaUnscaleCheck(amprt_context *ctx, T ins, int64_t n, T inv_scale,
 // unscale_gate, unscale_gate_accumulate
 //===----------------------------------------------------------------------===//
 
-/// y = v or y = ow ? v : y + v with v = gate ? x * s : 0 (MultiTensor.cpp's
-/// unscaleGate). The dtypes are template parameters, so the loads and
+/// y = v or y = ow ? v : y + v with v = gate ? x * s : 0 (unscaleGateStep, as
+/// MultiTensor.cpp). The dtypes are template parameters, so the loads and
 /// stores compile to one access each.
 template <int32_t DX, int32_t DY>
 __global__ void gateKernel(const void *x, const void *invScale, int32_t scaleDt,
@@ -208,8 +208,8 @@ __global__ void gateKernel(const void *x, const void *invScale, int32_t scaleDt,
   float s = loadF(invScale, scaleDt, 0);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    float v = pass ? loadF(x, DX, i) * s : 0.f;
-    storeF(y, DY, i, ow ? v : loadF(y, DY, i) + v);
+    float old = ow ? 0.f : loadF(y, DY, i);
+    storeF(y, DY, i, unscaleGateStep(loadF(x, DX, i), old, s, pass, ow));
   }
   if (updated && blockIdx.x == 0 && threadIdx.x == 0)
     *updated = 1;
@@ -226,8 +226,7 @@ struct GateF {
     float s;
     bool pass, ow;
     __device__ float operator()(float x, float y) const {
-      float v = pass ? x * s : 0.f;
-      return ow ? v : y + v;
+      return unscaleGateStep(x, y, s, pass, ow);
     }
     __device__ bool readsSecond() const { return !ow; }
   };
@@ -296,71 +295,6 @@ amprt_status cudaUnscaleGateAccumulate(amprt_context *ctx, T buffer, T x,
       return amprt_unscale_gate_accumulate(ctx, buffer, x, inv_scale, g,
                                            overwrite, updated);
     });
-  });
-}
-
-//===----------------------------------------------------------------------===//
-// loss_scaler_update
-//===----------------------------------------------------------------------===//
-
-__global__ void scalerKernel(float *scale, void *tracker, int32_t trackerDt,
-                             const uint8_t *allFinite, float growth,
-                             float backoff, int64_t interval, float minScale,
-                             float maxScale) {
-  float s = *scale;
-  int64_t t = trackerDt == AMPRT_I64
-                  ? *static_cast<int64_t *>(tracker)
-                  : int64_t(*static_cast<int32_t *>(tracker));
-  if (*allFinite == 0) {
-    s *= backoff;
-    t = 0;
-  } else {
-    ++t;
-    if (t >= interval) {
-      float grown = s * growth;
-      if (isfinite(grown)) // PyTorch keeps the scale when growing overflows
-        s = grown;
-      t = 0;
-    }
-  }
-  // std::min(std::max(s, min), max), NaN behaviour included.
-  s = s < minScale ? minScale : s;
-  s = maxScale < s ? maxScale : s;
-  *scale = s;
-  if (trackerDt == AMPRT_I64)
-    *static_cast<int64_t *>(tracker) = t;
-  else
-    *static_cast<int32_t *>(tracker) = int32_t(t);
-}
-
-amprt_status cudaScalerUpdate(amprt_context *ctx, T scale, T growth_tracker,
-                              T all_finite, float growth_factor,
-                              float backoff_factor, int64_t growth_interval,
-                              float min_scale, float max_scale) {
-  const char *k = "loss_scaler_update";
-  return guard(ctx, k, [&]() -> amprt_status {
-    if (checkDtype(ctx, k, "scale", scale, AMPRT_F32) ||
-        checkNumel(ctx, k, "scale", scale, 1) ||
-        checkTensor(ctx, k, "growth_tracker", growth_tracker) ||
-        (growth_tracker->dtype != AMPRT_I64 &&
-         growth_tracker->dtype != AMPRT_I32) ||
-        checkNumel(ctx, k, "growth_tracker", growth_tracker, 1) ||
-        checkDtype(ctx, k, "all_finite", all_finite, AMPRT_BOOL) ||
-        checkNumel(ctx, k, "all_finite", all_finite, 1) ||
-        !(growth_factor > 1.f) || !(backoff_factor > 0.f) ||
-        !(backoff_factor < 1.f) || growth_interval < 1 || !(min_scale > 0.f) ||
-        !(max_scale >= min_scale))
-      return onHost(ctx, [&] {
-        return amprt_loss_scaler_update(ctx, scale, growth_tracker, all_finite,
-                                        growth_factor, backoff_factor,
-                                        growth_interval, min_scale, max_scale);
-      });
-    scalerKernel<<<1, 1, 0, stream(ctx)>>>(
-        static_cast<float *>(scale->data), growth_tracker->data,
-        growth_tracker->dtype, static_cast<const uint8_t *>(all_finite->data),
-        growth_factor, backoff_factor, growth_interval, min_scale, max_scale);
-    AMPRT_CUDA_LAUNCHED(ctx, k);
-    return AMPRT_OK;
   });
 }
 
@@ -434,5 +368,4 @@ void amprt::cuda::registerMultiTensor(KernelTable &t) {
   t.multi_tensor_unscale_check = cudaUnscaleCheck;
   t.unscale_gate = cudaUnscaleGate;
   t.unscale_gate_accumulate = cudaUnscaleGateAccumulate;
-  t.loss_scaler_update = cudaScalerUpdate;
 }

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Normalization.h"
 
 #include <algorithm>
 #include <cmath>
@@ -111,26 +112,26 @@ __global__ void bnApplyKernel(BnArgs a) {
   double m = M > 0 ? s / M : 0;
   double var = M > 0 ? q / M : 0;
   float mf = float(m);
-  float inv = float(1.0 / sqrt(var + double(a.epsilon)));
+  float inv = invStd(var, a.epsilon);
   float al = inv * loadF(a.scale.p, a.scale.dt, c);
   float b = loadF(a.bias.p, a.bias.dt, c);
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
       int64_t o = (n * a.C + c) * a.S + i;
-      storeF(a.y.p, a.y.dt, o, (loadF(a.x.p, a.x.dt, o) - mf) * al + b);
+      storeF(a.y.p, a.y.dt, o,
+             batchNormApply(loadF(a.x.p, a.x.dt, o), mf, al, b));
     }
   if (j == 0 && threadIdx.x == 0) {
     if (a.sm.p)
       storeF(a.sm.p, a.sm.dt, c, mf);
     if (a.sis.p)
       storeF(a.sis.p, a.sis.dt, c, inv);
-    double mom = double(a.momentum);
     if (a.rmo.p)
       storeF(a.rmo.p, a.rmo.dt, c,
-             float(mom * ldOr(a.rm.p, a.rm.dt, c, 0.f) + (1.0 - mom) * m));
+             runningStat(a.momentum, ldOr(a.rm.p, a.rm.dt, c, 0.f), m));
     if (a.rvo.p)
       storeF(a.rvo.p, a.rvo.dt, c,
-             float(mom * ldOr(a.rv.p, a.rv.dt, c, 1.f) + (1.0 - mom) * var));
+             runningStat(a.momentum, ldOr(a.rv.p, a.rv.dt, c, 1.f), var));
   }
 }
 
@@ -243,7 +244,7 @@ __global__ void bnGradApplyKernel(BnGradArgs a) {
       int64_t o = (n * a.C + c) * a.S + i;
       float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
       storeF(a.dx.p, a.dx.dt, o,
-             al * (loadF(a.dy.p, a.dy.dt, o) - mdy - xh * mdyx));
+             batchNormGradDx(al, loadF(a.dy.p, a.dy.dt, o), mdy, xh, mdyx));
     }
 }
 
@@ -313,15 +314,15 @@ __global__ void lnKernel(LnArgs a) {
     }
     q = blockSum(q, part);
     double var = a.inner ? q / double(a.inner) : 0;
-    float inv = float(1.0 / sqrt(var + double(a.epsilon)));
+    float inv = invStd(var, a.epsilon);
     float mf = float(m);
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
-      // x - 0 is x, so RMSNorm's product is the CPU's; adding no bias
-      // keeps a -0.
-      float v = (loadF(a.x.p, a.x.dt, base + i) - mf) * inv *
-                loadF(a.scale.p, a.scale.dt, i);
+      float x = loadF(a.x.p, a.x.dt, base + i);
+      float s = loadF(a.scale.p, a.scale.dt, i);
       storeF(a.y.p, a.y.dt, base + i,
-             a.rms ? v : v + ldOr(a.bias.p, a.bias.dt, i, 0.f));
+             a.rms ? rmsNormApply(x, inv, s)
+                   : layerNormApply(x, mf, inv, s,
+                                    ldOr(a.bias.p, a.bias.dt, i, 0.f)));
     }
     if (threadIdx.x == 0) {
       if (a.mean.p)
@@ -382,14 +383,16 @@ __global__ void lnGradDxKernel(LnArgs a) {
     if (!a.rms) // RMSNorm has no mean term
       sg = blockSum(sg, part);
     sgx = blockSum(sgx, part);
-    // RMSNorm: g scale - 0 - xh mgx is the CPU's g scale - x inv mgx.
     float mg = a.rms ? 0.f : float(sg / double(a.inner));
     float mgx = float(sgx / double(a.inner));
     for (int64_t i = threadIdx.x; i < a.inner; i += blockDim.x) {
+      // RMSNorm's m is 0: xh = (x - 0) inv is the CPU's x inv.
       float xh = (loadF(a.x.p, a.x.dt, base + i) - m) * inv;
-      float g = loadF(a.dy.p, a.dy.dt, base + i);
+      float gs =
+          loadF(a.dy.p, a.dy.dt, base + i) * loadF(a.scale.p, a.scale.dt, i);
       storeF(a.dx.p, a.dx.dt, base + i,
-             inv * (g * loadF(a.scale.p, a.scale.dt, i) - mg - xh * mgx));
+             a.rms ? rmsNormGradDx(inv, gs, xh, mgx)
+                   : layerNormGradDx(inv, gs, mg, xh, mgx));
     }
   }
 }

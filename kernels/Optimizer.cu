@@ -10,13 +10,15 @@
 // block writes anything, so weights and states stay bit-identical. A
 // one-thread tail kernel, queued after the update, writes `updated` and
 // (SGD) increments `step`, so no block reads a step that another has
-// already advanced. The arithmetic is Optimizer.cpp's, expression by
-// expression (compiled without FMA contraction), so results match the CPU
-// bit for bit up to the device's pow in the AdamW bias corrections.
+// already advanced. The arithmetic is the CPU's own (sgdStep, adamwScalars,
+// adamwStep of amp/Runtime/Math/Optimizer.h, compiled without FMA
+// contraction), so results match the CPU bit for bit up to the device's pow
+// in the AdamW bias corrections.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Optimizer.h"
 
 #include <vector>
 
@@ -65,18 +67,11 @@ __global__ void sgdKernel(const Entry *tab, int count, SgdArgs a) {
   const Entry e = tab[findEntry(tab, count, chunk)];
   int64_t begin = (chunk - e.firstChunk) * kChunk;
   int64_t end = min(e.n, begin + kChunk);
-  float rate = *a.lr;
-  bool first = a.step && *a.step == 0;
-  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    float pj = e.p[j];
-    float d = loadF(e.g, e.gDt, j) + a.weightDecay * pj;
-    if (e.s1) {
-      float b = first ? d : a.momentum * e.s1[j] + (1.f - a.dampening) * d;
-      e.s1[j] = b;
-      d = a.nesterov ? d + a.momentum * b : b;
-    }
-    e.p[j] = pj - rate * d;
-  }
+  SgdStep s = {*a.lr,         a.momentum,      a.dampening,
+               a.weightDecay, a.nesterov != 0, a.step && *a.step == 0};
+  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x)
+    e.p[j] =
+        sgdStep(s, e.p[j], loadF(e.g, e.gDt, j), e.s1 ? e.s1 + j : nullptr);
 }
 
 /// After the update: updated = flag; step += 1 when applied.
@@ -100,81 +95,25 @@ struct AdamArgs {
 __global__ void adamwKernel(const Entry *tab, int count, AdamArgs a) {
   if (!ldFlag(a.update, true))
     return;
-  __shared__ float sh[3];
-  float rate = *a.lr;
-  if (threadIdx.x == 0) {
-    // As ONNX Runtime (and Optimizer.cpp): corrections from pow in double,
-    // kept as float; none before step 1.
-    int64_t t = *a.step;
-    float bc1 = 1.f, bc2 = 1.f, rc = rate;
-    if (a.correctBias && t > 0) {
-      bc1 = 1.f - float(pow(double(a.beta1), double(t)));
-      bc2 = 1.f - float(pow(double(a.beta2), double(t)));
-      rc *= sqrtf(bc2) / bc1;
-    }
-    sh[0] = bc1;
-    sh[1] = bc2;
-    sh[2] = rc;
-  }
+  // The call's scalars (the bias corrections: pow in double), once per
+  // block.
+  __shared__ AdamWStep sh;
+  if (threadIdx.x == 0)
+    sh = adamwScalars(*a.lr, *a.step, a.beta1, a.beta2, a.epsilon,
+                      a.weightDecay, a.mode, a.correctBias);
   __syncthreads();
-  float bc1 = sh[0], bc2 = sh[1], rateCorrected = sh[2];
+  const AdamWStep s = sh;
   int64_t chunk = blockIdx.x;
   const Entry e = tab[findEntry(tab, count, chunk)];
   int64_t begin = (chunk - e.firstChunk) * kChunk;
   int64_t end = min(e.n, begin + kChunk);
-  const float b1 = a.beta1, b2 = a.beta2, wd = a.weightDecay;
   for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    float gj = loadF(e.g, e.gDt, j);
-    float p = e.p[j];
-    if (a.mode == 0)
-      p -= p * rate * wd;
-    else if (a.mode == 2)
-      gj += wd * p;
-    float m = b1 * e.s1[j] + (1.f - b1) * gj;
-    float v = b2 * e.s2[j] + (1.f - b2) * gj * gj;
-    if (a.mode == 1) {
-      p -= rateCorrected * m / (sqrtf(v) + a.epsilon);
-      p -= rate * wd * p;
-    } else {
-      float denom = sqrtf(v / bc2) + a.epsilon;
-      p -= (rate * m) / (bc1 * denom);
-    }
+    float p = e.p[j], m = e.s1[j], v = e.s2[j];
+    adamwStep(s, loadF(e.g, e.gDt, j), p, m, v);
     e.s1[j] = m;
     e.s2[j] = v;
     e.p[j] = p;
   }
-}
-
-/// Optimizer.cpp's checkGroup; non-OK means "let the CPU report it".
-amprt_status
-checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
-           std::initializer_list<std::pair<const char *, T>> states) {
-  if (n < 0 || (n > 0 && (!params || !grads)))
-    return AMPRT_ERR_INVALID_ARGUMENT;
-  for (auto &s : states)
-    if (n > 0 && !s.second)
-      return AMPRT_ERR_INVALID_ARGUMENT;
-  for (int64_t i = 0; i < n; ++i) {
-    AMPRT_TRY(checkDtype(ctx, k, "params[i]", &params[i], AMPRT_F32));
-    AMPRT_TRY(checkFloat(ctx, k, "grads[i]", &grads[i]));
-    Shape sp = shapeOf(&params[i]);
-    if (shapeOf(&grads[i]) != sp)
-      return AMPRT_ERR_SHAPE;
-    for (auto &s : states) {
-      AMPRT_TRY(checkDtype(ctx, k, s.first, &s.second[i], AMPRT_F32));
-      if (shapeOf(&s.second[i]) != sp)
-        return AMPRT_ERR_SHAPE;
-    }
-  }
-  return AMPRT_OK;
-}
-
-amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
-                         T t, int32_t dt, bool optional = false) {
-  AMPRT_TRY(checkDtype(ctx, k, what, t, dt, optional));
-  if (t)
-    AMPRT_TRY(checkNumel(ctx, k, what, t, 1));
-  return AMPRT_OK;
 }
 
 /// The device table: one entry per non-empty tensor.
@@ -205,15 +144,8 @@ amprt_status cudaSgd(amprt_context *ctx, int64_t n, T params, T grads,
   const char *k = "sgd";
   return guard(ctx, k, [&]() -> amprt_status {
     bool useMomentum = momentum != 0.f;
-    amprt_status bad = useMomentum
-                           ? checkGroup(ctx, k, n, params, grads,
-                                        {{"momentum_bufs", momentum_bufs}})
-                           : checkGroup(ctx, k, n, params, grads, {});
-    if (bad || checkScalar(ctx, k, "lr", lr, AMPRT_F32) ||
-        checkScalar(ctx, k, "step", step, AMPRT_I64, true) ||
-        checkScalar(ctx, k, "update", update, AMPRT_BOOL, true) ||
-        checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true) ||
-        (nesterov && (momentum <= 0.f || dampening != 0.f)))
+    if (checkSgd(ctx, n, params, grads, momentum_bufs, lr, step, momentum,
+                 dampening, nesterov, update, updated))
       return onHost(ctx, [&] {
         return amprt_sgd(ctx, n, params, grads, momentum_bufs, lr, step,
                          momentum, dampening, weight_decay, nesterov, update,
@@ -253,12 +185,8 @@ amprt_status cudaAdamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
                        int32_t correct_bias, T update, T updated) {
   const char *k = "adamw";
   return guard(ctx, k, [&]() -> amprt_status {
-    if (checkGroup(ctx, k, n, params, grads, {{"m1", m1}, {"m2", m2}}) ||
-        checkScalar(ctx, k, "lr", lr, AMPRT_F32) ||
-        checkScalar(ctx, k, "step", step, AMPRT_I64) ||
-        checkScalar(ctx, k, "update", update, AMPRT_BOOL, true) ||
-        checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true) || mode < 0 ||
-        mode > 2)
+    if (checkAdamw(ctx, n, params, grads, m1, m2, lr, step, mode, update,
+                   updated))
       return onHost(ctx, [&] {
         return amprt_adamw(ctx, n, params, grads, m1, m2, lr, step, beta1,
                            beta2, epsilon, weight_decay, mode, correct_bias,

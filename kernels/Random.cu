@@ -5,16 +5,17 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of Random.cpp's generators, one thread per element of
-// the same counter-based stream (ElementAccess.h's uniformAt, normalAt,
-// bernoulliAt), so random_uniform and bernoulli give the CPU's bits and
-// random_normal differs at most where the device's double log, sqrt or cos
-// differs from the host's in the last bit. bernoulli checks p on the device
-// first (one wait for the stream); a p outside [0, 1] is reported by the CPU
-// code, and nothing is written.
+// the same counter-based stream (uniformAt, normalAt, bernoulliAt of
+// amp/Runtime/Math/Random.h), so random_uniform and bernoulli give the
+// CPU's bits and random_normal differs at most where the device's double
+// log, sqrt or cos differs from the host's in the last bit. bernoulli checks p
+// on the device first (one wait for the stream); a p outside [0, 1] is reported
+// by the CPU code, and nothing is written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Random.h"
 
 using namespace amprt;
 using namespace amprt::cuda;

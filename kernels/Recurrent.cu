@@ -8,6 +8,8 @@
 // activations, ONNX Runtime's training forms), in f32 like the CPU code: the
 // inputs are widened once, the products run on cuBLASLt (sgemmRows) and the
 // gates in one element-wise kernel per step, and the outputs are rounded once.
+// The cell equations are the CPU's own (lstmCell, lstmCellGrad, gruGates,
+// gruOut, gruCellGrad, gruResetGrad of amp/Runtime/Math/Recurrent.h).
 //
 //   forward, per direction:  XW = X W^T for all steps (one product), then
 //     per step a = XW_t + H_{t-1} R^T and the cell kernel (gates, C_t, H_t)
@@ -25,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Recurrent.h"
 
 #include <vector>
 
@@ -92,11 +95,7 @@ amprt_status copyF32(amprt_context *ctx, const char *k, float *dst,
   return AMPRT_OK;
 }
 
-__device__ __forceinline__ float sigm(float v) {
-  return 1.f / (1.f + expf(-v));
-}
-
-/// One step's cell, Recurrent.cpp's expressions: a [B, 4H] the products,
+/// One step's cell (lstmCell, as Recurrent.cpp): a [B, 4H] the products,
 /// bias [8H] (Wb then Rb) or NULL, cPrev [B, H]; writes the gates (after
 /// their activations), C_t and H_t.
 __global__ void lstmCellKernel(const float *a, const float *bias,
@@ -106,24 +105,18 @@ __global__ void lstmCellKernel(const float *a, const float *bias,
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t bi = e / H, h = e % H;
-    float v[4];
-    for (int g = 0; g < 4; ++g) {
-      v[g] = a[bi * G4 + g * H + h];
-      if (bias)
-        v[g] += bias[g * H + h] + bias[G4 + g * H + h];
-    }
-    float ig = sigm(v[0]), og = sigm(v[1]), fg = sigm(v[2]), cg = tanhf(v[3]);
-    float cn = fg * cPrev[e] + ig * cg;
-    float gv[4] = {ig, og, fg, cg};
+    float gv[4], cn, hn;
+    lstmCell(a + bi * G4, bias, h, H, cPrev[e], gv, cn, hn);
     for (int g = 0; g < 4; ++g)
       gates[bi * G4 + g * H + h] = gv[g];
     ct[e] = cn;
-    ht[e] = og * tanhf(cn);
+    ht[e] = hn;
   }
 }
 
-/// One step's cell gradient: from the gates, C_t, C_{t-1}, the carried dH
-/// (plus dY_t when given) and dC, writes da [B, 4H] and carries dC back.
+/// One step's cell gradient (lstmCellGrad): from the gates, C_t, C_{t-1}, the
+/// carried dH (plus dY_t when given) and dC, writes da [B, 4H] and carries dC
+/// back.
 __global__ void lstmCellGradKernel(const float *gates, const float *ct,
                                    const float *cPrev, const float *gy,
                                    const float *dH, float *dC, float *da,
@@ -132,17 +125,10 @@ __global__ void lstmCellGradKernel(const float *gates, const float *ct,
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t bi = e / H, h = e % H;
-    const float *g = gates + bi * G4;
-    float ig = g[h], og = g[H + h], fg = g[2 * H + h], cg = g[3 * H + h];
     float gh = dH[e] + (gy ? gy[e] : 0.f);
-    float tc = tanhf(ct[e]);
-    float gc = dC[e] + gh * og * (1.f - tc * tc);
-    float *row = da + bi * G4;
-    row[h] = gc * cg * ig * (1.f - ig);
-    row[H + h] = gh * tc * og * (1.f - og);
-    row[2 * H + h] = gc * cPrev[e] * fg * (1.f - fg);
-    row[3 * H + h] = gc * ig * (1.f - cg * cg);
-    dC[e] = gc * fg;
+    float dc = dC[e];
+    lstmCellGrad(gates + bi * G4, h, H, ct[e], cPrev[e], gh, dc, da + bi * G4);
+    dC[e] = dc;
   }
 }
 
@@ -340,8 +326,8 @@ amprt_status cudaLstmGrad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
 // GRU (gates z, r, h; linear_before_reset or not)
 //===----------------------------------------------------------------------===//
 
-/// z and r of one step: ax [B, 3H] = X_t W^T, ah = H_{t-1} R^T (z and r
-/// columns; all three with linear_before_reset), bias [6H] (Wb, Rb) or
+/// z and r of one step (gruGates): ax [B, 3H] = X_t W^T, ah = H_{t-1} R^T (z
+/// and r columns; all three with linear_before_reset), bias [6H] (Wb, Rb) or
 /// NULL. Writes gates z, r and rh = r H_{t-1}.
 __global__ void gruGatesKernel(const float *ax, const float *ah,
                                const float *bias, const float *hPrev,
@@ -349,34 +335,21 @@ __global__ void gruGatesKernel(const float *ax, const float *ah,
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t bi = e / H, h = e % H, o = bi * G3;
-    float z = ax[o + h] + ah[o + h], rr = ax[o + H + h] + ah[o + H + h];
-    if (bias) {
-      z += bias[h] + bias[G3 + h];
-      rr += bias[H + h] + bias[G3 + H + h];
-    }
-    gates[o + h] = sigm(z);
-    gates[o + H + h] = sigm(rr);
-    rh[e] = sigm(rr) * hPrev[e];
+    int64_t o = (e / H) * G3;
+    rh[e] = gruGates(ax + o, ah + o, bias, e % H, H, hPrev[e], gates + o);
   }
 }
 
-/// h and H_t of one step; ah's h columns hold H_{t-1} R_h^T (linear before
-/// reset) or (r H_{t-1}) R_h^T.
+/// h and H_t of one step (gruOut); ah's h columns hold H_{t-1} R_h^T (linear
+/// before reset) or (r H_{t-1}) R_h^T.
 __global__ void gruOutKernel(const float *ax, const float *ah,
                              const float *bias, const float *hPrev, bool lbr,
                              float *gates, float *ht, int64_t B, int64_t H) {
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t bi = e / H, h = e % H, o = bi * G3;
-    float z = gates[o + h], rr = gates[o + H + h];
-    float q = ah[o + 2 * H + h] + (bias ? bias[G3 + 2 * H + h] : 0.f);
-    float a =
-        ax[o + 2 * H + h] + (bias ? bias[2 * H + h] : 0.f) + (lbr ? rr * q : q);
-    float hc = tanhf(a);
-    gates[o + 2 * H + h] = hc;
-    ht[e] = (1.f - z) * hc + z * hPrev[e];
+    int64_t o = (e / H) * G3;
+    ht[e] = gruOut(ax + o, ah + o, bias, e % H, H, hPrev[e], lbr, gates + o);
   }
 }
 
@@ -445,7 +418,7 @@ amprt_status cudaGru(amprt_context *ctx, T x, T w, T r, T b, T h0,
   });
 }
 
-/// One step's gate gradients (Recurrent.cpp's amprt_gru_grad): da's z and h
+/// One step's gate gradients (gruCellGrad, as Recurrent.cpp): da's z and h
 /// columns, dPrev = gh z, hPrev kept in hp; with linear_before_reset also
 /// da's r column and dq = da_h r (q = H_{t-1} R_h^T is given, Rb_h added
 /// here), else rh = r H_{t-1}.
@@ -457,35 +430,32 @@ __global__ void gruGradKernel(const float *gates, const float *hPrev,
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t bi = e / H, h = e % H, o = bi * G3;
-    float z = gates[o + h], rr = gates[o + H + h], hc = gates[o + 2 * H + h];
+    int64_t o = (e / H) * G3;
     float gh = dH[e] + (gy ? gy[e] : 0.f);
-    da[o + h] = gh * (hPrev[e] - hc) * z * (1.f - z);
-    da[o + 2 * H + h] = gh * (1.f - z) * (1.f - hc * hc);
-    dPrev[e] = gh * z;
+    float dp, dqe = 0.f, rhe = 0.f;
+    gruCellGrad(gates + o, bias, e % H, H, hPrev[e], gh, lbr, lbr ? q[e] : 0.f,
+                da + o, dp, dqe, rhe);
+    dPrev[e] = dp;
     hp[e] = hPrev[e];
-    if (lbr) {
-      float qq = q[e] + (bias ? bias[G3 + 2 * H + h] : 0.f);
-      da[o + H + h] = da[o + 2 * H + h] * qq * rr * (1.f - rr);
-      dq[e] = da[o + 2 * H + h] * rr;
-    } else {
-      rh[e] = rr * hPrev[e];
-    }
+    if (lbr)
+      dq[e] = dqe;
+    else
+      rh[e] = rhe;
   }
 }
 
-/// Without linear_before_reset: ds = da_h R_h (given) gives da's r column
-/// and adds ds r to dPrev; dq = da_h.
+/// Without linear_before_reset (gruResetGrad): ds = da_h R_h (given) gives
+/// da's r column and adds ds r to dPrev; dq = da_h.
 __global__ void gruResetGradKernel(const float *gates, const float *hPrev,
                                    const float *ds, float *da, float *dPrev,
                                    float *dq, int64_t B, int64_t H) {
   int64_t G3 = 3 * H;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < B * H;
        e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t bi = e / H, h = e % H, o = bi * G3;
-    float rr = gates[o + H + h];
-    da[o + H + h] = ds[e] * hPrev[e] * rr * (1.f - rr);
-    dPrev[e] += ds[e] * rr;
+    int64_t h = e % H, o = (e / H) * G3;
+    float dp = dPrev[e];
+    gruResetGrad(gates + o, h, H, ds[e], hPrev[e], da + o, dp);
+    dPrev[e] = dp;
     dq[e] = da[o + 2 * H + h];
   }
 }

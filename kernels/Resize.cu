@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of Resize.cpp: one thread per output element, the taps
-// and weights from forEachResizeTap (Internal.h), shared with the CPU code.
+// and weights from forEachResizeTap (amp/Runtime/Math/Geometry.h), shared
+// with the CPU code.
 // resize sums its taps in the CPU's order (the same bits); resize_grad adds
 // into an f32 buffer with atomics (the order of the additions varies).
 //

@@ -13,9 +13,9 @@
 // for their causal masks and shifted decoder inputs. One thread per line
 // (arg_max/min, cumsum) or per element (top_k by ranks, gathers, scatter,
 // trilu), running the CPU's own walks (argOfLine, scanLine, gatheredOffset,
-// ndSlabOffset, triluKeeps, scatterCombine in Internal.h), so the results
-// are the CPU's bits; gather_elements_grad and gather_nd_grad add into f32
-// with atomics, in another order. scatter_nd sorts its tuples by the slab
+// ndSlabOffset, triluKeeps, scatterCombine of amp/Runtime/Math), so the
+// results are the CPU's bits; gather_elements_grad and gather_nd_grad add into
+// f32 with atomics, in another order. scatter_nd sorts its tuples by the slab
 // they update (a stable radix sort, so repeats keep their order) and one
 // thread per slab element applies a slab's tuples in order: every reduction
 // gives the CPU's bits. Index values are checked on the device first (one
@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Select.h"
 
 #include <cub/device/device_radix_sort.cuh>
 

@@ -5,20 +5,22 @@
 //===----------------------------------------------------------------------===//
 //
 // The CUDA versions of Shape.cpp's data movement that training graphs run
-// every step: transpose, expand, concat, slice and slice_grad (strided copies
-// of any dtype, one launch per concat input; slice_grad zeroes dx first),
-// pad, gather (embedding lookups) and gather_grad (scatter-add in f32 with
-// atomics, so the sum of the rows that share an index runs in another order
-// than the CPU's), dropout and dropout_grad (the CPU's counter-based mask,
-// bit for bit; the ratio and training flag are read back to the host, one
-// wait for the stream per call). The geometry is Shape.cpp's own
-// (transposeGeometry, sliceGeometry, concatShape, gatherShape); index values
-// are checked on the device first, and a bad one is reported by the CPU code,
-// which words the error (nothing is written).
+// every step: reshape (a device copy), inplace_accumulate, transpose, expand,
+// concat, slice and slice_grad (strided copies of any dtype, one launch per
+// concat input; slice_grad zeroes dx first), pad, gather (embedding lookups)
+// and gather_grad (scatter-add in f32 with atomics, so the sum of the rows that
+// share an index runs in another order than the CPU's), dropout and
+// dropout_grad (the CPU's counter-based mask, bit for bit; the ratio and
+// training flag are read back to the host, one wait for the stream per call).
+// The geometry is Shape.cpp's own (transposeGeometry, sliceGeometry,
+// concatShape, gatherShape); index values are checked on the device first, and
+// a bad one is reported by the CPU code, which words the error (nothing is
+// written).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
+#include "amp/Runtime/Math/Random.h"
 
 using namespace amprt;
 using namespace amprt::cuda;
@@ -470,6 +472,58 @@ amprt_status cudaDropoutGrad(amprt_context *ctx, T dy, T mask, T ratio,
   });
 }
 
+//===----------------------------------------------------------------------===//
+// reshape, inplace_accumulate
+//===----------------------------------------------------------------------===//
+
+amprt_status cudaReshape(amprt_context *ctx, T x, T y) {
+  const char *k = "reshape";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkTensor(ctx, k, "x", x) || checkDtype(ctx, k, "y", y, x->dtype) ||
+        checkNumel(ctx, k, "y", y, numel(x)))
+      return onHost(ctx, [&] { return amprt_reshape(ctx, x, y); });
+    return copyBytes(ctx, k, y->data, x->data,
+                     size_t(numel(x)) * amprt_dtype_size(x->dtype));
+  });
+}
+
+__global__ void accumulateKernel(void *buf, int32_t db, const void *v,
+                                 int32_t dv, const uint8_t *overwrite,
+                                 uint8_t *updated, int64_t n) {
+  bool ow = ldFlag(overwrite, false);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float x = loadF(v, dv, i);
+    storeF(buf, db, i, ow ? x : loadF(buf, db, i) + x);
+  }
+  if (updated && blockIdx.x == 0 && threadIdx.x == 0)
+    *updated = 1;
+}
+
+amprt_status cudaInplaceAccumulate(amprt_context *ctx, T buffer, T value,
+                                   T overwrite, T updated) {
+  const char *k = "inplace_accumulate";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkFloat(ctx, k, "buffer", buffer) ||
+        checkFloat(ctx, k, "value", value) ||
+        checkNumel(ctx, k, "value", value, numel(buffer)) ||
+        checkDtype(ctx, k, "overwrite", overwrite, AMPRT_BOOL, true) ||
+        checkDtype(ctx, k, "updated", updated, AMPRT_BOOL, true) ||
+        (overwrite && checkNumel(ctx, k, "overwrite", overwrite, 1)) ||
+        (updated && checkNumel(ctx, k, "updated", updated, 1)))
+      return onHost(ctx, [&] {
+        return amprt_inplace_accumulate(ctx, buffer, value, overwrite, updated);
+      });
+    int64_t n = numel(buffer);
+    accumulateKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        buffer->data, buffer->dtype, value->data, value->dtype,
+        overwrite ? static_cast<const uint8_t *>(overwrite->data) : nullptr,
+        updated ? static_cast<uint8_t *>(updated->data) : nullptr, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 } // namespace
 
 void amprt::cuda::registerShape(KernelTable &t) {
@@ -483,4 +537,6 @@ void amprt::cuda::registerShape(KernelTable &t) {
   t.slice_grad = cudaSliceGrad;
   t.dropout = cudaDropout;
   t.dropout_grad = cudaDropoutGrad;
+  t.reshape = cudaReshape;
+  t.inplace_accumulate = cudaInplaceAccumulate;
 }

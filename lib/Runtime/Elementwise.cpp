@@ -11,7 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Elementwise.h"
 #include "Internal.h"
+#include "amp/Runtime/Math/Random.h"
 
 #include <cmath>
 
@@ -74,64 +76,6 @@ void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so, const V *a,
   });
 }
 
-enum class Bin { Add, Sub, Mul, Div, Mod, Fmod, Pow, Min, Max };
-
-template <typename I> I intOp(Bin op, I a, I b) {
-  switch (op) {
-  case Bin::Add:
-    return I(a + b);
-  case Bin::Sub:
-    return I(a - b);
-  case Bin::Mul:
-    return I(a * b);
-  case Bin::Div:
-    return I(a / b);
-  case Bin::Mod: {
-    I r = I(a % b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? I(r + b) : r;
-  }
-  case Bin::Fmod:
-    return I(a % b);
-  case Bin::Min:
-    return a < b ? a : b;
-  case Bin::Max:
-    return a > b ? a : b;
-  case Bin::Pow: {
-    I r = 1;
-    for (I e = 0; e < b; ++e)
-      r = I(r * a);
-    return r;
-  }
-  }
-  return 0;
-}
-
-float floatOp(Bin op, float a, float b) {
-  switch (op) {
-  case Bin::Add:
-    return a + b;
-  case Bin::Sub:
-    return a - b;
-  case Bin::Mul:
-    return a * b;
-  case Bin::Div:
-    return a / b;
-  case Bin::Mod: { // the divisor's sign (ONNX fmod = 0, numpy's mod)
-    float r = std::fmod(a, b);
-    return (r != 0.f && ((r < 0.f) != (b < 0.f))) ? r + b : r;
-  }
-  case Bin::Fmod: // the dividend's sign (ONNX fmod = 1, C fmod)
-    return std::fmod(a, b);
-  case Bin::Pow:
-    return std::pow(a, b);
-  case Bin::Min: // NaN propagates, as in ONNX Min/Max; a on ties (+-0)
-    return (a != a || b != b) ? a + b : (b < a ? b : a);
-  case Bin::Max:
-    return (a != a || b != b) ? a + b : (b > a ? b : a);
-  }
-  return 0.f;
-}
-
 template <typename I>
 amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y,
                        const Shape &so) {
@@ -146,7 +90,7 @@ amprt_status intBinary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y,
                          (long long)i);
   }
   binaryLoop<I>(shapeOf(a), shapeOf(b), so, pa, pb, static_cast<I *>(y->data),
-                [op](I u, I v) { return intOp<I>(op, u, v); });
+                [op](I u, I v) { return binaryI<I>(op, u, v); });
   return AMPRT_OK;
 }
 
@@ -164,7 +108,7 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
       F32In ia(a), ib(b);
       F32Out out(y);
       binaryLoop<float>(shapeOf(a), shapeOf(b), so, ia.p, ib.p, out.p,
-                        [op](float u, float v) { return floatOp(op, u, v); });
+                        [op](float u, float v) { return binaryF(op, u, v); });
       out.commit();
       return AMPRT_OK;
     }
@@ -182,27 +126,7 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
   });
 }
 
-enum class Cmp { Less, Greater, Equal, LessEq, GreaterEq };
-
-template <typename V> uint8_t cmpOp(Cmp op, V a, V b) {
-  switch (op) {
-  case Cmp::Less:
-    return a < b;
-  case Cmp::Greater:
-    return a > b;
-  case Cmp::LessEq:
-    return a <= b;
-  case Cmp::GreaterEq:
-    return a >= b;
-  default:
-    return a == b;
-  }
-}
-
-enum class Logic { And, Or, Xor };
-
-amprt_status logical(amprt_context *ctx, const char *k, Logic op, T a, T b,
-                     T y) {
+amprt_status logical(amprt_context *ctx, const char *k, Cmp op, T a, T b, T y) {
   return guard(ctx, k, [&]() -> amprt_status {
     AMPRT_TRY(checkDtype(ctx, k, "a", a, AMPRT_BOOL));
     AMPRT_TRY(checkDtype(ctx, k, "b", b, AMPRT_BOOL));
@@ -218,8 +142,7 @@ amprt_status logical(amprt_context *ctx, const char *k, Logic op, T a, T b,
     auto *pb = static_cast<const uint8_t *>(b->data);
     auto *py = static_cast<uint8_t *>(y->data);
     forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
-      bool u = pa[off[0]] != 0, v = pb[off[1]] != 0;
-      py[o] = op == Logic::And ? u && v : op == Logic::Or ? u || v : u != v;
+      py[o] = compareOp<int64_t>(op, pa[off[0]], pb[off[1]]);
     });
     return AMPRT_OK;
   });
@@ -241,7 +164,7 @@ amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b, T y) {
     if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype)) {
       F32In ia(a), ib(b);
       forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
-        py[o] = cmpOp(op, ia.p[off[0]], ib.p[off[1]]);
+        py[o] = compareOp(op, ia.p[off[0]], ib.p[off[1]]);
       });
       return AMPRT_OK;
     }
@@ -256,7 +179,7 @@ amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b, T y) {
         return static_cast<const uint8_t *>(t->data)[i];
       };
       forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
-        py[o] = cmpOp(op, load(a, off[0]), load(b, off[1]));
+        py[o] = compareOp(op, load(a, off[0]), load(b, off[1]));
       });
       return AMPRT_OK;
     }
@@ -264,11 +187,6 @@ amprt_status compare(amprt_context *ctx, const char *k, Cmp op, T a, T b, T y) {
                      amprt_dtype_name(a->dtype), amprt_dtype_name(b->dtype));
   });
 }
-
-constexpr float kSqrt1_2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-constexpr float kSqrt2_Pi = 0.79788456080286535588f;
-constexpr float kGeluC = 0.044715f;
 
 } // namespace
 
@@ -307,48 +225,47 @@ AMPRT_COMPARE(greater_or_equal, Cmp::GreaterEq)
     AMPRT_DISPATCH(name, ctx, a, b, y);                                        \
     return logical(ctx, #name, op, a, b, y);                                   \
   }
-AMPRT_LOGICAL(logical_and, Logic::And)
-AMPRT_LOGICAL(logical_or, Logic::Or)
-AMPRT_LOGICAL(logical_xor, Logic::Xor)
+AMPRT_LOGICAL(logical_and, Cmp::And)
+AMPRT_LOGICAL(logical_or, Cmp::Or)
+AMPRT_LOGICAL(logical_xor, Cmp::Xor)
 #undef AMPRT_LOGICAL
 
-#define AMPRT_UNARY(name, expr)                                                \
+// The formulas are Math/Elementwise.h's activation(), which the CUDA kernels
+// compute too.
+#define AMPRT_UNARY(name, act)                                                 \
   amprt_status amprt_##name(amprt_context *ctx, T x, T y) {                    \
     AMPRT_DISPATCH(name, ctx, x, y);                                           \
     return guard(ctx, #name, [&] {                                             \
-      return unaryFloat(ctx, #name, x, y, [](float v) -> float { expr; });     \
+      return unaryFloat(ctx, #name, x, y,                                      \
+                        [](float v) { return activation(act, v, 0.f); });      \
     });                                                                        \
   }
-AMPRT_UNARY(neg, return -v)
-AMPRT_UNARY(abs, return std::fabs(v))
-// NaN stays NaN (ONNX's max(0, x), ONNX Runtime and PyTorch): a relu that
-// zeroed it would hide an overflow from the loss scaler's finite check.
-AMPRT_UNARY(relu, return v > 0.f || v != v ? v : 0.f)
-AMPRT_UNARY(sigmoid, return 1.f / (1.f + std::exp(-v)))
-AMPRT_UNARY(tanh, return std::tanh(v))
-AMPRT_UNARY(exp, return std::exp(v))
-AMPRT_UNARY(log, return std::log(v))
-AMPRT_UNARY(sqrt, return std::sqrt(v))
-AMPRT_UNARY(reciprocal, return 1.f / v)
-// 1 + erf(z) as erfc(-z), and 0.5 (1 + tanh(u)) as 1 / (1 + exp(-2u)): the
-// sums cancel for negative inputs (1 + erf(-4) keeps 6 of f32's 24 bits).
-AMPRT_UNARY(gelu, return 0.5f * v * std::erfc(-v * kSqrt1_2))
-AMPRT_UNARY(fast_gelu, return v / (1.f + std::exp(-2.f * kSqrt2_Pi *
-                                                  (v + kGeluC * v * v * v))))
-AMPRT_UNARY(sign, return v > 0.f ? 1.f : v < 0.f ? -1.f : v)
-AMPRT_UNARY(erf, return std::erf(v))
-AMPRT_UNARY(sin, return std::sin(v))
-AMPRT_UNARY(cos, return std::cos(v))
-AMPRT_UNARY(floor, return std::floor(v))
-AMPRT_UNARY(ceil, return std::ceil(v))
-AMPRT_UNARY(round, return std::nearbyint(v)) // the default mode: to even
+AMPRT_UNARY(neg, Act::Neg)
+AMPRT_UNARY(abs, Act::Abs)
+AMPRT_UNARY(relu, Act::Relu)
+AMPRT_UNARY(sigmoid, Act::Sigmoid)
+AMPRT_UNARY(tanh, Act::Tanh)
+AMPRT_UNARY(exp, Act::Exp)
+AMPRT_UNARY(log, Act::Log)
+AMPRT_UNARY(sqrt, Act::Sqrt)
+AMPRT_UNARY(reciprocal, Act::Recip)
+AMPRT_UNARY(gelu, Act::Gelu)
+AMPRT_UNARY(fast_gelu, Act::FastGelu)
+AMPRT_UNARY(sign, Act::Sign)
+AMPRT_UNARY(erf, Act::Erf)
+AMPRT_UNARY(sin, Act::Sin)
+AMPRT_UNARY(cos, Act::Cos)
+AMPRT_UNARY(floor, Act::Floor)
+AMPRT_UNARY(ceil, Act::Ceil)
+AMPRT_UNARY(round, Act::Round)
 #undef AMPRT_UNARY
 
 amprt_status amprt_leaky_relu(amprt_context *ctx, T x, float alpha, T y) {
   AMPRT_DISPATCH(leaky_relu, ctx, x, alpha, y);
   return guard(ctx, "leaky_relu", [&] {
-    return unaryFloat(ctx, "leaky_relu", x, y,
-                      [=](float v) { return v >= 0.f ? v : alpha * v; });
+    return unaryFloat(ctx, "leaky_relu", x, y, [=](float v) {
+      return activation(Act::Leaky, v, alpha);
+    });
   });
 }
 
@@ -356,8 +273,9 @@ amprt_status amprt_leaky_relu_grad(amprt_context *ctx, T dy, T x, float alpha,
                                    T dx) {
   AMPRT_DISPATCH(leaky_relu_grad, ctx, dy, x, alpha, dx);
   return guard(ctx, "leaky_relu_grad", [&] {
-    return gradFloat(ctx, "leaky_relu_grad", dy, x, dx,
-                     [=](float g, float v) { return v > 0.f ? g : alpha * g; });
+    return gradFloat(ctx, "leaky_relu_grad", dy, x, dx, [=](float g, float v) {
+      return activationGrad(Act::Leaky, g, v, alpha);
+    });
   });
 }
 
@@ -365,7 +283,7 @@ amprt_status amprt_quick_gelu(amprt_context *ctx, T x, float alpha, T y) {
   AMPRT_DISPATCH(quick_gelu, ctx, x, alpha, y);
   return guard(ctx, "quick_gelu", [&] {
     return unaryFloat(ctx, "quick_gelu", x, y, [=](float v) {
-      return v / (1.f + std::exp(-alpha * v));
+      return activation(Act::QuickGelu, v, alpha);
     });
   });
 }
@@ -375,31 +293,25 @@ amprt_status amprt_quick_gelu_grad(amprt_context *ctx, T dy, T x, float alpha,
   AMPRT_DISPATCH(quick_gelu_grad, ctx, dy, x, alpha, dx);
   return guard(ctx, "quick_gelu_grad", [&] {
     return gradFloat(ctx, "quick_gelu_grad", dy, x, dx, [=](float g, float v) {
-      float s = 1.f / (1.f + std::exp(-alpha * v));
-      return g * (s + alpha * v * s * (1.f - s));
+      return activationGrad(Act::QuickGelu, g, v, alpha);
     });
   });
 }
 
-#define AMPRT_GRAD(name, expr)                                                 \
+#define AMPRT_GRAD(name, act)                                                  \
   amprt_status amprt_##name(amprt_context *ctx, T dy, T x, T dx) {             \
     AMPRT_DISPATCH(name, ctx, dy, x, dx);                                      \
     return guard(ctx, #name, [&] {                                             \
-      return gradFloat(ctx, #name, dy, x, dx,                                  \
-                       [](float g, float v) -> float { expr; });               \
+      return gradFloat(ctx, #name, dy, x, dx, [](float g, float v) {           \
+        return activationGrad(act, g, v, 0.f);                                 \
+      });                                                                      \
     });                                                                        \
   }
-AMPRT_GRAD(relu_grad, return v > 0.f ? g : 0.f)
-AMPRT_GRAD(sigmoid_grad, return g * v * (1.f - v))
-AMPRT_GRAD(tanh_grad, return g * (1.f - v * v))
-AMPRT_GRAD(gelu_grad, return g * (0.5f * std::erfc(-v * kSqrt1_2) +
-                                  v * kInvSqrt2Pi * std::exp(-0.5f * v * v)))
-// With s = 0.5 (1 + tanh(u)): 0.5 (1 - tanh(u)^2) = 2 s (1 - s).
-AMPRT_GRAD(fast_gelu_grad, {
-  float s = 1.f / (1.f + std::exp(-2.f * kSqrt2_Pi * (v + kGeluC * v * v * v)));
-  return g * (s + 2.f * v * s * (1.f - s) * kSqrt2_Pi *
-                      (1.f + 3.f * kGeluC * v * v));
-})
+AMPRT_GRAD(relu_grad, Act::Relu)
+AMPRT_GRAD(sigmoid_grad, Act::Sigmoid)
+AMPRT_GRAD(tanh_grad, Act::Tanh)
+AMPRT_GRAD(gelu_grad, Act::Gelu)
+AMPRT_GRAD(fast_gelu_grad, Act::FastGelu)
 #undef AMPRT_GRAD
 
 amprt_status amprt_identity(amprt_context *ctx, T x, T y) {

@@ -139,43 +139,12 @@ const float *asRowMajor(const float *p, int64_t R, int64_t C, bool trans,
 
 amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
                         bool transA, bool transB, float alpha) {
-  AMPRT_TRY(checkFloat(ctx, k, "a", a));
-  AMPRT_TRY(checkFloat(ctx, k, "b", b));
-  AMPRT_TRY(checkFloat(ctx, k, "y", y));
-  if (a->rank < 1 || b->rank < 1)
-    return ctx->fail(AMPRT_ERR_SHAPE, "%s: operands must have rank >= 1", k);
-  Shape sa = shapeOf(a), sb = shapeOf(b);
-  bool aVec = sa.size() == 1, bVec = sb.size() == 1;
-  if (aVec) {
-    sa.insert(sa.begin(), 1);
-    transA = false;
-  }
-  if (bVec) {
-    sb.push_back(1);
-    transB = false;
-  }
-  int64_t M = transA ? sa[sa.size() - 1] : sa[sa.size() - 2];
-  int64_t Ka = transA ? sa[sa.size() - 2] : sa[sa.size() - 1];
-  int64_t Kb = transB ? sb[sb.size() - 1] : sb[sb.size() - 2];
-  int64_t N = transB ? sb[sb.size() - 2] : sb[sb.size() - 1];
-  if (Ka != Kb)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: inner dimensions differ: a %s, b %s (K %lld vs "
-                     "%lld)",
-                     k, shapeStr(a).c_str(), shapeStr(b).c_str(), (long long)Ka,
-                     (long long)Kb);
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
-  if (!broadcastShapes({ba, bb}, bo))
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: batch dims of %s and %s do not broadcast", k,
-                     shapeStr(a).c_str(), shapeStr(b).c_str());
-  Shape so = bo;
-  if (!aVec)
-    so.push_back(M);
-  if (!bVec)
-    so.push_back(N);
-  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
-  int64_t K = Ka;
+  MatmulGeometry g;
+  AMPRT_TRY(checkMatmul(ctx, k, a, b, y, transA, transB, g));
+  int64_t M = g.M, N = g.N, K = g.K;
+  transA = g.transA;
+  transB = g.transB;
+  const Shape &ba = g.ba, &bb = g.bb, &bo = g.bo;
   F32In ia(a), ib(b);
   F32Out out(y);
   int64_t batches = numel(bo);
@@ -213,6 +182,56 @@ amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
 }
 
 } // namespace
+
+amprt_status amprt::checkMatmul(amprt_context *ctx, const char *k, T a, T b,
+                                T y, bool transA, bool transB,
+                                MatmulGeometry &g) {
+  AMPRT_TRY(checkFloat(ctx, k, "a", a));
+  AMPRT_TRY(checkFloat(ctx, k, "b", b));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  if (a->rank < 1 || b->rank < 1)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: operands must have rank >= 1", k);
+  Shape sa = shapeOf(a), sb = shapeOf(b);
+  bool aVec = sa.size() == 1, bVec = sb.size() == 1;
+  if (aVec) {
+    sa.insert(sa.begin(), 1);
+    transA = false;
+  }
+  if (bVec) {
+    sb.push_back(1);
+    transB = false;
+  }
+  int64_t M = transA ? sa[sa.size() - 1] : sa[sa.size() - 2];
+  int64_t Ka = transA ? sa[sa.size() - 2] : sa[sa.size() - 1];
+  int64_t Kb = transB ? sb[sb.size() - 1] : sb[sb.size() - 2];
+  int64_t N = transB ? sb[sb.size() - 2] : sb[sb.size() - 1];
+  if (Ka != Kb)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: inner dimensions differ: a %s, b %s (K %lld vs "
+                     "%lld)",
+                     k, shapeStr(a).c_str(), shapeStr(b).c_str(), (long long)Ka,
+                     (long long)Kb);
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2), bo;
+  if (!broadcastShapes({ba, bb}, bo))
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: batch dims of %s and %s do not broadcast", k,
+                     shapeStr(a).c_str(), shapeStr(b).c_str());
+  Shape so = bo;
+  if (!aVec)
+    so.push_back(M);
+  if (!bVec)
+    so.push_back(N);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+  g.M = M;
+  g.N = N;
+  g.K = Ka;
+  g.transA = transA;
+  g.transB = transB;
+  g.ba = std::move(ba);
+  g.bb = std::move(bb);
+  g.bo = std::move(bo);
+  return AMPRT_OK;
+}
 
 extern "C" {
 

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "amp/Runtime/Math/Optimizer.h"
 
 #include <cmath>
 #include <cstring>
@@ -77,7 +78,8 @@ amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
   return checkNumel(ctx, k, what, t, 1);
 }
 
-/// unscale_gate and unscale_gate_accumulate: y = v or y = ow ? v : y + v.
+/// unscale_gate and unscale_gate_accumulate: y = v or y = ow ? v : y + v
+/// (Math/Optimizer.h's unscaleGateStep).
 amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
                          T gate, T y, bool accumulate, T overwrite, T updated) {
   AMPRT_TRY(checkUnscaleGate(ctx, k, x, inv_scale, gate, y, accumulate,
@@ -88,10 +90,8 @@ amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
   F32In in(x);
   F32Out out(y, /*load=*/!ow);
   int64_t n = numel(y);
-  for (int64_t i = 0; i < n; ++i) {
-    float v = pass ? in.p[i] * s : 0.f;
-    out.p[i] = ow ? v : out.p[i] + v;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    out.p[i] = unscaleGateStep(in.p[i], out.p[i], s, pass, ow);
   out.commit();
   if (updated)
     *static_cast<uint8_t *>(updated->data) = 1;

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Normalization.h"
 #include "Internal.h"
 
 #include <cmath>
@@ -213,13 +214,13 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
     F32Out out(y);
     for (int64_t c = 0; c < C; ++c) {
       float m = float(mean[size_t(c)]);
-      float inv = float(1.0 / std::sqrt(var[size_t(c)] + double(epsilon)));
+      float inv = invStd(var[size_t(c)], epsilon);
       float a = inv * sc[size_t(c)], b = bs[size_t(c)];
       for (int64_t n = 0; n < N; ++n) {
         const float *p = ix.p + (n * C + c) * S;
         float *q = out.p + (n * C + c) * S;
         for (int64_t i = 0; i < S; ++i)
-          q[i] = (p[i] - m) * a + b;
+          q[i] = batchNormApply(p[i], m, a, b);
       }
       if (saved_mean)
         storeF(saved_mean->data, saved_mean->dtype, c, m);
@@ -227,12 +228,10 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
         storeF(saved_inv_std->data, saved_inv_std->dtype, c, inv);
       if (running_mean_out)
         storeF(running_mean_out->data, running_mean_out->dtype, c,
-               float(double(momentum) * rm[size_t(c)] +
-                     (1.0 - double(momentum)) * mean[size_t(c)]));
+               runningStat(momentum, rm[size_t(c)], mean[size_t(c)]));
       if (running_var_out)
         storeF(running_var_out->data, running_var_out->dtype, c,
-               float(double(momentum) * rv[size_t(c)] +
-                     (1.0 - double(momentum)) * var[size_t(c)]));
+               runningStat(momentum, rv[size_t(c)], var[size_t(c)]));
     }
     out.commit();
     return AMPRT_OK;
@@ -309,7 +308,7 @@ amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
         for (int64_t i = 0; i < S; ++i) {
           int64_t o = (n * C + c) * S + i;
           float xh = (ix.p[o] - m) * inv;
-          out.p[o] = a * (idy.p[o] - mdy - xh * mdyx);
+          out.p[o] = batchNormGradDx(a, idy.p[o], mdy, xh, mdyx);
         }
     }
     out.commit();
@@ -339,11 +338,11 @@ amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,
       for (int64_t i = 0; i < inner; ++i)
         q += (p[i] - m) * (p[i] - m);
       double var = inner ? q / double(inner) : 0;
-      float inv = float(1.0 / std::sqrt(var + double(epsilon)));
+      float inv = invStd(var, epsilon);
       float mf = float(m);
       float *o = out.p + r * inner;
       for (int64_t i = 0; i < inner; ++i)
-        o[i] = (p[i] - mf) * inv * sc[size_t(i)] + bs[size_t(i)];
+        o[i] = layerNormApply(p[i], mf, inv, sc[size_t(i)], bs[size_t(i)]);
       if (mean)
         storeF(mean->data, mean->dtype, r, mf);
       if (inv_std)
@@ -386,7 +385,7 @@ amprt_status amprt_layer_norm_grad(amprt_context *ctx, T dy, T x, T scale,
       float *o = out.p + r * inner;
       for (int64_t i = 0; i < inner; ++i) {
         float xh = (p[i] - m) * inv;
-        o[i] = inv * (g[i] * sc[size_t(i)] - mg - xh * mgx);
+        o[i] = layerNormGradDx(inv, g[i] * sc[size_t(i)], mg, xh, mgx);
       }
     }
     for (int64_t i = 0; i < inner; ++i) {
@@ -415,10 +414,10 @@ amprt_status amprt_rms_norm(amprt_context *ctx, T x, T scale, int64_t axis,
       for (int64_t i = 0; i < inner; ++i)
         q += double(p[i]) * p[i];
       double ms = inner ? q / double(inner) : 0;
-      float inv = float(1.0 / std::sqrt(ms + double(epsilon)));
+      float inv = invStd(ms, epsilon);
       float *o = out.p + r * inner;
       for (int64_t i = 0; i < inner; ++i)
-        o[i] = p[i] * inv * sc[size_t(i)];
+        o[i] = rmsNormApply(p[i], inv, sc[size_t(i)]);
       if (inv_std)
         storeF(inv_std->data, inv_std->dtype, r, inv);
     }
@@ -453,7 +452,7 @@ amprt_status amprt_rms_norm_grad(amprt_context *ctx, T dy, T x, T scale,
       float mgx = float(sgx / double(inner));
       float *o = out.p + r * inner;
       for (int64_t i = 0; i < inner; ++i)
-        o[i] = inv * (g[i] * sc[size_t(i)] - p[i] * inv * mgx);
+        o[i] = rmsNormGradDx(inv, g[i] * sc[size_t(i)], p[i] * inv, mgx);
     }
     if (dscale)
       for (int64_t i = 0; i < inner; ++i)

@@ -8,13 +8,13 @@
 // call. The `update` flag is a bool tensor read where it lives: false (an
 // overflow found by multi_tensor_unscale) leaves every weight and state
 // bit-identical, without the host ever seeing the flag. Gradients may be
-// f32, f16 or bf16; the math is f32.
+// f32, f16 or bf16; the math is f32, each element's update
+// amp/Runtime/Math/Optimizer.h's (which the CUDA kernels run too).
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Optimizer.h"
 #include "Internal.h"
-
-#include <cmath>
 
 using namespace amprt;
 
@@ -54,6 +54,7 @@ checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
   return AMPRT_OK;
 }
 
+/// A one-element tensor of dtype dt.
 amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
                          T t, int32_t dt, bool optional = false) {
   AMPRT_TRY(checkDtype(ctx, k, what, t, dt, optional));
@@ -72,6 +73,43 @@ int64_t i64(T t) { return *static_cast<const int64_t *>(t->data); }
 
 } // namespace
 
+amprt_status amprt::checkSgd(amprt_context *ctx, int64_t n, T params, T grads,
+                             T momentum_bufs, T lr, T step, float momentum,
+                             float dampening, int32_t nesterov, T update,
+                             T updated) {
+  const char *k = "sgd";
+  if (momentum != 0.f)
+    AMPRT_TRY(checkGroup(ctx, k, n, params, grads,
+                         {{"momentum_bufs", momentum_bufs}}));
+  else
+    AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {}));
+  AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
+  AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64, true));
+  AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+  AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
+  if (nesterov && (momentum <= 0.f || dampening != 0.f))
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: nesterov needs momentum > 0 and dampening 0", k);
+  return AMPRT_OK;
+}
+
+amprt_status amprt::checkAdamw(amprt_context *ctx, int64_t n, T params, T grads,
+                               T m1, T m2, T lr, T step, int32_t mode, T update,
+                               T updated) {
+  const char *k = "adamw";
+  AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {{"m1", m1}, {"m2", m2}}));
+  AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
+  AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64));
+  AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
+  AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
+  if (mode < 0 || mode > 2)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: mode %d (0 PyTorch AdamW, 1 HuggingFace AdamW, 2 "
+                     "PyTorch Adam)",
+                     k, mode);
+  return AMPRT_OK;
+}
+
 extern "C" {
 
 amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
@@ -81,39 +119,22 @@ amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
   AMPRT_DISPATCH(sgd, ctx, n, params, grads, momentum_bufs, lr, step, momentum,
                  dampening, weight_decay, nesterov, update, updated);
   return guard(ctx, "sgd", [&]() -> amprt_status {
-    const char *k = "sgd";
-    if (momentum != 0.f)
-      AMPRT_TRY(checkGroup(ctx, k, n, params, grads,
-                           {{"momentum_bufs", momentum_bufs}}));
-    else
-      AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {}));
-    AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
-    AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64, true));
-    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
-    AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
-    if (nesterov && (momentum <= 0.f || dampening != 0.f))
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: nesterov needs momentum > 0 and dampening 0", k);
+    AMPRT_TRY(checkSgd(ctx, n, params, grads, momentum_bufs, lr, step, momentum,
+                       dampening, nesterov, update, updated));
     bool apply = gate(update);
     if (updated)
       *static_cast<uint8_t *>(updated->data) = apply;
     if (!apply)
       return AMPRT_OK;
-    float rate = *f32(lr);
-    bool first = step && i64(step) == 0;
+    SgdStep s = {*f32(lr),     momentum,      dampening,
+                 weight_decay, nesterov != 0, step && i64(step) == 0};
     for (int64_t i = 0; i < n; ++i) {
       F32In g(&grads[i]);
       float *p = f32(&params[i]);
       float *buf = momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
       int64_t m = numel(&params[i]);
-      for (int64_t j = 0; j < m; ++j) {
-        float d = g.p[j] + weight_decay * p[j];
-        if (buf) {
-          buf[j] = first ? d : momentum * buf[j] + (1.f - dampening) * d;
-          d = nesterov ? d + momentum * buf[j] : buf[j];
-        }
-        p[j] -= rate * d;
-      }
+      for (int64_t j = 0; j < m; ++j)
+        p[j] = sgdStep(s, p[j], g.p[j], buf ? buf + j : nullptr);
     }
     if (step)
       ++*static_cast<int64_t *>(step->data);
@@ -128,52 +149,21 @@ amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
   AMPRT_DISPATCH(adamw, ctx, n, params, grads, m1, m2, lr, step, beta1, beta2,
                  epsilon, weight_decay, mode, correct_bias, update, updated);
   return guard(ctx, "adamw", [&]() -> amprt_status {
-    const char *k = "adamw";
-    AMPRT_TRY(checkGroup(ctx, k, n, params, grads, {{"m1", m1}, {"m2", m2}}));
-    AMPRT_TRY(checkScalar(ctx, k, "lr", lr, AMPRT_F32));
-    AMPRT_TRY(checkScalar(ctx, k, "step", step, AMPRT_I64));
-    AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
-    AMPRT_TRY(checkScalar(ctx, k, "updated", updated, AMPRT_BOOL, true));
-    if (mode < 0 || mode > 2)
-      return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                       "%s: mode %d (0 PyTorch AdamW, 1 HuggingFace AdamW, 2 "
-                       "PyTorch Adam)",
-                       k, mode);
+    AMPRT_TRY(checkAdamw(ctx, n, params, grads, m1, m2, lr, step, mode, update,
+                         updated));
     bool apply = gate(update);
     if (updated)
       *static_cast<uint8_t *>(updated->data) = apply;
     if (!apply)
       return AMPRT_OK;
-    float rate = *f32(lr);
-    int64_t t = i64(step);
-    // As ONNX Runtime: corrections from std::pow in double, kept as float;
-    // none before step 1 (its compute_bias_correction_coefficient).
-    float bc1 = 1.f, bc2 = 1.f, rateCorrected = rate;
-    if (correct_bias && t > 0) {
-      bc1 = 1.f - float(std::pow(beta1, double(t)));
-      bc2 = 1.f - float(std::pow(beta2, double(t)));
-      rateCorrected *= std::sqrt(bc2) / bc1;
-    }
+    AdamWStep s = adamwScalars(*f32(lr), i64(step), beta1, beta2, epsilon,
+                               weight_decay, mode, correct_bias);
     for (int64_t i = 0; i < n; ++i) {
       F32In g(&grads[i]);
       float *p = f32(&params[i]), *m = f32(&m1[i]), *v = f32(&m2[i]);
       int64_t cnt = numel(&params[i]);
-      for (int64_t j = 0; j < cnt; ++j) {
-        float gj = g.p[j];
-        if (mode == 0)
-          p[j] -= p[j] * rate * weight_decay;
-        else if (mode == 2)
-          gj += weight_decay * p[j];
-        m[j] = beta1 * m[j] + (1.f - beta1) * gj;
-        v[j] = beta2 * v[j] + (1.f - beta2) * gj * gj;
-        if (mode == 1) {
-          p[j] -= rateCorrected * m[j] / (std::sqrt(v[j]) + epsilon);
-          p[j] -= rate * weight_decay * p[j];
-        } else {
-          float denom = std::sqrt(v[j] / bc2) + epsilon;
-          p[j] -= (rate * m[j]) / (bc1 * denom);
-        }
-      }
+      for (int64_t j = 0; j < cnt; ++j)
+        adamwStep(s, g.p[j], p[j], m[j], v[j]);
     }
     return AMPRT_OK;
   });
@@ -193,23 +183,14 @@ amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x, T g,
     AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
     if (!gate(update))
       return AMPRT_OK;
-    float rate = *f32(r);
-    int64_t step = i64(t);
-    float adj = rate;
-    if (step > 0)
-      adj = float(double(rate) * std::sqrt(1.0 - std::pow(double(beta), step)) /
-                  (1.0 - std::pow(double(alpha), step)));
+    float rate = onnxAdamRate(*f32(r), i64(t), alpha, beta);
     for (int64_t i = 0; i < n; ++i) {
       F32In gi(&g[i]);
       float *px = f32(&x[i]), *pv = f32(&v[i]), *ph = f32(&h[i]);
       int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j) {
-        float gr = norm_coefficient * px[j] + gi.p[j];
-        pv[j] = alpha * pv[j] + (1.f - alpha) * gr;
-        ph[j] = beta * ph[j] + (1.f - beta) * gr * gr;
-        float xn = px[j] - adj * (pv[j] / (std::sqrt(ph[j]) + epsilon));
-        px[j] = (1.f - norm_coefficient_post) * xn;
-      }
+      for (int64_t j = 0; j < cnt; ++j)
+        onnxAdamStep(rate, alpha, beta, epsilon, norm_coefficient,
+                     norm_coefficient_post, gi.p[j], px[j], pv[j], ph[j]);
     }
     return AMPRT_OK;
   });
@@ -228,16 +209,13 @@ amprt_status amprt_onnx_adagrad(amprt_context *ctx, int64_t n, T r, T t, T x,
     AMPRT_TRY(checkScalar(ctx, k, "update", update, AMPRT_BOOL, true));
     if (!gate(update))
       return AMPRT_OK;
-    float rate = *f32(r) / (1.f + float(i64(t)) * decay_factor);
+    float rate = onnxAdagradRate(*f32(r), i64(t), decay_factor);
     for (int64_t i = 0; i < n; ++i) {
       F32In gi(&g[i]);
       float *px = f32(&x[i]), *ph = f32(&h[i]);
       int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j) {
-        float gr = norm_coefficient * px[j] + gi.p[j];
-        ph[j] += gr * gr;
-        px[j] -= rate * gr / (std::sqrt(ph[j]) + epsilon);
-      }
+      for (int64_t j = 0; j < cnt; ++j)
+        onnxAdagradStep(rate, epsilon, norm_coefficient, gi.p[j], px[j], ph[j]);
     }
     return AMPRT_OK;
   });
@@ -266,11 +244,9 @@ amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t, T x,
       F32In gi(&g[i]);
       float *px = f32(&x[i]), *pv = f32(&v[i]);
       int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j) {
-        float gr = norm_coefficient * px[j] + gi.p[j];
-        pv[j] = alpha * pv[j] + b * gr;
-        px[j] -= mode ? rate * (gr + alpha * pv[j]) : rate * pv[j];
-      }
+      for (int64_t j = 0; j < cnt; ++j)
+        onnxMomentumStep(rate, alpha, b, norm_coefficient, mode, gi.p[j], px[j],
+                         pv[j]);
     }
     return AMPRT_OK;
   });

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// ONNX's random generators on the counter-based stream of ElementAccess.h:
+// ONNX's random generators on the counter-based stream of Math/Random.h:
 // element i of a call is a function of (seed, the context's random offset,
 // i) alone, so a value does not depend on the backend, the thread count or
 // the calls before it. Stochastic depth ("drop path": RandomUniformLike,
@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Random.h"
 #include "Internal.h"
 
 #include <cmath>

@@ -9,33 +9,25 @@
 // keeps what the backward needs (every cell state, the gates after their
 // activations), and the backward runs the steps in reverse. Everything is
 // f32 (bf16/f16 inputs widened, outputs rounded once); each step's
-// products are sgemm calls (Gemm.cpp):
-//
-//   LSTM, gates i, o, f, c:  a = X_t W^T + H_{t-1} R^T + Wb + Rb
-//     i, o, f = sigmoid(a_i, a_o, a_f), c = tanh(a_c)
-//     C_t = f C_{t-1} + i c,  H_t = o tanh(C_t)
-//   GRU, gates z, r, h:      z, r = sigmoid(X_t W_zr^T + H_{t-1} R_zr^T + b)
-//     h = tanh(X_t W_h^T + Wb_h + r (H_{t-1} R_h^T + Rb_h))  linear before
-//     reset h = tanh(X_t W_h^T + Wb_h + (r H_{t-1}) R_h^T + Rb_h)  otherwise
-//     H_t = (1 - z) h + z H_{t-1}
+// products are sgemm calls (Gemm.cpp), its cell equations those of
+// amp/Runtime/Math/Recurrent.h (lstmCell, gruGates, ..., which the CUDA
+// kernels run too; the equations are written out there).
 //
 // A reverse direction runs t = S-1 .. 0; bidirectional runs both, the
 // forward one at direction index 0.
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Recurrent.h"
 #include "Internal.h"
 
 #include <cinttypes>
-#include <cmath>
 
 using namespace amprt;
 
 namespace {
 
 using T = const amprt_tensor *;
-
-float sigmoid(float v) { return 1.f / (1.f + std::exp(-v)); }
 
 amprt_status checkRecurrent(amprt_context *ctx, const char *k, T x, T w, T r,
                             T b, T h0, T c0, int32_t direction, int64_t G,
@@ -228,24 +220,14 @@ amprt_status amprt_lstm(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
         float *gt = A.data() + (t * D + dir) * B * G4;
         float *ht = Y.data() + (t * D + dir) * B * H;
         float *ct = C.data() + (t * D + dir) * B * H;
+        const float *bias = in.b.p ? in.b.p + dir * 2 * G4 : nullptr;
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
-            float v[4];
-            for (int g = 0; g < 4; ++g) {
-              v[g] = a[size_t(bi * G4 + g * H + h)];
-              if (in.b.p)
-                v[g] += in.b.p[dir * 2 * G4 + g * H + h] +
-                        in.b.p[dir * 2 * G4 + G4 + g * H + h];
-            }
-            float ig = sigmoid(v[0]), og = sigmoid(v[1]), fg = sigmoid(v[2]),
-                  cg = std::tanh(v[3]);
-            float cn = fg * cPrev[size_t(bi * H + h)] + ig * cg;
-            float hn = og * std::tanh(cn);
-            float gv[4] = {ig, og, fg, cg};
+            float gv[4];
+            lstmCell(a.data() + bi * G4, bias, h, H, cPrev[size_t(bi * H + h)],
+                     gv, ct[bi * H + h], ht[bi * H + h]);
             for (int g = 0; g < 4; ++g)
               gt[bi * G4 + g * H + h] = gv[g];
-            ct[bi * H + h] = cn;
-            ht[bi * H + h] = hn;
           }
         std::copy(ht, ht + B * H, hPrev.begin());
         std::copy(ct, ct + B * H, cPrev.begin());
@@ -298,17 +280,9 @@ amprt_status amprt_lstm_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T c0,
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
             size_t e = size_t(bi * H + h);
-            float ig = gt[bi * G4 + h], og = gt[bi * G4 + H + h],
-                  fg = gt[bi * G4 + 2 * H + h], cg = gt[bi * G4 + 3 * H + h];
             float gh = dH[e] + (gY.p ? gY.p[(t * D + dir) * B * H + e] : 0.f);
-            float tc = std::tanh(ct[e]);
-            float gc = dC[e] + gh * og * (1.f - tc * tc);
-            float *row = da.data() + bi * G4;
-            row[h] = gc * cg * ig * (1.f - ig);
-            row[H + h] = gh * tc * og * (1.f - og);
-            row[2 * H + h] = gc * cPrev[e] * fg * (1.f - fg);
-            row[3 * H + h] = gc * ig * (1.f - cg * cg);
-            dC[e] = gc * fg;
+            lstmCellGrad(gt + bi * G4, h, H, ct[e], cPrev[e], gh, dC[e],
+                         da.data() + bi * G4);
           }
         // dX_t += da W, dH_{t-1} = da R, dW += da^T X_t, dR += da^T H_{t-1}.
         sgemm(B, I, G4, 1.f, da.data(), G4, W, I, true, dX.data() + t * B * I,
@@ -352,8 +326,7 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
         Yh(size_t(D * B * H));
     for (int64_t dir = 0; dir < D; ++dir) {
       const float *W = in.w.p + dir * G3 * I, *R = in.r.p + dir * G3 * H;
-      const float *bw = in.b.p ? in.b.p + dir * 2 * G3 : nullptr;
-      const float *br = bw ? bw + G3 : nullptr;
+      const float *bias = in.b.p ? in.b.p + dir * 2 * G3 : nullptr;
       std::vector<float> ax(size_t(B * G3)), ah(size_t(B * G3)),
           rh(size_t(B * H)), hPrev(size_t(B * H), 0.f);
       if (auto *h =
@@ -369,32 +342,19 @@ amprt_status amprt_gru(amprt_context *ctx, T x, T w, T r, T b, T h0,
               p.rT.data(), G3, false, ah.data(), G3);
         float *gt = A.data() + (t * D + dir) * B * G3;
         for (int64_t bi = 0; bi < B; ++bi)
-          for (int64_t h = 0; h < H; ++h) {
-            size_t e = size_t(bi * G3);
-            float z = ax[e + h] + ah[e + h], rr = ax[e + H + h] + ah[e + H + h];
-            if (bw) {
-              z += bw[h] + br[h];
-              rr += bw[H + h] + br[H + h];
-            }
-            gt[bi * G3 + h] = sigmoid(z);
-            gt[bi * G3 + H + h] = sigmoid(rr);
-            rh[size_t(bi * H + h)] = sigmoid(rr) * hPrev[size_t(bi * H + h)];
-          }
+          for (int64_t h = 0; h < H; ++h)
+            rh[size_t(bi * H + h)] =
+                gruGates(ax.data() + bi * G3, ah.data() + bi * G3, bias, h, H,
+                         hPrev[size_t(bi * H + h)], gt + bi * G3);
         if (!linear_before_reset) // (r H_{t-1}) R_h^T
           sgemm(B, H, H, 1.f, rh.data(), H, p.rT.data() + 2 * H, G3, false,
                 ah.data() + 2 * H, G3);
         float *ht = Y.data() + (t * D + dir) * B * H;
         for (int64_t bi = 0; bi < B; ++bi)
-          for (int64_t h = 0; h < H; ++h) {
-            size_t e = size_t(bi * G3);
-            float z = gt[bi * G3 + h], rr = gt[bi * G3 + H + h];
-            float q = ah[e + 2 * H + h] + (br ? br[2 * H + h] : 0.f);
-            float a = ax[e + 2 * H + h] + (bw ? bw[2 * H + h] : 0.f) +
-                      (linear_before_reset ? rr * q : q);
-            float hc = std::tanh(a);
-            gt[bi * G3 + 2 * H + h] = hc;
-            ht[bi * H + h] = (1.f - z) * hc + z * hPrev[size_t(bi * H + h)];
-          }
+          for (int64_t h = 0; h < H; ++h)
+            ht[bi * H + h] = gruOut(ax.data() + bi * G3, ah.data() + bi * G3,
+                                    bias, h, H, hPrev[size_t(bi * H + h)],
+                                    linear_before_reset != 0, gt + bi * G3);
         std::copy(ht, ht + B * H, hPrev.begin());
       }
       std::copy(hPrev.begin(), hPrev.end(), Yh.begin() + dir * B * H);
@@ -428,7 +388,7 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
       const float *Rh = R + 2 * H * H;
       std::vector<float> rhT(size_t(H * H));
       transpose2d(Rh, H, H, rhT.data());
-      const float *br = in.b.p ? in.b.p + dir * 2 * G3 + G3 : nullptr;
+      const float *bias = in.b.p ? in.b.p + dir * 2 * G3 : nullptr;
       std::vector<float> dH(size_t(B * H), 0.f), dPrev(dH), da(size_t(B * G3)),
           q(size_t(B * H)), rh(size_t(B * H)), dq(size_t(B * H)),
           ds(size_t(B * H));
@@ -444,20 +404,11 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
         for (int64_t bi = 0; bi < B; ++bi)
           for (int64_t h = 0; h < H; ++h) {
             size_t e = size_t(bi * H + h);
-            float z = gt[bi * G3 + h], rr = gt[bi * G3 + H + h],
-                  hc = gt[bi * G3 + 2 * H + h];
             float gh = dH[e] + (gY.p ? gY.p[(t * D + dir) * B * H + e] : 0.f);
-            float *row = da.data() + bi * G3;
-            row[h] = gh * (hPrev[e] - hc) * z * (1.f - z);
-            row[2 * H + h] = gh * (1.f - z) * (1.f - hc * hc);
-            dPrev[e] = gh * z;
-            if (linear_before_reset) {
-              float qq = q[e] + (br ? br[2 * H + h] : 0.f);
-              row[H + h] = row[2 * H + h] * qq * rr * (1.f - rr);
-              dq[e] = row[2 * H + h] * rr;
-            } else {
-              rh[e] = rr * hPrev[e];
-            }
+            gruCellGrad(gt + bi * G3, bias, h, H, hPrev[e], gh,
+                        linear_before_reset != 0,
+                        linear_before_reset ? q[e] : 0.f, da.data() + bi * G3,
+                        dPrev[e], dq[e], rh[e]);
           }
         if (!linear_before_reset) {
           // a_h reads (r H_{t-1}) R_h^T: ds = da_h R_h.
@@ -468,9 +419,8 @@ amprt_status amprt_gru_grad(amprt_context *ctx, T x, T w, T r, T b, T h0, T y,
           for (int64_t bi = 0; bi < B; ++bi)
             for (int64_t h = 0; h < H; ++h) {
               size_t e = size_t(bi * H + h);
-              float rr = gt[bi * G3 + H + h];
-              da[size_t(bi * G3 + H + h)] = ds[e] * hPrev[e] * rr * (1.f - rr);
-              dPrev[e] += ds[e] * rr;
+              gruResetGrad(gt + bi * G3, h, H, ds[e], hPrev[e],
+                           da.data() + bi * G3, dPrev[e]);
             }
           // dR_h += da_h^T (r H_{t-1}); dq holds da_h for the bias below.
           addOuter(B, H, H, dq.data(), H, rh.data(), H,

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "amp/Runtime/Math/Select.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // Every output element of resize is a weighted sum of at most 4^rank
-// elements of x (forEachResizeTap in Internal.h, which the CUDA kernels
+// elements of x (forEachResizeTap in Math/Geometry.h, which the CUDA kernels
 // share): nearest reads one, linear two, cubic four per resized axis.
 // resize_grad adds each dy element into the same elements with the same
 // weights, so the two are exact adjoints.

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Runtime/Math/Select.h"
 #include "Internal.h"
 
 #include <algorithm>

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "amp/Runtime/Math/Random.h"
 
 #include <algorithm>
 #include <cmath>

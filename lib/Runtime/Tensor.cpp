@@ -227,7 +227,7 @@ Shape amprt::broadcastStrides(const Shape &in, const Shape &out) {
 }
 
 double amprt::scalarOf(const amprt_tensor *t) {
-  // ElementAccess.h's readD, which the CUDA kernels read scalars with too.
+  // Math/ElementAccess.h's readD, which the CUDA kernels read scalars with too.
   return readD(t->data, t->dtype, 0);
 }
 

@@ -4,7 +4,9 @@
 Each layer (a folder under include/amp and lib, or kernels/ and tools/) may
 include the headers of the layers it is allowed to use and nothing else of
 amp-mlir; the runtime and the CUDA kernels include no MLIR or LLVM header
-(a plain C/C++17 ABI). Every violation is printed as FILE:LINE: the include
+(a plain C/C++17 ABI); the runtime's backend interface (Runtime/Backend)
+serves lib/Runtime and kernels/ alone, and its host/device arithmetic
+(Runtime/Math) uses no STL container. Every violation is printed as FILE:LINE: the include
 and the rule it breaks, and the script exits 1; it prints
 "layer-rules: N files, PASS" otherwise.
 
@@ -28,6 +30,15 @@ ALLOWED = {
     # lowering and the kernels share (one formula, two users).
     "Conversion": ["Dialect/Train/IR", "Dialect/AmpRT",
                    "Runtime/Ops.def", "Runtime/Window.h"],
+    # The runtime's scalar arithmetic, compiled for the host and (by nvcc)
+    # the device: the ABI's dtype codes and nothing else.
+    "Runtime/Math": ["Runtime/Runtime.h"],
+    # The backend interface and the argument checks: the ABI's headers and
+    # the arithmetic.
+    "Runtime/Backend": ["Runtime/Runtime.h", "Runtime/Kernels.h",
+                        "Runtime/Ops.def", "Runtime/Math"],
+    # The C ABI and the CPU kernels; Runtime/Math and Runtime/Backend are its
+    # own (below it in the tree).
     "Runtime": [],
     "Execution": ["Dialect/AmpRT", "Runtime"],
     "Driver": ["Dialect", "Interfaces", "Target", "Conversion", "Runtime",
@@ -36,13 +47,21 @@ ALLOWED = {
               "Execution", "Driver"],
 }
 # Layers that are a plain C/C++ ABI: no MLIR or LLVM headers.
-PLAIN = {"Runtime", "kernels"}
-# kernels/ (CUDA) may include the runtime's public headers and its own.
+PLAIN = {"Runtime", "Runtime/Math", "Runtime/Backend", "kernels"}
+# kernels/ (CUDA) may include the runtime's headers (amp/Runtime: the ABI,
+# Runtime/Math, Runtime/Backend) and its own.
 KERNELS_ALLOWED = ["Runtime"]
+# Headers only some layers may include, though others may use their parent:
+# the backend interface is the runtime's and its backends' (its functions
+# are not exported by libAmpRuntime.so).
+PRIVATE_TO = {"Runtime/Backend": {"Runtime", "kernels"}}
+# Runtime/Math is scalar arithmetic that nvcc compiles for the device too.
+CONTAINERS = {"vector", "string", "map", "unordered_map", "set",
+              "unordered_set", "list", "deque", "functional", "memory"}
 # Known departures, each a (file, included path) pair with the issue that
-# removes it: the CUDA kernels reach the CPU runtime's private Internal.h
-# through an include path (issue 22, item 3).
-EXCEPTIONS = {("kernels/Common.cuh", "Internal.h")}
+# removes it. None at present (issue 22, item 3 removed the last: the CUDA
+# kernels reaching lib/Runtime/Internal.h through an include path).
+EXCEPTIONS = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCES = (".h", ".cpp", ".cu", ".cuh", ".c", ".inc", ".def")
@@ -80,6 +99,17 @@ def check_file(root, rel, layer):
             if layer in PLAIN and inc.split("/")[0] in ("mlir", "llvm"):
                 errors.append(f"{rel}:{n}: #include \"{inc}\": {layer} is a "
                               "plain C/C++ ABI (no MLIR or LLVM headers)")
+                continue
+            if layer == "Runtime/Math" and inc in CONTAINERS:
+                errors.append(f"{rel}:{n}: #include <{inc}>: Runtime/Math is "
+                              "host and device arithmetic (no STL containers)")
+                continue
+            private = [p for p in PRIVATE_TO if inc.startswith(f"amp/{p}/")]
+            if private and layer != private[0] and \
+                    layer not in PRIVATE_TO[private[0]]:
+                errors.append(f"{rel}:{n}: #include \"{inc}\": {private[0]} "
+                              "is private to " + ", ".join(
+                                  sorted(PRIVATE_TO[private[0]])))
                 continue
             if layer == "kernels":
                 if inc.startswith("amp/") and not any(

@@ -1,0 +1,156 @@
+//===- Backend.h - the runtime's backends and contexts ----------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The interface between the runtime's C ABI and its backends, private to
+// the runtime (lib/Runtime) and its CUDA backend (kernels/), not part of the
+// ABI: the kernel table a backend fills, the backend struct, the context,
+// and how a kernel call runs: guard() for its errors, AMPRT_DISPATCH to the
+// context's backend, onHost() back to the CPU code. Defined in lib/Runtime
+// (Context.cpp, Profile.cpp) but for cudaBackend (kernels/Backend.cu); the
+// AmpRuntimeBackend target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_RUNTIME_BACKEND_BACKEND_H
+#define AMP_RUNTIME_BACKEND_BACKEND_H
+
+#include "amp/Runtime/Kernels.h"
+
+#include <cstdint>
+#include <new>
+#include <string>
+
+namespace amprt {
+
+/// One pointer per Ops.def entry. A backend that implements a kernel sets
+/// its entry; a NULL entry means "the CPU implementation".
+struct KernelTable {
+#define AMPRT_KERNEL(name, kind, params) amprt_status(*name) params;
+#include "amp/Runtime/Ops.def"
+};
+
+/// A backend: its memory functions and its kernel overrides. Every function
+/// gets the context, whose `state` holds what the backend set up in `open`
+/// (a stream, library handles). `open` and `close` may be NULL.
+struct Backend {
+  const char *name;
+  void *(*alloc)(amprt_context *ctx, size_t bytes);
+  void (*release)(amprt_context *ctx, void *ptr);
+  amprt_status (*copy)(amprt_context *ctx, void *dst, const void *src,
+                       size_t bytes, int32_t kind);
+  amprt_status (*set)(amprt_context *ctx, void *dst, int value, size_t bytes);
+  /// Waits for the queued work; on failure records a message in ctx.
+  amprt_status (*sync)(amprt_context *ctx);
+  const KernelTable *kernels;
+  amprt_status (*open)(amprt_context *ctx);
+  void (*close)(amprt_context *ctx);
+};
+
+const Backend *cpuBackend();
+
+/// The CUDA backend (kernels/Backend.cu), only in builds with CUDA
+/// (AMPRT_HAVE_CUDA): NULL with the reason in `why` when no device answers.
+const Backend *cudaBackend(std::string &why);
+
+struct Profile;
+
+} // namespace amprt
+
+struct amprt_context {
+  const amprt::Backend *backend = nullptr;
+  /// Backend-owned per-context state (NULL for the CPU).
+  void *state = nullptr;
+  std::string error;
+  /// AMPRT_PROFILE=1 on a device context (Profile.cpp), else NULL.
+  amprt::Profile *profile = nullptr;
+  /// amprt_set_random_offset: moves every random kernel's stream.
+  uint64_t randomOffset = 0;
+  /// Records a failure and returns its status.
+  amprt_status fail(amprt_status status, const char *fmt, ...)
+      __attribute__((format(printf, 3, 4)));
+};
+
+namespace amprt {
+
+/// Runs a kernel body: checks ctx, clears the error, turns exceptions into
+/// statuses (the runtime is built with exceptions so allocation failures are
+/// reported, never fatal).
+template <typename F>
+amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel);
+  } catch (...) {
+    return ctx->fail(AMPRT_ERR_INTERNAL, "%s: internal error", kernel);
+  }
+}
+
+/// Per-kernel profile of a device context, switched on by the environment
+/// variable AMPRT_PROFILE (not "0"): every kernel call is timed between two
+/// waits for the device, calls that ran (partly) on the host are counted,
+/// and the table goes to stderr when the context is destroyed
+/// (AMPRT_PROFILE_SKIP=N leaves out the first N calls). Serializes the
+/// device: for finding slow or host-bound kernels, not for timings.
+Profile *profileCreate(const Backend *b);
+void profileDestroy(amprt_context *ctx);
+void profileHostCall(amprt_context *ctx);
+amprt_status profileCall(amprt_context *ctx, const char *kernel,
+                         amprt_status (*call)(void *), void *arg);
+template <typename F>
+amprt_status profiled(amprt_context *ctx, const char *kernel, F &f) {
+  return profileCall(
+      ctx, kernel, [](void *p) { return (*static_cast<F *>(p))(); }, &f);
+}
+
+/// Runs `cpuCall` (a public amprt_ kernel) on the CPU for a context of
+/// another backend: waits for the device first (its memory is managed, so
+/// the host may touch it once the queued work is done) and binds the CPU
+/// backend for the duration, so kernels the CPU code calls stay on the CPU.
+/// The one place where a device context falls back to the host.
+template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
+  const Backend *b = ctx->backend;
+  ctx->error.clear();
+  if (ctx->profile)
+    profileHostCall(ctx);
+  amprt_status st = b->sync(ctx);
+  if (st != AMPRT_OK)
+    return st;
+  ctx->backend = cpuBackend();
+  st = cpuCall();
+  ctx->backend = b;
+  return st;
+}
+
+/// Forwards to the context backend's own kernel when it has one; a kernel
+/// it does not override runs the CPU code through onHost.
+#define AMPRT_DISPATCH(name, ctx, ...)                                         \
+  do {                                                                         \
+    if ((ctx) && (ctx)->backend && (ctx)->backend != amprt::cpuBackend()) {    \
+      auto amprt_run_ = [&]() -> amprt_status {                                \
+        if ((ctx)->backend->kernels && (ctx)->backend->kernels->name)          \
+          return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);            \
+        return amprt::onHost(                                                  \
+            (ctx), [&] { return amprt_##name((ctx), __VA_ARGS__); });          \
+      };                                                                       \
+      return (ctx)->profile ? amprt::profiled((ctx), #name, amprt_run_)        \
+                            : amprt_run_();                                    \
+    }                                                                          \
+  } while (0)
+
+#define AMPRT_TRY(expr)                                                        \
+  do {                                                                         \
+    amprt_status amprt_try_status_ = (expr);                                   \
+    if (amprt_try_status_ != AMPRT_OK)                                         \
+      return amprt_try_status_;                                                \
+  } while (0)
+
+} // namespace amprt
+
+#endif // AMP_RUNTIME_BACKEND_BACKEND_H
