@@ -571,6 +571,19 @@ private:
   }
   /// A new temporary of `shape` and `elem`.
   int scratch(ArrayRef<int64_t> shape, Type elem);
+  /// `kernel`(x = input 0, y = output 0 of x's shape) with `attrs`: the
+  /// lowering of every op whose output has its input's shape.
+  LogicalResult
+  sameShapeCall(StringRef kernel,
+                ArrayRef<std::pair<StringRef, Attribute>> attrs = {}) {
+    auto x = in(0);
+    if (failed(x))
+      return failure();
+    auto y = out(0, shapeOf(*x));
+    if (failed(y))
+      return failure();
+    return call(kernel, {{"x", {*x}}, {"y", {*y}}}, attrs);
+  }
   /// y = x summed over the dims in which `target` (y's shape) was
   /// broadcast to x's shape: a gradient back to its operand's shape.
   LogicalResult sumToShape(int x, ArrayRef<int64_t> target, int y);

@@ -111,13 +111,7 @@ FailureOr<bool> GraphLowering::lowerElementwise(StringRef domain,
       if (approx == "tanh")
         k = "fast_gelu";
     }
-    auto x = in(0);
-    if (failed(x))
-      return failure();
-    auto y = out(0, shapeOf(*x));
-    if (failed(y))
-      return failure();
-    return handled(call(k, {{"x", {*x}}, {"y", {*y}}}, slopeAttr));
+    return handled(sameShapeCall(k, slopeAttr));
   }
   if (onnx && binaryOps.count(type)) {
     auto a = in(0), b = in(1);

@@ -94,15 +94,8 @@ FailureOr<bool> GraphLowering::lowerMath(StringRef domain, StringRef type) {
                         reduceAttrs(axes, keep, noop)));
   }
   if (onnx && (type == "Softmax" || type == "LogSoftmax")) {
-    auto x = in(0);
-    if (failed(x))
-      return failure();
-    auto y = out(0, shapeOf(*x));
-    if (failed(y))
-      return failure();
-    return handled(call(type == "Softmax" ? "softmax" : "log_softmax",
-                        {{"x", {*x}}, {"y", {*y}}},
-                        {{"axis", i64(attrInt("axis", -1))}}));
+    return handled(sameShapeCall(type == "Softmax" ? "softmax" : "log_softmax",
+                                 {{"axis", i64(attrInt("axis", -1))}}));
   }
   return false;
 }
