@@ -4,9 +4,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The state the trainer writes: amp-run's own checkpoints (--checkpoint),
-// onnxruntime-training's checkpoint (--ort-checkpoint) and the trained model
-// (-o), each streamed from the state buffers a piece at a time.
+// The state the trainer reads and writes: the initial parameters (--weights:
+// an ONNX model's initializers, or onnxruntime-training's checkpoint with
+// its optimizer state and the loss scaler's properties), amp-run's own
+// checkpoints (--resume, --checkpoint), onnxruntime-training's checkpoint
+// (--ort-checkpoint) and the trained model (-o), each streamed from the state
+// buffers a piece at a time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/onnx_pb.h>
@@ -27,6 +31,162 @@ using namespace amp;
 using namespace amp::driver;
 using namespace amp::driver::detail;
 using namespace amp::exec;
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+llvm::Error Trainer::readWeights(std::map<std::string, StoredTensor> &weights) {
+  weightsAreOrtCheckpoint =
+      !opts.weights.empty() && isOrtCheckpointFile(opts.weights);
+  if (!opts.weights.empty() && weightsAreOrtCheckpoint) {
+    // onnxruntime-training's `checkpoint`: its module state.
+    auto c = readOrtCheckpoint(opts.weights);
+    if (!c)
+      return c.takeError();
+    ortStep = c->optimizerStep;
+    ortMoments = std::move(c->moments);
+    ortProperties = std::move(c->properties);
+    // ORT's Optimizer, too, takes its learning rate from the user, not
+    // from the checkpoint: say so when they differ.
+    if (ortStep && !opts.lrGiven && c->initialLearningRate > 0 &&
+        float(opts.lr) != c->initialLearningRate)
+      status << "amp-run: note: " << opts.weights
+             << " was saved with learning rate "
+             << llvm::format("%g", double(c->initialLearningRate))
+             << "; this run uses " << llvm::format("%g", opts.lr)
+             << " (--lr)\n";
+    for (OrtCheckpointTensor &t : c->params) {
+      StoredTensor w{t.name, dtypeOfOnnx(t.onnxType), std::move(t.dims),
+                     std::move(t.data)};
+      if (w.dtype < 0)
+        return fail(opts.weights + ": parameter '" + t.name +
+                    "': unsupported data type");
+      weights[t.name] = std::move(w);
+    }
+  } else if (!opts.weights.empty()) {
+    onnx::ModelProto model;
+    std::ifstream in(opts.weights, std::ios::binary);
+    if (!in || !model.ParseFromIstream(&in))
+      return fail(opts.weights + ": cannot read the ONNX model");
+    for (auto &t : *model.mutable_graph()->mutable_initializer()) {
+      auto w = takeTensorProto(t, llvm::sys::path::parent_path(opts.weights));
+      if (!w)
+        return w.takeError();
+      weights[t.name()] = std::move(*w);
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error
+Trainer::readResumeCheckpoint(std::optional<CheckpointContents> &ckpt,
+                              std::map<std::string, StoredTensor> &resumed) {
+  if (!opts.resumePath.empty()) {
+    auto c = readCheckpoint(opts.resumePath);
+    if (!c)
+      return c.takeError();
+    ckpt = std::move(*c);
+    for (const StoredTensor &t : ckpt->tensors)
+      resumed[t.name] = t;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::restoreCheckpoint(const CheckpointContents &ckpt) {
+  const CheckpointCounters &counters = ckpt.counters;
+  if (counters.steps % uint64_t(opts.accumulate) != 0)
+    return fail(opts.resumePath + ": the checkpoint is " +
+                std::to_string(counters.steps) +
+                " steps in, inside a group of --accumulate " +
+                std::to_string(opts.accumulate) + "; nothing was loaded");
+  for (const StoredTensor &t : ckpt.tensors) {
+    StringRef key = t.name;
+    key.consume_front("param:");
+    auto it = state.find(key);
+    if (it == state.end() || it->second->bytes != t.bytes.size() ||
+        it->second->dtype != t.dtype)
+      return fail(opts.resumePath + ": tensor '" + key +
+                  "' does not match the graphs; nothing was loaded");
+  }
+  // From the mapped file, a window at a time.
+  for (const StoredTensor &t : ckpt.tensors) {
+    StringRef key = t.name;
+    key.consume_front("param:");
+    if (auto e = toDevice(t.bytes, state[key]->data))
+      return e;
+  }
+  stepsDone = counters.steps;
+  optimizerStep = counters.optimizerStep;
+  skipped = counters.skipped;
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::restoreOrtOptimizerState() {
+  // onnxruntime-training's AdamW moments, "momentum0" and "momentum1" per
+  // parameter, are the optimizer graph's first and second order moments.
+  // All or nothing: every moment the optimizer model takes must come from
+  // the checkpoint (zero moments at a late step would skip Adam's bias
+  // correction and take steps of several lr).
+  if (*ortStep < 0)
+    return fail(opts.weights + ": negative optimizer step count");
+  llvm::StringSet<> wanted, given;
+  for (const auto &e : state)
+    if (e.getKey().starts_with("first_order_moments:") ||
+        e.getKey().starts_with("second_order_moments:"))
+      wanted.insert(e.getKey());
+  std::vector<std::pair<DeviceBuffer *, const OrtCheckpointMoment *>> into;
+  for (const OrtCheckpointMoment &m : ortMoments) {
+    StringRef prefix = m.moment == "momentum0"   ? "first_order_moments:"
+                       : m.moment == "momentum1" ? "second_order_moments:"
+                                                 : "";
+    auto it = state.find((prefix + m.param).str());
+    if (prefix.empty() || it == state.end() ||
+        it->second->shape != m.tensor.dims ||
+        it->second->dtype != dtypeOfOnnx(m.tensor.onnxType))
+      return fail(opts.weights + ": the optimizer state '" + m.moment +
+                  "' of '" + m.param +
+                  "' does not fit the optimizer model's inputs" +
+                  (wanted.empty() ? " (it takes no moments)" : ""));
+    given.insert(it->getKey());
+    into.push_back({it->second.get(), &m});
+  }
+  if (given.size() != wanted.size())
+    return fail(opts.weights + ": the checkpoint's optimizer state holds " +
+                Twine(given.size()) + " of the " + Twine(wanted.size()) +
+                " moments the optimizer model takes");
+  for (auto [b, m] : into)
+    if (auto e = toDevice(m->tensor.data, b->data))
+      return e;
+  optimizerStep = uint64_t(*ortStep);
+  status << "amp-run: optimizer state from " << opts.weights << " (step "
+         << optimizerStep << ", " << ortMoments.size() << " moments)\n";
+  ortMoments.clear(); // on the device now
+  ortMoments.shrink_to_fit();
+  return llvm::Error::success();
+}
+
+void Trainer::restoreLossScaler() {
+  // The loss-scaler state that --ort-checkpoint keeps in the property bag
+  // (ORT's checkpoint has no other place for it): the scale and its
+  // growth counter go on where they were.
+  auto restore = [&](StringRef name, int32_t dtype, const void *v) {
+    if (DeviceBuffer *b = scalarState(name, dtype)) {
+      amprt_memcpy(ctx, b->data, v, b->bytes, AMPRT_HOST_TO_DEVICE);
+      status << "amp-run: " << name << " from " << opts.weights << "\n";
+    }
+  };
+  if (auto f = ortProperties.floats.find(kLossScaleName.str());
+      f != ortProperties.floats.end())
+    restore(kLossScaleName, AMPRT_F32, &f->second);
+  if (auto i = ortProperties.ints.find(kGrowthTrackerName.str());
+      i != ortProperties.ints.end())
+    restore(kGrowthTrackerName, AMPRT_I64, &i->second);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
 
 llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
   CheckpointCounters c{steps, optimizerStep, skipped, opts.lr};

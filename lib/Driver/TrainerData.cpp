@@ -4,8 +4,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The batches the training graph is fed, one per step: from the data files
-// (read by load()), a permutation of the rows seeded by (seed, epoch) (a pure
+// The data the training graph is fed: a folder of <input>.npy / <input>.pb
+// files, read once and checked against the data inputs, then a batch per
+// step from a permutation of the rows seeded by (seed, epoch) (a pure
 // function of the step, so a resumed run sees the same batches), narrowed
 // inputs rounded as the graph's cast rounds; or synthetic batches drawn on
 // the device from a splitmix stream (--data synthetic:<seed>).
@@ -26,6 +27,58 @@ using namespace amp;
 using namespace amp::driver;
 using namespace amp::driver::detail;
 using namespace amp::exec;
+
+llvm::Error Trainer::loadDataset() {
+  StringRef src = opts.data;
+  if (!src.starts_with("synthetic:")) {
+    for (const std::string &name : dataInputs) {
+      if (!isPlainFileName(name))
+        return fail("data: graph input '" + name + "' cannot name a file in " +
+                    src +
+                    " (a path separator or a dot name); use "
+                    "--data synthetic:<seed>");
+      auto found = readNamedTensor(src, name);
+      if (!found)
+        return found.takeError();
+      if (!*found)
+        return fail("data: no " + name + ".npy or " + name + ".pb in " + src +
+                    " for graph input '" + name + "'");
+      HostTensor t = std::move(**found);
+      const Port &p = trainProg->inputs()[trainProg->findInput(name)];
+      if (p.shape.empty())
+        return fail("data: graph input '" + name +
+                    "' is a scalar, which cannot be fed samples along axis "
+                    "0; give it with --weights, or as a constant in the "
+                    "graph");
+      if (t.dtype != p.fedAs)
+        return fail(Twine("data for '") + name + "' is " +
+                    amprt_dtype_name(t.dtype) + ", the graph wants " +
+                    amprt_dtype_name(p.fedAs));
+      if (t.shape.empty() ||
+          std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
+              std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
+        ArrayRef<int64_t> ts(t.shape), ps(p.shape);
+        return fail("data for '" + name + "' has shape " + shapeString(ts) +
+                    (ts.empty()
+                         ? std::string(": a scalar, not samples")
+                         : ": samples of " + shapeString(ts.drop_front())) +
+                    ", the graph input wants samples of " +
+                    shapeString(ps.drop_front()) + " (samples along axis 0)");
+      }
+      if (datasetRows && datasetRows != t.shape[0])
+        return fail("data files have different numbers of samples: " +
+                    Twine(t.shape[0]) + " for '" + name + "', " +
+                    Twine(datasetRows) + " for '" + dataset.begin()->first +
+                    "'");
+      datasetRows = t.shape[0];
+      if (datasetRows < p.shape[0])
+        return fail("data has " + Twine(datasetRows) +
+                    " samples, fewer than one batch of " + Twine(p.shape[0]));
+      dataset[name] = std::move(t);
+    }
+  }
+  return llvm::Error::success();
+}
 
 /// The class count of an integer label input: dim 1 of the scores of the
 /// loss kernel that reads it (16 when no loss reads it).

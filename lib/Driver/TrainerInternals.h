@@ -12,11 +12,12 @@
 //   Trainer.cpp            the step loop: signals, the training and
 //                          optimizer programs, the all-finite flag, the log
 //   TrainerLoad.cpp        load(): import or parse, the AMP pipeline, the
-//                          parameters, the lowering, the programs and their
-//                          inputs, the state to resume, the data files
-//   TrainerData.cpp        the batches: from files or synthetic
-//   TrainerCheckpoint.cpp  the state written: amp-run's checkpoints,
-//                          --ort-checkpoint, -o
+//                          --dims/--batch binding, the parameters, the
+//                          lowering, the programs and their inputs
+//   TrainerData.cpp        the data source: files or synthetic batches
+//   TrainerCheckpoint.cpp  the state read and written: --weights (ONNX or
+//                          onnxruntime-training's checkpoint), amp-run's
+//                          checkpoints, --ort-checkpoint, -o
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +119,9 @@ private:
   OrtCheckpointProperties ortProperties;
   /// Set by load(), before anything reads --weights.
   bool weightsAreOrtCheckpoint = false;
+  /// The symbolic dims the lowering binds: --dims, plus --batch bound to
+  /// the leading symbolic dim of the training graph's inputs.
+  std::string loweringDims;
   /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
   /// training step computes in, if any (for the status line).
   std::string precisionName() {
@@ -171,8 +175,64 @@ private:
     }
     return *slot;
   }
+  // load() and its steps, in their order (TrainerLoad.cpp).
   llvm::Error load();
+  /// A lowered program (amp-run --dump-lowered): its modules and the
+  /// training inputs.
+  llvm::Error readLoweredProgram(SmallVectorImpl<InputInfo> &inputs);
+  /// The ONNX pair, imported and checked, through the AMP pipeline with
+  /// --amp.
+  llvm::Error importModels();
+  /// --dims checked against the two graphs' symbolic dims, plus --batch
+  /// bound to the leading symbolic dim of `graph`'s inputs: the dims the
+  /// lowering binds.
+  llvm::Expected<std::string> bindDims(train::GraphOp graph);
+  /// The inputs of the training graph.
+  void collectGraphInputs(train::GraphOp graph,
+                          SmallVectorImpl<InputInfo> &inputs);
+  /// The parameters among `inputs` (those `weights`, `resumed` or --init
+  /// give), the trainable ones and their types (`seqTypes`).
+  llvm::Error findParameters(ArrayRef<InputInfo> inputs,
+                             const std::map<std::string, StoredTensor> &weights,
+                             const std::map<std::string, StoredTensor> &resumed,
+                             SmallVectorImpl<Attribute> &seqTypes);
+  /// --init: the parameters' values from the seed.
+  llvm::Error initParameters(ArrayRef<InputInfo> inputs,
+                             std::map<std::string, StoredTensor> &weights);
+  /// The two ONNX modules lowered to amprt calls.
+  llvm::Error lowerModels(train::GraphOp graph,
+                          const std::map<std::string, StoredTensor> &weights,
+                          const std::map<std::string, StoredTensor> &resumed,
+                          ArrayRef<Attribute> seqTypes);
   llvm::Error lower(ModuleOp module, StringRef what);
+  /// --dump-lowered: the lowered modules, in one file amp-run runs again.
+  llvm::Error dumpLowered();
+  /// The runtime context on --device and the two programs.
+  llvm::Error createPrograms();
+  /// The training program's inputs bound to state buffers, the parameters
+  /// copied in.
+  llvm::Error bindTrainingInputs(std::map<std::string, StoredTensor> &weights);
+  /// The optimizer program's inputs bound to state buffers.
+  llvm::Error bindOptimizerInputs();
+  // The state read from files (TrainerCheckpoint.cpp).
+  /// --weights: an ONNX model's initializers or onnxruntime-training's
+  /// checkpoint (then also its optimizer state and properties).
+  llvm::Error readWeights(std::map<std::string, StoredTensor> &weights);
+  /// --resume: amp-run's checkpoint, and its tensors by name.
+  llvm::Error
+  readResumeCheckpoint(std::optional<CheckpointContents> &ckpt,
+                       std::map<std::string, StoredTensor> &resumed);
+  /// The state buffers and counters from a checkpoint (--resume).
+  llvm::Error restoreCheckpoint(const CheckpointContents &ckpt);
+  /// The optimizer's moments and step from onnxruntime-training's
+  /// checkpoint given as --weights.
+  llvm::Error restoreOrtOptimizerState();
+  /// The loss scaler's state from the property bag of onnxruntime-training's
+  /// checkpoint given as --weights.
+  void restoreLossScaler();
+  /// The data source's files, read and checked against the data inputs
+  /// (TrainerData.cpp).
+  llvm::Error loadDataset();
   /// Copies `bytes` to the device buffer at `dst`, a piece at a time.
   llvm::Error toDevice(const TensorBytes &bytes, void *dst) {
     return bytes.forEachPiece([&](uint64_t at, StringRef piece) -> llvm::Error {

@@ -4,12 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Trainer::load(): the models (an ONNX pair, imported, checked and through
-// the AMP pipeline with --amp; or a lowered program), the symbolic dims the
-// lowering binds (--dims, --batch), the parameters (from --weights, --resume
-// or --init) and their types, the lowering, the runtime context and the two
-// programs, their inputs bound to state buffers, the state to resume, and the
-// data source's files.
+// Trainer::load(), step by step: the models (an ONNX pair, imported, checked
+// and through the AMP pipeline with --amp; or a lowered program), the
+// symbolic dims the lowering binds (--dims, --batch), the parameters (from
+// --weights, --resume or --init) and their types, the lowering, the runtime
+// context and the two programs, and their inputs bound to state buffers. The
+// state read from files is TrainerCheckpoint.cpp's, the data source
+// TrainerData.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,20 +27,19 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Format.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
-#include <onnx/onnx_pb.h>
-
 #include <cmath>
-#include <fstream>
 
 using namespace mlir;
 using namespace amp;
 using namespace amp::driver;
 using namespace amp::driver::detail;
 using namespace amp::exec;
+
+//===----------------------------------------------------------------------===//
+// load() and its steps
+//===----------------------------------------------------------------------===//
 
 namespace {
 
@@ -51,16 +51,6 @@ uint64_t fnv1a(StringRef s) {
 }
 
 } // namespace
-
-llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
-  // Without --accumulate every step overwrites the gradient buffers
-  // (lazy_reset_grad true, a version-1 accumulate signal false): loss
-  // scaling's gate may then follow the accumulation (docs/Lowering.md).
-  // The trainer fills every batch itself: f32 data that the graph only casts
-  // to 16 bits is converted as it is copied (narrow-inputs).
-  return lowerToRuntime(module, opts.dims, what, opts.accumulate == 1,
-                        /*narrowInputs=*/true);
-}
 
 llvm::Error Trainer::load() {
   if (opts.accumulate < 1 || opts.steps % opts.accumulate != 0)
@@ -87,151 +77,17 @@ llvm::Error Trainer::load() {
   SmallVector<InputInfo> inputs;
   train::GraphOp graph;
   if (isLowered) {
-    if (opts.amp)
-      return fail("--amp applies to ONNX models; a lowered program already "
-                  "has its precision");
-    if (opts.batch > 0 || !opts.dims.empty())
-      return fail("--batch and --dims apply to ONNX models; a lowered "
-                  "program already has its shapes (lower the models again "
-                  "with --dump-lowered for other sizes)");
-    llvm::SourceMgr sm;
-    SourceMgrDiagnosticHandler handler(sm, &mctx);
-    loweredTop =
-        parseSourceFile<ModuleOp>(opts.trainingModel, sm, ParserConfig(&mctx));
-    if (!loweredTop)
-      return fail(opts.trainingModel + ": cannot parse the lowered program");
-    for (auto m : loweredTop->getOps<ModuleOp>()) {
-      if (m.getSymName() == "training")
-        trainLowered = m;
-      else if (m.getSymName() == "optimizer")
-        optLowered = m;
-    }
-    if (!trainLowered || !optLowered)
-      return fail(opts.trainingModel +
-                  ": a lowered program holds two modules, @training and "
-                  "@optimizer (as amp-run --dump-lowered writes them)");
-    auto main = trainLowered.lookupSymbol<func::FuncOp>("main");
-    if (!main)
-      return fail(opts.trainingModel + ": module @training has no func @main");
-    if (main->hasAttr(kOverwriteAccumulatorsAttr) && opts.accumulate > 1)
-      return fail(opts.trainingModel +
-                  ": this program was lowered for one step per optimizer "
-                  "step (its gradient buffers are overwritten every step); "
-                  "lower the models again with --accumulate " +
-                  Twine(opts.accumulate) + " --dump-lowered");
-    for (unsigned i = 0; i < main.getNumArguments(); ++i) {
-      auto n = main.getArgAttrOfType<StringAttr>(i, kNameAttr);
-      auto t = dyn_cast<MemRefType>(main.getArgumentTypes()[i]);
-      if (!n || !t)
-        return fail(opts.trainingModel + ": argument " + Twine(i) +
-                    " of @training::@main has no amprt.name or no memref "
-                    "type");
-      inputs.push_back(
-          {n.str(), SmallVector<int64_t>(t.getShape()), t.getElementType()});
-    }
+    if (auto e = readLoweredProgram(inputs))
+      return e;
   } else {
-    trainMod = importOnnxFile(opts.trainingModel, &mctx);
-    if (!trainMod)
-      return fail(opts.trainingModel + ": import failed");
-    optMod = importOnnxFile(opts.optimizerModel, &mctx);
-    if (!optMod)
-      return fail(opts.optimizerModel + ": import failed");
-    // The pair in its order: an optimizer model updates the parameters
-    // through an optimizer node, a training model has none. (Given the eval
-    // model instead, amp-run would run it as the "optimizer" and never
-    // update a weight.)
-    if (containsOptimizer(*trainMod) && !containsOptimizer(*optMod))
-      return fail(opts.trainingModel + " holds the optimizer and " +
-                  opts.optimizerModel +
-                  " does not: give the training "
-                  "model first, then the optimizer model");
-    if (!containsOptimizer(*optMod))
-      return fail(opts.optimizerModel + ": no optimizer node (" +
-                  llvm::join(std::begin(kLoweredOptimizerOps),
-                             std::end(kLoweredOptimizerOps), ", ") +
-                  "): give the optimizer model generate_artifacts wrote (not "
-                  "the eval or forward model)");
-    if (opts.amp) {
-      std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
-      if (!mode)
-        return fail("unknown AMP mode '" + opts.ampMode +
-                    "' (expected fp16 or bf16)");
-      train::AMPPipelineOptions po;
-      po.amp.mode = train::getAMPModeName(*mode).str();
-      po.lossScaling = *mode == train::AMPMode::FP16;
-      if (failed(train::runAMPPipeline(*trainMod, po)) ||
-          failed(train::runAMPPipeline(*optMod, po)))
-        return fail("the AMP + loss-scaling pipeline failed");
-    }
+    if (auto e = importModels())
+      return e;
     graph = *trainMod->getOps<train::GraphOp>().begin();
-    // --dims names symbolic dims of the training graph's inputs: a name
-    // that none has (a typo) or a value that --batch contradicts is an
-    // error, not ignored.
-    llvm::StringSet<> symbols;
-    std::string symbolList;
-    auto optGraph = *optMod->getOps<train::GraphOp>().begin();
-    for (train::GraphOp g : {graph, optGraph})
-      for (unsigned i = 0; i < g.getNumArguments(); ++i)
-        if (auto d = g.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
-          for (Attribute a : d)
-            if (auto s = dyn_cast<StringAttr>(a))
-              if (!s.getValue().empty() && symbols.insert(s.getValue()).second)
-                symbolList += (symbolList.empty() ? "" : ", ") + s.str();
-    SmallVector<StringRef> entries;
-    StringRef(opts.dims).split(entries, ',', -1, /*KeepEmpty=*/false);
-    llvm::StringMap<int64_t> bound;
-    for (StringRef e : entries) {
-      auto [name, value] = e.split('=');
-      name = name.trim();
-      int64_t v;
-      if (value.trim().getAsInteger(10, v) || v < 0)
-        return fail("--dims " + e + ": a dim is name=<size>");
-      if (!symbols.contains(name))
-        return fail(
-            "--dims " + e +
-            ": no input of the two models has a "
-            "symbolic dim '" +
-            name + "' (" +
-            (symbolList.empty() ? "they have none" : "theirs: " + symbolList) +
-            ")");
-      auto [it, fresh] = bound.try_emplace(name, v);
-      if (!fresh && it->second != v)
-        return fail("--dims binds '" + name + "' twice, to " +
-                    Twine(it->second) + " and " + Twine(v));
-    }
-    // Bind the leading symbolic dim of the graph inputs to --batch.
-    std::string dims = opts.dims;
-    if (opts.batch > 0) {
-      llvm::StringMap<bool> seen;
-      for (unsigned i = 0; i < graph.getNumArguments(); ++i)
-        if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
-          if (!d.empty())
-            if (auto s = dyn_cast<StringAttr>(d[0]))
-              if (!s.getValue().empty() && !seen[s.getValue()]) {
-                seen[s.getValue()] = true;
-                auto given = bound.find(s.getValue());
-                if (given != bound.end()) {
-                  if (given->second != opts.batch)
-                    return fail("--batch " + Twine(opts.batch) +
-                                " and --dims " + s.getValue() + "=" +
-                                Twine(given->second) + " disagree");
-                  continue;
-                }
-                dims += (dims.empty() ? "" : ",") + s.str() + "=" +
-                        std::to_string(opts.batch);
-              }
-    }
-    const_cast<TrainOptions &>(opts).dims = dims;
-    for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
-      auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
-      auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
-      InputInfo info{n ? n.str() : "", {}, nullptr};
-      if (t) {
-        info.shape.assign(t.getShape().begin(), t.getShape().end());
-        info.elem = t.getElementType();
-      }
-      inputs.push_back(std::move(info));
-    }
+    auto bound = bindDims(graph);
+    if (!bound)
+      return bound.takeError();
+    loweringDims = std::move(*bound);
+    collectGraphInputs(graph, inputs);
   }
 
   // Parameters: training inputs named in the weights file (or in a resumed
@@ -240,59 +96,208 @@ llvm::Error Trainer::load() {
   // the parsed model's raw data) until each is copied to its buffer, then
   // are let go.
   std::map<std::string, StoredTensor> weights;
-  weightsAreOrtCheckpoint =
-      !opts.weights.empty() && isOrtCheckpointFile(opts.weights);
-  if (!opts.weights.empty() && weightsAreOrtCheckpoint) {
-    // onnxruntime-training's `checkpoint`: its module state.
-    auto c = readOrtCheckpoint(opts.weights);
-    if (!c)
-      return c.takeError();
-    ortStep = c->optimizerStep;
-    ortMoments = std::move(c->moments);
-    ortProperties = std::move(c->properties);
-    // ORT's Optimizer, too, takes its learning rate from the user, not
-    // from the checkpoint: say so when they differ.
-    if (ortStep && !opts.lrGiven && c->initialLearningRate > 0 &&
-        float(opts.lr) != c->initialLearningRate)
-      status << "amp-run: note: " << opts.weights
-             << " was saved with learning rate "
-             << llvm::format("%g", double(c->initialLearningRate))
-             << "; this run uses " << llvm::format("%g", opts.lr)
-             << " (--lr)\n";
-    for (OrtCheckpointTensor &t : c->params) {
-      StoredTensor w{t.name, dtypeOfOnnx(t.onnxType), std::move(t.dims),
-                     std::move(t.data)};
-      if (w.dtype < 0)
-        return fail(opts.weights + ": parameter '" + t.name +
-                    "': unsupported data type");
-      weights[t.name] = std::move(w);
-    }
-  } else if (!opts.weights.empty()) {
-    onnx::ModelProto model;
-    std::ifstream in(opts.weights, std::ios::binary);
-    if (!in || !model.ParseFromIstream(&in))
-      return fail(opts.weights + ": cannot read the ONNX model");
-    for (auto &t : *model.mutable_graph()->mutable_initializer()) {
-      auto w = takeTensorProto(t, llvm::sys::path::parent_path(opts.weights));
-      if (!w)
-        return w.takeError();
-      weights[t.name()] = std::move(*w);
-    }
-  }
+  if (auto e = readWeights(weights))
+    return e;
   if (!opts.outPath.empty())
     if (auto e = findOutputGraph())
       return e;
   std::map<std::string, StoredTensor> resumed;
   std::optional<CheckpointContents> ckpt;
-  if (!opts.resumePath.empty()) {
-    auto c = readCheckpoint(opts.resumePath);
-    if (!c)
-      return c.takeError();
-    ckpt = std::move(*c);
-    for (const StoredTensor &t : ckpt->tensors)
-      resumed[t.name] = t;
-  }
+  if (auto e = readResumeCheckpoint(ckpt, resumed))
+    return e;
   SmallVector<Attribute> seqTypes;
+  if (auto e = findParameters(inputs, weights, resumed, seqTypes))
+    return e;
+  if (opts.initSeed && opts.weights.empty() && resumed.empty())
+    if (auto e = initParameters(inputs, weights))
+      return e;
+  if (!isLowered)
+    if (auto e = lowerModels(graph, weights, resumed, seqTypes))
+      return e;
+  if (!opts.loweredPath.empty())
+    if (auto e = dumpLowered())
+      return e;
+  if (auto e = createPrograms())
+    return e;
+  if (auto e = bindTrainingInputs(weights))
+    return e;
+  if (auto e = bindOptimizerInputs())
+    return e;
+  if (ckpt) {
+    if (auto e = restoreCheckpoint(*ckpt))
+      return e;
+  } else if (ortStep) {
+    if (auto e = restoreOrtOptimizerState())
+      return e;
+  }
+  if (!ckpt)
+    restoreLossScaler();
+  return loadDataset();
+}
+
+llvm::Error Trainer::readLoweredProgram(SmallVectorImpl<InputInfo> &inputs) {
+  if (opts.amp)
+    return fail("--amp applies to ONNX models; a lowered program already "
+                "has its precision");
+  if (opts.batch > 0 || !opts.dims.empty())
+    return fail("--batch and --dims apply to ONNX models; a lowered "
+                "program already has its shapes (lower the models again "
+                "with --dump-lowered for other sizes)");
+  llvm::SourceMgr sm;
+  SourceMgrDiagnosticHandler handler(sm, &mctx);
+  loweredTop =
+      parseSourceFile<ModuleOp>(opts.trainingModel, sm, ParserConfig(&mctx));
+  if (!loweredTop)
+    return fail(opts.trainingModel + ": cannot parse the lowered program");
+  for (auto m : loweredTop->getOps<ModuleOp>()) {
+    if (m.getSymName() == "training")
+      trainLowered = m;
+    else if (m.getSymName() == "optimizer")
+      optLowered = m;
+  }
+  if (!trainLowered || !optLowered)
+    return fail(opts.trainingModel +
+                ": a lowered program holds two modules, @training and "
+                "@optimizer (as amp-run --dump-lowered writes them)");
+  auto main = trainLowered.lookupSymbol<func::FuncOp>("main");
+  if (!main)
+    return fail(opts.trainingModel + ": module @training has no func @main");
+  if (main->hasAttr(kOverwriteAccumulatorsAttr) && opts.accumulate > 1)
+    return fail(opts.trainingModel +
+                ": this program was lowered for one step per optimizer "
+                "step (its gradient buffers are overwritten every step); "
+                "lower the models again with --accumulate " +
+                Twine(opts.accumulate) + " --dump-lowered");
+  for (unsigned i = 0; i < main.getNumArguments(); ++i) {
+    auto n = main.getArgAttrOfType<StringAttr>(i, kNameAttr);
+    auto t = dyn_cast<MemRefType>(main.getArgumentTypes()[i]);
+    if (!n || !t)
+      return fail(opts.trainingModel + ": argument " + Twine(i) +
+                  " of @training::@main has no amprt.name or no memref "
+                  "type");
+    inputs.push_back(
+        {n.str(), SmallVector<int64_t>(t.getShape()), t.getElementType()});
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::importModels() {
+  trainMod = importOnnxFile(opts.trainingModel, &mctx);
+  if (!trainMod)
+    return fail(opts.trainingModel + ": import failed");
+  optMod = importOnnxFile(opts.optimizerModel, &mctx);
+  if (!optMod)
+    return fail(opts.optimizerModel + ": import failed");
+  // The pair in its order: an optimizer model updates the parameters
+  // through an optimizer node, a training model has none. (Given the eval
+  // model instead, amp-run would run it as the "optimizer" and never
+  // update a weight.)
+  if (containsOptimizer(*trainMod) && !containsOptimizer(*optMod))
+    return fail(opts.trainingModel + " holds the optimizer and " +
+                opts.optimizerModel +
+                " does not: give the training "
+                "model first, then the optimizer model");
+  if (!containsOptimizer(*optMod))
+    return fail(opts.optimizerModel + ": no optimizer node (" +
+                llvm::join(std::begin(kLoweredOptimizerOps),
+                           std::end(kLoweredOptimizerOps), ", ") +
+                "): give the optimizer model generate_artifacts wrote (not "
+                "the eval or forward model)");
+  if (opts.amp) {
+    std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
+    if (!mode)
+      return fail("unknown AMP mode '" + opts.ampMode +
+                  "' (expected fp16 or bf16)");
+    train::AMPPipelineOptions po;
+    po.amp.mode = train::getAMPModeName(*mode).str();
+    po.lossScaling = *mode == train::AMPMode::FP16;
+    if (failed(train::runAMPPipeline(*trainMod, po)) ||
+        failed(train::runAMPPipeline(*optMod, po)))
+      return fail("the AMP + loss-scaling pipeline failed");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> Trainer::bindDims(train::GraphOp graph) {
+  // --dims names symbolic dims of the training graph's inputs: a name
+  // that none has (a typo) or a value that --batch contradicts is an
+  // error, not ignored.
+  llvm::StringSet<> symbols;
+  std::string symbolList;
+  auto optGraph = *optMod->getOps<train::GraphOp>().begin();
+  for (train::GraphOp g : {graph, optGraph})
+    for (unsigned i = 0; i < g.getNumArguments(); ++i)
+      if (auto d = g.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+        for (Attribute a : d)
+          if (auto s = dyn_cast<StringAttr>(a))
+            if (!s.getValue().empty() && symbols.insert(s.getValue()).second)
+              symbolList += (symbolList.empty() ? "" : ", ") + s.str();
+  SmallVector<StringRef> entries;
+  StringRef(opts.dims).split(entries, ',', -1, /*KeepEmpty=*/false);
+  llvm::StringMap<int64_t> bound;
+  for (StringRef e : entries) {
+    auto [name, value] = e.split('=');
+    name = name.trim();
+    int64_t v;
+    if (value.trim().getAsInteger(10, v) || v < 0)
+      return fail("--dims " + e + ": a dim is name=<size>");
+    if (!symbols.contains(name))
+      return fail(
+          "--dims " + e +
+          ": no input of the two models has a "
+          "symbolic dim '" +
+          name + "' (" +
+          (symbolList.empty() ? "they have none" : "theirs: " + symbolList) +
+          ")");
+    auto [it, fresh] = bound.try_emplace(name, v);
+    if (!fresh && it->second != v)
+      return fail("--dims binds '" + name + "' twice, to " + Twine(it->second) +
+                  " and " + Twine(v));
+  }
+  // Bind the leading symbolic dim of the graph inputs to --batch.
+  std::string dims = opts.dims;
+  if (opts.batch > 0) {
+    llvm::StringMap<bool> seen;
+    for (unsigned i = 0; i < graph.getNumArguments(); ++i)
+      if (auto d = graph.getArgAttrOfType<ArrayAttr>(i, "train.dims"))
+        if (!d.empty())
+          if (auto s = dyn_cast<StringAttr>(d[0]))
+            if (!s.getValue().empty() && !seen[s.getValue()]) {
+              seen[s.getValue()] = true;
+              auto given = bound.find(s.getValue());
+              if (given != bound.end()) {
+                if (given->second != opts.batch)
+                  return fail("--batch " + Twine(opts.batch) + " and --dims " +
+                              s.getValue() + "=" + Twine(given->second) +
+                              " disagree");
+                continue;
+              }
+              dims += (dims.empty() ? "" : ",") + s.str() + "=" +
+                      std::to_string(opts.batch);
+            }
+  }
+  return dims;
+}
+
+void Trainer::collectGraphInputs(train::GraphOp graph,
+                                 SmallVectorImpl<InputInfo> &inputs) {
+  for (unsigned i = 0; i < graph.getNumArguments(); ++i) {
+    auto n = graph.getArgAttrOfType<StringAttr>(i, "train.name");
+    auto t = dyn_cast<RankedTensorType>(graph.getArgumentTypes()[i]);
+    InputInfo info{n ? n.str() : "", {}, nullptr};
+    if (t) {
+      info.shape.assign(t.getShape().begin(), t.getShape().end());
+      info.elem = t.getElementType();
+    }
+    inputs.push_back(std::move(info));
+  }
+}
+
+llvm::Error
+Trainer::findParameters(ArrayRef<InputInfo> inputs,
+                        const std::map<std::string, StoredTensor> &weights,
+                        const std::map<std::string, StoredTensor> &resumed,
+                        SmallVectorImpl<Attribute> &seqTypes) {
   llvm::StringSet<> inputNames;
   for (const InputInfo &in : inputs)
     inputNames.insert(in.name);
@@ -328,90 +333,115 @@ llvm::Error Trainer::load() {
                 "initializers are named like the training graph's inputs "
                 "(e.g. the forward model) or onnxruntime-training's "
                 "checkpoint, --init <seed>, or --resume <checkpoint>");
-  if (opts.initSeed && opts.weights.empty() && resumed.empty()) {
-    // LeCun-uniform weights, zero biases: a start for graphs shipped
-    // without their checkpoint. fan_in = product of the dims after the
-    // first (Gemm/Conv weights are [out, in, ...]); one splitmix stream per
-    // parameter name so the order of inputs does not matter.
-    for (const InputInfo &in : inputs) {
-      if (!llvm::is_contained(params, in.name))
-        continue;
-      if (!in.elem.isF32())
-        return fail("--init: parameter '" + in.name + "' is not f32");
-      HostTensor h;
-      h.shape.assign(in.shape.begin(), in.shape.end());
-      h.data.resize(h.numel() * 4);
-      if (in.shape.size() >= 2) {
-        int64_t fanIn = h.numel() / std::max<int64_t>(h.shape[0], 1);
-        double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
-        uint64_t s = *opts.initSeed ^ fnv1a(in.name);
-        auto *f = reinterpret_cast<float *>(h.data.data());
-        for (int64_t k = 0; k < h.numel(); ++k) {
-          double u = double(splitmix(s) >> 11) * 0x1.0p-53;
-          f[k] = float((2 * u - 1) * bound);
-        }
-      }
-      weights[in.name] = StoredTensor{in.name, h.dtype, std::move(h.shape),
-                                      TensorBytes::owned(std::move(h.data))};
-    }
-  }
-  if (!isLowered) {
-    // The small integer parameters, read into host memory for folding.
-    std::map<std::string, HostTensor> integers;
-    llvm::Error readError = llvm::Error::success();
-    inlineFrozenIntegers(graph, [&](StringRef n) -> const HostTensor * {
-      const StoredTensor *t = nullptr;
-      if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
-        t = &r->second;
-      else if (auto w = weights.find(n.str()); w != weights.end())
-        t = &w->second;
-      if (!t || (t->dtype != AMPRT_I64 && t->dtype != AMPRT_I32) ||
-          t->bytes.size() > 4096 * 8 || readError)
-        return nullptr;
-      auto bytes = t->bytes.read();
-      if (!bytes) {
-        readError = bytes.takeError();
-        return nullptr;
-      }
-      HostTensor &h = integers[n.str()];
-      h = HostTensor{t->dtype, t->shape, std::move(*bytes)};
-      return &h;
-    });
-    if (readError)
-      return readError;
-    auto optGraph = *optMod->getOps<train::GraphOp>().begin();
-    for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
-      if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
-        optGraph.setArgAttr(i, kSeqTypesAttr, ArrayAttr::get(&mctx, seqTypes));
-    if (auto e = lower(*trainMod, opts.trainingModel))
-      return e;
-    if (auto e = lower(*optMod, opts.optimizerModel))
-      return e;
-    trainLowered = *trainMod;
-    optLowered = *optMod;
-  }
-  if (!opts.loweredPath.empty()) {
-    // One file that amp-run runs again: module { module @training {...}
-    // module @optimizer {...} }.
-    OpBuilder b(&mctx);
-    auto top = ModuleOp::create(b.getUnknownLoc());
-    for (auto [name, m] :
-         {std::pair<StringRef, ModuleOp>{"training", trainLowered},
-          {"optimizer", optLowered}}) {
-      auto inner = cast<ModuleOp>(m->clone());
-      inner.setSymName(name);
-      top.push_back(inner);
-    }
-    std::error_code ec;
-    llvm::raw_fd_ostream os(opts.loweredPath, ec);
-    if (ec) {
-      top->erase();
-      return fail(opts.loweredPath + ": " + ec.message());
-    }
-    top->print(os);
-    top->erase();
-  }
+  return llvm::Error::success();
+}
 
+llvm::Error
+Trainer::initParameters(ArrayRef<InputInfo> inputs,
+                        std::map<std::string, StoredTensor> &weights) {
+  // LeCun-uniform weights, zero biases: a start for graphs shipped
+  // without their checkpoint. fan_in = product of the dims after the
+  // first (Gemm/Conv weights are [out, in, ...]); one splitmix stream per
+  // parameter name so the order of inputs does not matter.
+  for (const InputInfo &in : inputs) {
+    if (!llvm::is_contained(params, in.name))
+      continue;
+    if (!in.elem.isF32())
+      return fail("--init: parameter '" + in.name + "' is not f32");
+    HostTensor h;
+    h.shape.assign(in.shape.begin(), in.shape.end());
+    h.data.resize(h.numel() * 4);
+    if (in.shape.size() >= 2) {
+      int64_t fanIn = h.numel() / std::max<int64_t>(h.shape[0], 1);
+      double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
+      uint64_t s = *opts.initSeed ^ fnv1a(in.name);
+      auto *f = reinterpret_cast<float *>(h.data.data());
+      for (int64_t k = 0; k < h.numel(); ++k) {
+        double u = double(splitmix(s) >> 11) * 0x1.0p-53;
+        f[k] = float((2 * u - 1) * bound);
+      }
+    }
+    weights[in.name] = StoredTensor{in.name, h.dtype, std::move(h.shape),
+                                    TensorBytes::owned(std::move(h.data))};
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error
+Trainer::lowerModels(train::GraphOp graph,
+                     const std::map<std::string, StoredTensor> &weights,
+                     const std::map<std::string, StoredTensor> &resumed,
+                     ArrayRef<Attribute> seqTypes) {
+  // The small integer parameters, read into host memory for folding.
+  std::map<std::string, HostTensor> integers;
+  llvm::Error readError = llvm::Error::success();
+  inlineFrozenIntegers(graph, [&](StringRef n) -> const HostTensor * {
+    const StoredTensor *t = nullptr;
+    if (auto r = resumed.find("param:" + n.str()); r != resumed.end())
+      t = &r->second;
+    else if (auto w = weights.find(n.str()); w != weights.end())
+      t = &w->second;
+    if (!t || (t->dtype != AMPRT_I64 && t->dtype != AMPRT_I32) ||
+        t->bytes.size() > 4096 * 8 || readError)
+      return nullptr;
+    auto bytes = t->bytes.read();
+    if (!bytes) {
+      readError = bytes.takeError();
+      return nullptr;
+    }
+    HostTensor &h = integers[n.str()];
+    h = HostTensor{t->dtype, t->shape, std::move(*bytes)};
+    return &h;
+  });
+  if (readError)
+    return readError;
+  auto optGraph = *optMod->getOps<train::GraphOp>().begin();
+  for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
+    if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
+      optGraph.setArgAttr(i, kSeqTypesAttr, ArrayAttr::get(&mctx, seqTypes));
+  if (auto e = lower(*trainMod, opts.trainingModel))
+    return e;
+  if (auto e = lower(*optMod, opts.optimizerModel))
+    return e;
+  trainLowered = *trainMod;
+  optLowered = *optMod;
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
+  // Without --accumulate every step overwrites the gradient buffers
+  // (lazy_reset_grad true, a version-1 accumulate signal false): loss
+  // scaling's gate may then follow the accumulation (docs/Lowering.md).
+  // The trainer fills every batch itself: f32 data that the graph only casts
+  // to 16 bits is converted as it is copied (narrow-inputs).
+  return lowerToRuntime(module, loweringDims, what, opts.accumulate == 1,
+                        /*narrowInputs=*/true);
+}
+
+llvm::Error Trainer::dumpLowered() {
+  // One file that amp-run runs again: module { module @training {...}
+  // module @optimizer {...} }.
+  OpBuilder b(&mctx);
+  auto top = ModuleOp::create(b.getUnknownLoc());
+  for (auto [name, m] :
+       {std::pair<StringRef, ModuleOp>{"training", trainLowered},
+        {"optimizer", optLowered}}) {
+    auto inner = cast<ModuleOp>(m->clone());
+    inner.setSymName(name);
+    top.push_back(inner);
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(opts.loweredPath, ec);
+  if (ec) {
+    top->erase();
+    return fail(opts.loweredPath + ": " + ec.message());
+  }
+  top->print(os);
+  top->erase();
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::createPrograms() {
   if (opts.device != "cpu" && opts.device != "cuda")
     return fail("--device must be cpu or cuda, not '" + opts.device + "'");
   // The runtime says why a backend is missing (not built, or no device).
@@ -426,7 +456,11 @@ llvm::Error Trainer::load() {
   if (!op)
     return op.takeError();
   optProg = std::move(*op);
+  return llvm::Error::success();
+}
 
+llvm::Error
+Trainer::bindTrainingInputs(std::map<std::string, StoredTensor> &weights) {
   // Training inputs: params, accumulation buffers, flags, scaler state,
   // data.
   auto trainMain = trainLowered.lookupSymbol<func::FuncOp>("main");
@@ -461,6 +495,10 @@ llvm::Error Trainer::load() {
       dataInputs.push_back(p.name);
     }
   }
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::bindOptimizerInputs() {
   // Optimizer inputs.
   for (auto [i, p] : llvm::enumerate(optProg->inputs())) {
     StringRef name = p.name;
@@ -505,141 +543,6 @@ llvm::Error Trainer::load() {
       return fail("optimizer input '" + p.name + "' does not match '" + key +
                   "'");
     optProg->bind(i, b.data);
-  }
-  if (ckpt) {
-    const CheckpointCounters &counters = ckpt->counters;
-    if (counters.steps % uint64_t(opts.accumulate) != 0)
-      return fail(opts.resumePath + ": the checkpoint is " +
-                  std::to_string(counters.steps) +
-                  " steps in, inside a group of --accumulate " +
-                  std::to_string(opts.accumulate) + "; nothing was loaded");
-    for (const StoredTensor &t : ckpt->tensors) {
-      StringRef key = t.name;
-      key.consume_front("param:");
-      auto it = state.find(key);
-      if (it == state.end() || it->second->bytes != t.bytes.size() ||
-          it->second->dtype != t.dtype)
-        return fail(opts.resumePath + ": tensor '" + key +
-                    "' does not match the graphs; nothing was loaded");
-    }
-    // From the mapped file, a window at a time.
-    for (const StoredTensor &t : ckpt->tensors) {
-      StringRef key = t.name;
-      key.consume_front("param:");
-      if (auto e = toDevice(t.bytes, state[key]->data))
-        return e;
-    }
-    stepsDone = counters.steps;
-    optimizerStep = counters.optimizerStep;
-    skipped = counters.skipped;
-  } else if (ortStep) {
-    // onnxruntime-training's AdamW moments, "momentum0" and "momentum1" per
-    // parameter, are the optimizer graph's first and second order moments.
-    // All or nothing: every moment the optimizer model takes must come from
-    // the checkpoint (zero moments at a late step would skip Adam's bias
-    // correction and take steps of several lr).
-    if (*ortStep < 0)
-      return fail(opts.weights + ": negative optimizer step count");
-    llvm::StringSet<> wanted, given;
-    for (const auto &e : state)
-      if (e.getKey().starts_with("first_order_moments:") ||
-          e.getKey().starts_with("second_order_moments:"))
-        wanted.insert(e.getKey());
-    std::vector<std::pair<DeviceBuffer *, const OrtCheckpointMoment *>> into;
-    for (const OrtCheckpointMoment &m : ortMoments) {
-      StringRef prefix = m.moment == "momentum0"   ? "first_order_moments:"
-                         : m.moment == "momentum1" ? "second_order_moments:"
-                                                   : "";
-      auto it = state.find((prefix + m.param).str());
-      if (prefix.empty() || it == state.end() ||
-          it->second->shape != m.tensor.dims ||
-          it->second->dtype != dtypeOfOnnx(m.tensor.onnxType))
-        return fail(opts.weights + ": the optimizer state '" + m.moment +
-                    "' of '" + m.param +
-                    "' does not fit the optimizer model's inputs" +
-                    (wanted.empty() ? " (it takes no moments)" : ""));
-      given.insert(it->getKey());
-      into.push_back({it->second.get(), &m});
-    }
-    if (given.size() != wanted.size())
-      return fail(opts.weights + ": the checkpoint's optimizer state holds " +
-                  Twine(given.size()) + " of the " + Twine(wanted.size()) +
-                  " moments the optimizer model takes");
-    for (auto [b, m] : into)
-      if (auto e = toDevice(m->tensor.data, b->data))
-        return e;
-    optimizerStep = uint64_t(*ortStep);
-    status << "amp-run: optimizer state from " << opts.weights << " (step "
-           << optimizerStep << ", " << ortMoments.size() << " moments)\n";
-    ortMoments.clear(); // on the device now
-    ortMoments.shrink_to_fit();
-  }
-  if (!ckpt) {
-    // The loss-scaler state that --ort-checkpoint keeps in the property bag
-    // (ORT's checkpoint has no other place for it): the scale and its
-    // growth counter go on where they were.
-    auto restore = [&](StringRef name, int32_t dtype, const void *v) {
-      if (DeviceBuffer *b = scalarState(name, dtype)) {
-        amprt_memcpy(ctx, b->data, v, b->bytes, AMPRT_HOST_TO_DEVICE);
-        status << "amp-run: " << name << " from " << opts.weights << "\n";
-      }
-    };
-    if (auto f = ortProperties.floats.find(kLossScaleName.str());
-        f != ortProperties.floats.end())
-      restore(kLossScaleName, AMPRT_F32, &f->second);
-    if (auto i = ortProperties.ints.find(kGrowthTrackerName.str());
-        i != ortProperties.ints.end())
-      restore(kGrowthTrackerName, AMPRT_I64, &i->second);
-  }
-
-  // Data source.
-  StringRef src = opts.data;
-  if (!src.starts_with("synthetic:")) {
-    for (const std::string &name : dataInputs) {
-      if (!isPlainFileName(name))
-        return fail("data: graph input '" + name + "' cannot name a file in " +
-                    src +
-                    " (a path separator or a dot name); use "
-                    "--data synthetic:<seed>");
-      auto found = readNamedTensor(src, name);
-      if (!found)
-        return found.takeError();
-      if (!*found)
-        return fail("data: no " + name + ".npy or " + name + ".pb in " + src +
-                    " for graph input '" + name + "'");
-      HostTensor t = std::move(**found);
-      const Port &p = trainProg->inputs()[trainProg->findInput(name)];
-      if (p.shape.empty())
-        return fail("data: graph input '" + name +
-                    "' is a scalar, which cannot be fed samples along axis "
-                    "0; give it with --weights, or as a constant in the "
-                    "graph");
-      if (t.dtype != p.fedAs)
-        return fail(Twine("data for '") + name + "' is " +
-                    amprt_dtype_name(t.dtype) + ", the graph wants " +
-                    amprt_dtype_name(p.fedAs));
-      if (t.shape.empty() ||
-          std::vector<int64_t>(t.shape.begin() + 1, t.shape.end()) !=
-              std::vector<int64_t>(p.shape.begin() + 1, p.shape.end())) {
-        ArrayRef<int64_t> ts(t.shape), ps(p.shape);
-        return fail("data for '" + name + "' has shape " + shapeString(ts) +
-                    (ts.empty()
-                         ? std::string(": a scalar, not samples")
-                         : ": samples of " + shapeString(ts.drop_front())) +
-                    ", the graph input wants samples of " +
-                    shapeString(ps.drop_front()) + " (samples along axis 0)");
-      }
-      if (datasetRows && datasetRows != t.shape[0])
-        return fail("data files have different numbers of samples: " +
-                    Twine(t.shape[0]) + " for '" + name + "', " +
-                    Twine(datasetRows) + " for '" + dataset.begin()->first +
-                    "'");
-      datasetRows = t.shape[0];
-      if (datasetRows < p.shape[0])
-        return fail("data has " + Twine(datasetRows) +
-                    " samples, fewer than one batch of " + Twine(p.shape[0]));
-      dataset[name] = std::move(t);
-    }
   }
   return llvm::Error::success();
 }
