@@ -1,0 +1,295 @@
+//===- TrainerInternals.h - the amp-run trainer's state ---------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to the trainer: the Trainer, which holds the state of one
+// `amp-run` training run (the MLIR context and modules, the runtime
+// context, the lowered programs, the device buffers by name, the counters),
+// and the helpers its files share. Its member functions live in one file
+// per concern:
+//   Trainer.cpp            the step loop: signals, the training and
+//                          optimizer programs, the all-finite flag, the log
+//   TrainerLoad.cpp        load(): import or parse, the AMP pipeline, the
+//                          --dims/--batch binding, the parameters, the
+//                          lowering, the programs and their inputs
+//   TrainerData.cpp        the data source: files or synthetic batches
+//   TrainerCheckpoint.cpp  the state read and written: --weights (ONNX or
+//                          onnxruntime-training's checkpoint), amp-run's
+//                          checkpoints, --ort-checkpoint, -o
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_LIB_DRIVER_TRAINERINTERNALS_H
+#define AMP_LIB_DRIVER_TRAINERINTERNALS_H
+
+#include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/LossScalingState.h"
+#include "amp/Driver/Checkpoint.h"
+#include "amp/Driver/HostTensor.h"
+#include "amp/Driver/OrtCheckpoint.h"
+#include "amp/Driver/Trainer.h"
+#include "amp/Execution/Program.h"
+#include "amp/Runtime/Kernels.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <optional>
+
+namespace amp::driver::detail {
+
+using namespace mlir;
+using namespace amp::exec;
+
+inline llvm::Error fail(const Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+inline uint64_t splitmix(uint64_t &s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// A device buffer owned by the trainer.
+struct DeviceBuffer {
+  amprt_context *ctx = nullptr;
+  void *data = nullptr;
+  size_t bytes = 0;
+  int32_t dtype = AMPRT_F32;
+  /// A data input the lowering narrowed: the dtype of its samples (f32),
+  /// rounded into `dtype` as a batch is filled; else `dtype`.
+  int32_t fedAs = AMPRT_F32;
+  std::vector<int64_t> shape;
+  ~DeviceBuffer() {
+    if (data)
+      amprt_free(ctx, data);
+  }
+};
+
+/// One training-graph input: its ONNX name, static shape (dynamic dims
+/// are negative) and element type.
+struct InputInfo {
+  std::string name;
+  SmallVector<int64_t> shape;
+  Type elem;
+};
+
+class Trainer {
+public:
+  Trainer(const TrainOptions &o, llvm::raw_ostream &status)
+      : opts(o), status(status) {}
+  ~Trainer() {
+    state.clear();
+    trainProg.reset();
+    optProg.reset();
+    if (ctx)
+      amprt_context_destroy(ctx);
+    if (hostCtx)
+      amprt_context_destroy(hostCtx);
+  }
+  llvm::Error run();
+
+private:
+  const TrainOptions &opts;
+  llvm::raw_ostream &status;
+  MLIRContext mctx;
+  amprt_context *ctx = nullptr;
+  /// The CPU backend, for converting batches of narrowed data inputs on the
+  /// host (created when one is first filled from files).
+  amprt_context *hostCtx = nullptr;
+  std::unique_ptr<Program> trainProg, optProg;
+  OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
+  /// The lowered training and optimizer modules (each with func @main).
+  ModuleOp trainLowered, optLowered;
+  /// Whether --weights names an onnxruntime-training checkpoint (rather
+  /// than an ONNX model): its first bytes say so.
+  /// The optimizer state of an onnxruntime-training checkpoint given as
+  /// --weights: its step count and moments (loaded once the optimizer's
+  /// inputs are bound).
+  std::optional<int64_t> ortStep;
+  std::vector<OrtCheckpointMoment> ortMoments;
+  /// Its property bag: the loss-scaler state amp-run saved there.
+  OrtCheckpointProperties ortProperties;
+  /// Set by load(), before anything reads --weights.
+  bool weightsAreOrtCheckpoint = false;
+  /// The symbolic dims the lowering binds: --dims, plus --batch bound to
+  /// the leading symbolic dim of the training graph's inputs.
+  std::string loweringDims;
+  /// "fp32", "AMP fp16" or "AMP bf16": the 16-bit float type the lowered
+  /// training step computes in, if any (for the status line).
+  std::string precisionName() {
+    bool f16 = false, bf16 = false;
+    trainLowered.walk([&](Operation *op) {
+      for (Type t : op->getResultTypes())
+        if (auto m = dyn_cast<MemRefType>(t)) {
+          f16 |= m.getElementType().isF16();
+          bf16 |= m.getElementType().isBF16();
+        }
+    });
+    return bf16 ? "AMP bf16" : f16 ? "AMP fp16" : "fp32";
+  }
+  // Persistent state by name, and per-step data inputs.
+  llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
+  std::vector<std::string> params; // training graph order
+  /// Per-parameter update signals of the optimizer (AdamOptimizer's
+  /// <p>.should_update): fed the step's all-finite flag.
+  std::vector<std::string> updateIns;
+  /// The training graph's gradient-buffer signals, fed per step: V2's
+  /// lazy_reset_grad (overwrite) is true on the first step of each
+  /// accumulation group, v1's accumulate signal the opposite.
+  std::vector<DeviceBuffer *> resetSignals, accumulateSignals;
+  /// The parameters with a gradient (`<p>_grad.accumulation.buffer` is a
+  /// training input): the optimizer's sequences, in this order. The others
+  /// (BatchNorm running statistics) are state the training graph updates.
+  std::vector<std::string> trainable;
+  std::vector<std::string> dataInputs; // fed from the data source
+  std::map<std::string, HostTensor> dataset;
+  int64_t datasetRows = 0;
+  uint64_t optimizerStep = 0, skipped = 0, stepsDone = 0;
+
+  /// The state buffer `name` when it holds one value of `dtype`.
+  DeviceBuffer *scalarState(StringRef name, int32_t dtype) {
+    auto it = state.find(name);
+    bool one = it != state.end() && it->second->dtype == dtype &&
+               it->second->bytes == amprt_dtype_size(dtype);
+    return one ? it->second.get() : nullptr;
+  }
+  DeviceBuffer &alloc(StringRef name, const Port &p) {
+    auto &slot = state[name];
+    if (!slot) {
+      slot = std::make_unique<DeviceBuffer>();
+      slot->ctx = ctx;
+      slot->bytes = p.bytes();
+      slot->dtype = p.dtype;
+      slot->fedAs = p.fedAs;
+      slot->shape = p.shape;
+      amprt_malloc(ctx, slot->bytes, &slot->data);
+      amprt_memset(ctx, slot->data, 0, slot->bytes);
+    }
+    return *slot;
+  }
+  // load() and its steps, in their order (TrainerLoad.cpp).
+  llvm::Error load();
+  /// A lowered program (amp-run --dump-lowered): its modules and the
+  /// training inputs.
+  llvm::Error readLoweredProgram(SmallVectorImpl<InputInfo> &inputs);
+  /// The ONNX pair, imported and checked, through the AMP pipeline with
+  /// --amp.
+  llvm::Error importModels();
+  /// --dims checked against the two graphs' symbolic dims, plus --batch
+  /// bound to the leading symbolic dim of `graph`'s inputs: the dims the
+  /// lowering binds.
+  llvm::Expected<std::string> bindDims(train::GraphOp graph);
+  /// The inputs of the training graph.
+  void collectGraphInputs(train::GraphOp graph,
+                          SmallVectorImpl<InputInfo> &inputs);
+  /// The parameters among `inputs` (those `weights`, `resumed` or --init
+  /// give), the trainable ones and their types (`seqTypes`).
+  llvm::Error findParameters(ArrayRef<InputInfo> inputs,
+                             const std::map<std::string, StoredTensor> &weights,
+                             const std::map<std::string, StoredTensor> &resumed,
+                             SmallVectorImpl<Attribute> &seqTypes);
+  /// --init: the parameters' values from the seed.
+  llvm::Error initParameters(ArrayRef<InputInfo> inputs,
+                             std::map<std::string, StoredTensor> &weights);
+  /// The two ONNX modules lowered to amprt calls.
+  llvm::Error lowerModels(train::GraphOp graph,
+                          const std::map<std::string, StoredTensor> &weights,
+                          const std::map<std::string, StoredTensor> &resumed,
+                          ArrayRef<Attribute> seqTypes);
+  llvm::Error lower(ModuleOp module, StringRef what);
+  /// --dump-lowered: the lowered modules, in one file amp-run runs again.
+  llvm::Error dumpLowered();
+  /// The runtime context on --device and the two programs.
+  llvm::Error createPrograms();
+  /// The training program's inputs bound to state buffers, the parameters
+  /// copied in.
+  llvm::Error bindTrainingInputs(std::map<std::string, StoredTensor> &weights);
+  /// The optimizer program's inputs bound to state buffers.
+  llvm::Error bindOptimizerInputs();
+  // The state read from files (TrainerCheckpoint.cpp).
+  /// --weights: an ONNX model's initializers or onnxruntime-training's
+  /// checkpoint (then also its optimizer state and properties).
+  llvm::Error readWeights(std::map<std::string, StoredTensor> &weights);
+  /// --resume: amp-run's checkpoint, and its tensors by name.
+  llvm::Error
+  readResumeCheckpoint(std::optional<CheckpointContents> &ckpt,
+                       std::map<std::string, StoredTensor> &resumed);
+  /// The state buffers and counters from a checkpoint (--resume).
+  llvm::Error restoreCheckpoint(const CheckpointContents &ckpt);
+  /// The optimizer's moments and step from onnxruntime-training's
+  /// checkpoint given as --weights.
+  llvm::Error restoreOrtOptimizerState();
+  /// The loss scaler's state from the property bag of onnxruntime-training's
+  /// checkpoint given as --weights.
+  void restoreLossScaler();
+  /// The data source's files, read and checked against the data inputs
+  /// (TrainerData.cpp).
+  llvm::Error loadDataset();
+  /// Copies `bytes` to the device buffer at `dst`, a piece at a time.
+  llvm::Error toDevice(const TensorBytes &bytes, void *dst) {
+    return bytes.forEachPiece([&](uint64_t at, StringRef piece) -> llvm::Error {
+      if (amprt_memcpy(ctx, static_cast<char *>(dst) + at, piece.data(),
+                       piece.size(), AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
+        return fail(Twine("device memory: ") + amprt_last_error(ctx));
+      return llvm::Error::success();
+    });
+  }
+  /// The bytes of a state buffer, for a file: the buffer itself on the CPU
+  /// backend (host memory), else read through a staging buffer.
+  TensorBytes deviceBytes(const DeviceBuffer &b) {
+    if (StringRef(amprt_backend_name(ctx)) == "cpu")
+      return TensorBytes::inHost(b.data, b.bytes);
+    return TensorBytes::filledBy(
+        b.bytes,
+        [this, &b](uint64_t at,
+                   llvm::MutableArrayRef<char> piece) -> llvm::Error {
+          if (amprt_memcpy(ctx, piece.data(),
+                           static_cast<const char *>(b.data) + at, piece.size(),
+                           AMPRT_DEVICE_TO_HOST) != AMPRT_OK)
+            return fail(Twine("device memory: ") + amprt_last_error(ctx));
+          return llvm::Error::success();
+        });
+  }
+  llvm::Error fillBatch(int64_t step);
+  /// The state after `steps` steps (amp-run's checkpoint format).
+  llvm::Error saveCheckpoint(StringRef path, uint64_t steps);
+  llvm::Error loadCheckpoint(StringRef path);
+  struct OrtEntry {
+    std::string key;   ///< in `state`
+    std::string name;  ///< in the checkpoint
+    std::string param; ///< for optimizer state: its parameter
+    bool trainable;
+  };
+  struct OrtLayout {
+    std::vector<OrtEntry> entries;
+    bool externalData; ///< the tensors go to `<checkpoint>.data`
+  };
+  llvm::Expected<OrtLayout> ortCheckpointLayout();
+  llvm::Error saveOrtCheckpoint(StringRef path);
+  /// The ONNX model -o writes the trained parameters into: --weights when
+  /// it is one, else the artifacts' eval model; an error (before training)
+  /// when there is none.
+  llvm::Error findOutputGraph();
+  std::string outputGraph;
+  llvm::Error writeWeights(StringRef path);
+  int64_t numClasses(StringRef input);
+  /// numClasses of each integer data input, found once.
+  llvm::StringMap<int64_t> classCounts;
+};
+
+/// The loss scaler's state (graph inputs of the loss-scaling pass), kept in
+/// an onnxruntime-training checkpoint's property bag under the same names.
+using train::kGrowthTrackerName;
+using train::kLossScaleName;
+
+} // namespace amp::driver::detail
+
+#endif // AMP_LIB_DRIVER_TRAINERINTERNALS_H

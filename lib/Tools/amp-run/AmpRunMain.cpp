@@ -1,0 +1,335 @@
+//===- AmpRunMain.cpp - amp-run driver ------------------------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// amp-run's command line and what it does with it: the training options
+// checked and handed to the trainer (lib/Driver/Trainer.h), or --run, one
+// graph run once on a test data set (lib/Driver/GraphRunner.h). Its --help
+// lists amp-run's own options only, not the LLVM library options the linked
+// libraries register (--help-hidden still shows them all).
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Tools/amp-run/AmpRunMain.h"
+#include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Driver/GraphRunner.h"
+#include "amp/Driver/OrtCheckpoint.h"
+#include "amp/Driver/Trainer.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include <cmath>
+
+namespace cl = llvm::cl;
+
+namespace {
+
+/// amp-run MODEL --run DIR: one graph, once (GraphRunner.h). The training
+/// options are refused before this is called.
+int runOnce(llvm::ArrayRef<std::string> models, llvm::StringRef dir,
+            llvm::StringRef outDir, llvm::StringRef device,
+            llvm::StringRef dims, double rtol, double atol) {
+  if (models.size() != 1 || llvm::StringRef(models[0]).ends_with(".mlir")) {
+    llvm::errs() << "amp-run: --run takes one ONNX model\n";
+    return 1;
+  }
+  amp::driver::RunOptions o;
+  o.model = models[0];
+  o.data = dir.str();
+  o.outDir = outDir.str();
+  o.device = device.str();
+  o.dims = dims.str();
+  o.rtol = rtol;
+  o.atol = atol;
+  auto ok = amp::driver::runGraph(o, llvm::outs());
+  if (!ok) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(ok.takeError()) << "\n";
+    return 1;
+  }
+  return *ok ? 0 : 1;
+}
+
+/// amp-run's options, in one category (its --help lists that one only).
+struct AmpRunOptions {
+  cl::OptionCategory category{"amp-run options"};
+  cl::list<std::string> models{
+      cl::Positional, cl::OneOrMore,
+      cl::desc("<training_model.onnx> <optimizer_model.onnx> | "
+               "<lowered.mlir> | <model.onnx> --run <dir>"),
+      cl::cat(category)};
+  cl::opt<std::string> weights{
+      "weights",
+      cl::desc("the initial parameters: an ONNX model's "
+               "initializers (e.g. the forward model) or "
+               "onnxruntime-training's checkpoint (the default: "
+               "the checkpoint next to the training model)"),
+      cl::cat(category)};
+  cl::opt<std::string> initSeed{
+      "init", cl::value_desc("seed"),
+      cl::desc("without --weights: initialize the trainable parameters "
+               "from this seed (uniform +-1/sqrt(fan_in) for rank >= 2, "
+               "zeros for biases)"),
+      cl::cat(category)};
+  cl::opt<std::string> device{"device", cl::desc("cpu | cuda"),
+                              cl::cat(category), cl::init("cpu")};
+  cl::opt<int64_t> steps{"steps", cl::desc("training steps"), cl::cat(category),
+                         cl::init(1)};
+  cl::opt<int64_t> batch{"batch",
+                         cl::desc("batch size (binds the leading "
+                                  "symbolic dim of the inputs)"),
+                         cl::cat(category), cl::init(0)};
+  cl::opt<std::string> data{"data",
+                            cl::desc("synthetic:<seed> or a folder of "
+                                     "<input>.npy / <input>.pb files"),
+                            cl::cat(category), cl::init("synthetic:0")};
+  cl::opt<uint64_t> seed{"seed", cl::desc("shuffle seed"), cl::cat(category),
+                         cl::init(0)};
+  cl::opt<bool> noShuffle{"no-shuffle", cl::desc("batches in file order"),
+                          cl::cat(category)};
+  cl::opt<std::string> dims{"dims", cl::desc("symbolic dims: name=v,..."),
+                            cl::cat(category)};
+  cl::opt<std::string> amp{
+      "amp", cl::ValueOptional, cl::value_desc("fp16|bf16"),
+      cl::desc("run auto-mixed-precision before lowering: --amp or "
+               "--amp=fp16 with dynamic loss scaling, --amp=bf16 without"),
+      cl::cat(category)};
+  cl::opt<double> lr{"lr", cl::desc("learning rate"), cl::cat(category),
+                     cl::init(1e-3)};
+  cl::opt<std::string> log{"log", cl::desc("per-step CSV log"),
+                           cl::cat(category)};
+  cl::opt<bool> logTime{
+      "log-time",
+      cl::desc("with --log: a last column, seconds since the training loop "
+               "started, when each step's results are back on the host"),
+      cl::cat(category)};
+  cl::opt<std::string> out{"o",
+                           cl::desc("write the trained weights as "
+                                    "ONNX initializers (with --run: "
+                                    "a folder for output_<j>.pb)"),
+                           cl::cat(category)};
+  cl::opt<std::string> run{
+      "run", cl::value_desc("dir"),
+      cl::desc("run one model's graph once on the inputs in <dir> (an ONNX "
+               "test data set: input_<i>.pb, or <name>.pb / <name>.npy) and "
+               "compare with the expected outputs there (output_<j>.pb); "
+               "exit 1 on a mismatch"),
+      cl::cat(category)};
+  cl::opt<double> rtol{"rtol", cl::desc("with --run: relative tolerance"),
+                       cl::cat(category), cl::init(1e-3)};
+  cl::opt<double> atol{"atol", cl::desc("with --run: absolute tolerance"),
+                       cl::cat(category), cl::init(1e-7)};
+  cl::opt<std::string> checkpoint{"checkpoint",
+                                  cl::desc("write a checkpoint at the end"),
+                                  cl::cat(category)};
+  cl::opt<std::string> resume{"resume", cl::desc("resume from a checkpoint"),
+                              cl::cat(category)};
+  cl::opt<int64_t> checkpointEvery{
+      "checkpoint-every", cl::value_desc("N"),
+      cl::desc("with --checkpoint: also write it after every N steps (a "
+               "multiple of --accumulate), replacing the last"),
+      cl::cat(category), cl::init(0)};
+  cl::opt<std::string> ortCheckpoint{
+      "ort-checkpoint",
+      cl::desc("write onnxruntime-training's checkpoint at the end "
+               "(parameters, optimizer state; loss scale as properties): "
+               "training goes on in ORT, or in amp-run with --weights"),
+      cl::cat(category)};
+  cl::opt<amp::driver::ExternalData> externalData{
+      "external-data",
+      cl::desc("-o and --ort-checkpoint: tensors in an external data file "
+               "(<file>.data)"),
+      cl::values(
+          clEnumValN(amp::driver::ExternalData::Auto, "auto",
+                     "from --external-data-threshold bytes on, or "
+                     "(-o) when --weights had external data"),
+          clEnumValN(amp::driver::ExternalData::Always, "always", "always"),
+          clEnumValN(amp::driver::ExternalData::Never, "never",
+                     "never (over 2 GB is refused)")),
+      cl::init(amp::driver::ExternalData::Auto), cl::cat(category)};
+  cl::opt<uint64_t> externalDataThreshold{
+      "external-data-threshold", cl::value_desc("bytes"),
+      cl::desc("--external-data=auto's threshold (default 1800 MiB, "
+               "onnxruntime-training's)"),
+      cl::init(amp::driver::TrainOptions().externalDataThreshold),
+      cl::cat(category)};
+  cl::opt<std::string> lowered{"dump-lowered",
+                               cl::desc("write the lowered modules here"),
+                               cl::cat(category)};
+  cl::opt<int64_t> inject{"inject-nonfinite",
+                          cl::desc("testing: NaN in step k's batch"),
+                          cl::cat(category), cl::init(-1)};
+  cl::opt<int64_t> accumulate{
+      "accumulate",
+      cl::desc("gradient accumulation: one optimizer step every N training "
+               "steps, on their summed gradients (--steps a multiple of N)"),
+      cl::cat(category), cl::init(1)};
+  cl::opt<bool> quiet{"quiet", cl::desc("no progress line"), cl::cat(category)};
+
+  /// Runs what the parsed options say; returns the exit code.
+  int execute();
+};
+
+} // namespace
+
+int AmpRunOptions::execute() {
+  amp::driver::TrainOptions o;
+  for (const std::string &m : models)
+    if (amp::train::parseAMPMode(m)) {
+      llvm::errs() << "amp-run: '" << m << "' is not a model; to choose the "
+                   << "AMP type write --amp=" << m << "\n";
+      return 1;
+    }
+  if (run.getNumOccurrences()) {
+    for (cl::Option *opt :
+         std::initializer_list<cl::Option *>{&weights,
+                                             &initSeed,
+                                             &steps,
+                                             &batch,
+                                             &data,
+                                             &seed,
+                                             &noShuffle,
+                                             &amp,
+                                             &lr,
+                                             &log,
+                                             &logTime,
+                                             &checkpoint,
+                                             &resume,
+                                             &checkpointEvery,
+                                             &ortCheckpoint,
+                                             &externalData,
+                                             &externalDataThreshold,
+                                             &lowered,
+                                             &inject,
+                                             &accumulate})
+      if (opt->getNumOccurrences()) {
+        llvm::errs() << "amp-run: --" << opt->ArgStr
+                     << " is a training option; --run runs a graph once\n";
+        return 1;
+      }
+    return runOnce(models, run, out, device, dims, rtol, atol);
+  }
+  for (cl::Option *opt :
+       {static_cast<cl::Option *>(&rtol), static_cast<cl::Option *>(&atol)})
+    if (opt->getNumOccurrences()) {
+      llvm::errs() << "amp-run: --" << opt->ArgStr << " needs --run\n";
+      return 1;
+    }
+  if (models.size() > 2 ||
+      (models.size() == 1 && !llvm::StringRef(models[0]).ends_with(".mlir"))) {
+    llvm::errs() << "amp-run: give an ONNX training + optimizer model pair, "
+                    "or one lowered program (.mlir, from --dump-lowered)\n";
+    return 1;
+  }
+  o.trainingModel = models[0];
+  if (models.size() == 2)
+    o.optimizerModel = models[1];
+  o.weights = weights;
+  // ONNX Runtime's artifacts keep their parameters in `checkpoint`, next to
+  // the training model: the default when no other source is named.
+  if (o.weights.empty() && !initSeed.getNumOccurrences() && resume.empty() &&
+      models.size() == 2) {
+    o.weights = amp::driver::findArtifactsCheckpoint(models[0]);
+    if (!o.weights.empty() && !quiet)
+      llvm::errs() << "amp-run: parameters from " << o.weights
+                   << " (the artifacts' checkpoint)\n";
+  }
+  if (initSeed.getNumOccurrences()) {
+    uint64_t seed;
+    if (llvm::StringRef(initSeed).getAsInteger(10, seed)) {
+      llvm::errs() << "amp-run: --init takes an integer seed, not '" << initSeed
+                   << "'\n";
+      return 1;
+    }
+    if (!o.weights.empty()) {
+      llvm::errs() << "amp-run: --init and --weights exclude each other\n";
+      return 1;
+    }
+    o.initSeed = seed;
+  }
+  o.device = device;
+  o.steps = steps;
+  o.batch = batch;
+  o.data = data;
+  o.seed = seed;
+  o.shuffle = !noShuffle;
+  o.dims = dims;
+  o.amp = amp.getNumOccurrences() > 0;
+  if (o.amp) {
+    std::optional<amp::train::AMPMode> mode =
+        amp::train::parseAMPMode(amp.empty() ? "fp16" : amp.getValue());
+    if (!mode) {
+      llvm::errs() << "amp-run: --amp takes fp16 or bf16, not '"
+                   << amp.getValue() << "'\n";
+      return 1;
+    }
+    o.ampMode = amp::train::getAMPModeName(*mode).str();
+  }
+  o.lr = lr;
+  o.lrGiven = lr.getNumOccurrences() > 0;
+  o.logPath = log;
+  o.logTime = logTime;
+  o.outPath = out;
+  o.checkpointPath = checkpoint;
+  o.resumePath = resume;
+  o.ortCheckpointPath = ortCheckpoint;
+  o.externalData = externalData;
+  o.externalDataThreshold = externalDataThreshold;
+  o.loweredPath = lowered;
+  o.injectNonFiniteStep = inject;
+  if (steps < 0) {
+    llvm::errs() << "amp-run: --steps must not be negative\n";
+    return 1;
+  }
+  if (batch.getNumOccurrences() && batch < 1) {
+    llvm::errs() << "amp-run: --batch must be at least 1\n";
+    return 1;
+  }
+  if (!std::isfinite(lr) || lr < 0) {
+    llvm::errs() << "amp-run: --lr must be a finite number >= 0, not "
+                 << llvm::format("%g", lr.getValue()) << "\n";
+    return 1;
+  }
+  if (accumulate < 1 || steps % accumulate != 0) {
+    llvm::errs() << "amp-run: --accumulate must be at least 1 and divide "
+                    "--steps (checkpoints fall between groups)\n";
+    return 1;
+  }
+  o.accumulate = accumulate;
+  if (checkpointEvery.getNumOccurrences() &&
+      (checkpoint.empty() || checkpointEvery < 1 ||
+       checkpointEvery % accumulate != 0)) {
+    llvm::errs() << "amp-run: --checkpoint-every takes a number of steps >= 1 "
+                    "that --accumulate divides, and needs --checkpoint\n";
+    return 1;
+  }
+  o.checkpointEvery = checkpointEvery;
+  if (logTime && log.empty()) {
+    llvm::errs() << "amp-run: --log-time needs --log\n";
+    return 1;
+  }
+  o.progress = !quiet;
+  if (llvm::Error e = amp::driver::train(o, llvm::errs())) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(std::move(e)) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+int amp::ampRunMain(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  // --help lists amp-run's options only, not every LLVM library option the
+  // linked libraries register (--help-hidden still shows them all).
+  AmpRunOptions options;
+  cl::HideUnrelatedOptions(options.category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "amp-run: train ONNX Runtime training "
+                              "artifacts, or run one ONNX graph once "
+                              "(--run), on the amp runtime\n");
+  return options.execute();
+}
