@@ -116,6 +116,14 @@ void AMPGraphRewriter::record() {
       limit.taking = laterOpset;
       ++limit.nodes;
     }
+    // A converted GEMM or convolution: its sizes against Tensor Cores.
+    if (info.converted && !info.isCast)
+      if (auto sizes = getTensorCoreSizes(info.op)) {
+        StringRef name = nodeName(info);
+        report.tensorCore.push_back(
+            {(name.empty() ? opTypeOf(info) : name).str(), opTypeOf(info).str(),
+             std::move(*sizes)});
+      }
     if (!records) // the summary is all that was asked for
       continue;
 

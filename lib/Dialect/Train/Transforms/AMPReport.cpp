@@ -39,6 +39,39 @@ void AMPReport::printSummary(raw_ostream &os) const {
      << "Denylisted nodes blocking conversion: " << s.denylistedBlocking << "\n"
      << "Nodes blocked from conversion by denylisted nodes: "
      << s.blockedByDenylisted << "\n";
+  if (tensorCore.empty())
+    return;
+  unsigned aligned = 0, partly = 0;
+  for (const AMPTensorCoreRecord &r : tensorCore) {
+    aligned += r.aligned();
+    partly += r.partlyKnown();
+  }
+  os << "Tensor Core aligned GEMMs and convolutions (sizes multiples of "
+     << kTensorCoreMultiple << "): " << aligned << " of " << tensorCore.size();
+  if (partly)
+    os << " (" << partly << " with a symbolic size, judged on the others)";
+  os << "\n";
+  unsigned listed = 0;
+  for (const AMPTensorCoreRecord &r : tensorCore) {
+    if (r.aligned())
+      continue;
+    if (listed++ == 10) {
+      os << "  ... " << (tensorCore.size() - aligned - 10)
+         << " more in the report\n";
+      break;
+    }
+    os << "  misaligned: " << r.name << " (" << r.opType << "):";
+    const char *sep = " ";
+    for (const TensorCoreSize &z : r.sizes)
+      if (!z.aligned()) {
+        os << sep << z.name << " " << z.value << " -> pad to " << z.padTo();
+        sep = ", ";
+      }
+    for (const TensorCoreSize &z : r.sizes)
+      if (z.value < 0)
+        os << "; " << z.name << " symbolic";
+    os << "\n";
+  }
 }
 
 Error AMPReport::writeJSON(StringRef path) const {
@@ -65,9 +98,30 @@ Error AMPReport::writeJSON(StringRef path) const {
         {"precision", n.lowPrecision ? getAMPModeName(mode) : "fp32"},
         {"reason", n.reason},
     });
+  json::Array tcNodes;
+  int64_t tcAligned = 0;
+  for (const AMPTensorCoreRecord &r : tensorCore) {
+    json::Object sizes, padTo;
+    for (const TensorCoreSize &z : r.sizes) {
+      sizes[z.name] = z.value < 0 ? json::Value(nullptr) : json::Value(z.value);
+      if (!z.aligned())
+        padTo[z.name] = z.padTo();
+    }
+    tcAligned += r.aligned();
+    tcNodes.push_back(json::Object{{"name", r.name},
+                                   {"op_type", r.opType},
+                                   {"sizes", std::move(sizes)},
+                                   {"aligned", r.aligned()},
+                                   {"pad_to", std::move(padTo)}});
+  }
+  json::Object tc{{"multiple", kTensorCoreMultiple},
+                  {"total", static_cast<int64_t>(tensorCore.size())},
+                  {"aligned", tcAligned},
+                  {"nodes", std::move(tcNodes)}};
   json::Object root{
       {"mode", getAMPModeName(mode)},
       {"summary", std::move(sum)},
+      {"tensor_core", std::move(tc)},
       {"casts_inserted", static_cast<int64_t>(casts.size())},
       {"casts", std::move(castArray)},
       {"nodes", std::move(nodeArray)},

@@ -8,6 +8,7 @@
 #define AMP_DIALECT_TRAIN_TRANSFORMS_AMPREPORT_H
 
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Dialect/Train/Transforms/TensorCoreAlignment.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
@@ -38,6 +39,26 @@ struct AMPNodeRecord {
   std::string reason;
 };
 
+/// A GEMM or convolution the pass converted, and its Tensor Core sizes.
+struct AMPTensorCoreRecord {
+  std::string name, opType;
+  std::vector<TensorCoreSize> sizes;
+  /// Every known size is a multiple of kTensorCoreMultiple.
+  bool aligned() const {
+    for (const TensorCoreSize &s : sizes)
+      if (!s.aligned())
+        return false;
+    return true;
+  }
+  /// Some size is symbolic (judged on the others).
+  bool partlyKnown() const {
+    for (const TensorCoreSize &s : sizes)
+      if (s.value < 0)
+        return true;
+    return false;
+  }
+};
+
 /// One inserted cast.
 struct AMPCastRecord {
   std::string name;  ///< node name of the Cast
@@ -50,12 +71,16 @@ struct AMPReport {
   AMPSummary summary;
   std::vector<AMPNodeRecord> nodes;
   std::vector<AMPCastRecord> casts;
+  /// The converted GEMMs and convolutions, in graph order.
+  std::vector<AMPTensorCoreRecord> tensorCore;
   /// Whether any graph had an allow-list node to convert. Without one the
   /// pass leaves the module unchanged and, as Grappler does, prints no
   /// summary ("No allowlist ops found, nothing to do").
   bool foundAllowOps = false;
 
-  /// The stable seven-line summary text.
+  /// The stable seven-line summary text, then (when the pass converted a
+  /// GEMM or convolution) the Tensor Core alignment: one line of counts and
+  /// one per misaligned node (the first ten).
   void printSummary(llvm::raw_ostream &os) const;
   /// Writes the JSON report to `path`.
   llvm::Error writeJSON(llvm::StringRef path) const;
