@@ -36,9 +36,9 @@ DOMAINS = collections.OrderedDict([
     ("ai.onnx.preview.training", "PreviewTraining"),
 ])
 
-# Ops with a folder (lib/Dialect/Train/IR/TrainFolders.cpp): shape queries
-# that are constants once their input's type is static.
-FOLDERS = {("", "Shape"), ("", "Size")}
+# Ops with canonicalization patterns (lib/Dialect/Train/IR/TrainFolders.cpp):
+# shape queries that are constants once their input's type is static.
+CANONICALIZED = {("", "Shape"), ("", "Size")}
 
 # Mirrors the mnemonic rule of Train_OnnxOp in TrainBase.td (documentation
 # only: the .td computes the real mnemonic).
@@ -356,8 +356,8 @@ def emit_td(groups, typed, version):
                   Option.Variadic: "Variadic<AnyType>"}[opt]
             res.append("%s:$%s" % (ty, n))
         w("  let results = (outs%s);" % format_list(res, "  let results = (outs"))
-        if (op.domain, op.op_type) in FOLDERS:
-            w("  let hasFolder = 1;")
+        if (op.domain, op.op_type) in CANONICALIZED:
+            w("  let hasCanonicalizer = 1;")
         if op.regions:
             w("  let regions = (region%s);" % format_list(
                 ["AnyRegion:$%s" % r for r in op.regions], "  let regions = (region"))

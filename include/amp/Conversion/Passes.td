@@ -26,11 +26,11 @@ def TrainBindDims : Pass<"train-bind-dims", "::mlir::ModuleOp"> {
     is marked `train.bound_dims` (a batch of data, not a weight: the
     lowering's arena report and `narrow-inputs` tell them apart by it).
     Dims `dims` does not name stay dynamic (`convert-train-to-amprt`
-    reports them). Then the train ops' folders and canonicalization
-    patterns run: `Shape` and `Size` of a value whose type is now static
-    become ONNX `Constant` nodes (lib/Dialect/Train/IR/TrainFolders.cpp).
-    Values whose types the graph left dynamic keep their shape queries;
-    the lowering evaluates those as it binds shapes.
+    reports them). Then the train ops' canonicalization patterns run once
+    over each graph: `Shape` and `Size` of a graph input whose type is now
+    static become ONNX `Constant` nodes in their place, with their names
+    (lib/Dialect/Train/IR/TrainFolders.cpp). Shape queries of other values
+    stay; the lowering evaluates them as it binds shapes.
 
     ```mlir
     // train-bind-dims{dims=batch=4}

@@ -28,7 +28,7 @@ namespace amp::driver {
 llvm::StringRef opTypeOf(mlir::Operation *op);
 
 /// The optimizer nodes of onnxruntime-training and Deeploy's default-domain
-/// SGD that the lowering implements (TrainToRuntime.cpp), for messages.
+/// SGD that the lowering implements (LowerOptimizer.cpp), for messages.
 inline constexpr llvm::StringLiteral kLoweredOptimizerOps[] = {
     "AdamWOptimizer", "AdamOptimizer", "SGDOptimizerV2", "SGD"};
 /// ai.onnx.preview.training's optimizers.

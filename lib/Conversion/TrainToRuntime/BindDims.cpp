@@ -9,8 +9,8 @@
 // graph's function type); the input is marked `train.bound_dims`, which
 // the lowering reads as "a batch of data" (the arena's weight copies are
 // casts of inputs without it; narrow-inputs takes only inputs with it).
-// Then the train ops' folders run (TrainFolders.cpp): Shape and Size of
-// what is now static become Constant nodes.
+// Then the train ops' canonicalization patterns run (TrainFolders.cpp):
+// Shape and Size of the now static inputs become Constant nodes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +20,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace amp {
 #define GEN_PASS_DEF_TRAINBINDDIMS
@@ -75,19 +75,17 @@ struct TrainBindDimsPass
             FunctionType::get(&getContext(), body.getArgumentTypes(),
                               g.getFunctionType().getResults())));
     }
-    // The train ops' folders and canonicalizations (TrainFolders.cpp):
-    // shape queries of static values become Constant nodes. Blocks stay as
-    // they are (a graph's arguments are its inputs).
+    // The train ops' canonicalization patterns (TrainFolders.cpp): shape
+    // queries of the now static inputs become Constant nodes in place. One
+    // walk, no folding or dead-code removal: nothing else of the graph
+    // changes.
     RewritePatternSet set(&getContext());
     for (RegisteredOperationName op : getContext().getRegisteredOperations())
       if (op.getDialectNamespace() == "train")
         op.getCanonicalizationPatterns(set, &getContext());
     FrozenRewritePatternSet patterns(std::move(set));
-    GreedyRewriteConfig config;
-    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     for (GraphOp g : module.getOps<GraphOp>())
-      if (failed(applyPatternsGreedily(g, patterns, config)))
-        return signalPassFailure();
+      walkAndApplyPatterns(g, patterns);
   }
 };
 } // namespace

@@ -16,7 +16,10 @@
 
 #include "amp/Conversion/Passes.h"
 
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
+
+#include "llvm/ADT/SetVector.h"
 
 namespace amp {
 #define GEN_PASS_DEF_CONVERTTRAINTOAMPRT
@@ -68,20 +71,29 @@ LogicalResult rewriteUnplanned(
       return failure();
     int64_t arena = 0, split[4] = {0, 0, 0, 0};
     bool planned = rewrite(*p, f, arena, split);
-    // The constants are written again (renumbered for the calls left).
-    SmallVector<Operation *> globals;
+    // The function is written again in its place, its constants too
+    // (renumbered for the calls left); a global another op still names
+    // stays.
+    llvm::SetVector<Operation *> globals;
+    SymbolTable symbols(module);
     f.walk([&](memref::GetGlobalOp g) {
-      if (Operation *global =
-              SymbolTable::lookupNearestSymbolFrom(f, g.getNameAttr()))
-        globals.push_back(global);
+      if (Operation *global = symbols.lookup(g.getName()))
+        globals.insert(global);
     });
-    for (Operation *g : llvm::make_early_inc_range(globals))
-      if (g->getBlock())
-        g->erase();
-    OpBuilder builder(f);
     std::string name = f.getSymName().str();
-    p->write(builder, name, f.getLoc(), planned, arena, split);
+    Location loc = f.getLoc();
+    OpBuilder builder(f);
+    Block *block = f->getBlock();
+    Operation *next = f->getNextNode();
     f.erase();
+    for (Operation *g : globals)
+      if (SymbolTable::symbolKnownUseEmpty(g, module))
+        g->erase();
+    if (next)
+      builder.setInsertionPoint(next);
+    else
+      builder.setInsertionPointToEnd(block);
+    p->write(builder, name, loc, planned, arena, split);
   }
   return success();
 }

@@ -80,6 +80,9 @@ struct Buffer {
   /// A Temp that is another Temp's memory seen with another shape (a
   /// reshape, AliasReshapes.cpp): the buffer it aliases, else -1.
   int aliasOf = -1;
+  /// A Const made by constBuffer(): one per distinct value, which later
+  /// constBuffer() calls (the rewrites') share (kSharedConstAttr).
+  bool shared = false;
   int64_t bytes() const {
     int64_t n = 1;
     for (int64_t d : shape)
@@ -177,6 +180,9 @@ std::optional<HostTensor> readHost(ElementsAttr attr);
 /// A dense attribute holding `h` (values rounded to h.elem).
 ElementsAttr toAttr(const HostTensor &h);
 
+/// The attribute of an unplanned function's memref.global that
+/// constBuffer() made (unit; PlannedProgram::constBuffers after a read).
+inline constexpr const char *kSharedConstAttr = "amprt.shared_const";
 /// The attribute of an unplanned function (unit).
 inline constexpr const char *kUnplannedAttr = "amprt.unplanned";
 /// The attribute of an unplanned temporary's `memref.alloc`: its
@@ -301,6 +307,7 @@ protected:
     b.value = value;
     b.shape = h.shape;
     b.elem = h.elem;
+    b.shared = true;
     return constBuffers[value] = newBuffer(b);
   }
   llvm::DenseMap<Attribute, int> constBuffers;

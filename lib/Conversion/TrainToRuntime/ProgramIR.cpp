@@ -19,8 +19,18 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/StringSet.h"
+
 using namespace amp;
 using namespace amp::lowering;
+
+/// Whether `t` is a buffer the runtime can hold: identity layout, default
+/// memory space, an int or float element type, at most kMaxBufferBytes.
+static bool isBufferType(MemRefType t) {
+  return t && t.hasStaticShape() && t.getLayout().isIdentity() &&
+         !t.getMemorySpace() && t.getElementType().isIntOrFloat() &&
+         fitsInMemory(t.getShape());
+}
 
 FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
   PlannedProgram p(func.getContext());
@@ -29,12 +39,15 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
                             << kUnplannedAttr << ", one block)";
   Block &body = func.getBody().front();
   DenseMap<Value, int> buf;
+  DenseMap<StringAttr, int> globalBuf; // a global read twice: one buffer
   for (BlockArgument arg : body.getArguments()) {
     auto type = dyn_cast<MemRefType>(arg.getType());
     unsigned i = arg.getArgNumber();
-    if (!type || !type.hasStaticShape())
+    if (!isBufferType(type))
       return func.emitError()
-             << "argument " << i << " is not a memref of static shape";
+             << "argument " << i
+             << " is not a memref of static shape, identity layout and int "
+                "or float elements that a buffer can hold";
     Buffer b;
     b.kind = Buffer::Arg;
     b.argIndex = i;
@@ -59,33 +72,43 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
     return it->second;
   };
   for (Operation &op : body) {
+    if (auto g = dyn_cast<memref::GetGlobalOp>(op);
+        g && globalBuf.count(g.getNameAttr().getAttr())) {
+      buf[g.getResult()] = globalBuf[g.getNameAttr().getAttr()];
+      continue;
+    }
     if (auto g = dyn_cast<memref::GetGlobalOp>(op)) {
       auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
           func, g.getNameAttr());
       auto value =
           global ? dyn_cast_or_null<ElementsAttr>(global.getInitialValueAttr())
                  : ElementsAttr();
-      if (!value)
-        return op.emitError()
-               << "global @" << g.getName() << " has no constant value";
+      if (!value || !isBufferType(g.getType()))
+        return op.emitError() << "global @" << g.getName()
+                              << " has no constant value a buffer can hold";
       Buffer b;
       b.kind = Buffer::Const;
       b.value = value;
       b.shape.assign(g.getType().getShape().begin(),
                      g.getType().getShape().end());
       b.elem = g.getType().getElementType();
-      buf[g.getResult()] = p.newBuffer(b);
-      p.constBuffers.try_emplace(value, buf[g.getResult()]);
+      b.shared = global->hasAttr(kSharedConstAttr);
+      buf[g.getResult()] = globalBuf[g.getNameAttr().getAttr()] =
+          p.newBuffer(b);
+      if (b.shared)
+        p.constBuffers.try_emplace(value, buf[g.getResult()]);
       continue;
     }
     if (auto a = dyn_cast<memref::AllocOp>(op)) {
       auto role = a->getAttrOfType<StringAttr>(kRoleAttr);
       const auto *r = role ? llvm::find(kArenaRoles, role.getValue())
                            : std::end(kArenaRoles);
-      if (r == std::end(kArenaRoles) || !a.getType().hasStaticShape())
-        return op.emitError() << "a temporary must be a memref.alloc of "
-                                 "static shape with "
-                              << kRoleAttr << " one of the arena roles";
+      if (r == std::end(kArenaRoles) || !isBufferType(a.getType()))
+        return op.emitError()
+               << "a temporary must be a memref.alloc of static shape, "
+                  "identity layout and int or float elements that a buffer "
+                  "can hold, with "
+               << kRoleAttr << " one of the arena roles";
       Buffer b;
       b.role = Buffer::Role(r - std::begin(kArenaRoles));
       b.shape.assign(a.getType().getShape().begin(),
@@ -98,6 +121,16 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
       const KernelSignature *sig = amprt::lookupKernel(c.getKernel());
       if (!sig) // the verifier's job; a dialect-less read may skip it
         return op.emitError() << "unknown kernel " << c.getKernel();
+      unsigned tensorParams = 0;
+      for (const KernelParam &kp : sig->params)
+        tensorParams += kp.kind == ParamKind::Tensor;
+      int64_t total = 0;
+      for (int64_t n : c.getCounts())
+        total += n < 0 ? 1 << 30 : n;
+      if (c.getCounts().size() != tensorParams ||
+          total != int64_t(c.getTensors().size()))
+        return op.emitError() << "counts do not match amprt_" << c.getKernel()
+                              << "'s tensor parameters and the operands";
       PlannedCall pc{sig, {}, {}, c.getLoc()};
       unsigned next = 0;
       for (int64_t n : c.getCounts()) {
@@ -114,6 +147,10 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
         if (a.getName() != c.getKernelAttrName() &&
             a.getName() != c.getCountsAttrName())
           pc.attrs.push_back(a);
+      // The rewrites name the calls they make after the node of the calls
+      // they replace.
+      if (!pc.attrs.get("node"))
+        pc.attrs.set("node", StringAttr::get(func.getContext(), ""));
       p.calls.push_back(std::move(pc));
       continue;
     }
@@ -188,6 +225,15 @@ func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
   SmallVector<Value> vals(bufs.size());
   unsigned globals = 0;
   moduleBuilder.setInsertionPoint(func);
+  // The symbols beside the function (names its constants must not take).
+  llvm::StringSet<> taken;
+  if (Operation *scope = func->getParentOp())
+    for (Region &region : scope->getRegions())
+      for (Block &block : region)
+        for (Operation &op : block)
+          if (auto name = op.getAttrOfType<StringAttr>(
+                  SymbolTable::getSymbolAttrName()))
+            taken.insert(name.getValue());
   for (auto [id, b] : llvm::enumerate(bufs)) {
     auto type = MemRefType::get(b.shape, b.elem);
     if (b.kind == Buffer::Arg) {
@@ -196,9 +242,18 @@ func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
       continue;
     } else if (b.kind == Buffer::Const) {
       std::string global = (name + "_const" + std::to_string(globals++)).str();
-      memref::GlobalOp::create(moduleBuilder, loc, global,
-                               moduleBuilder.getStringAttr("private"), type,
-                               b.value, /*constant=*/true, IntegerAttr());
+      // A name another function kept (a hand-written module): the next
+      // free one.
+      for (unsigned k = 1; taken.contains(global); ++k)
+        global = (name + "_const" + std::to_string(globals - 1) + "_" +
+                  std::to_string(k))
+                     .str();
+      taken.insert(global);
+      auto g = memref::GlobalOp::create(
+          moduleBuilder, loc, global, moduleBuilder.getStringAttr("private"),
+          type, b.value, /*constant=*/true, IntegerAttr());
+      if (!planned && b.shared)
+        g->setAttr(kSharedConstAttr, moduleBuilder.getUnitAttr());
       vals[id] = memref::GetGlobalOp::create(builder, loc, type, global);
     } else if (planned) {
       Value off = arith::ConstantIndexOp::create(builder, loc, b.offset);

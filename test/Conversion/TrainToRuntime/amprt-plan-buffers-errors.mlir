@@ -7,7 +7,7 @@
 
 module {
   func.func @norole(%x: memref<4xf32>) -> memref<4xf32> attributes {amprt.unplanned} {
-    // expected-error @below {{a temporary must be a memref.alloc of static shape with amprt.role one of the arena roles}}
+    // expected-error @below {{a temporary must be a memref.alloc of static shape, identity layout and int or float elements that a buffer can hold, with amprt.role one of the arena roles}}
     %a = memref.alloc() : memref<4xf32>
     amprt.call "neg"(%x, %a) {counts = array<i64: 1, 1>, node = "n"} : memref<4xf32>, memref<4xf32>
     return %a : memref<4xf32>
@@ -28,8 +28,37 @@ module {
 // -----
 
 module {
-  // expected-error @below {{argument 0 is not a memref of static shape}}
+  // expected-error @below {{argument 0 is not a memref of static shape, identity layout}}
   func.func @dynamic(%x: memref<?xf32>) attributes {amprt.unplanned} {
+    return
+  }
+}
+
+// -----
+
+module {
+  func.func @index(%x: memref<4xf32>) attributes {amprt.unplanned} {
+    // expected-error @below {{a temporary must be a memref.alloc of static shape, identity layout and int or float elements that a buffer can hold, with amprt.role one of the arena roles}}
+    %a = memref.alloc() {amprt.role = "workspace"} : memref<4xindex>
+    return
+  }
+}
+
+// -----
+
+module {
+  func.func @huge(%x: memref<4xf32>) attributes {amprt.unplanned} {
+    // expected-error @below {{a temporary must be a memref.alloc of static shape}}
+    %a = memref.alloc() {amprt.role = "workspace"} : memref<4611686018427387904x4xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  // expected-error @below {{argument 0 is not a memref of static shape, identity layout}}
+  func.func @strided(%x: memref<4xf32, strided<[2]>>) attributes {amprt.unplanned} {
     return
   }
 }

@@ -1,5 +1,6 @@
-// RUN: amp-opt %s --amprt-plan-buffers=schedule=false 2>%t.err | FileCheck %s
+// RUN: amp-opt %s --split-input-file --amprt-plan-buffers=schedule=false 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REMARK < %t.err
+// RUN: amp-opt %s --split-input-file --amprt-fuse --amprt-plan-buffers 2>/dev/null | FileCheck %s --check-prefix=SHARED
 
 // Liveness over the call order and first fit in one 64-byte aligned arena:
 // %a (256 B) dies at the cast, so %c (256 B), made at the next call, takes
@@ -40,5 +41,34 @@ module {
     amprt.call "reshape"(%b, %br) {counts = array<i64: 1, 1>, node = "r"} : memref<64xf16>, memref<8x8xf16>
     amprt.call "matmul"(%br, %s, %m) {counts = array<i64: 1, 1, 1>, node = "mm"} : memref<8x8xf16>, memref<8x8xf16>, memref<8x8xf16>
     return %c, %m : memref<64xf32>, memref<8x8xf16>
+  }
+}
+
+// -----
+
+// A constant two functions read stays while the other still names it, a
+// second read of it in one function is one buffer (one global), and a call
+// without a
+// `node` is read as node "" (no crash in the rewrites that name calls).
+// SHARED: memref.global "private" constant @one : memref<4xf32>
+// SHARED-NOT: a_const1
+// SHARED-LABEL: func.func @a
+// SHARED: %[[C:.*]] = memref.get_global @a_const0
+// SHARED: amprt.call "add"(%[[C]], %[[C]], {{.*}}node = ""
+// SHARED-LABEL: func.func @b
+// SHARED: memref.get_global @one
+module {
+  memref.global "private" constant @one : memref<4xf32> = dense<1.0>
+  func.func @a(%x: memref<4xf32> {amprt.name = "x"}) -> (memref<4xf32> {amprt.name = "y"}) attributes {amprt.unplanned} {
+    %c = memref.get_global @one : memref<4xf32>
+    %c2 = memref.get_global @one : memref<4xf32>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<4xf32>
+    amprt.call "add"(%c, %c2, %y) {counts = array<i64: 1, 1, 1>} : memref<4xf32>, memref<4xf32>, memref<4xf32>
+    return %y : memref<4xf32>
+  }
+  func.func @b(%y: memref<4xf32>) {
+    %c = memref.get_global @one : memref<4xf32>
+    amprt.call "add"(%c, %c, %y) {counts = array<i64: 1, 1, 1>, node = "b"} : memref<4xf32>, memref<4xf32>, memref<4xf32>
+    return
   }
 }

@@ -1,14 +1,17 @@
-//===- TrainFolders.cpp - folders of the train dialect's ONNX ops --------===//
+//===- TrainFolders.cpp - shape queries of graph inputs as constants -----===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// Shape queries are constants once their input's type is static (after
-// train-bind-dims has bound the graph's symbolic dims, or where the graph
-// gave static value_info): `Shape` (with ONNX's start/end, clamped) and
-// `Size` fold to i64 tensors, which the dialect materializes as ONNX
-// `Constant` nodes. The op list is utils/gen_onnx_ods.py's FOLDERS.
+// Canonicalization patterns of the train dialect's shape queries: `Shape`
+// (with ONNX's start/end, clamped) and `Size` of a graph input whose type is
+// static (as train-bind-dims leaves the inputs whose dims it binds) become
+// an ONNX `Constant` node in their place, with their node and output names.
+// Only graph inputs: their types are what the lowering binds buffers from;
+// an intermediate value's declared type is not checked against what its
+// producer computes until the lowering. The op list is
+// utils/gen_onnx_ods.py's CANONICALIZED.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,72 +20,98 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
 
 using namespace mlir;
 using namespace amp::train;
 
 namespace {
-/// The static shape of `v`, or nullopt.
-std::optional<ArrayRef<int64_t>> staticShape(Value v) {
+/// The static shape of `v` when it is an input of its train.graph.
+std::optional<ArrayRef<int64_t>> staticInputShape(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || !isa<GraphOp>(arg.getOwner()->getParentOp()))
+    return std::nullopt;
   auto t = dyn_cast<RankedTensorType>(v.getType());
   if (!t || !t.hasStaticShape())
     return std::nullopt;
   return t.getShape();
 }
 
-/// An i64 tensor of `shape` holding `values`, when `result` (the folded
-/// op's result) may have that type: a tensor of i64 (or of unknown
-/// element type) whose static dims agree, or no tensor type at all.
-Attribute i64Tensor(Value result, ArrayRef<int64_t> shape,
-                    ArrayRef<int64_t> values) {
-  auto i64 = IntegerType::get(result.getContext(), 64);
-  auto type = RankedTensorType::get(shape, i64);
-  if (auto rt = dyn_cast<RankedTensorType>(result.getType())) {
-    if (rt.getRank() != type.getRank())
-      return {};
-    for (auto [a, b] : llvm::zip(rt.getShape(), shape))
-      if (!ShapedType::isDynamic(a) && a != b)
-        return {};
+/// Replaces `op` (one result) by a Constant node holding `values` as an i64
+/// tensor of `shape`, with op's attributes that name it (train.*), when
+/// op's result may have that type: a shaped type whose element type is i64
+/// or unknown and whose static dims agree, or no shaped type.
+LogicalResult replaceByConstant(Operation *op, ArrayRef<int64_t> shape,
+                                ArrayRef<int64_t> values,
+                                PatternRewriter &rewriter) {
+  Type resultType = op->getResult(0).getType();
+  auto i64 = rewriter.getI64Type();
+  if (auto rt = dyn_cast<ShapedType>(resultType)) {
     if (rt.getElementType().isIntOrFloat() && rt.getElementType() != i64)
-      return {};
+      return failure();
+    if (rt.hasRank()) {
+      if (rt.getRank() != int64_t(shape.size()))
+        return failure();
+      for (auto [a, b] : llvm::zip(rt.getShape(), shape))
+        if (!ShapedType::isDynamic(a) && a != b)
+          return failure();
+    }
   }
-  return DenseElementsAttr::get(type, values);
+  auto value =
+      DenseElementsAttr::get(RankedTensorType::get(shape, i64), values);
+  SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr("value", value)};
+  for (NamedAttribute a : op->getDiscardableAttrs())
+    if (a.getName().getValue().starts_with("train."))
+      attrs.push_back(a);
+  rewriter.replaceOpWithNewOp<ConstantOp>(op, TypeRange{resultType},
+                                          ValueRange{}, attrs);
+  return success();
 }
+
+struct ShapeOfInput : OpRewritePattern<ShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShapeOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ArrayRef<int64_t>> s = staticInputShape(op.getData());
+    if (!s)
+      return failure();
+    int64_t rank = s->size();
+    // ONNX: negative axes count from the end; both clamp to [0, rank].
+    auto axis = [&](std::optional<int64_t> a, int64_t dflt) {
+      int64_t v = a.value_or(dflt);
+      if (v < 0)
+        v += rank;
+      return std::clamp<int64_t>(v, 0, rank);
+    };
+    int64_t start = axis(op.getStart(), 0), end = axis(op.getEnd(), rank);
+    ArrayRef<int64_t> dims =
+        start < end ? s->slice(start, end - start) : ArrayRef<int64_t>();
+    return replaceByConstant(op, {int64_t(dims.size())}, dims, rewriter);
+  }
+};
+
+struct SizeOfInput : OpRewritePattern<SizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SizeOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ArrayRef<int64_t>> s = staticInputShape(op.getData());
+    if (!s)
+      return failure();
+    int64_t n = 1;
+    for (int64_t d : *s)
+      if (__builtin_mul_overflow(n, d, &n))
+        return failure();
+    return replaceByConstant(op, {}, {n}, rewriter);
+  }
+};
 } // namespace
 
-OpFoldResult ShapeOp::fold(FoldAdaptor) {
-  std::optional<ArrayRef<int64_t>> s = staticShape(getData());
-  if (!s)
-    return {};
-  int64_t rank = s->size();
-  // ONNX: negative axes count from the end; both clamp to [0, rank].
-  auto axis = [&](std::optional<int64_t> a, int64_t dflt) {
-    int64_t v = a.value_or(dflt);
-    if (v < 0)
-      v += rank;
-    return std::clamp<int64_t>(v, 0, rank);
-  };
-  int64_t start = axis(getStart(), 0), end = axis(getEnd(), rank);
-  ArrayRef<int64_t> dims =
-      start < end ? s->slice(start, end - start) : ArrayRef<int64_t>();
-  return i64Tensor(getShape(), {int64_t(dims.size())}, dims);
+void ShapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                          MLIRContext *context) {
+  results.add<ShapeOfInput>(context);
 }
 
-OpFoldResult SizeOp::fold(FoldAdaptor) {
-  std::optional<ArrayRef<int64_t>> s = staticShape(getData());
-  if (!s)
-    return {};
-  int64_t n = 1;
-  for (int64_t d : *s)
-    n *= d;
-  return i64Tensor(getSize(), {}, {n});
-}
-
-Operation *TrainDialect::materializeConstant(OpBuilder &builder,
-                                             Attribute value, Type type,
-                                             Location loc) {
-  if (!isa<ElementsAttr>(value))
-    return nullptr;
-  return ConstantOp::create(builder, loc, TypeRange{type}, ValueRange{},
-                            {builder.getNamedAttr("value", value)});
+void SizeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                         MLIRContext *context) {
+  results.add<SizeOfInput>(context);
 }

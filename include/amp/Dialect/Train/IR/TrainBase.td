@@ -24,8 +24,6 @@ def Train_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
-  // Folded values become ONNX Constant nodes (TrainFolders.cpp).
-  let hasConstantMaterializer = 1;
   let dependentDialects = [];
   let extraClassDeclaration = [{
     void registerTypes();
