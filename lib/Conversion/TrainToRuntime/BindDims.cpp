@@ -67,7 +67,7 @@ struct TrainBindDimsPass
         if (!bound)
           continue;
         arg.setType(type.clone(shape));
-        g.setArgAttr(idx, "train.bound_dims", UnitAttr::get(&getContext()));
+        g.setArgAttr(idx, attrs::kBoundDims, UnitAttr::get(&getContext()));
         changed = true;
       }
       if (changed)

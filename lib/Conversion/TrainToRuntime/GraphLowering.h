@@ -384,9 +384,7 @@ private:
   /// ONNX attribute `n` of node `op` (a generic train.node keeps them in
   /// its `attrs` dictionary).
   static Attribute nodeAttrOf(Operation *op, StringRef n) {
-    if (auto g = dyn_cast<NodeOp>(op))
-      return g.getAttrs().get(n);
-    return op->getAttr(n);
+    return getOnnxAttribute(op, n);
   }
   static int64_t attrIntOf(Operation *op, StringRef n, int64_t dflt) {
     if (auto a = dyn_cast_or_null<IntegerAttr>(nodeAttrOf(op, n)))

@@ -67,7 +67,7 @@ LogicalResult GraphLowering::bindArgs() {
     Shape shape;
     // A dim bound by `dims` (here or by train-bind-dims): data, not a
     // weight.
-    bool bound = bool(graph.getArgAttr(idx, "train.bound_dims"));
+    bool bound = bool(graph.getArgAttr(idx, attrs::kBoundDims));
     for (int64_t d = 0; d < type.getRank(); ++d) {
       bound |= type.isDynamicDim(d);
       if (!type.isDynamicDim(d)) {

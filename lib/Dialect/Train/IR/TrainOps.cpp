@@ -115,6 +115,12 @@ LogicalResult NodeOp::verify() {
 // Schema-driven verification of ONNX node ops
 //===----------------------------------------------------------------------===//
 
+Attribute amp::train::getOnnxAttribute(Operation *op, StringRef name) {
+  if (auto g = dyn_cast<NodeOp>(op))
+    return g.getAttrs().get(name);
+  return op->getAttr(name);
+}
+
 int64_t amp::train::getImportedOpsetVersion(Operation *op, StringRef domain) {
   for (Operation *p = op; p; p = p->getParentOp()) {
     auto list = p->getAttrOfType<ArrayAttr>(attrs::kOpsetImport);

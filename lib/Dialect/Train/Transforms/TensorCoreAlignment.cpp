@@ -33,13 +33,9 @@ std::optional<int64_t> dimOf(Operation *op, unsigned i, int64_t d,
   return t.isDynamicDim(d) ? -1 : t.getDimSize(d);
 }
 
-/// An integer ONNX attribute of `op` (a typed op's, or a generic
-/// train.node's `attrs` entry).
+/// An integer ONNX attribute of `op`, 0 when absent.
 int64_t attrInt(Operation *op, StringRef name) {
-  Attribute a = op->getAttr(name);
-  if (auto g = dyn_cast<NodeOp>(op))
-    a = g.getAttrs().get(name);
-  auto i = dyn_cast_or_null<IntegerAttr>(a);
+  auto i = dyn_cast_or_null<IntegerAttr>(getOnnxAttribute(op, name));
   return i ? i.getInt() : 0;
 }
 } // namespace

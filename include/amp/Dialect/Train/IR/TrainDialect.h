@@ -36,6 +36,9 @@ inline constexpr llvm::StringLiteral kDocString = "train.doc_string";
 inline constexpr llvm::StringLiteral kValueName = "train.name";
 /// Argument/result/value_info attribute: symbolic dim names ("" = none).
 inline constexpr llvm::StringLiteral kDims = "train.dims";
+/// Graph argument attribute (unit): train-bind-dims made a symbolic dim of
+/// this input static (a batch of data, not a weight).
+inline constexpr llvm::StringLiteral kBoundDims = "train.bound_dims";
 /// Value info entries of a graph: [{name, type, dims?, doc_string?}].
 inline constexpr llvm::StringLiteral kValueInfo = "train.value_info";
 /// Metadata properties: [[key, value], ...].

@@ -35,6 +35,9 @@ const OnnxOpSchema *getSchemaFor(OnnxNodeOpInterface op);
 /// The opset version of `domain` ("" = ONNX) imported by the nearest
 /// enclosing op with opset imports (the last entry wins), or -1.
 int64_t getImportedOpsetVersion(mlir::Operation *op, llvm::StringRef domain);
+/// The ONNX attribute `name` of node op `op`: an inherent attribute of a
+/// typed op, an entry of a generic train.node's `attrs`; null if absent.
+mlir::Attribute getOnnxAttribute(mlir::Operation *op, llvm::StringRef name);
 } // namespace amp::train
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_H
