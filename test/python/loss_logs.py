@@ -2,13 +2,15 @@
 """Trains every model of test/Inputs (the fixtures, the zoo, the Hugging
 Face models and the sweep's) a few steps with amp-run in fp32, AMP fp16
 (dynamic loss scaling) and AMP bf16, and compares each loss log and the
-trained weights (-o) with the ones recorded in test/Inputs/loss-logs.txt,
-bit for bit.
+trained weights (-o) and the lowered programs (--dump-lowered: calls,
+schedule and buffer plan) with the ones recorded in
+test/Inputs/loss-logs.txt, bit for bit.
 
 The record is the contract of refactors that must not change a result (the
 lowering's passes, the runtime's files): a change that moves one loss by one
 ulp fails here. A change meant to alter arithmetic (a new kernel, a new
-fusion order) rewrites the record with --update, and its commit says why.
+fusion order) or the lowered program (a new schedule) rewrites the record
+with --update, and its commit says why.
 
 Data: amp-run's own synthetic stream (--data synthetic:3), which draws
 integer inputs below the class count amp-run infers; models whose integer
@@ -75,11 +77,13 @@ def write_data(model_dir, bounds, folder):
 def run(amp_run, model_dir, data, flags, tmp):
     log = os.path.join(tmp, "loss.csv")
     out = os.path.join(tmp, "trained.onnx")
+    lowered = os.path.join(tmp, "lowered.mlir")
     cmd = [amp_run, os.path.join(model_dir, "training_model.onnx"),
            os.path.join(model_dir, "optimizer_model.onnx"),
            "--weights", os.path.join(model_dir, "forward.onnx"),
            "--batch", str(BATCH), "--steps", str(STEPS), "--data", data,
-           "--no-shuffle", "--log", log, "-o", out, "--quiet"] + flags
+           "--no-shuffle", "--log", log, "-o", out, "--dump-lowered", lowered,
+           "--quiet"] + flags
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return "exit %d: %s" % (r.returncode,
@@ -88,9 +92,10 @@ def run(amp_run, model_dir, data, flags, tmp):
         rows = f.read().splitlines()[1:]
     # step,loss,loss_scale,all_finite,skipped,...: the loss and the scale.
     losses = " ".join(",".join(r.split(",")[1:3]) for r in rows)
-    with open(out, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    return "%s weights=%s" % (losses, digest)
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    return "%s weights=%s lowered=%s" % (losses, digest(out), digest(lowered))
 
 
 def main():
@@ -122,8 +127,8 @@ def main():
     if args.update:
         with open(args.expected, "w") as f:
             f.write("# test/python/loss_logs.py --update: per model, data "
-                    "source and mode,\n# each step's loss,loss_scale and a "
-                    "digest of the trained weights\n")
+                    "source and mode,\n# each step's loss,loss_scale and digests "
+                    "of the trained weights\n# and of the lowered program\n")
             f.write("\n".join(lines) + "\n")
         print("loss-logs: wrote %d runs to %s" % (len(lines), args.expected))
         return 0
