@@ -23,91 +23,114 @@
 // feeding the LM head's fp16 backward GEMM).
 //
 // A widening cast folds when it widens f16/bf16 to f32, its output is a
-// temporary that is no graph output and that no call writes in place, and every
-// call reading it is a float binary op, a unary float op (not a cast, copy or
-// test), an activation gradient, sum, or softmax_cross_entropy_loss (its
-// scores: the logits of a language model, cast to f32 for the loss, are the
-// step's largest tensor).
+// temporary that is no graph output and that no call writes in place, and
+// every call reading it is a float binary op, a unary float op (not a cast,
+// copy or test), an activation gradient, sum, or softmax_cross_entropy_loss
+// (its scores: the logits of a language model, cast to f32 for the loss,
+// are the step's largest tensor).
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferFacts.h"
+#include "FusePatterns.h"
 #include "PlannedProgram.h"
 
 #include "llvm/ADT/StringSet.h"
 
+using namespace mlir;
+using namespace amp;
 using namespace amp::lowering;
 
-/// Whether call `c`'s kernel reads the float tensor operand in tensor slot
-/// `slot` in any of f32, f16 and bf16 (converting to f32 as it loads it).
-static bool readsAnyFloat(const PlannedCall &c, int slot) {
+namespace {
+
+/// Whether `use`'s kernel reads that float operand in any of f32, f16 and
+/// bf16 (converting to f32 as it loads it).
+bool readsAnyFloat(BufferUse use) {
   static const llvm::StringSet<> comparisons = {
       "less", "greater", "equal", "less_or_equal", "greater_or_equal"};
-  StringRef k = c.sig->name;
+  StringRef k = use.call.getKernel();
   if (isElementwiseFloat(k) || comparisons.contains(k))
     return true;
   // The loss reads its scores (the logits) in their dtype: the AMP graph's
   // cast of f16 logits to f32, the step's largest tensor in a language
   // model, folds into it.
-  return k == "softmax_cross_entropy_loss" &&
-         slot == PlannedProgram::tensorSlot(c, "scores");
+  return k == "softmax_cross_entropy_loss" && use.param == "scores";
 }
 
-/// Whether call `c` writes its float output in tensor slot `slot` in any of
-/// f32, f16 and bf16, computing in f32 and rounding once into it.
-static bool writesAnyFloat(const PlannedCall &c, int slot) {
-  StringRef k = c.sig->name;
-  if (isElementwiseFloat(k))
-    return slot == int(c.tensors.size()) - 1; // the output is the last
+/// Whether `use`'s kernel writes that float output in any of f32, f16 and
+/// bf16, computing in f32 and rounding once into it.
+bool writesAnyFloat(BufferUse use) {
+  StringRef k = use.call.getKernel();
+  if (isElementwiseFloat(k)) { // the output is the last tensor parameter
+    const KernelParam *last = nullptr;
+    for (const KernelParam &p : use.call.getSignature()->params)
+      if (p.kind == ParamKind::Tensor)
+        last = &p;
+    return last && use.param == last->name;
+  }
   // The loss gradient (the logits' gradient, cast to f16 for the LM head's
   // backward GEMM).
-  return k == "softmax_cross_entropy_loss_grad" &&
-         slot == PlannedProgram::tensorSlot(c, "dx");
+  return k == "softmax_cross_entropy_loss_grad" && use.param == "dx";
 }
 
-void PlannedProgram::foldWideningCasts() {
-  CallUses u = callUses();
-  llvm::DenseSet<int> folded; // cast calls that go
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (c.sig->name != "cast" || c.tensors.size() != 2 ||
-        c.tensors[0].size() != 1 || c.tensors[1].size() != 1)
-      continue;
-    int x = c.tensors[0][0], y = c.tensors[1][0];
-    Type from = bufs[x].elem, to = bufs[y].elem;
+/// Replaces every operand of `call`'s tensor parameter `param` that is
+/// `from` by `to`.
+void replaceInParam(PatternRewriter &rewriter, amprt::CallOp call,
+                    StringRef param, Value from, Value to) {
+  rewriter.modifyOpInPlace(call, [&] {
+    for (OpOperand &o : call->getOpOperands()) // the operands are its tensors
+      if (o.get() == from &&
+          call.getTensorParamName(o.getOperandNumber()) == param)
+        o.set(to);
+  });
+}
+
+struct FoldCast : OpRewritePattern<amprt::CallOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(amprt::CallOp cast,
+                                PatternRewriter &rewriter) const override {
+    if (cast.getKernel() != "cast" || cast.getTensors().size() != 2 ||
+        cast.getCounts() != ArrayRef<int64_t>{1, 1})
+      return failure();
+    Value x = cast.getSingleTensor("x"), y = cast.getSingleTensor("y");
+    Type from = elementType(x), to = elementType(y);
     // Narrowing f32 to f16/bf16: the producer rounds into y directly, once,
     // from the f32 value it would have stored in x (the same bits).
-    if (from.isF32() && (to.isF16() || to.isBF16()) &&
-        bufs[x].kind == Buffer::Temp && bufs[y].kind == Buffer::Temp &&
-        !u.written.contains(x) && !u.outputs.contains(x) &&
-        !u.written.contains(y)) {
-      auto xs = u.uses.lookup(x);
-      if (xs.size() == 2 && xs[1].first == int(ci) && xs[0].first < int(ci) &&
-          writesAnyFloat(calls[xs[0].first], xs[0].second)) {
-        for (int &b : calls[xs[0].first].tensors[xs[0].second])
-          if (b == x)
-            b = y;
-        folded.insert(int(ci));
-        continue;
+    if (from.isF32() && (to.isF16() || to.isBF16()) && isTemporary(x) &&
+        isTemporary(y) && !isWrittenInPlace(x) && !isReturned(x) &&
+        !isWrittenInPlace(y)) {
+      SmallVector<BufferUse, 4> xs = bufferUses(x);
+      if (xs.size() == 2 && xs[1].call == cast &&
+          xs[0].call->isBeforeInBlock(cast) && writesAnyFloat(xs[0])) {
+        replaceInParam(rewriter, xs[0].call, xs[0].param, x, y);
+        rewriter.eraseOp(cast);
+        return success();
       }
     }
-    if (!(from.isF16() || from.isBF16()) || !to.isF32() ||
-        bufs[y].kind != Buffer::Temp || bufs[y].aliasOf >= 0 ||
-        u.written.contains(y) || u.outputs.contains(y))
-      continue;
-    bool ok = true;
-    SmallVector<std::pair<int, int>> readers;
-    for (auto [rc, slot] : u.uses.lookup(y)) {
-      if (rc == int(ci))
+    // Widening f16/bf16 to f32: every later reader reads x itself.
+    if (!(from.isF16() || from.isBF16()) || !to.isF32() || !isTemporary(y) ||
+        isWrittenInPlace(y) || isReturned(y))
+      return failure();
+    SmallVector<BufferUse, 4> readers;
+    for (const BufferUse &use : bufferUses(y)) {
+      if (use.call == cast)
         continue;
-      ok &= rc > int(ci) && readsAnyFloat(calls[rc], slot);
-      readers.push_back({rc, slot});
+      if (!cast->isBeforeInBlock(use.call) || !readsAnyFloat(use))
+        return failure();
+      readers.push_back(use);
     }
-    if (!ok || readers.empty())
-      continue;
-    for (auto [rc, slot] : readers)
-      for (int &b : calls[rc].tensors[slot])
-        if (b == y)
-          b = x;
-    folded.insert(int(ci));
+    if (readers.empty())
+      return failure();
+    for (const BufferUse &use : readers)
+      replaceInParam(rewriter, use.call, use.param, y, x);
+    rewriter.eraseOp(cast);
+    return success();
   }
-  spliceCalls(folded);
+};
+
+} // namespace
+
+void amp::lowering::populateFoldCastsPatterns(RewritePatternSet &patterns) {
+  patterns.add<FoldCast>(patterns.getContext());
 }

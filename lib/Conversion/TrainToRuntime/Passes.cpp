@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferFacts.h"
+#include "FusePatterns.h"
 #include "GraphLowering.h"
 #include "LoweringOptions.h"
 
@@ -18,6 +20,7 @@
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -98,20 +101,44 @@ LogicalResult rewriteUnplanned(
   return success();
 }
 
+/// Applies the patterns `populate` adds to each unplanned function of
+/// `module`, top-down in call order without folding (a call is matched
+/// again after a pattern changed it), then erases the buffers nothing
+/// names any more.
+void applyFusion(ModuleOp module,
+                 function_ref<void(RewritePatternSet &)> populate) {
+  RewritePatternSet set(module.getContext());
+  populate(set);
+  FrozenRewritePatternSet patterns(std::move(set));
+  GreedyRewriteConfig config;
+  config.setUseTopDownTraversal(true)
+      .enableFolding(false)
+      .enableConstantCSE(false)
+      .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
+      .setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
+  for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
+    if (!f->hasAttr(kUnplannedAttr))
+      continue;
+    (void)applyPatternsGreedily(f.getBody(), patterns, config);
+    eraseUnusedBuffers(f);
+  }
+}
+
 struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
   using Base::Base;
   void runOnOperation() override {
+    ModuleOp module = getOperation();
     auto fuse = [&](PlannedProgram &p, func::FuncOp, int64_t &, int64_t *) {
       p.fuseUnscaleGates();
       if (overwriteAccumulators && !p.earlyAccumulated)
         p.earlyAccumulated = p.accumulateEarly();
       p.foldTransposes();
       p.fuseGatherGradSums();
-      p.foldWideningCasts();
       return false;
     };
-    if (failed(rewriteUnplanned(getOperation(), fuse)))
-      signalPassFailure();
+    if (failed(rewriteUnplanned(module, fuse)))
+      return signalPassFailure();
+    applyFusion(module, populateFoldCastsPatterns);
   }
 };
 

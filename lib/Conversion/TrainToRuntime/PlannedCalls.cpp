@@ -56,41 +56,15 @@ int PlannedProgram::singleBuffer(const PlannedCall &c, StringRef name) {
 }
 
 llvm::DenseSet<int> PlannedProgram::buffersWrittenInPlace() const {
-  // Ops.def's entries that update an input in place, and the multi-tensor
-  // checks whose flag a call with reset = 0 reads and writes back.
-  static const llvm::StringMap<SmallVector<StringRef, 4>> inPlace = {
-      {"inplace_accumulate", {"buffer"}},
-      {"unscale_gate_accumulate", {"buffer"}},
-      {"sgd", {"params", "momentum_bufs", "step"}},
-      {"adamw", {"params", "m1", "m2"}},
-      {"onnx_adam", {"x", "v", "h"}},
-      {"onnx_adagrad", {"x", "h"}},
-      {"onnx_momentum", {"x", "v"}},
-      {"loss_scaler_update", {"scale", "growth_tracker"}},
-      {"multi_tensor_unscale", {"ins", "outs", "all_finite"}},
-      {"multi_tensor_all_finite", {"all_finite"}},
-      {"multi_tensor_unscale_check", {"all_finite"}},
-      {"multi_tensor_zero_unless", {"ins"}},
-      {"batch_norm_training",
-       {"running_mean", "running_var", "running_mean_out", "running_var_out"}}};
-#ifndef NDEBUG
-  for (const auto &entry : inPlace) {
-    const KernelSignature *sig = amprt::lookupKernel(entry.getKey());
-    assert(sig && "in-place table names a kernel missing from Ops.def");
-    for (StringRef p : entry.getValue())
-      assert(sig->find(p) && "in-place table names a missing parameter");
-  }
-#endif
   llvm::DenseSet<int> written;
   for (const PlannedCall &c : calls) {
-    auto it = inPlace.find(c.sig->name);
     unsigned slot = 0;
     llvm::SmallDenseSet<int, 8> seen;
     for (const KernelParam &p : c.sig->params) {
       if (p.kind != ParamKind::Tensor)
         continue;
       const auto &list = c.tensors[slot++];
-      if (it != inPlace.end() && llvm::is_contained(it->second, p.name))
+      if (amprt::isInPlaceParam(c.sig->name, p.name))
         written.insert(list.begin(), list.end());
       // One buffer in two parameters of one call: an output aliasing an
       // input ("may alias"), so that buffer is written more than once.

@@ -20,7 +20,6 @@
 //   EarlyAccumulate.cpp gradients into their accumulators as they come
 //   FoldTransposes.cpp  transposes of GEMM operands as trans flags
 //   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
-//   FoldCasts.cpp       widening casts read by their elementwise consumers
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
@@ -221,9 +220,6 @@ public:
   /// Sums of GatherGrads at distinct scalar indices as scatters into one
   /// buffer (GatherGradSums.cpp).
   void fuseGatherGradSums();
-  /// Widening casts read by their elementwise consumers instead
-  /// (FoldCasts.cpp).
-  void foldWideningCasts();
   /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
   void reuseInputs();
   /// Moves calls earlier where that lowers the step's peak memory

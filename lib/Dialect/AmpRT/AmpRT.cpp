@@ -77,5 +77,96 @@ LogicalResult CallOp::verify() {
   return success();
 }
 
+const KernelSignature *CallOp::getSignature() {
+  return lookupKernel(getKernel());
+}
+
+/// The first operand and the count of the tensor parameter at `slot` among
+/// the kernel's tensor parameters.
+static std::pair<unsigned, unsigned> operandsOfSlot(CallOp call,
+                                                    unsigned slot) {
+  ArrayRef<int64_t> counts = call.getCounts();
+  unsigned first = 0;
+  for (unsigned i = 0; i < slot; ++i)
+    first += unsigned(counts[i]);
+  return {first, unsigned(counts[slot])};
+}
+
+OperandRange CallOp::getTensorParam(StringRef name) {
+  const KernelSignature *sig = getSignature();
+  unsigned slot = 0;
+  if (sig)
+    for (const KernelParam &p : sig->params) {
+      if (p.kind != ParamKind::Tensor)
+        continue;
+      if (p.name == name && slot < getCounts().size()) {
+        auto [first, count] = operandsOfSlot(*this, slot);
+        return getTensors().slice(first, count);
+      }
+      ++slot;
+    }
+  return getTensors().slice(0, 0);
+}
+
+Value CallOp::getSingleTensor(StringRef name) {
+  OperandRange r = getTensorParam(name);
+  return r.size() == 1 ? r.front() : Value();
+}
+
+StringRef CallOp::getTensorParamName(unsigned operandIndex) {
+  const KernelSignature *sig = getSignature();
+  if (!sig)
+    return {};
+  unsigned slot = 0, end = 0;
+  ArrayRef<int64_t> counts = getCounts();
+  for (const KernelParam &p : sig->params) {
+    if (p.kind != ParamKind::Tensor)
+      continue;
+    if (slot >= counts.size())
+      break;
+    end += unsigned(counts[slot++]);
+    if (operandIndex < end)
+      return p.name;
+  }
+  return {};
+}
+
+bool CallOp::writesInPlace(unsigned operandIndex) {
+  if (isInPlaceParam(getKernel(), getTensorParamName(operandIndex)))
+    return true;
+  Value v = getTensors()[operandIndex];
+  return llvm::count(getTensors(), v) > 1;
+}
+
+CallOp amp::amprt::createCall(OpBuilder &builder, Location loc,
+                              StringRef kernel, ArrayRef<TensorArg> tensors,
+                              ArrayRef<NamedAttribute> attrs) {
+  const KernelSignature *sig = lookupKernel(kernel);
+  assert(sig && "kernel missing from Ops.def");
+  SmallVector<Value> operands;
+  SmallVector<int64_t> counts;
+  for (const KernelParam &p : sig->params) {
+    if (p.kind != ParamKind::Tensor)
+      continue;
+    int64_t n = 0;
+    for (const TensorArg &t : tensors)
+      if (t.name == p.name) {
+        operands.append(t.buffers.begin(), t.buffers.end());
+        n = int64_t(t.buffers.size());
+      }
+    counts.push_back(n);
+  }
+#ifndef NDEBUG
+  for (const TensorArg &t : tensors)
+    assert(sig->find(t.name) && "no such tensor parameter");
+#endif
+  auto call = CallOp::create(builder, loc, kernel, operands, counts);
+  for (NamedAttribute a : attrs)
+    if (a.getName() != call.getKernelAttrName() &&
+        a.getName() != call.getCountsAttrName())
+      call->setAttr(a.getName(), a.getValue());
+  return call;
+}
+
 #define GET_OP_CLASSES
 #include "amp/Dialect/AmpRT/AmpRTOps.cpp.inc"

@@ -112,3 +112,38 @@ const KernelSignature *amp::amprt::lookupKernel(llvm::StringRef name) {
   auto it = table().index.find(name);
   return it == table().index.end() ? nullptr : &table().kernels[it->second];
 }
+
+bool amp::amprt::isInPlaceParam(llvm::StringRef kernel, llvm::StringRef param) {
+  // Ops.def's entries that update an input in place, and the multi-tensor
+  // checks whose flag a call with reset = 0 reads and writes back.
+  static const llvm::StringMap<llvm::SmallVector<llvm::StringRef, 4>> inPlace =
+      {{"inplace_accumulate", {"buffer"}},
+       {"unscale_gate_accumulate", {"buffer"}},
+       {"sgd", {"params", "momentum_bufs", "step"}},
+       {"adamw", {"params", "m1", "m2"}},
+       {"onnx_adam", {"x", "v", "h"}},
+       {"onnx_adagrad", {"x", "h"}},
+       {"onnx_momentum", {"x", "v"}},
+       {"loss_scaler_update", {"scale", "growth_tracker"}},
+       {"multi_tensor_unscale", {"ins", "outs", "all_finite"}},
+       {"multi_tensor_all_finite", {"all_finite"}},
+       {"multi_tensor_unscale_check", {"all_finite"}},
+       {"multi_tensor_zero_unless", {"ins"}},
+       {"batch_norm_training",
+        {"running_mean", "running_var", "running_mean_out",
+         "running_var_out"}}};
+#ifndef NDEBUG
+  static const bool checked = [] {
+    for (const auto &entry : inPlace) {
+      const KernelSignature *sig = lookupKernel(entry.getKey());
+      assert(sig && "in-place table names a kernel missing from Ops.def");
+      for (llvm::StringRef p : entry.getValue())
+        assert(sig->find(p) && "in-place table names a missing parameter");
+    }
+    return true;
+  }();
+  (void)checked;
+#endif
+  auto it = inPlace.find(kernel);
+  return it != inPlace.end() && llvm::is_contained(it->second, param);
+}

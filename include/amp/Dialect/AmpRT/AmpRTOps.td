@@ -49,6 +49,23 @@ def AmpRT_CallOp : Op<AmpRT_Dialect, "call"> {
     $kernel `(` $tensors `)` attr-dict (`:` type($tensors)^)?
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The kernel's Ops.def entry (null only before the verifier ran).
+    const ::amp::amprt::KernelSignature *getSignature();
+    /// The operands of tensor parameter `name` (empty when the parameter is
+    /// absent, count 0, or the kernel has no such parameter).
+    ::mlir::OperandRange getTensorParam(::llvm::StringRef name);
+    /// The one operand of tensor parameter `name`, or null (absent, a list,
+    /// or no such parameter).
+    ::mlir::Value getSingleTensor(::llvm::StringRef name);
+    /// The name of the tensor parameter that operand `operandIndex` is (one
+    /// of) the tensors of.
+    ::llvm::StringRef getTensorParamName(unsigned operandIndex);
+    /// Whether the call writes operand `operandIndex`'s buffer over what it
+    /// held: a parameter updated in place (isInPlaceParam), or a buffer the
+    /// call names twice (an output over an input, "may alias").
+    bool writesInPlace(unsigned operandIndex);
+  }];
 }
 
 #endif // AMP_DIALECT_AMPRT_AMPRTOPS_TD

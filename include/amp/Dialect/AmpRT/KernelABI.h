@@ -54,6 +54,13 @@ llvm::ArrayRef<KernelSignature> allKernels();
 /// The kernel named `name` (no prefix), or nullptr.
 const KernelSignature *lookupKernel(llvm::StringRef name);
 
+/// Whether tensor parameter `param` of `kernel` is updated in place: read
+/// and written by the call (the optimizers' parameters and moments, the
+/// accumulators, the multi-tensor checks' flag that a call with reset = 0
+/// ANDs into, the loss scaler's state). A buffer passed there holds another
+/// value after the call.
+bool isInPlaceParam(llvm::StringRef kernel, llvm::StringRef param);
+
 } // namespace amp::amprt
 
 #endif // AMP_DIALECT_AMPRT_KERNELABI_H

@@ -1,0 +1,30 @@
+//===- FusePatterns.h - the rewrite patterns of amprt-fuse ------*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to lib/Conversion/TrainToRuntime: the fusions of `amprt-fuse` as
+// rewrite patterns on `amprt.call`s of an unplanned lowered function
+// (PlannedProgram.h's unplanned form; BufferFacts.h says who reads and
+// writes a buffer). Each populate function is one fusion, one file; the
+// pass applies them one set after another in the order of
+// include/amp/Conversion/Passes.td, each set top-down over the calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_LIB_CONVERSION_TRAINTORUNTIME_FUSEPATTERNS_H
+#define AMP_LIB_CONVERSION_TRAINTORUNTIME_FUSEPATTERNS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace amp::lowering {
+
+/// Widening casts read by their elementwise consumers, narrowing casts
+/// written by their producer (FoldCasts.cpp).
+void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace amp::lowering
+
+#endif // AMP_LIB_CONVERSION_TRAINTORUNTIME_FUSEPATTERNS_H
