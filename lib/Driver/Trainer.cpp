@@ -22,6 +22,7 @@
 #include "TrainerInternals.h"
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/LoweredForm.h"
+#include "amp/Driver/NonfiniteLocator.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,6 +38,32 @@ using namespace amp;
 using namespace amp::driver;
 using namespace amp::driver::detail;
 using namespace amp::exec;
+
+llvm::Error Trainer::localizeStep(int64_t step, float loss, bool flagFalse) {
+  status << "amp-run: step " << step + 1 << ": ";
+  if (!std::isfinite(loss))
+    status << "loss "
+           << (std::isnan(loss) ? "nan"
+               : loss > 0       ? "inf"
+                                : "-inf")
+           << (flagFalse ? ", " : "");
+  if (flagFalse)
+    status << "all-finite flag false";
+  status << "; rerunning the step with a check after every call\n";
+  // From the state the step started in, with the same random draws: the
+  // rerun computes what the run did.
+  for (auto &[i, copy] : stepSnapshots)
+    amprt_memcpy(ctx, trainProg->inputData(i), copy,
+                 trainProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
+  if (amprt_set_random_offset(ctx, uint64_t(step)) != AMPRT_OK)
+    return fail(Twine("random: ") + amprt_last_error(ctx));
+  auto src = localizeNonfinite(*trainProg, ctx);
+  if (!src)
+    return src.takeError();
+  printNonfiniteSource(status, *src, nodeOpTypes, trainProg->numCalls());
+  status.flush();
+  return llvm::Error::success();
+}
 
 llvm::Error Trainer::run() {
   if (auto e = load())
@@ -172,6 +199,13 @@ llvm::Error Trainer::run() {
   if (stepIn && deviceUpdated)
     if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
       return e;
+  if (opts.localizeNonfinite)
+    for (unsigned i : trainProg->inputsWrittenInPlace()) {
+      void *copy = nullptr;
+      if (amprt_malloc(ctx, trainProg->inputs()[i].bytes(), &copy) != AMPRT_OK)
+        return fail(Twine("device memory: ") + amprt_last_error(ctx));
+      stepSnapshots.push_back({i, copy});
+    }
   uint8_t groupFinite = 1;
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (auto e = fillBatch(stepsDone))
@@ -188,8 +222,25 @@ llvm::Error Trainer::run() {
     // what the uninterrupted one drew at this step.
     if (auto e = check(amprt_set_random_offset(ctx, stepsDone), "random"))
       return e;
+    if (opts.localizeNonfinite)
+      for (auto &[i, copy] : stepSnapshots)
+        amprt_memcpy(ctx, copy, trainProg->inputData(i),
+                     trainProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
     if (auto e = trainProg->run())
       return e;
+    if (opts.localizeNonfinite) {
+      float loss = 0;
+      uint8_t flag = 1;
+      if (lossOut >= 0)
+        amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
+                     AMPRT_DEVICE_TO_HOST);
+      if (finiteOut >= 0)
+        amprt_memcpy(ctx, &flag, trainProg->output(finiteOut), 1,
+                     AMPRT_DEVICE_TO_HOST);
+      if (!std::isfinite(loss) || !flag)
+        if (auto e = localizeStep(int64_t(stepsDone), loss, !flag))
+          return e;
+    }
     for (auto &[i, b] : writeBack)
       amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
                    AMPRT_DEVICE_TO_DEVICE);

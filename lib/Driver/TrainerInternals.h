@@ -86,6 +86,8 @@ public:
   Trainer(const TrainOptions &o, llvm::raw_ostream &status)
       : opts(o), status(status) {}
   ~Trainer() {
+    for (auto &[i, copy] : stepSnapshots)
+      amprt_free(ctx, copy);
     state.clear();
     trainProg.reset();
     optProg.reset();
@@ -108,6 +110,13 @@ private:
   OwningOpRef<ModuleOp> trainMod, optMod, loweredTop;
   /// The lowered training and optimizer modules (each with func @main).
   ModuleOp trainLowered, optLowered;
+  /// The op type ("Gemm", "com.microsoft:SoftmaxGrad_13") of each named
+  /// node of the training graph, as imported (--localize-nonfinite).
+  llvm::StringMap<std::string> nodeOpTypes;
+  /// --localize-nonfinite: the inputs the training step writes in place,
+  /// as they were before the step (a rerun starts from them).
+  std::vector<std::pair<unsigned, void *>> stepSnapshots;
+  llvm::Error localizeStep(int64_t step, float loss, bool flagFalse);
   /// Whether --weights names an onnxruntime-training checkpoint (rather
   /// than an ONNX model): its first bytes say so.
   /// The optimizer state of an onnxruntime-training checkpoint given as

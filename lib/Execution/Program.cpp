@@ -23,6 +23,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -142,6 +143,8 @@ struct Program::Impl {
     std::vector<Slot> slots;
     std::string node;
   };
+  std::vector<CallInfo> infos; // per call
+  std::vector<unsigned> writtenInputs;
   std::vector<Call> calls;
   // Argument descriptors to patch at bind(): (arg, descriptor).
   std::vector<std::pair<unsigned, amprt_tensor *>> argUses;
@@ -222,6 +225,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
   im.ctx = ctx;
 
   DenseMap<Value, amprt_tensor *> desc;
+  llvm::DenseSet<Value> named; // the buffers a call named so far
   auto describe = [&](Value v, void *data) -> llvm::Expected<amprt_tensor *> {
     auto type = dyn_cast<MemRefType>(v.getType());
     if (!type || !type.hasStaticShape())
@@ -256,6 +260,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
     auto d = describe(arg, nullptr);
     if (!d)
       return d.takeError();
+    im.argUses.push_back({arg.getArgNumber(), *d}); // callInfo()'s
   }
 
   for (Operation &op : entry) {
@@ -311,6 +316,26 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
       c.kernel = k;
       auto node = call->getAttrOfType<StringAttr>("node");
       c.node = node ? node.str() : "";
+      CallInfo info;
+      info.node = c.node;
+      info.kernel = call.getKernel().str();
+      // What the call reads and writes: a temporary's first naming writes
+      // it; a parameter updated in place and a buffer named twice ("may
+      // alias") are read and written; the rest are read.
+      for (auto [i, v] : llvm::enumerate(call.getTensors())) {
+        auto arg = dyn_cast<BlockArgument>(v);
+        bool fresh = !arg && !v.getDefiningOp<memref::GetGlobalOp>() &&
+                     !named.contains(v);
+        bool written = fresh || call.writesInPlace(i);
+        if (written && arg &&
+            !llvm::is_contained(im.writtenInputs, arg.getArgNumber()))
+          im.writtenInputs.push_back(arg.getArgNumber());
+        info.tensors.push_back({desc.lookup(v),
+                                call.getTensorParamName(i).str(), !fresh,
+                                written, arg ? int(arg.getArgNumber()) : -1});
+      }
+      for (Value v : call.getTensors())
+        named.insert(v);
       ArrayRef<int64_t> counts = call.getCounts();
       unsigned tensorParam = 0, operand = 0;
       for (const amprt::KernelParam &p : sig->params) {
@@ -394,6 +419,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
         c.slots.push_back(s);
       }
       im.calls.push_back(std::move(c));
+      im.infos.push_back(std::move(info));
       continue;
     }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -432,15 +458,31 @@ llvm::Error Program::run() {
   for (auto [i, d] : llvm::enumerate(impl->argData))
     if (!d)
       return fail("input '" + inputPorts[i].name + "' is not bound");
-  for (const Impl::Call &c : impl->calls) {
-    amprt_status st = c.kernel->thunk(c.slots.data());
-    if (st != AMPRT_OK)
-      return fail(llvm::formatv("node '{0}': amprt_{1} failed ({2}): {3}",
-                                c.node, c.kernel->name, int(st),
-                                amprt_last_error(impl->ctx)));
-  }
+  for (size_t i = 0; i < impl->calls.size(); ++i)
+    if (auto e = runCall(i))
+      return e;
   return llvm::Error::success();
 }
+
+llvm::Error Program::runCall(size_t i) {
+  const Impl::Call &c = impl->calls[i];
+  amprt_status st = c.kernel->thunk(c.slots.data());
+  if (st != AMPRT_OK)
+    return fail(llvm::formatv("node '{0}': amprt_{1} failed ({2}): {3}", c.node,
+                              c.kernel->name, int(st),
+                              amprt_last_error(impl->ctx)));
+  return llvm::Error::success();
+}
+
+const Program::CallInfo &Program::callInfo(size_t i) const {
+  return impl->infos[i];
+}
+
+std::vector<unsigned> Program::inputsWrittenInPlace() const {
+  return impl->writtenInputs;
+}
+
+void *Program::inputData(unsigned i) const { return impl->argData[i]; }
 
 void *Program::output(unsigned i) const {
   int arg = impl->outputArg[i];

@@ -70,6 +70,10 @@ struct TrainOptions {
   /// steps (a multiple of accumulate; 0: only at the end).
   int64_t checkpointEvery = 0;
   int64_t injectNonFiniteStep = -1; ///< makes step k's batch NaN (testing)
+  /// When a step's loss or all-finite flag is non-finite, run the step
+  /// again call by call and report the first node that made a non-finite
+  /// value from finite inputs (NonfiniteLocator.h).
+  bool localizeNonfinite = false;
   /// The log gets a last column, `seconds`: wall time since the training
   /// loop started, when each step's results are back on the host. Off by
   /// default, so that a log is the same bytes run after run.

@@ -56,9 +56,37 @@ public:
 
   /// Binds the data of input `i` (all must be bound before run()).
   void bind(unsigned i, void *data);
+  /// The data bound to input `i` (null before bind()).
+  void *inputData(unsigned i) const;
   /// Runs every call in order; the first failing kernel is an error naming
   /// the node and the runtime's message.
   llvm::Error run();
+
+  // --- one call at a time (amp-run --localize-nonfinite) ------------------
+  /// One tensor a call names: its descriptor (data bound), the name of its
+  /// kernel parameter, whether the call reads it (all but a temporary's
+  /// first naming, which writes it) and writes it (that first naming, a
+  /// parameter updated in place, a buffer named twice), and the input it
+  /// is (-1: a temporary or a constant).
+  struct CallTensor {
+    const amprt_tensor *tensor;
+    std::string param;
+    bool read, written;
+    int input;
+  };
+  struct CallInfo {
+    std::string node;   ///< the ONNX node (amprt.call's `node`)
+    std::string kernel; ///< without the amprt_ prefix
+    std::vector<CallTensor> tensors;
+  };
+  /// What call `i` (in run order) names.
+  const CallInfo &callInfo(size_t i) const;
+  /// Runs call `i` alone; run() is runCall(0..numCalls()-1).
+  llvm::Error runCall(size_t i);
+  /// The inputs some call writes in place (accumulators, running
+  /// statistics, optimizer state): a rerun of the program needs them as
+  /// they were.
+  std::vector<unsigned> inputsWrittenInPlace() const;
   /// Data of output `i` after run() (arena memory or a bound input).
   void *output(unsigned i) const;
   size_t arenaBytes() const { return arenaSize; }

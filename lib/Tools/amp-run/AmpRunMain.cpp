@@ -160,6 +160,12 @@ struct AmpRunOptions {
   cl::opt<std::string> lowered{"dump-lowered",
                                cl::desc("write the lowered modules here"),
                                cl::cat(category)};
+  cl::opt<bool> localize{
+      "localize-nonfinite",
+      cl::desc("when a step's loss or all-finite flag is non-finite, rerun "
+               "the step with a check after every call and name the first "
+               "node that made a NaN or inf from finite inputs"),
+      cl::cat(category)};
   cl::opt<int64_t> inject{"inject-nonfinite",
                           cl::desc("testing: NaN in step k's batch"),
                           cl::cat(category), cl::init(-1)};
@@ -205,6 +211,7 @@ int AmpRunOptions::execute() {
                                              &externalDataThreshold,
                                              &lowered,
                                              &inject,
+                                             &localize,
                                              &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -281,6 +288,7 @@ int AmpRunOptions::execute() {
   o.externalDataThreshold = externalDataThreshold;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
+  o.localizeNonfinite = localize;
   if (steps < 0) {
     llvm::errs() << "amp-run: --steps must not be negative\n";
     return 1;

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Crafted models that fail in mixed precision, each with the node at
+fault known (issue 23; docs/Diagnostics.md):
+
+  activation_overflow  |x| (x uniform in [-1, 1), amp-run's synthetic data)
+                       times weights near 1000 summed over 256 inputs: the
+                       Linear layer's outputs are near 1.3e5, finite in fp32,
+                       inf past fp16's 65504 in the f16 GEMM (node
+                       "fc/Gemm", forward)
+
+Each is written as onnxruntime-training's generate_artifacts writes a
+training model (MSE loss against a `target` input, AdamW), with a
+`faults.txt` naming the node at fault. Run with the onnxruntime-training
+venv's python:  failure_models.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import amp_run_vs_ort  # noqa: E402,F401 (onnxruntime.training without torch)
+from onnxruntime.training import artifacts  # noqa: E402
+
+
+def activation_overflow():
+    rng = np.random.default_rng(0)
+    w = rng.uniform(900.0, 1100.0, (8, 256)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
+             helper.make_node("Gemm", ["magnitude", "fc.weight", "fc.bias"],
+                              ["output"], name="fc/Gemm", transB=1)]
+    inits = [numpy_helper.from_array(w, "fc.weight"),
+             numpy_helper.from_array(b, "fc.bias")]
+    return nodes, inits, 256, 8, "fc/Gemm"
+
+
+MODELS = {"activation_overflow": activation_overflow}
+
+
+def main():
+    out = sys.argv[1]
+    for name, make in MODELS.items():
+        nodes, inits, width, outs, fault = make()
+        graph = helper.make_graph(
+            nodes, name,
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                           ["batch", width])],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT,
+                                           ["batch", outs])], inits)
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid("", 17)])
+        d = os.path.join(out, name)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(model, os.path.join(d, "forward.onnx"))
+        artifacts.generate_artifacts(
+            model, requires_grad=[t.name for t in inits],
+            loss=artifacts.LossType.MSELoss,
+            optimizer=artifacts.OptimType.AdamW, artifact_directory=d)
+        with open(os.path.join(d, "faults.txt"), "w") as f:
+            f.write(fault + "\n")
+        print("%s: node at fault %s" % (name, fault))
+
+
+if __name__ == "__main__":
+    main()
