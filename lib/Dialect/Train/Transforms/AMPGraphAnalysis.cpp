@@ -91,6 +91,24 @@ void AMPGraphRewriter::collect() {
     }
     info.list = kind.list;
     info.schema = kind.schema;
+    // Measured ranges (ranges=): a node the lists would let convert stays
+    // fp32 when an output of it would overflow or underflow the low type.
+    if (rangePolicy.ranges && info.processable && !info.isCast &&
+        info.list != AMPList::None && info.list != AMPList::Deny)
+      if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames)) {
+        SmallVector<StringRef, 2> names;
+        for (Attribute a : outs)
+          if (auto name = dyn_cast<StringAttr>(a))
+            names.push_back(name.getValue());
+        if (std::optional<std::string> why =
+                rangePolicy.keepReason(names, mode)) {
+          info.keep = true;
+          info.processable = false;
+          report.rangeKept.push_back(
+              {nodeName(info).str(), opTypeOf(info).str(), *why});
+          rangeReasons[op] = std::move(*why);
+        }
+      }
     info.ports = portVertex.size();
     info.numInputs = op->getNumOperands();
     unsigned numPorts = op->getNumOperands() + op->getNumResults();

@@ -140,6 +140,8 @@ void AMPGraphRewriter::record() {
 
     if (info.structural)
       rec.reason = "has subgraphs of unknown semantics: treated as fp32";
+    else if (auto it = rangeReasons.find(info.op); it != rangeReasons.end())
+      rec.reason = "measured range: " + it->second;
     else if (info.keep)
       rec.reason = "keep-fp32";
     else if (info.retargetedCast && info.converted)

@@ -26,6 +26,7 @@
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/AMPPainter.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Dialect/Train/Transforms/AMPRanges.h"
 #include "amp/Dialect/Train/Transforms/AMPReport.h"
 #include "mlir/IR/Dominance.h"
 #include "llvm/ADT/DenseMap.h"
@@ -90,11 +91,12 @@ class AMPGraphRewriter {
 public:
   AMPGraphRewriter(GraphOp graph, const AMPLists &lists, AMPMode mode,
                    ArrayRef<llvm::Regex> keepRegexes,
-                   const llvm::StringSet<> &keepNames, AMPReport &report,
+                   const llvm::StringSet<> &keepNames,
+                   const AMPRangePolicy &rangePolicy, AMPReport &report,
                    bool records)
       : graph(graph), lists(lists), mode(mode), keepRegexes(keepRegexes),
-        keepNames(keepNames), report(report), records(records), namer(graph),
-        dom(graph) {
+        keepNames(keepNames), rangePolicy(rangePolicy), report(report),
+        records(records), namer(graph), dom(graph) {
     MLIRContext *ctx = graph.getContext();
     lowType = mode == AMPMode::BF16 ? Type(BFloat16Type::get(ctx))
                                     : Type(Float16Type::get(ctx));
@@ -233,6 +235,9 @@ private:
   AMPMode mode;
   ArrayRef<llvm::Regex> keepRegexes;
   const llvm::StringSet<> &keepNames;
+  const AMPRangePolicy &rangePolicy;
+  /// The nodes rangePolicy keeps fp32, and why.
+  DenseMap<Operation *, std::string> rangeReasons;
   AMPReport &report;
   bool records; ///< fill report.nodes and report.casts (report= or dot=)
   /// No allow-list vertex: the graph is left unchanged (Grappler's "No

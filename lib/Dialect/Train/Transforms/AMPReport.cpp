@@ -39,6 +39,14 @@ void AMPReport::printSummary(raw_ostream &os) const {
      << "Denylisted nodes blocking conversion: " << s.denylistedBlocking << "\n"
      << "Nodes blocked from conversion by denylisted nodes: "
      << s.blockedByDenylisted << "\n";
+  if (!rangesPath.empty()) {
+    os << "Nodes kept fp32 by measured ranges (" << rangesPath
+       << "): " << rangeKept.size() << "\n";
+    for (const RangeKept &k : llvm::ArrayRef(rangeKept).take_front(10))
+      os << "  kept: " << k.name << " (" << k.opType << "): " << k.why << "\n";
+    if (rangeKept.size() > 10)
+      os << "  ... " << (rangeKept.size() - 10) << " more (report=)\n";
+  }
   if (tensorCore.empty())
     return;
   unsigned aligned = 0, partly = 0;
@@ -118,10 +126,15 @@ Error AMPReport::writeJSON(StringRef path) const {
                   {"total", static_cast<int64_t>(tensorCore.size())},
                   {"aligned", tcAligned},
                   {"nodes", std::move(tcNodes)}};
+  json::Array kept;
+  for (const RangeKept &k : rangeKept)
+    kept.push_back(
+        json::Object{{"name", k.name}, {"op_type", k.opType}, {"why", k.why}});
   json::Object root{
       {"mode", getAMPModeName(mode)},
       {"summary", std::move(sum)},
       {"tensor_core", std::move(tc)},
+      {"ranges", json::Object{{"file", rangesPath}, {"kept", std::move(kept)}}},
       {"casts_inserted", static_cast<int64_t>(casts.size())},
       {"casts", std::move(castArray)},
       {"nodes", std::move(nodeArray)},

@@ -99,11 +99,31 @@ struct AutoMixedPrecisionPass
       keepRegexes.push_back(std::move(re));
     }
 
+    AMPRanges measured;
+    AMPRangePolicy rangePolicy;
+    if (!ranges.empty()) {
+      auto loaded = readAMPRanges(ranges);
+      if (!loaded) {
+        module.emitError() << "auto-mixed-precision: "
+                           << llvm::toString(loaded.takeError());
+        return signalPassFailure();
+      }
+      if (!(rangeMargin >= 1) ||
+          !(underflowLimit >= 0 && underflowLimit <= 1)) {
+        module.emitError() << "auto-mixed-precision: range-margin must be at "
+                              "least 1 and underflow-limit in [0, 1]";
+        return signalPassFailure();
+      }
+      measured = std::move(*loaded);
+      rangePolicy = {&measured, rangeMargin, underflowLimit};
+    }
+
     AMPReport rep;
     rep.mode = *parsedMode;
+    rep.rangesPath = ranges;
     for (GraphOp graph : module.getOps<GraphOp>()) {
       AMPGraphRewriter rewriter(
-          graph, amLists, *parsedMode, keepRegexes, keepNames, rep,
+          graph, amLists, *parsedMode, keepRegexes, keepNames, rangePolicy, rep,
           /*records=*/out || !report.empty() || !dot.empty());
       rewriter.run();
     }

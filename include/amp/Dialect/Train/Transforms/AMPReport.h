@@ -73,6 +73,13 @@ struct AMPReport {
   std::vector<AMPCastRecord> casts;
   /// The converted GEMMs and convolutions, in graph order.
   std::vector<AMPTensorCoreRecord> tensorCore;
+  /// A node the measured ranges kept fp32 (ranges=): name, op type, why.
+  struct RangeKept {
+    std::string name, opType, why;
+  };
+  std::vector<RangeKept> rangeKept;
+  /// The ranges file (ranges=), for the summary; empty without one.
+  std::string rangesPath;
   /// Whether any graph had an allow-list node to convert. Without one the
   /// pass leaves the module unchanged and, as Grappler does, prints no
   /// summary ("No allowlist ops found, nothing to do").

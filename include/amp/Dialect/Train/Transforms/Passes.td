@@ -84,6 +84,17 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "Node names or regular expressions (full match) of nodes that "
                "stay fp32">,
+    Option<"ranges", "ranges", "std::string", /*default=*/"\"\"",
+           "Value ranges measured in fp32 (amp-run --collect-ranges): "
+           "nodes whose outputs would overflow the low type or lose more "
+           "than underflow-limit of their values to underflow stay fp32">,
+    Option<"rangeMargin", "range-margin", "double", /*default=*/"2.0",
+           "With ranges: keep fp32 when max |output| times this reaches "
+           "the low type's largest value (65504 for fp16)">,
+    Option<"underflowLimit", "underflow-limit", "double", /*default=*/"0.25",
+           "With ranges (fp16): keep fp32 when more than this fraction of "
+           "an output's nonzero values (gradients under the loss scale) "
+           "fall below fp16's smallest normal">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write a JSON report of the decisions to this file">,
     Option<"dot", "dot", "std::string", /*default=*/"\"\"",

@@ -1,0 +1,62 @@
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1024, "values": {"h": {"max_abs": 130000.0, "min_nonzero": 0.5, "below_normal": 0.0, "count": 128}, "y": {"max_abs": 20000.0, "min_nonzero": 0.01, "below_normal": 0.0, "count": 128}, "g": {"max_abs": 0.001, "min_nonzero": 1e-12, "below_normal": 0.9, "count": 64, "gradient": true}, "r": {"max_abs": 40000.0, "min_nonzero": 1.0, "below_normal": 0.0, "count": 64}}}' > %t/stats.json
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/stats.json report=%t/report.json" -o /dev/null 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=JSON < %t/report.json
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/stats.json range-margin=1 underflow-limit=0.95" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOSE
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/stats.json mode=bf16" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16
+// RUN: amp-opt %s --auto-mixed-precision -o /dev/null 2>&1 | FileCheck %s --check-prefix=NONE
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1, "values": {"h": {"max_abs": -1, "min_nonzero": 0, "below_normal": 0}}}' > %t/bad.json
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/bad.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: printf '{"nodes": []}' > %t/report-like.json
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/report-like.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FORMAT
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/stats.json range-margin=0.5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MARGIN
+
+// A policy from measured ranges (docs/Diagnostics.md): fc1's output h
+// reached 1.3e5 in fp32, past fp16's 65504, and relu's r 4e4, past 65504
+// over the default margin 2; fc3's output g (a gradient, under a loss scale
+// of 1024) has 90% of its nonzero values below fp16's smallest normal. The
+// three stay fp32, with the reason in the summary and the report; fc2 (y at
+// 2e4) converts.
+// CHECK:      Nodes kept fp32 by measured ranges ({{.*}}stats.json): 3
+// CHECK-NEXT:   kept: fc1 (MatMul): max |h| 1.3e+05 over 4 steps > 65504 / margin 2
+// CHECK-NEXT:   kept: relu (Relu): max |r| 4e+04 over 4 steps > 65504 / margin 2
+// CHECK-NEXT:   kept: fc3 (MatMul): 90% of nonzero |g| (under loss scale 1024) below fp16's smallest normal 6.1e-05 over 4 steps > 25%
+// CHECK:      Tensor Core aligned GEMMs and convolutions (sizes multiples of 8): 0 of 1
+// CHECK-NEXT:   misaligned: fc2 (MatMul)
+
+// JSON:      "name": "fc1",
+// JSON:      "reason": "measured range: max |h| 1.3e+05 over 4 steps > 65504 / margin 2"
+// JSON:      "ranges": {
+// JSON-NEXT:   "file": "{{.*}}stats.json",
+// JSON-NEXT:   "kept": [
+// JSON-NEXT:     {
+// JSON-NEXT:       "name": "fc1",
+// JSON-NEXT:       "op_type": "MatMul",
+// JSON-NEXT:       "why": "max |h| 1.3e+05 over 4 steps > 65504 / margin 2"
+
+// With margin 1 and 90% allowed below the normal range only fc1 stays.
+// LOOSE:      Nodes kept fp32 by measured ranges ({{.*}}): 1
+// LOOSE-NEXT:   kept: fc1 (MatMul)
+
+// bf16 has fp32's range: nothing is kept.
+// BF16:       Nodes kept fp32 by measured ranges ({{.*}}): 0
+
+// Without ranges= the summary has no such line.
+// NONE-NOT:   measured ranges
+
+// Bad files and options: an error at the module with the reason, nothing
+// written.
+// MISSING: error: auto-mixed-precision: ranges file '{{.*}}missing.json': {{[Nn]}}o such file or directory
+// BAD: error: auto-mixed-precision: ranges file '{{.*}}bad.json': value 'h' needs max_abs >= 0, min_nonzero and below_normal in [0, 1]
+// FORMAT: error: auto-mixed-precision: ranges file '{{.*}}report-like.json': not an amp-ranges file
+// MARGIN: error: auto-mixed-precision: range-margin must be at least 1 and underflow-limit in [0, 1]
+module {
+  train.graph @main(%x: tensor<4x32xf32> {train.name = "x"}, %w1: tensor<32x32xf32> {train.name = "w1"}, %w2: tensor<32x32xf32> {train.name = "w2"}, %w3: tensor<32x16xf32> {train.name = "w3"}) -> (tensor<4x32xf32> {train.name = "y"}, tensor<4x16xf32> {train.name = "g"}) {
+    %h = MatMul(%x, %w1) {train.name = "fc1", train.outputs = ["h"]} : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+    %r = Relu(%h) {train.name = "relu", train.outputs = ["r"]} : (tensor<4x32xf32>) -> tensor<4x32xf32>
+    %y = MatMul(%r, %w2) {train.name = "fc2", train.outputs = ["y"]} : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>
+    %g = MatMul(%y, %w3) {train.name = "fc3", train.outputs = ["g"]} : (tensor<4x32xf32>, tensor<32x16xf32>) -> tensor<4x16xf32>
+    train.return %y, %g : tensor<4x32xf32>, tensor<4x16xf32>
+  }
+}
