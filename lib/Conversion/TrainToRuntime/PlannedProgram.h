@@ -79,6 +79,9 @@ struct Buffer {
   /// A Temp that is another Temp's memory seen with another shape (a
   /// reshape, AliasReshapes.cpp): the buffer it aliases, else -1.
   int aliasOf = -1;
+  /// The ONNX value a Temp holds (the node output it was made for;
+  /// kValueAttr), or empty.
+  std::string name;
   /// A Const made by constBuffer(): one per distinct value, which later
   /// constBuffer() calls (the rewrites') share (kSharedConstAttr).
   bool shared = false;

@@ -111,6 +111,8 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
                << kRoleAttr << " one of the arena roles";
       Buffer b;
       b.role = Buffer::Role(r - std::begin(kArenaRoles));
+      if (auto value = a->getAttrOfType<StringAttr>(kValueAttr))
+        b.name = value.str();
       b.shape.assign(a.getType().getShape().begin(),
                      a.getType().getShape().end());
       b.elem = a.getType().getElementType();
@@ -257,11 +259,16 @@ func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
       vals[id] = memref::GetGlobalOp::create(builder, loc, type, global);
     } else if (planned) {
       Value off = arith::ConstantIndexOp::create(builder, loc, b.offset);
-      vals[id] =
+      auto view =
           memref::ViewOp::create(builder, loc, type, arena, off, ValueRange());
+      if (!b.name.empty())
+        view->setAttr(kValueAttr, builder.getStringAttr(b.name));
+      vals[id] = view;
     } else {
       auto alloc = memref::AllocOp::create(builder, loc, type);
       alloc->setAttr(kRoleAttr, builder.getStringAttr(kArenaRoles[b.role]));
+      if (!b.name.empty())
+        alloc->setAttr(kValueAttr, builder.getStringAttr(b.name));
       vals[id] = alloc;
     }
   }

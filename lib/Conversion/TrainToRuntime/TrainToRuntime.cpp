@@ -189,6 +189,15 @@ LogicalResult GraphLowering::run() {
     if (failed(check != finiteChecks.end() ? lowerFiniteCheck(check->second)
                                            : lowerNode(node)))
       return failure();
+    // The temporaries the node made hold its outputs: named after them.
+    if (auto outs = op.getAttrOfType<ArrayAttr>(attrs::kOutputNames))
+      for (auto [res, name] : llvm::zip(op.getResults(), outs)) {
+        auto b = valueBuf.find(res);
+        auto s = dyn_cast<StringAttr>(name);
+        if (b != valueBuf.end() && s && bufs[b->second].kind == Buffer::Temp &&
+            bufs[b->second].name.empty())
+          bufs[b->second].name = s.str();
+      }
   }
 
   if (narrowInputs)

@@ -10,13 +10,13 @@
 // CHECK-SAME: (%[[X:.*]]: memref<8x4xf32> {amprt.name = "x"}, %[[W:.*]]: memref<3x4xf32> {amprt.name = "w"}, %[[DY:.*]]: memref<8x3xf32> {amprt.name = "dy"})
 // CHECK-SAME: -> (memref<8x3xf32> {amprt.name = "y"}, memref<3x4xf32> {amprt.name = "w_grad"})
 // CHECK-SAME: attributes {amprt.unplanned}
-// CHECK: %[[WT:.*]] = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
-// CHECK: %[[Y:.*]] = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+// CHECK: %[[WT:.*]] = memref.alloc() {amprt.role = "activations"{{(, amprt.value = "[^"]*")?}}} : memref<4x3xf32>
+// CHECK: %[[Y:.*]] = memref.alloc() {amprt.role = "activations"{{(, amprt.value = "[^"]*")?}}} : memref<8x3xf32>
 // CHECK: %[[B:.*]] = memref.get_global @main_const0 : memref<3xf32>
-// CHECK: %[[YB:.*]] = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
-// CHECK: %[[XT:.*]] = memref.alloc() {amprt.role = "activations"} : memref<4x8xf32>
-// CHECK: %[[DWT:.*]] = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
-// CHECK: %[[DW:.*]] = memref.alloc() {amprt.role = "gradients"} : memref<3x4xf32>
+// CHECK: %[[YB:.*]] = memref.alloc() {amprt.role = "activations"{{(, amprt.value = "[^"]*")?}}} : memref<8x3xf32>
+// CHECK: %[[XT:.*]] = memref.alloc() {amprt.role = "activations"{{(, amprt.value = "[^"]*")?}}} : memref<4x8xf32>
+// CHECK: %[[DWT:.*]] = memref.alloc() {amprt.role = "activations"{{(, amprt.value = "[^"]*")?}}} : memref<4x3xf32>
+// CHECK: %[[DW:.*]] = memref.alloc() {amprt.role = "gradients"{{(, amprt.value = "[^"]*")?}}} : memref<3x4xf32>
 // CHECK-NOT: memref.view
 // CHECK: amprt.call "transpose"(%[[W]], %[[WT]]) {{.*}}node = "wt"
 // CHECK: amprt.call "matmul"(%[[X]], %[[WT]], %[[Y]]) {{.*}}node = "fwd"

@@ -31,6 +31,10 @@ inline constexpr const char *kNameAttr = "amprt.name";
 /// accumulates across steps feeds it false; the `lazy_reset_grad` input of
 /// `InPlaceAccumulatorV2` graphs means "overwrite" and is fed true.
 inline constexpr const char *kAccumulateSignalAttr = "amprt.accumulate_signal";
+/// Attribute of a temporary (an unplanned `memref.alloc`, a planned
+/// `memref.view`): the ONNX value it holds (a node output's name), for
+/// diagnostics that report by value (amp-run --collect-ranges).
+inline constexpr const char *kValueAttr = "amprt.value";
 /// Module attribute: arena bytes (peak activation memory) per function.
 inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
 /// Function attribute: what the arena holds at the call where most of it is
