@@ -5,72 +5,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Driver/NonfiniteLocator.h"
-#include "amp/Runtime/Math/ElementAccess.h"
-
-#include "llvm/Support/Format.h"
-
-#include <cmath>
 
 using namespace amp;
 using namespace amp::driver;
-
-TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t) {
-  TensorRange r;
-  int64_t n = 1;
-  for (int32_t d = 0; d < t.rank; ++d)
-    n *= t.shape[d];
-  r.count = n;
-  bool isFloat = t.dtype == AMPRT_F32 || t.dtype == AMPRT_F16 ||
-                 t.dtype == AMPRT_BF16 || t.dtype == AMPRT_F64;
-  if (!isFloat || n == 0 || !t.data)
-    return r;
-  std::vector<char> host(size_t(n) * amprt_dtype_size(t.dtype));
-  amprt_memcpy(ctx, host.data(), t.data, host.size(), AMPRT_DEVICE_TO_HOST);
-  for (int64_t i = 0; i < n; ++i) {
-    double v = t.dtype == AMPRT_F64
-                   ? reinterpret_cast<const double *>(host.data())[i]
-                   : double(::amprt::loadF(host.data(), t.dtype, i));
-    if (std::isnan(v)) {
-      ++r.nan;
-    } else if (std::isinf(v)) {
-      ++r.inf;
-    } else {
-      double a = std::fabs(v);
-      r.maxAbs = std::max(r.maxAbs, a);
-      if (a > 0)
-        r.minNonzero = std::min(r.minNonzero, a);
-    }
-  }
-  return r;
-}
-
-void amp::driver::printRange(llvm::raw_ostream &os, const amprt_tensor &t,
-                             const TensorRange &r) {
-  os << amprt_dtype_name(t.dtype) << " [";
-  for (int32_t d = 0; d < t.rank; ++d)
-    os << (d ? ", " : "") << t.shape[d];
-  os << "]";
-  bool isFloat = t.dtype == AMPRT_F32 || t.dtype == AMPRT_F16 ||
-                 t.dtype == AMPRT_BF16 || t.dtype == AMPRT_F64;
-  if (!isFloat)
-    return;
-  if (!r.finite()) {
-    os << ": ";
-    if (r.nan)
-      os << r.nan << " NaN" << (r.inf ? ", " : "");
-    if (r.inf)
-      os << r.inf << " inf";
-    os << " of " << r.count;
-  }
-  if (r.nan + r.inf == r.count)
-    return;
-  os << (r.finite() ? ": " : "; ") << "finite |x| ";
-  if (r.maxAbs == 0)
-    os << "all 0";
-  else
-    os << "in [" << llvm::format("%.3g", r.minNonzero) << ", "
-       << llvm::format("%.3g", r.maxAbs) << "]";
-}
 
 llvm::Expected<NonfiniteSource>
 amp::driver::localizeNonfinite(exec::Program &prog, amprt_context *ctx) {

@@ -23,6 +23,7 @@
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/LoweredForm.h"
 #include "amp/Driver/NonfiniteLocator.h"
+#include "amp/Driver/RangeCollector.h"
 #include "amp/Target/ONNX/ExternalData.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -199,6 +200,14 @@ llvm::Error Trainer::run() {
   if (stepIn && deviceUpdated)
     if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
       return e;
+  std::optional<RangeCollector> collector;
+  if (!opts.collectRangesPath.empty()) {
+    if (precisionName() != "fp32")
+      return fail("--collect-ranges measures the fp32 step's values: run "
+                  "it without --amp (the ranges then feed "
+                  "auto-mixed-precision's ranges=)");
+    collector.emplace();
+  }
   if (opts.localizeNonfinite)
     for (unsigned i : trainProg->inputsWrittenInPlace()) {
       void *copy = nullptr;
@@ -226,7 +235,8 @@ llvm::Error Trainer::run() {
       for (auto &[i, copy] : stepSnapshots)
         amprt_memcpy(ctx, copy, trainProg->inputData(i),
                      trainProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
-    if (auto e = trainProg->run())
+    if (auto e =
+            collector ? collector->runStep(*trainProg, ctx) : trainProg->run())
       return e;
     if (opts.localizeNonfinite) {
       float loss = 0;
@@ -361,6 +371,10 @@ llvm::Error Trainer::run() {
   }
   if (!opts.checkpointPath.empty())
     if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone))
+      return e;
+  if (collector)
+    if (auto e =
+            train::writeAMPRanges(opts.collectRangesPath, collector->ranges()))
       return e;
   if (!opts.ortCheckpointPath.empty())
     if (auto e = saveOrtCheckpoint(opts.ortCheckpointPath))

@@ -203,6 +203,8 @@ llvm::Error Trainer::importModels() {
                            std::end(kLoweredOptimizerOps), ", ") +
                 "): give the optimizer model generate_artifacts wrote (not "
                 "the eval or forward model)");
+  if (!opts.ampRangesPath.empty() && !opts.amp)
+    return fail("--amp-ranges is a policy of the AMP pass: give --amp too");
   if (opts.amp) {
     std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
     if (!mode)
@@ -210,6 +212,7 @@ llvm::Error Trainer::importModels() {
                   "' (expected fp16 or bf16)");
     train::AMPPipelineOptions po;
     po.amp.mode = train::getAMPModeName(*mode).str();
+    po.amp.ranges = opts.ampRangesPath;
     po.lossScaling = *mode == train::AMPMode::FP16;
     if (failed(train::runAMPPipeline(*trainMod, po)) ||
         failed(train::runAMPPipeline(*optMod, po)))

@@ -330,9 +330,15 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
         if (written && arg &&
             !llvm::is_contained(im.writtenInputs, arg.getArgNumber()))
           im.writtenInputs.push_back(arg.getArgNumber());
-        info.tensors.push_back({desc.lookup(v),
-                                call.getTensorParamName(i).str(), !fresh,
-                                written, arg ? int(arg.getArgNumber()) : -1});
+        std::string value;
+        if (arg)
+          value = prog->inputPorts[arg.getArgNumber()].name;
+        else if (auto name =
+                     v.getDefiningOp()->getAttrOfType<StringAttr>(kValueAttr))
+          value = name.str();
+        info.tensors.push_back(
+            {desc.lookup(v), call.getTensorParamName(i).str(), !fresh, written,
+             arg ? int(arg.getArgNumber()) : -1, std::move(value)});
       }
       for (Value v : call.getTensors())
         named.insert(v);

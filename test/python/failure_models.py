@@ -6,7 +6,8 @@ fault known (issue 23; docs/Diagnostics.md):
                        times weights near 1000 summed over 256 inputs: the
                        Linear layer's outputs are near 1.3e5, finite in fp32,
                        inf past fp16's 65504 in the f16 GEMM (node
-                       "fc/Gemm", forward)
+                       "fc/Gemm", forward); then scaled by 1e-5, so that the
+                       loss and its gradients are of order one
 
 Each is written as onnxruntime-training's generate_artifacts writes a
 training model (MSE loss against a `target` input, AdamW), with a
@@ -31,9 +32,12 @@ def activation_overflow():
     b = np.zeros(8, np.float32)
     nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
              helper.make_node("Gemm", ["magnitude", "fc.weight", "fc.bias"],
-                              ["output"], name="fc/Gemm", transB=1)]
+                              ["hidden"], name="fc/Gemm", transB=1),
+             helper.make_node("Mul", ["hidden", "scale"], ["output"],
+                              name="scale/Mul")]
     inits = [numpy_helper.from_array(w, "fc.weight"),
-             numpy_helper.from_array(b, "fc.bias")]
+             numpy_helper.from_array(b, "fc.bias"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "scale")]
     return nodes, inits, 256, 8, "fc/Gemm"
 
 
@@ -56,7 +60,8 @@ def main():
         os.makedirs(d, exist_ok=True)
         onnx.save(model, os.path.join(d, "forward.onnx"))
         artifacts.generate_artifacts(
-            model, requires_grad=[t.name for t in inits],
+            model, requires_grad=[t.name for t in inits if t.dims],
+            frozen_params=[t.name for t in inits if not t.dims],
             loss=artifacts.LossType.MSELoss,
             optimizer=artifacts.OptimType.AdamW, artifact_directory=d)
         with open(os.path.join(d, "faults.txt"), "w") as f:

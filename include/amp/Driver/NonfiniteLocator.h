@@ -17,31 +17,16 @@
 #ifndef AMP_DRIVER_NONFINITELOCATOR_H
 #define AMP_DRIVER_NONFINITELOCATOR_H
 
+#include "amp/Driver/TensorRange.h"
 #include "amp/Execution/Program.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdint>
-#include <limits>
 #include <string>
 #include <vector>
 
 namespace amp::driver {
-
-/// What a tensor holds: its element count, its NaNs and infinities, and the
-/// largest and smallest nonzero magnitude of its finite values.
-struct TensorRange {
-  int64_t count = 0, nan = 0, inf = 0;
-  double maxAbs = 0, minNonzero = std::numeric_limits<double>::infinity();
-  bool finite() const { return nan == 0 && inf == 0; }
-};
-/// The range of tensor `t` (read back from the device; integer and bool
-/// tensors are finite).
-TensorRange rangeOf(amprt_context *ctx, const amprt_tensor &t);
-/// "4 x f16 [2, 2]: 1 inf; finite |x| in [1.5e-03, 6.1e+04]".
-void printRange(llvm::raw_ostream &os, const amprt_tensor &t,
-                const TensorRange &r);
 
 struct NonfiniteSource {
   /// Nothing non-finite was seen (a flag computed otherwise).

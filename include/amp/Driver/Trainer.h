@@ -74,6 +74,12 @@ struct TrainOptions {
   /// again call by call and report the first node that made a non-finite
   /// value from finite inputs (NonfiniteLocator.h).
   bool localizeNonfinite = false;
+  /// Where to write the value ranges measured over the steps (fp32 only;
+  /// RangeCollector.h), or empty.
+  std::string collectRangesPath;
+  /// With amp: value ranges (--collect-ranges) the AMP pass keeps the
+  /// nodes that would overflow or underflow fp32 by (its ranges= option).
+  std::string ampRangesPath;
   /// The log gets a last column, `seconds`: wall time since the training
   /// loop started, when each step's results are back on the host. Off by
   /// default, so that a log is the same bytes run after run.

@@ -73,6 +73,9 @@ public:
     std::string param;
     bool read, written;
     int input;
+    /// The ONNX value it holds: an input's name, a temporary's
+    /// `amprt.value`; empty for a constant or a workspace.
+    std::string value;
   };
   struct CallInfo {
     std::string node;   ///< the ONNX node (amprt.call's `node`)

@@ -166,6 +166,19 @@ struct AmpRunOptions {
                "the step with a check after every call and name the first "
                "node that made a NaN or inf from finite inputs"),
       cl::cat(category)};
+  cl::opt<std::string> collectRanges{
+      "collect-ranges", cl::value_desc("stats.json"),
+      cl::desc("fp32: record per ONNX value the largest and smallest "
+               "nonzero magnitude over the steps and the fraction below "
+               "fp16's smallest normal (gradients under the loss scale), for "
+               "auto-mixed-precision's ranges="),
+      cl::cat(category)};
+  cl::opt<std::string> ampRanges{
+      "amp-ranges", cl::value_desc("stats.json"),
+      cl::desc("with --amp: keep fp32 the nodes whose outputs, as "
+               "--collect-ranges measured them, would overflow or underflow "
+               "the low type (auto-mixed-precision's ranges=)"),
+      cl::cat(category)};
   cl::opt<int64_t> inject{"inject-nonfinite",
                           cl::desc("testing: NaN in step k's batch"),
                           cl::cat(category), cl::init(-1)};
@@ -212,6 +225,8 @@ int AmpRunOptions::execute() {
                                              &lowered,
                                              &inject,
                                              &localize,
+                                             &collectRanges,
+                                             &ampRanges,
                                              &accumulate})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -289,6 +304,8 @@ int AmpRunOptions::execute() {
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
   o.localizeNonfinite = localize;
+  o.collectRangesPath = collectRanges;
+  o.ampRangesPath = ampRanges;
   if (steps < 0) {
     llvm::errs() << "amp-run: --steps must not be negative\n";
     return 1;

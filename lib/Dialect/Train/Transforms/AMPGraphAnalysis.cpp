@@ -92,23 +92,27 @@ void AMPGraphRewriter::collect() {
     info.list = kind.list;
     info.schema = kind.schema;
     // Measured ranges (ranges=): a node the lists would let convert stays
-    // fp32 when an output of it would overflow or underflow the low type.
+    // fp32 when a value it writes or reads would overflow or underflow the
+    // low type.
     if (rangePolicy.ranges && info.processable && !info.isCast &&
-        info.list != AMPList::None && info.list != AMPList::Deny)
-      if (auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames)) {
-        SmallVector<StringRef, 2> names;
-        for (Attribute a : outs)
-          if (auto name = dyn_cast<StringAttr>(a))
-            names.push_back(name.getValue());
-        if (std::optional<std::string> why =
-                rangePolicy.keepReason(names, mode)) {
-          info.keep = true;
-          info.processable = false;
-          report.rangeKept.push_back(
-              {nodeName(info).str(), opTypeOf(info).str(), *why});
-          rangeReasons[op] = std::move(*why);
-        }
+        info.list != AMPList::None && info.list != AMPList::Deny) {
+      // Its outputs, and its inputs (a converted node reads them cast to
+      // the low type): by ONNX name.
+      SmallVector<std::string, 4> owned;
+      for (Value v : op->getResults())
+        owned.push_back(valueName(v));
+      for (Value v : op->getOperands())
+        owned.push_back(valueName(v));
+      SmallVector<StringRef, 4> names(owned.begin(), owned.end());
+      if (std::optional<std::string> why =
+              rangePolicy.keepReason(names, mode)) {
+        info.keep = true;
+        info.processable = false;
+        report.rangeKept.push_back(
+            {nodeName(info).str(), opTypeOf(info).str(), *why});
+        rangeReasons[op] = std::move(*why);
       }
+    }
     info.ports = portVertex.size();
     info.numInputs = op->getNumOperands();
     unsigned numPorts = op->getNumOperands() + op->getNumResults();

@@ -1,5 +1,5 @@
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1024, "values": {"h": {"max_abs": 130000.0, "min_nonzero": 0.5, "below_normal": 0.0, "count": 128}, "y": {"max_abs": 20000.0, "min_nonzero": 0.01, "below_normal": 0.0, "count": 128}, "g": {"max_abs": 0.001, "min_nonzero": 1e-12, "below_normal": 0.9, "count": 64, "gradient": true}, "r": {"max_abs": 40000.0, "min_nonzero": 1.0, "below_normal": 0.0, "count": 64}}}' > %t/stats.json
+// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1024, "values": {"h": {"max_abs": 130000.0, "min_nonzero": 0.5, "below_normal": 0.0, "count": 128}, "y": {"max_abs": 20000.0, "min_nonzero": 0.01, "below_normal": 0.0, "count": 128}, "g": {"max_abs": 0.001, "min_nonzero": 1e-12, "below_normal": 0.9, "count": 64, "gradient": true}, "r": {"max_abs": 20000.0, "min_nonzero": 1.0, "below_normal": 0.0, "count": 64}}}' > %t/stats.json
 // RUN: amp-opt %s --auto-mixed-precision="ranges=%t/stats.json report=%t/report.json" -o /dev/null 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=JSON < %t/report.json
 // RUN: amp-opt %s --auto-mixed-precision="ranges=%t/stats.json range-margin=1 underflow-limit=0.95" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LOOSE
@@ -13,14 +13,14 @@
 // RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/stats.json range-margin=0.5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MARGIN
 
 // A policy from measured ranges (docs/Diagnostics.md): fc1's output h
-// reached 1.3e5 in fp32, past fp16's 65504, and relu's r 4e4, past 65504
-// over the default margin 2; fc3's output g (a gradient, under a loss scale
-// of 1024) has 90% of its nonzero values below fp16's smallest normal. The
-// three stay fp32, with the reason in the summary and the report; fc2 (y at
-// 2e4) converts.
+// reached 1.3e5 in fp32, past fp16's 65504 (over the default margin 2), and
+// relu reads h (a converted node would read it cast to fp16); fc3's output
+// g (a gradient, under a loss scale of 1024) has 90% of its nonzero values
+// below fp16's smallest normal. The three stay fp32, with the reason in the
+// summary and the report; fc2 (r and y at 2e4) converts.
 // CHECK:      Nodes kept fp32 by measured ranges ({{.*}}stats.json): 3
 // CHECK-NEXT:   kept: fc1 (MatMul): max |h| 1.3e+05 over 4 steps > 65504 / margin 2
-// CHECK-NEXT:   kept: relu (Relu): max |r| 4e+04 over 4 steps > 65504 / margin 2
+// CHECK-NEXT:   kept: relu (Relu): max |h| 1.3e+05 over 4 steps > 65504 / margin 2
 // CHECK-NEXT:   kept: fc3 (MatMul): 90% of nonzero |g| (under loss scale 1024) below fp16's smallest normal 6.1e-05 over 4 steps > 25%
 // CHECK:      Tensor Core aligned GEMMs and convolutions (sizes multiples of 8): 0 of 1
 // CHECK-NEXT:   misaligned: fc2 (MatMul)
@@ -35,9 +35,11 @@
 // JSON-NEXT:       "op_type": "MatMul",
 // JSON-NEXT:       "why": "max |h| 1.3e+05 over 4 steps > 65504 / margin 2"
 
-// With margin 1 and 90% allowed below the normal range only fc1 stays.
-// LOOSE:      Nodes kept fp32 by measured ranges ({{.*}}): 1
+// With margin 1 and 90% allowed below the normal range only fc1 and its
+// reader stay (1.3e5 is past 65504 at any margin).
+// LOOSE:      Nodes kept fp32 by measured ranges ({{.*}}): 2
 // LOOSE-NEXT:   kept: fc1 (MatMul)
+// LOOSE-NEXT:   kept: relu (Relu)
 
 // bf16 has fp32's range: nothing is kept.
 // BF16:       Nodes kept fp32 by measured ranges ({{.*}}): 0
