@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// convert-train-to-amprt (GraphLowering, node by node), amprt-fuse and
-// amprt-plan-buffers (the rewrites of PlannedProgram on the functions'
-// unplanned form), and `convert-train-to-runtime`, the pipeline of them
+// convert-train-to-amprt (GraphLowering, node by node), amprt-fuse (the
+// rewrites of PlannedProgram and the rewrite patterns of FusePatterns.h on
+// the functions' unplanned form) and amprt-plan-buffers (the rewrites of
+// PlannedProgram), and `convert-train-to-runtime`, the pipeline of them
 // after train-bind-dims (BindDims.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -132,11 +133,17 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
       p.fuseUnscaleGates();
       if (overwriteAccumulators && !p.earlyAccumulated)
         p.earlyAccumulated = p.accumulateEarly();
-      p.foldTransposes();
-      p.fuseGatherGradSums();
       return false;
     };
     if (failed(rewriteUnplanned(module, fuse)))
+      return signalPassFailure();
+    applyFusion(module, populateFoldTransposesPatterns);
+    auto gatherGradSums = [](PlannedProgram &p, func::FuncOp, int64_t &,
+                             int64_t *) {
+      p.fuseGatherGradSums();
+      return false;
+    };
+    if (failed(rewriteUnplanned(module, gatherGradSums)))
       return signalPassFailure();
     applyFusion(module, populateFoldCastsPatterns);
   }

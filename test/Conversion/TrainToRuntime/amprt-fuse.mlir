@@ -69,3 +69,83 @@ module {
     return
   }
 }
+
+// -----
+
+// A product rewritten twice by the transposes' patterns: its operand W^T
+// becomes trans_b, then its result, read only by a transpose, becomes the
+// product with the operands swapped from those flags ((x W^T)^T = W x^T),
+// written straight into the transposed buffer.
+// CHECK-LABEL: func.func @twice
+// CHECK-NOT: "transpose"
+// CHECK: amprt.call "fused_matmul"(%arg1, %arg0, %{{.*}}) {alpha = 1.000000e+00 : f32, counts = array<i64: 1, 1, 1>, node = "fwd", trans_a = 0 : i32, trans_b = 1 : i32} : memref<3x4xf32>, memref<8x4xf32>, memref<3x8xf32>
+// CHECK-NOT: "transpose"
+// CHECK: return
+module {
+  func.func @twice(%x: memref<8x4xf32> {amprt.name = "x"}, %w: memref<3x4xf32> {amprt.name = "w"}) -> (memref<3x8xf32> {amprt.name = "yt"}) attributes {amprt.unplanned} {
+    %wt = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %yt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    amprt.call "transpose"(%w, %wt) {counts = array<i64: 1, 1>, node = "wt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<3x4xf32>, memref<4x3xf32>
+    amprt.call "matmul"(%x, %wt, %y) {counts = array<i64: 1, 1, 1>, node = "fwd"} : memref<8x4xf32>, memref<4x3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%y, %yt) {counts = array<i64: 1, 1>, node = "yt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    return %yt : memref<3x8xf32>
+  }
+}
+
+// -----
+
+// The transposes are decided on the buffers written in place before the
+// fusion: x^T x becomes fused_matmul(x, x), which names x twice (a write
+// by the rule of amprt.call), and the second transpose of x still folds.
+// CHECK-LABEL: func.func @gram
+// CHECK-NOT: "transpose"
+// CHECK: amprt.call "fused_matmul"(%arg0, %arg0, %{{.*}}) {{{.*}}node = "gram", trans_a = 1 : i32, trans_b = 0 : i32}
+// CHECK: amprt.call "fused_matmul"(%arg0, %arg1, %{{.*}}) {{{.*}}node = "h", trans_a = 1 : i32, trans_b = 0 : i32}
+// CHECK-NOT: "transpose"
+// CHECK: return
+module {
+  func.func @gram(%x: memref<8x4xf32> {amprt.name = "x"}, %b: memref<8x5xf32> {amprt.name = "b"}) -> (memref<4x4xf32> {amprt.name = "g"}, memref<4x5xf32> {amprt.name = "h"}) attributes {amprt.unplanned} {
+    %xt = memref.alloc() {amprt.role = "activations"} : memref<4x8xf32>
+    %g = memref.alloc() {amprt.role = "activations"} : memref<4x4xf32>
+    %xt2 = memref.alloc() {amprt.role = "activations"} : memref<4x8xf32>
+    %h = memref.alloc() {amprt.role = "activations"} : memref<4x5xf32>
+    amprt.call "transpose"(%x, %xt) {counts = array<i64: 1, 1>, node = "xt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x4xf32>, memref<4x8xf32>
+    amprt.call "matmul"(%xt, %x, %g) {counts = array<i64: 1, 1, 1>, node = "gram"} : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32>
+    amprt.call "transpose"(%x, %xt2) {counts = array<i64: 1, 1>, node = "xt2", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x4xf32>, memref<4x8xf32>
+    amprt.call "matmul"(%xt2, %b, %h) {counts = array<i64: 1, 1, 1>, node = "h"} : memref<4x8xf32>, memref<8x5xf32>, memref<4x5xf32>
+    return %g, %h : memref<4x4xf32>, memref<4x5xf32>
+  }
+}
+
+// -----
+
+// Transposes kept: W^T is also read by a relu (not only as a product's
+// operand, and W is no product's result), the product's result y is a
+// graph output as well as the transpose's input, and a gemm with a bias c
+// cannot write its transposed result.
+// CHECK-LABEL: func.func @kept
+// CHECK: amprt.call "transpose"({{.*}}node = "wt"
+// CHECK: amprt.call "relu"
+// CHECK: amprt.call "matmul"({{.*}}node = "fwd"
+// CHECK: amprt.call "transpose"({{.*}}node = "yt"
+// CHECK: amprt.call "gemm"({{.*}}node = "g"
+// CHECK: amprt.call "transpose"({{.*}}node = "zt"
+// CHECK: return
+module {
+  func.func @kept(%x: memref<8x4xf32> {amprt.name = "x"}, %w: memref<3x4xf32> {amprt.name = "w"}, %c: memref<3xf32> {amprt.name = "c"}) -> (memref<4x3xf32> {amprt.name = "r"}, memref<8x3xf32> {amprt.name = "y"}, memref<3x8xf32> {amprt.name = "yt"}, memref<3x8xf32> {amprt.name = "zt"}) attributes {amprt.unplanned} {
+    %wt = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %r = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %yt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    %z = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %zt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    amprt.call "transpose"(%w, %wt) {counts = array<i64: 1, 1>, node = "wt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<3x4xf32>, memref<4x3xf32>
+    amprt.call "relu"(%wt, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<4x3xf32>, memref<4x3xf32>
+    amprt.call "matmul"(%x, %wt, %y) {counts = array<i64: 1, 1, 1>, node = "fwd"} : memref<8x4xf32>, memref<4x3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%y, %yt) {counts = array<i64: 1, 1>, node = "yt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    amprt.call "gemm"(%x, %w, %c, %z) {alpha = 1.0 : f32, beta = 1.0 : f32, counts = array<i64: 1, 1, 1, 1>, node = "g", trans_a = 0 : i32, trans_b = 1 : i32} : memref<8x4xf32>, memref<3x4xf32>, memref<3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%z, %zt) {counts = array<i64: 1, 1>, node = "zt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    return %r, %y, %yt, %zt : memref<4x3xf32>, memref<8x3xf32>, memref<3x8xf32>, memref<3x8xf32>
+  }
+}
