@@ -149,3 +149,90 @@ module {
     return %r, %y, %yt, %zt : memref<4x3xf32>, memref<8x3xf32>, memref<3x8xf32>, memref<3x8xf32>
   }
 }
+
+// -----
+
+// A sum of gather_grads at the distinct scalar indices 2, 0, 1 (in the
+// sum's order): the sum's buffer is filled with zeros before the first
+// gather_grad, each gather_grad becomes a scatter_nd adding its dY into
+// that buffer in its place, reading a new [1] constant of its index (made
+// in the sum's order), and the scalar constants (their globals too), the
+// gather_grads' buffers and the sum go.
+// CHECK-NOT: memref<i64>
+// CHECK: memref.global "private" constant @[[$C2:[^ ]*]] : memref<1xi64> = dense<2>
+// CHECK: memref.global "private" constant @[[$C0:[^ ]*]] : memref<1xi64> = dense<0>
+// CHECK: memref.global "private" constant @[[$C1:[^ ]*]] : memref<1xi64> = dense<1>
+// CHECK-NOT: memref.global
+// CHECK-LABEL: func.func @qkv
+// CHECK-NEXT: %[[R:.*]] = memref.alloc() {amprt.role = "gradients"} : memref<4x8xf32>
+// CHECK-NEXT: %[[D:.*]] = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+// CHECK-NEXT: %[[I2:.*]] = memref.get_global @[[$C2]] : memref<1xi64>
+// CHECK-NEXT: %[[I0:.*]] = memref.get_global @[[$C0]] : memref<1xi64>
+// CHECK-NEXT: %[[I1:.*]] = memref.get_global @[[$C1]] : memref<1xi64>
+// CHECK-NEXT: amprt.call "relu"
+// CHECK-NEXT: amprt.call "fill"(%[[D]]) {counts = array<i64: 1>, node = "sum", value = 0.000000e+00 : f64} : memref<3x4x8xf32>
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I0]], %arg0, %[[D]]) {counts = array<i64: 1, 1, 1, 1>, node = "g0", reduction = 1 : i32} : memref<3x4x8xf32>, memref<1xi64>, memref<4x8xf32>, memref<3x4x8xf32>
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I1]], %[[R]], %[[D]]) {{{.*}}node = "g1", reduction = 1 : i32}
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I2]], %arg2, %[[D]]) {{{.*}}node = "g2", reduction = 1 : i32}
+// CHECK-NEXT: return %[[D]]
+module {
+  memref.global "private" constant @i0 : memref<i64> = dense<0>
+  memref.global "private" constant @i1 : memref<i64> = dense<1>
+  memref.global "private" constant @i2 : memref<i64> = dense<2>
+  func.func @qkv(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}, %dv: memref<4x8xf32> {amprt.name = "dv"}) -> (memref<3x4x8xf32> {amprt.name = "d"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %i1 = memref.get_global @i1 : memref<i64>
+    %i2 = memref.get_global @i2 : memref<i64>
+    %rk = memref.alloc() {amprt.role = "gradients"} : memref<4x8xf32>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g2 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "relu"(%dk, %rk) {counts = array<i64: 1, 1>, node = "r"} : memref<4x8xf32>, memref<4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%rk, %i1, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dv, %i2, %g2) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g2"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "sum"(%g2, %g0, %g1, %d) {counts = array<i64: 3, 1>, n = 3 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d : memref<3x4x8xf32>
+  }
+}
+
+// -----
+
+// Kept: two gather_grads at the same index (the order of their scatters
+// would matter), and a sum whose gather_grad's buffer is also read by
+// another call (not made for the sum alone).
+// CHECK-LABEL: func.func @same
+// CHECK-COUNT-2: amprt.call "gather_grad"
+// CHECK-NEXT: amprt.call "sum"
+// CHECK-LABEL: func.func @shared
+// CHECK-COUNT-2: amprt.call "gather_grad"
+// CHECK-NEXT: amprt.call "relu"
+// CHECK-NEXT: amprt.call "sum"
+module {
+  memref.global "private" constant @i0 : memref<i64> = dense<0>
+  memref.global "private" constant @i1 : memref<i64> = dense<1>
+  func.func @same(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}) -> (memref<3x4x8xf32> {amprt.name = "d"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dk, %i0, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "sum"(%g0, %g1, %d) {counts = array<i64: 2, 1>, n = 2 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d : memref<3x4x8xf32>
+  }
+  func.func @shared(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}) -> (memref<3x4x8xf32> {amprt.name = "d"}, memref<3x4x8xf32> {amprt.name = "r"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %i1 = memref.get_global @i1 : memref<i64>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %r = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dk, %i1, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "relu"(%g1, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<3x4x8xf32>, memref<3x4x8xf32>
+    amprt.call "sum"(%g0, %g1, %d) {counts = array<i64: 2, 1>, n = 2 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d, %r : memref<3x4x8xf32>, memref<3x4x8xf32>
+  }
+}
