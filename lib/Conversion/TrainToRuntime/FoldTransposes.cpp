@@ -21,19 +21,43 @@
 // bit-identical on the CPU backend; cuBLASLt may pick another algorithm for
 // the other layout.
 //
+// The pattern matches an `amprt.call "transpose"` swapping the last two
+// dims whose input x and output t no call writes in place and whose output
+// is a temporary:
+//  * operand side: every call naming t but the transpose is a matmul,
+//    fused_matmul or gemm reading it as a or b (both of rank >= 2: matmul's
+//    1-D promotion is no flag), and t is no graph output; each such product
+//    becomes one reading x with that flag flipped (fused_matmul for a
+//    matmul, gemm for a gemm, in its place), the transpose goes;
+//  * result side: x is a temporary, no graph output, named by two calls:
+//    the transpose and an earlier product writing it as y (a gemm without
+//    c); the product becomes one with the operands swapped writing z in its
+//    place (z may be a graph output), the transpose goes.
+// A product can be rewritten twice, an operand and then its result: the
+// second rewrite starts from the first one's flags. The decisions are
+// those of one walk over the calls in order, on the buffers written in
+// place before the fusion (a product reading x^T and x becomes one naming
+// x twice, which counts as a write afterwards).
+//
 //===----------------------------------------------------------------------===//
 
-#include "PlannedProgram.h"
+#include "BufferFacts.h"
+#include "FusePatterns.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <optional>
+
+using namespace mlir;
+using namespace amp;
 using namespace amp::lowering;
 
 namespace {
 
 /// A transpose of the last two dims of a rank >= 2 tensor.
-bool swapsLastTwo(const PlannedCall &c) {
-  auto perm = dyn_cast_or_null<DenseI64ArrayAttr>(c.attrs.get("perm"));
+bool swapsLastTwo(amprt::CallOp transpose) {
+  auto perm = transpose->getAttrOfType<DenseI64ArrayAttr>("perm");
   if (!perm || perm.size() < 2)
     return false;
   ArrayRef<int64_t> p = perm.asArrayRef();
@@ -44,146 +68,176 @@ bool swapsLastTwo(const PlannedCall &c) {
   return p[r - 2] == r - 1 && p[r - 1] == r - 2;
 }
 
-bool isProduct(const PlannedCall &c) {
-  StringRef n = c.sig->name;
-  return n == "matmul" || n == "fused_matmul" || n == "gemm";
+bool isProduct(amprt::CallOp call) {
+  StringRef k = call.getKernel();
+  return k == "matmul" || k == "fused_matmul" || k == "gemm";
 }
 
-} // namespace
+/// A product in fused_matmul's or gemm's form: operands, flags, alpha (and
+/// gemm's c and beta).
+struct Product {
+  Value a, b, c, y;
+  int64_t ta = 0, tb = 0;
+  double alpha = 1.0, beta = 0.0;
+};
 
-void PlannedProgram::foldTransposes() {
-  CallUses cu = callUses();
-  // References, not structured bindings: lambdas below capture them.
-  const llvm::DenseSet<int> &written = cu.written, &outputs = cu.outputs;
-  auto &uses = cu.uses;
-  auto temp = [&](int b) {
-    return b >= 0 && bufs[b].kind == Buffer::Temp && !outputs.contains(b) &&
-           !written.contains(b);
-  };
-  // A product in fused_matmul's or gemm's form: operands, flags, alpha.
-  struct Product {
-    int a, b, c, y;
-    int64_t ta, tb;
-    double alpha, beta;
-  };
-  auto productOf = [&](const PlannedCall &c) -> std::optional<Product> {
-    Product p{singleBuffer(c, "a"),
-              singleBuffer(c, "b"),
-              -1,
-              singleBuffer(c, "y"),
-              0,
-              0,
-              1.0,
-              0.0};
-    if (p.a < 0 || p.b < 0 || p.y < 0 || shapeOf(p.a).size() < 2 ||
-        shapeOf(p.b).size() < 2)
-      return std::nullopt; // matmul's 1-D promotion: not a flag
-    auto flag = [&](StringRef n) {
-      auto a = dyn_cast_or_null<IntegerAttr>(c.attrs.get(n));
-      return a ? a.getInt() : 0;
-    };
-    auto real = [&](StringRef n, double d) {
-      auto a = dyn_cast_or_null<FloatAttr>(c.attrs.get(n));
-      return a ? a.getValueAsDouble() : d;
-    };
-    p.ta = flag("trans_a");
-    p.tb = flag("trans_b");
-    p.alpha = real("alpha", 1.0);
-    if (c.sig->name == StringRef("gemm")) {
-      int s = tensorSlot(c, "c");
-      if (!c.tensors[s].empty())
-        p.c = c.tensors[s].front();
-      p.beta = real("beta", 0.0);
-    }
-    return p;
-  };
-  auto emit = [&](const PlannedCall &like, const Product &p) {
-    NamedAttrList attrs;
-    attrs.set("node", like.attrs.get("node"));
-    attrs.set("trans_a", i32(p.ta));
-    attrs.set("trans_b", i32(p.tb));
-    attrs.set("alpha", f32(p.alpha));
-    if (like.sig->name == StringRef("gemm")) {
-      attrs.set("beta", f32(p.beta));
-      SmallVector<int, 1> c;
-      if (p.c >= 0)
-        c.push_back(p.c);
-      return plannedCall("gemm",
-                         {{"a", {p.a}}, {"b", {p.b}}, {"c", c}, {"y", {p.y}}},
-                         attrs, like.loc);
-    }
-    return plannedCall("fused_matmul",
-                       {{"a", {p.a}}, {"b", {p.b}}, {"y", {p.y}}}, attrs,
-                       like.loc);
-  };
+int64_t rank(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getRank();
+}
 
-  llvm::DenseSet<int> drop;
-  CallReplacements replace; // one call each
-  // The current form of call ci (a product may be rewritten twice: an
-  // operand and its result).
-  auto current = [&](int ci) -> PlannedCall & {
-    auto it = replace.find(ci);
-    return it == replace.end() ? calls[ci] : it->second.front();
+/// `call` (a product) as a Product, or nullopt where an operand or the
+/// result is no single buffer or an operand has rank < 2 (matmul's 1-D
+/// promotion: not a flag).
+std::optional<Product> productOf(amprt::CallOp call) {
+  Product p;
+  p.a = call.getSingleTensor("a");
+  p.b = call.getSingleTensor("b");
+  p.y = call.getSingleTensor("y");
+  if (!p.a || !p.b || !p.y || rank(p.a) < 2 || rank(p.b) < 2)
+    return std::nullopt;
+  auto flag = [&](StringRef n) -> int64_t {
+    auto a = call->getAttrOfType<IntegerAttr>(n);
+    return a ? a.getInt() : 0;
   };
-  for (auto [ti, t] : llvm::enumerate(calls)) {
-    if (t.sig->name != StringRef("transpose") || !swapsLastTwo(t))
-      continue;
-    int x = singleBuffer(t, "x"), y = singleBuffer(t, "y");
-    if (x < 0 || y < 0 || bufs[y].kind != Buffer::Temp || written.contains(y) ||
-        written.contains(x))
-      continue;
+  auto real = [&](StringRef n, double d) {
+    auto a = call->getAttrOfType<FloatAttr>(n);
+    return a ? a.getValueAsDouble() : d;
+  };
+  p.ta = flag("trans_a");
+  p.tb = flag("trans_b");
+  p.alpha = real("alpha", 1.0);
+  if (call.getKernel() == "gemm") {
+    OperandRange c = call.getTensorParam("c");
+    if (!c.empty())
+      p.c = c.front();
+    p.beta = real("beta", 0.0);
+  }
+  return p;
+}
+
+/// Replaces the product `like` by `p`, in its place: a gemm for a gemm, else
+/// a fused_matmul, named after `like`'s node.
+void replaceProduct(PatternRewriter &rewriter, amprt::CallOp like,
+                    const Product &p) {
+  Type f32 = rewriter.getF32Type();
+  SmallVector<NamedAttribute> attrs;
+  if (Attribute node = like->getAttr("node"))
+    attrs.push_back(rewriter.getNamedAttr("node", node));
+  attrs.push_back(
+      rewriter.getNamedAttr("trans_a", rewriter.getI32IntegerAttr(p.ta)));
+  attrs.push_back(
+      rewriter.getNamedAttr("trans_b", rewriter.getI32IntegerAttr(p.tb)));
+  attrs.push_back(
+      rewriter.getNamedAttr("alpha", rewriter.getFloatAttr(f32, p.alpha)));
+  rewriter.setInsertionPoint(like);
+  if (like.getKernel() == "gemm") {
+    attrs.push_back(
+        rewriter.getNamedAttr("beta", rewriter.getFloatAttr(f32, p.beta)));
+    amprt::createCall(rewriter, like.getLoc(), "gemm",
+                      {{"a", p.a},
+                       {"b", p.b},
+                       {"c", p.c ? ValueRange(p.c) : ValueRange()},
+                       {"y", p.y}},
+                      attrs);
+  } else {
+    amprt::createCall(rewriter, like.getLoc(), "fused_matmul",
+                      {{"a", p.a}, {"b", p.b}, {"y", p.y}}, attrs);
+  }
+  rewriter.eraseOp(like);
+}
+
+struct FoldTranspose : OpRewritePattern<amprt::CallOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(amprt::CallOp t,
+                                PatternRewriter &rewriter) const override {
+    if (t.getKernel() != "transpose" || !swapsLastTwo(t))
+      return failure();
+    Value x = t.getSingleTensor("x"), y = t.getSingleTensor("y");
+    if (!x || !y || !isTemporary(y))
+      return failure();
+    const llvm::DenseSet<Value> &written = writtenAtStart(t);
+    if (written.contains(y) || written.contains(x))
+      return failure();
+
     // Operand side: every reader of y is a product reading it as a or b.
-    bool operands = !uses[y].empty();
-    for (auto [ri, si] : uses[y]) {
-      if (ri == int(ti))
+    SmallVector<BufferUse, 4> readers;
+    bool operands = true;
+    for (const BufferUse &use : bufferUses(y)) {
+      if (use.call == t)
         continue;
-      const PlannedCall &r = current(ri);
-      operands = operands && isProduct(r) && productOf(r) &&
-                 (si == tensorSlot(r, "a") || si == tensorSlot(r, "b"));
+      operands = operands && isProduct(use.call) && productOf(use.call) &&
+                 (use.param == "a" || use.param == "b");
+      readers.push_back(use);
     }
-    if (operands && uses[y].size() > 1 && !outputs.contains(y)) {
-      for (auto [ri, si] : uses[y]) {
-        if (ri == int(ti))
-          continue;
-        PlannedCall &r = current(ri);
-        Product p = *productOf(r);
-        if (si == tensorSlot(r, "a")) {
+    if (operands && !readers.empty() && !isReturned(y)) {
+      for (const BufferUse &use : readers) {
+        Product p = *productOf(use.call);
+        if (use.param == "a") {
           p.a = x;
           p.ta = !p.ta;
         } else {
           p.b = x;
           p.tb = !p.tb;
         }
-        replace.insert_or_assign(ri, SmallVector<PlannedCall, 2>{emit(r, p)});
+        replaceProduct(rewriter, use.call, p);
       }
-      drop.insert(ti);
-      continue;
+      rewriter.eraseOp(t);
+      return success();
     }
+
     // Result side: x is a product's result read only by this transpose,
     // which the product can write in its place (a graph output too).
-    if (!temp(x) || uses[x].size() != 2)
-      continue;
-    int pi = -1;
-    for (auto [ci, si] : uses[x])
-      if (ci != int(ti) && isProduct(current(ci)) &&
-          si == tensorSlot(current(ci), "y"))
-        pi = ci;
-    if (pi < 0 || pi > int(ti))
-      continue;
-    std::optional<Product> p = productOf(current(pi));
-    if (!p || p->c >= 0)
-      continue;
+    if (!isTemporary(x) || isReturned(x))
+      return failure();
+    SmallVector<BufferUse, 4> xs = bufferUses(x);
+    if (xs.size() != 2)
+      return failure();
+    amprt::CallOp producer;
+    for (const BufferUse &use : xs)
+      if (use.call != t && isProduct(use.call) && use.param == "y")
+        producer = use.call;
+    if (!producer || !producer->isBeforeInBlock(t))
+      return failure();
+    std::optional<Product> p = productOf(producer);
+    if (!p || p->c)
+      return failure();
     Product q = *p;
     q.a = p->b;
     q.b = p->a;
     q.ta = !p->tb;
     q.tb = !p->ta;
     q.y = y;
-    replace.insert_or_assign(pi,
-                             SmallVector<PlannedCall, 2>{emit(current(pi), q)});
-    drop.insert(ti);
+    replaceProduct(rewriter, producer, q);
+    rewriter.eraseOp(t);
+    return success();
   }
-  if (drop.empty())
-    return;
-  spliceCalls(drop, replace);
+
+private:
+  /// The buffers some call of `op`'s function wrote in place
+  /// (isWrittenInPlace) before the fusion, taken on the pattern's first
+  /// match in the function: this pattern, the only one of its set, has
+  /// changed nothing there yet. A product made here may name a buffer twice
+  /// (fused_matmul(x, x) for x^T x), which must not block the transposes
+  /// after it.
+  const llvm::DenseSet<Value> &writtenAtStart(amprt::CallOp op) const {
+    Operation *func = op->getParentOp();
+    auto [it, fresh] = writtenBefore.try_emplace(func);
+    llvm::DenseSet<Value> &written = it->second;
+    if (fresh)
+      func->walk([&](amprt::CallOp call) {
+        for (auto [i, buffer] : llvm::enumerate(call.getTensors()))
+          if (call.writesInPlace(i))
+            written.insert(buffer);
+      });
+    return written;
+  }
+  mutable llvm::DenseMap<Operation *, llvm::DenseSet<Value>> writtenBefore;
+};
+
+} // namespace
+
+void amp::lowering::populateFoldTransposesPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<FoldTranspose>(patterns.getContext());
 }

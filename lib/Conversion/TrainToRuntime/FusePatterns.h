@@ -21,6 +21,12 @@
 
 namespace amp::lowering {
 
+/// Transposes of GEMM operands and results as trans flags
+/// (FoldTransposes.cpp).
+void populateFoldTransposesPatterns(mlir::RewritePatternSet &patterns);
+/// Sums of GatherGrads at distinct scalar indices as scatters into one
+/// buffer (GatherGradSums.cpp).
+void populateGatherGradSumsPatterns(mlir::RewritePatternSet &patterns);
 /// Widening casts read by their elementwise consumers, narrowing casts
 /// written by their producer (FoldCasts.cpp).
 void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);

@@ -4,9 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// convert-train-to-amprt (GraphLowering, node by node), amprt-fuse and
-// amprt-plan-buffers (the rewrites of PlannedProgram on the functions'
-// unplanned form), and `convert-train-to-runtime`, the pipeline of them
+// convert-train-to-amprt (GraphLowering, node by node), amprt-fuse (the
+// rewrites of PlannedProgram and the rewrite patterns of FusePatterns.h on
+// the functions' unplanned form) and amprt-plan-buffers (the rewrites of
+// PlannedProgram), and `convert-train-to-runtime`, the pipeline of them
 // after train-bind-dims (BindDims.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -104,7 +105,9 @@ LogicalResult rewriteUnplanned(
 /// Applies the patterns `populate` adds to each unplanned function of
 /// `module`, top-down in call order without folding (a call is matched
 /// again after a pattern changed it), then erases the buffers nothing
-/// names any more.
+/// names any more, and the globals the function read that nothing reads
+/// then (the driver erases an unused buffer as it goes, a constant's
+/// `memref.get_global` too, but not its global).
 void applyFusion(ModuleOp module,
                  function_ref<void(RewritePatternSet &)> populate) {
   RewritePatternSet set(module.getContext());
@@ -119,8 +122,16 @@ void applyFusion(ModuleOp module,
   for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (!f->hasAttr(kUnplannedAttr))
       continue;
+    llvm::SetVector<StringAttr> globals;
+    f.walk([&](memref::GetGlobalOp g) {
+      globals.insert(g.getNameAttr().getAttr());
+    });
     (void)applyPatternsGreedily(f.getBody(), patterns, config);
     eraseUnusedBuffers(f);
+    for (StringAttr name : globals)
+      if (Operation *global = SymbolTable::lookupSymbolIn(module, name))
+        if (SymbolTable::symbolKnownUseEmpty(global, module))
+          global->erase();
   }
 }
 
@@ -132,12 +143,12 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
       p.fuseUnscaleGates();
       if (overwriteAccumulators && !p.earlyAccumulated)
         p.earlyAccumulated = p.accumulateEarly();
-      p.foldTransposes();
-      p.fuseGatherGradSums();
       return false;
     };
     if (failed(rewriteUnplanned(module, fuse)))
       return signalPassFailure();
+    applyFusion(module, populateFoldTransposesPatterns);
+    applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
   }
 };

@@ -18,8 +18,6 @@
 // The rewrites, one file each:
 //   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
 //   EarlyAccumulate.cpp gradients into their accumulators as they come
-//   FoldTransposes.cpp  transposes of GEMM operands as trans flags
-//   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
@@ -213,16 +211,10 @@ public:
   /// Unscale, check and gate of loss scaling without the unscaled copies
   /// (FuseUnscale.cpp).
   void fuseUnscaleGates();
-  /// Transposes of GEMM operands and results as trans flags
-  /// (FoldTransposes.cpp).
-  void foldTransposes();
   /// With overwriteAccumulators: each gradient checked and written into its
   /// accumulator as it comes, the gate applied once at the end
   /// (EarlyAccumulate.cpp). Whether it applied.
   bool accumulateEarly();
-  /// Sums of GatherGrads at distinct scalar indices as scatters into one
-  /// buffer (GatherGradSums.cpp).
-  void fuseGatherGradSums();
   /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
   void reuseInputs();
   /// Moves calls earlier where that lowers the step's peak memory

@@ -69,3 +69,170 @@ module {
     return
   }
 }
+
+// -----
+
+// A product rewritten twice by the transposes' patterns: its operand W^T
+// becomes trans_b, then its result, read only by a transpose, becomes the
+// product with the operands swapped from those flags ((x W^T)^T = W x^T),
+// written straight into the transposed buffer.
+// CHECK-LABEL: func.func @twice
+// CHECK-NOT: "transpose"
+// CHECK: amprt.call "fused_matmul"(%arg1, %arg0, %{{.*}}) {alpha = 1.000000e+00 : f32, counts = array<i64: 1, 1, 1>, node = "fwd", trans_a = 0 : i32, trans_b = 1 : i32} : memref<3x4xf32>, memref<8x4xf32>, memref<3x8xf32>
+// CHECK-NOT: "transpose"
+// CHECK: return
+module {
+  func.func @twice(%x: memref<8x4xf32> {amprt.name = "x"}, %w: memref<3x4xf32> {amprt.name = "w"}) -> (memref<3x8xf32> {amprt.name = "yt"}) attributes {amprt.unplanned} {
+    %wt = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %yt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    amprt.call "transpose"(%w, %wt) {counts = array<i64: 1, 1>, node = "wt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<3x4xf32>, memref<4x3xf32>
+    amprt.call "matmul"(%x, %wt, %y) {counts = array<i64: 1, 1, 1>, node = "fwd"} : memref<8x4xf32>, memref<4x3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%y, %yt) {counts = array<i64: 1, 1>, node = "yt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    return %yt : memref<3x8xf32>
+  }
+}
+
+// -----
+
+// The transposes are decided on the buffers written in place before the
+// fusion: x^T x becomes fused_matmul(x, x), which names x twice (a write
+// by the rule of amprt.call), and the second transpose of x still folds.
+// CHECK-LABEL: func.func @gram
+// CHECK-NOT: "transpose"
+// CHECK: amprt.call "fused_matmul"(%arg0, %arg0, %{{.*}}) {{{.*}}node = "gram", trans_a = 1 : i32, trans_b = 0 : i32}
+// CHECK: amprt.call "fused_matmul"(%arg0, %arg1, %{{.*}}) {{{.*}}node = "h", trans_a = 1 : i32, trans_b = 0 : i32}
+// CHECK-NOT: "transpose"
+// CHECK: return
+module {
+  func.func @gram(%x: memref<8x4xf32> {amprt.name = "x"}, %b: memref<8x5xf32> {amprt.name = "b"}) -> (memref<4x4xf32> {amprt.name = "g"}, memref<4x5xf32> {amprt.name = "h"}) attributes {amprt.unplanned} {
+    %xt = memref.alloc() {amprt.role = "activations"} : memref<4x8xf32>
+    %g = memref.alloc() {amprt.role = "activations"} : memref<4x4xf32>
+    %xt2 = memref.alloc() {amprt.role = "activations"} : memref<4x8xf32>
+    %h = memref.alloc() {amprt.role = "activations"} : memref<4x5xf32>
+    amprt.call "transpose"(%x, %xt) {counts = array<i64: 1, 1>, node = "xt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x4xf32>, memref<4x8xf32>
+    amprt.call "matmul"(%xt, %x, %g) {counts = array<i64: 1, 1, 1>, node = "gram"} : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32>
+    amprt.call "transpose"(%x, %xt2) {counts = array<i64: 1, 1>, node = "xt2", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x4xf32>, memref<4x8xf32>
+    amprt.call "matmul"(%xt2, %b, %h) {counts = array<i64: 1, 1, 1>, node = "h"} : memref<4x8xf32>, memref<8x5xf32>, memref<4x5xf32>
+    return %g, %h : memref<4x4xf32>, memref<4x5xf32>
+  }
+}
+
+// -----
+
+// Transposes kept: W^T is also read by a relu (not only as a product's
+// operand, and W is no product's result), the product's result y is a
+// graph output as well as the transpose's input, and a gemm with a bias c
+// cannot write its transposed result.
+// CHECK-LABEL: func.func @kept
+// CHECK: amprt.call "transpose"({{.*}}node = "wt"
+// CHECK: amprt.call "relu"
+// CHECK: amprt.call "matmul"({{.*}}node = "fwd"
+// CHECK: amprt.call "transpose"({{.*}}node = "yt"
+// CHECK: amprt.call "gemm"({{.*}}node = "g"
+// CHECK: amprt.call "transpose"({{.*}}node = "zt"
+// CHECK: return
+module {
+  func.func @kept(%x: memref<8x4xf32> {amprt.name = "x"}, %w: memref<3x4xf32> {amprt.name = "w"}, %c: memref<3xf32> {amprt.name = "c"}) -> (memref<4x3xf32> {amprt.name = "r"}, memref<8x3xf32> {amprt.name = "y"}, memref<3x8xf32> {amprt.name = "yt"}, memref<3x8xf32> {amprt.name = "zt"}) attributes {amprt.unplanned} {
+    %wt = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %r = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %yt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    %z = memref.alloc() {amprt.role = "activations"} : memref<8x3xf32>
+    %zt = memref.alloc() {amprt.role = "activations"} : memref<3x8xf32>
+    amprt.call "transpose"(%w, %wt) {counts = array<i64: 1, 1>, node = "wt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<3x4xf32>, memref<4x3xf32>
+    amprt.call "relu"(%wt, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<4x3xf32>, memref<4x3xf32>
+    amprt.call "matmul"(%x, %wt, %y) {counts = array<i64: 1, 1, 1>, node = "fwd"} : memref<8x4xf32>, memref<4x3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%y, %yt) {counts = array<i64: 1, 1>, node = "yt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    amprt.call "gemm"(%x, %w, %c, %z) {alpha = 1.0 : f32, beta = 1.0 : f32, counts = array<i64: 1, 1, 1, 1>, node = "g", trans_a = 0 : i32, trans_b = 1 : i32} : memref<8x4xf32>, memref<3x4xf32>, memref<3xf32>, memref<8x3xf32>
+    amprt.call "transpose"(%z, %zt) {counts = array<i64: 1, 1>, node = "zt", nperm = 2 : i64, perm = array<i64: 1, 0>} : memref<8x3xf32>, memref<3x8xf32>
+    return %r, %y, %yt, %zt : memref<4x3xf32>, memref<8x3xf32>, memref<3x8xf32>, memref<3x8xf32>
+  }
+}
+
+// -----
+
+// A sum of gather_grads at the distinct scalar indices 2, 0, 1 (in the
+// sum's order): the sum's buffer is filled with zeros before the first
+// gather_grad, each gather_grad becomes a scatter_nd adding its dY into
+// that buffer in its place, reading a new [1] constant of its index (made
+// in the sum's order), and the scalar constants (their globals too), the
+// gather_grads' buffers and the sum go.
+// CHECK-NOT: memref<i64>
+// CHECK: memref.global "private" constant @[[$C2:[^ ]*]] : memref<1xi64> = dense<2>
+// CHECK: memref.global "private" constant @[[$C0:[^ ]*]] : memref<1xi64> = dense<0>
+// CHECK: memref.global "private" constant @[[$C1:[^ ]*]] : memref<1xi64> = dense<1>
+// CHECK-NOT: memref.global
+// CHECK-LABEL: func.func @qkv
+// CHECK-NEXT: %[[R:.*]] = memref.alloc() {amprt.role = "gradients"} : memref<4x8xf32>
+// CHECK-NEXT: %[[D:.*]] = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+// CHECK-NEXT: %[[I2:.*]] = memref.get_global @[[$C2]] : memref<1xi64>
+// CHECK-NEXT: %[[I0:.*]] = memref.get_global @[[$C0]] : memref<1xi64>
+// CHECK-NEXT: %[[I1:.*]] = memref.get_global @[[$C1]] : memref<1xi64>
+// CHECK-NEXT: amprt.call "relu"
+// CHECK-NEXT: amprt.call "fill"(%[[D]]) {counts = array<i64: 1>, node = "sum", value = 0.000000e+00 : f64} : memref<3x4x8xf32>
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I0]], %arg0, %[[D]]) {counts = array<i64: 1, 1, 1, 1>, node = "g0", reduction = 1 : i32} : memref<3x4x8xf32>, memref<1xi64>, memref<4x8xf32>, memref<3x4x8xf32>
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I1]], %[[R]], %[[D]]) {{{.*}}node = "g1", reduction = 1 : i32}
+// CHECK-NEXT: amprt.call "scatter_nd"(%[[D]], %[[I2]], %arg2, %[[D]]) {{{.*}}node = "g2", reduction = 1 : i32}
+// CHECK-NEXT: return %[[D]]
+module {
+  memref.global "private" constant @i0 : memref<i64> = dense<0>
+  memref.global "private" constant @i1 : memref<i64> = dense<1>
+  memref.global "private" constant @i2 : memref<i64> = dense<2>
+  func.func @qkv(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}, %dv: memref<4x8xf32> {amprt.name = "dv"}) -> (memref<3x4x8xf32> {amprt.name = "d"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %i1 = memref.get_global @i1 : memref<i64>
+    %i2 = memref.get_global @i2 : memref<i64>
+    %rk = memref.alloc() {amprt.role = "gradients"} : memref<4x8xf32>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g2 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "relu"(%dk, %rk) {counts = array<i64: 1, 1>, node = "r"} : memref<4x8xf32>, memref<4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%rk, %i1, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dv, %i2, %g2) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g2"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "sum"(%g2, %g0, %g1, %d) {counts = array<i64: 3, 1>, n = 3 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d : memref<3x4x8xf32>
+  }
+}
+
+// -----
+
+// Kept: two gather_grads at the same index (the order of their scatters
+// would matter), and a sum whose gather_grad's buffer is also read by
+// another call (not made for the sum alone).
+// CHECK-LABEL: func.func @same
+// CHECK-COUNT-2: amprt.call "gather_grad"
+// CHECK-NEXT: amprt.call "sum"
+// CHECK-LABEL: func.func @shared
+// CHECK-COUNT-2: amprt.call "gather_grad"
+// CHECK-NEXT: amprt.call "relu"
+// CHECK-NEXT: amprt.call "sum"
+module {
+  memref.global "private" constant @i0 : memref<i64> = dense<0>
+  memref.global "private" constant @i1 : memref<i64> = dense<1>
+  func.func @same(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}) -> (memref<3x4x8xf32> {amprt.name = "d"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dk, %i0, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "sum"(%g0, %g1, %d) {counts = array<i64: 2, 1>, n = 2 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d : memref<3x4x8xf32>
+  }
+  func.func @shared(%dq: memref<4x8xf32> {amprt.name = "dq"}, %dk: memref<4x8xf32> {amprt.name = "dk"}) -> (memref<3x4x8xf32> {amprt.name = "d"}, memref<3x4x8xf32> {amprt.name = "r"}) attributes {amprt.unplanned} {
+    %i0 = memref.get_global @i0 : memref<i64>
+    %i1 = memref.get_global @i1 : memref<i64>
+    %g0 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %g1 = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %r = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    %d = memref.alloc() {amprt.role = "gradients"} : memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dq, %i0, %g0) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g0"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "gather_grad"(%dk, %i1, %g1) {axis = 0 : i64, counts = array<i64: 1, 1, 1>, node = "g1"} : memref<4x8xf32>, memref<i64>, memref<3x4x8xf32>
+    amprt.call "relu"(%g1, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<3x4x8xf32>, memref<3x4x8xf32>
+    amprt.call "sum"(%g0, %g1, %d) {counts = array<i64: 2, 1>, n = 2 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
+    return %d, %r : memref<3x4x8xf32>, memref<3x4x8xf32>
+  }
+}
