@@ -21,6 +21,9 @@
 
 namespace amp::lowering {
 
+/// Loss scaling's unscale, check and gate without the unscaled copies
+/// (FuseUnscale.cpp).
+void populateFuseUnscalePatterns(mlir::RewritePatternSet &patterns);
 /// Widening casts read by their elementwise consumers, narrowing casts
 /// written by their producer (FoldCasts.cpp).
 void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);

@@ -119,8 +119,19 @@ void applyFusion(ModuleOp module,
   for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
     if (!f->hasAttr(kUnplannedAttr))
       continue;
+    // The driver erases a memref.get_global that nothing reads any more as
+    // it goes (the op is pure): the globals the function read go too when
+    // nothing reads them then.
+    SmallVector<StringAttr> globals;
+    f.walk([&](memref::GetGlobalOp g) {
+      globals.push_back(g.getNameAttr().getAttr());
+    });
     (void)applyPatternsGreedily(f.getBody(), patterns, config);
     eraseUnusedBuffers(f);
+    for (StringAttr name : globals)
+      if (Operation *global = SymbolTable::lookupSymbolIn(module, name))
+        if (SymbolTable::symbolKnownUseEmpty(global, module))
+          global->erase();
   }
 }
 
@@ -128,8 +139,14 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // The patterns assume the unplanned form (buffers of static shape, of
+    // the function): a function not of it is an error at the op, and every
+    // function is left as it was.
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr(kUnplannedAttr) && failed(PlannedProgram::read(f)))
+        return signalPassFailure();
+    applyFusion(module, populateFuseUnscalePatterns);
     auto fuse = [&](PlannedProgram &p, func::FuncOp, int64_t &, int64_t *) {
-      p.fuseUnscaleGates();
       if (overwriteAccumulators && !p.earlyAccumulated)
         p.earlyAccumulated = p.accumulateEarly();
       p.foldTransposes();

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The rewrites of the planned calls (FuseUnscale.cpp, FoldTransposes.cpp,
+// The rewrites of the planned calls (FoldTransposes.cpp, GatherGradSums.cpp,
 // AliasReshapes.cpp) read and make calls by parameter name, and must know
 // which buffers some call writes after the call that produced them: a read
 // moved across such a write, or a second view of such a buffer, would see

@@ -16,7 +16,6 @@
 // Reading an unplanned function back gives the buffers in the order they
 // were written, so the passes between compose to what one walk would do.
 // The rewrites, one file each:
-//   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
 //   EarlyAccumulate.cpp gradients into their accumulators as they come
 //   FoldTransposes.cpp  transposes of GEMM operands as trans flags
 //   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
@@ -28,6 +27,8 @@
 //   PlanArena.cpp       liveness and placement of temporaries in one arena
 //   PlannedCalls.cpp    the planned calls as data: parameters, in-place
 //                       writes, new calls for the rewrites
+// amprt-fuse's other fusions are rewrite patterns on the unplanned form's
+// calls (FusePatterns.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -207,9 +208,6 @@ public:
 
   /// Drops the reshape calls whose output can share its input's memory.
   void aliasReshapes();
-  /// Unscale, check and gate of loss scaling without the unscaled copies
-  /// (FuseUnscale.cpp).
-  void fuseUnscaleGates();
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
