@@ -24,6 +24,10 @@ namespace amp::lowering {
 /// Loss scaling's unscale, check and gate without the unscaled copies
 /// (FuseUnscale.cpp).
 void populateFuseUnscalePatterns(mlir::RewritePatternSet &patterns);
+/// Each gradient checked and written into its accumulator as it comes, the
+/// gate applied once at the end, for a driver that overwrites its
+/// accumulators every step (EarlyAccumulate.cpp).
+void populateAccumulateEarlyPatterns(mlir::RewritePatternSet &patterns);
 /// Widening casts read by their elementwise consumers, narrowing casts
 /// written by their producer (FoldCasts.cpp).
 void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);

@@ -102,11 +102,12 @@ LogicalResult rewriteUnplanned(
 }
 
 /// Applies the patterns `populate` adds to each unplanned function of
-/// `module`, top-down in call order without folding (a call is matched
-/// again after a pattern changed it), then erases the buffers nothing
-/// names any more.
+/// `module` (for which `applies` holds, when given), top-down in call order
+/// without folding (a call is matched again after a pattern changed it),
+/// then erases the buffers nothing names any more.
 void applyFusion(ModuleOp module,
-                 function_ref<void(RewritePatternSet &)> populate) {
+                 function_ref<void(RewritePatternSet &)> populate,
+                 function_ref<bool(func::FuncOp)> applies = nullptr) {
   RewritePatternSet set(module.getContext());
   populate(set);
   FrozenRewritePatternSet patterns(std::move(set));
@@ -117,7 +118,7 @@ void applyFusion(ModuleOp module,
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
       .setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
   for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
-    if (!f->hasAttr(kUnplannedAttr))
+    if (!f->hasAttr(kUnplannedAttr) || (applies && !applies(f)))
       continue;
     // The driver erases a memref.get_global that nothing reads any more as
     // it goes (the op is pure): the globals the function read go too when
@@ -146,9 +147,12 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
       if (f->hasAttr(kUnplannedAttr) && failed(PlannedProgram::read(f)))
         return signalPassFailure();
     applyFusion(module, populateFuseUnscalePatterns);
+    // Once per function: the patterns mark it.
+    if (overwriteAccumulators)
+      applyFusion(module, populateAccumulateEarlyPatterns, [](func::FuncOp f) {
+        return !f->hasAttr(kOverwriteAccumulatorsAttr);
+      });
     auto fuse = [&](PlannedProgram &p, func::FuncOp, int64_t &, int64_t *) {
-      if (overwriteAccumulators && !p.earlyAccumulated)
-        p.earlyAccumulated = p.accumulateEarly();
       p.foldTransposes();
       p.fuseGatherGradSums();
       return false;

@@ -16,7 +16,6 @@
 // Reading an unplanned function back gives the buffers in the order they
 // were written, so the passes between compose to what one walk would do.
 // The rewrites, one file each:
-//   EarlyAccumulate.cpp gradients into their accumulators as they come
 //   FoldTransposes.cpp  transposes of GEMM operands as trans flags
 //   GatherGradSums.cpp  summed GatherGrads as scatters into one buffer
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
@@ -211,10 +210,6 @@ public:
   /// Transposes of GEMM operands and results as trans flags
   /// (FoldTransposes.cpp).
   void foldTransposes();
-  /// With overwriteAccumulators: each gradient checked and written into its
-  /// accumulator as it comes, the gate applied once at the end
-  /// (EarlyAccumulate.cpp). Whether it applied.
-  bool accumulateEarly();
   /// Sums of GatherGrads at distinct scalar indices as scatters into one
   /// buffer (GatherGradSums.cpp).
   void fuseGatherGradSums();
@@ -230,8 +225,9 @@ public:
   /// its size, and the bytes alive at its peak by Buffer::Role.
   void planArena(int64_t &arenaBytes, int64_t split[4]);
 
-  /// accumulateEarly() applied: the function assumes its accumulators are
-  /// overwritten every step (kOverwriteAccumulatorsAttr).
+  /// The function assumes its accumulators are overwritten every step
+  /// (kOverwriteAccumulatorsAttr: amprt-fuse's EarlyAccumulate.cpp applied),
+  /// kept from read() to write().
   bool earlyAccumulated = false;
 
   // --- the planned calls as data, for the rewrites (PlannedCalls.cpp) ------

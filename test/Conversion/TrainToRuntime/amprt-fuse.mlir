@@ -1,5 +1,6 @@
 // RUN: amp-opt %s --split-input-file --amprt-fuse | FileCheck %s
 // RUN: amp-opt %s --split-input-file --amprt-fuse --amprt-plan-buffers | FileCheck %s --check-prefix=PLANNED
+// RUN: amp-opt %s --split-input-file --amprt-fuse=overwrite-accumulators=true | FileCheck %s --check-prefix=EARLY
 
 // amprt-fuse on a hand-written unplanned function: the transposes of GEMM
 // operands become trans flags (the forward product reads W with trans_b,
@@ -186,6 +187,90 @@ module {
     amprt.call "cast"(%g, %c) {counts = array<i64: 1, 1>, node = "c"} : memref<4xf16>, memref<4xf32>
     amprt.call "mul"(%c, %inv, %u) {counts = array<i64: 1, 1, 1>, node = "u"} : memref<4xf32>, memref<f32>, memref<4xf32>
     amprt.call "mul"(%h, %v, %w) {counts = array<i64: 1, 1, 1>, node = "w"} : memref<4xf32>, memref<4xf32>, memref<4xf32>
+    return
+  }
+}
+
+// -----
+
+// With overwrite-accumulators (EarlyAccumulate.cpp), each gradient is
+// checked (reset 0) and accumulated ungated (gate: the constant true) right
+// after the call that makes it, two gradients of one call in the order of
+// the check's ins; the flag is filled true before the first producer, and
+// one multi_tensor_zero_unless where the last gated accumulation was zeroes
+// the buffers unless the step was finite. The function is marked. Without
+// the option, the calls stay.
+// EARLY: memref.global "private" constant @[[$TRUE:early_const[0-9]+]] : memref<i1> = dense<true>
+// EARLY-LABEL: func.func @early
+// EARLY-SAME: (%[[X:[^:]*]]: memref<4x3xf16> {{.*}}, %[[INV:[^:]*]]: memref<f32> {{.*}}, %[[OK:[^:]*]]: memref<i1> {{.*}}, %[[BA:[^:]*]]: memref<4x3xf32> {{.*}}, %[[BS:[^:]*]]: memref<4xf32> {{.*}}, %[[BB:[^:]*]]: memref<4xf32> {{.*}}, %[[RESET:[^:]*]]: memref<1xi1>
+// EARLY-SAME: attributes {amprt.overwrite_accumulators, amprt.unplanned}
+// EARLY: %[[T:.*]] = memref.get_global @[[$TRUE]] : memref<i1>
+// EARLY-NOT: amprt.call
+// EARLY: amprt.call "fill"(%[[F:[^)]*]]) {counts = array<i64: 1>, node = "found_inf", value = 1.000000e+00 : f64} : memref<i1>
+// EARLY-NEXT: amprt.call "relu"(%[[X]], %[[GA:[^)]*]])
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[GA]], %[[INV]], %[[F]]) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BA]], %[[GA]], %[[INV]], %[[T]], %[[RESET]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"}
+// EARLY-NEXT: amprt.call "layer_norm_grad"({{.*}}, %[[DS:[^,]*]], %[[DB:[^)]*]])
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DB]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BB]], %[[DB]], %[[INV]], %[[T]], {{.*}}node = "acc_b"}
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DS]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BS]], %[[DS]], %[[INV]], %[[T]], {{.*}}node = "acc_s"}
+// EARLY-NEXT: amprt.call "multi_tensor_zero_unless"(%[[BA]], %[[BB]], %[[BS]], %[[OK]]) {counts = array<i64: 3, 1>, n = 3 : i64, node = "acc_b"}
+// EARLY-NEXT: return
+// CHECK-LABEL: func.func @early
+// CHECK-NOT: amprt.overwrite_accumulators
+// CHECK-NOT: "fill"
+// CHECK: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 3, 1, 1>, n = 3 : i64, node = "found_inf", reset = 1 : i32}
+module {
+  func.func @early(%x: memref<4x3xf16> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %ba: memref<4x3xf32> {amprt.name = "ba"}, %bs: memref<4xf32> {amprt.name = "bs"}, %bb: memref<4xf32> {amprt.name = "bb"}, %reset: memref<1xi1> {amprt.name = "reset"}, %dy: memref<2x4xf32> {amprt.name = "dy"}, %y: memref<2x4xf32> {amprt.name = "y"}, %scale: memref<4xf32> {amprt.name = "scale"}, %mean: memref<2x1xf32> {amprt.name = "mean"}, %istd: memref<2x1xf32> {amprt.name = "istd"}) -> (memref<2x4xf32> {amprt.name = "dx"}, memref<1xi1> {amprt.name = "ua"}, memref<1xi1> {amprt.name = "us"}, memref<1xi1> {amprt.name = "ub"}) attributes {amprt.unplanned} {
+    %ga = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf16>
+    %dx = memref.alloc() {amprt.role = "gradients"} : memref<2x4xf32>
+    %ds = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %db = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %ua = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    %us = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    %ub = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    amprt.call "relu"(%x, %ga) {counts = array<i64: 1, 1>, node = "ga"} : memref<4x3xf16>, memref<4x3xf16>
+    amprt.call "layer_norm_grad"(%dy, %y, %scale, %mean, %istd, %dx, %ds, %db) {axis = 1 : i64, counts = array<i64: 1, 1, 1, 1, 1, 1, 1, 1>, node = "ln_grad"} : memref<2x4xf32>, memref<2x4xf32>, memref<4xf32>, memref<2x1xf32>, memref<2x1xf32>, memref<2x4xf32>, memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%ga, %db, %ds, %inv, %flag) {counts = array<i64: 3, 1, 1>, n = 3 : i64, node = "found_inf", reset = 1 : i32} : memref<4x3xf16>, memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%ba, %ga, %inv, %ok, %reset, %ua) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"} : memref<4x3xf32>, memref<4x3xf16>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    amprt.call "unscale_gate_accumulate"(%bs, %ds, %inv, %ok, %reset, %us) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_s"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    amprt.call "unscale_gate_accumulate"(%bb, %db, %inv, %ok, %reset, %ub) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_b"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    return %dx, %ua, %us, %ub : memref<2x4xf32>, memref<1xi1>, memref<1xi1>, memref<1xi1>
+  }
+}
+
+// -----
+
+// Left as they are with overwrite-accumulators: a check whose gradient has
+// another reader (the relu), and a function already marked.
+// EARLY-LABEL: func.func @late
+// EARLY-NOT: amprt.overwrite_accumulators
+// EARLY-NOT: "fill"
+// EARLY: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg2)
+// EARLY-LABEL: func.func @marked
+// EARLY-NOT: "fill"
+// EARLY: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg2)
+module {
+  func.func @late(%x: memref<4xf32> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %b: memref<4xf32> {amprt.name = "b"}) -> (memref<4xf32> {amprt.name = "r"}) attributes {amprt.unplanned} {
+    %g = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %r = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    amprt.call "relu"(%x, %g) {counts = array<i64: 1, 1>, node = "g"} : memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%g, %inv, %flag) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32} : memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%b, %g, %inv, %ok) {counts = array<i64: 1, 1, 1, 1, 0, 0>, node = "acc"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "relu"(%g, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<4xf32>, memref<4xf32>
+    return %r : memref<4xf32>
+  }
+  func.func @marked(%x: memref<4xf32> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %b: memref<4xf32> {amprt.name = "b"}) attributes {amprt.overwrite_accumulators, amprt.unplanned} {
+    %g = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    amprt.call "relu"(%x, %g) {counts = array<i64: 1, 1>, node = "g"} : memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%g, %inv, %flag) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32} : memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%b, %g, %inv, %ok) {counts = array<i64: 1, 1, 1, 1, 0, 0>, node = "acc"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
     return
   }
 }
