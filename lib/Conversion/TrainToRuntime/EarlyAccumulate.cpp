@@ -30,144 +30,190 @@
 // products; a buffer holds g * inv
 // when the step is finite and zero bytes (+0, as the gate's 0 gives)
 // otherwise: the same bits as before, and each gradient lives only until
-// it is in its buffer. Taken for a check that is the only writer of its
-// flag (reset), every one of whose gradients is gated into an accumulator
-// by exactly one call with the check's factor, and read by nothing else.
+// it is in its buffer.
+//
+// The rewrite pattern is anchored on a multi_tensor_unscale_check with
+// reset != 0 that is the only writer of its flag, every one of whose
+// gradients is a temporary made by one call before it, gated into an
+// accumulator after it by exactly one unscale_gate_accumulate with the
+// check's factor, and read by nothing else. The fill goes before the first
+// gradient's producer, each gradient's check and accumulation right after
+// its producer (after those of gradients the producer made before it, in
+// the order of the check's ins), and one zero_unless per gate flag where
+// the last gated accumulation was; the constant true is the function's
+// shared one (createConstantBuffer), and the function is marked
+// kOverwriteAccumulatorsAttr. The pass applies the pattern only to
+// functions not so marked yet.
 //
 //===----------------------------------------------------------------------===//
 
+#include "BufferFacts.h"
+#include "FusePatterns.h"
 #include "PlannedProgram.h"
 
 #include "llvm/ADT/MapVector.h"
 
+using namespace mlir;
+using namespace amp;
 using namespace amp::lowering;
 
-bool PlannedProgram::accumulateEarly() {
-  CallUses u = callUses();
-  int trueFlag = -1;
-  // New calls, by the call index they go before or after.
-  DenseMap<int, SmallVector<PlannedCall, 2>> before, following;
-  llvm::DenseSet<int> drop;
-  for (auto [ki, k] : llvm::enumerate(calls)) {
-    if (k.sig->name != "multi_tensor_unscale_check")
-      continue;
-    const auto &gs = k.tensors[tensorSlot(k, "ins")];
-    int inv = singleBuffer(k, "inv_scale"),
-        flag = singleBuffer(k, "all_finite");
-    if (cast<IntegerAttr>(k.attrs.get("reset")).getInt() == 0 || inv < 0 ||
-        flag < 0 || gs.empty())
-      continue;
+namespace {
+
+/// Whether `op` is a check (reset 0) or a gated accumulation of a gradient
+/// that `producer` made: one this rewrite put right after `producer`, for
+/// an earlier gradient of the same check or of another check.
+bool madeAfter(Operation *op, Operation *producer) {
+  auto call = dyn_cast<amprt::CallOp>(op);
+  if (!call)
+    return false;
+  Value g;
+  if (call.getKernel() == "multi_tensor_unscale_check") {
+    auto reset = call->getAttrOfType<IntegerAttr>("reset");
+    if (reset && reset.getInt() == 0)
+      g = call.getSingleTensor("ins");
+  } else if (call.getKernel() == "unscale_gate_accumulate") {
+    g = call.getSingleTensor("x");
+  }
+  if (!g)
+    return false;
+  SmallVector<BufferUse, 4> uses = bufferUses(g);
+  return uses.front().call == producer;
+}
+
+/// A multi_tensor_unscale_check that resets its flag, with its gated
+/// accumulations: each gradient checked and accumulated as it comes, the
+/// gate applied at the end (the file comment).
+struct AccumulateEarly : OpRewritePattern<amprt::CallOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(amprt::CallOp check,
+                                PatternRewriter &rewriter) const override {
+    if (check.getKernel() != "multi_tensor_unscale_check")
+      return failure();
+    auto reset = check->getAttrOfType<IntegerAttr>("reset");
+    OperandRange gs = check.getTensorParam("ins");
+    Value inv = check.getSingleTensor("inv_scale"),
+          flag = check.getSingleTensor("all_finite");
+    auto func = check->getParentOfType<func::FuncOp>();
+    if (!reset || reset.getInt() == 0 || !inv || !flag || gs.empty() || !func)
+      return failure();
     // The flag's writers: this check alone.
-    bool ok = true;
-    for (auto [ci, slot] : u.uses.lookup(flag)) {
-      const PlannedCall &c = calls[ci];
-      bool writes = slot == tensorSlot(c, "all_finite") &&
-                    (c.sig->name == "multi_tensor_unscale_check" ||
-                     c.sig->name == "multi_tensor_all_finite" ||
-                     c.sig->name == "multi_tensor_unscale");
-      ok &= !writes || ci == int(ki);
+    for (BufferUse use : bufferUses(flag)) {
+      StringRef k = use.call.getKernel();
+      bool writes =
+          use.param == "all_finite" &&
+          (k == "multi_tensor_unscale_check" ||
+           k == "multi_tensor_all_finite" || k == "multi_tensor_unscale");
+      if (writes && use.call != check)
+        return failure();
     }
     // Each gradient: made by one call before the check, read by the check
-    // and one gate-accumulate with its factor.
+    // and one gate-accumulate with its factor after it.
     struct Grad {
-      int g, producer, gate;
+      Value g;
+      amprt::CallOp producer, gate;
     };
     SmallVector<Grad> grads;
-    llvm::SmallDenseSet<int, 16> seen;
-    for (int g : gs) {
-      if (!ok)
-        break;
-      ok &= seen.insert(g).second && bufs[g].kind == Buffer::Temp &&
-            !u.written.contains(g) && !u.outputs.contains(g);
-      int producer = -1, gate = -1;
-      for (auto [ci, slot] : u.uses.lookup(g)) {
-        const PlannedCall &c = calls[ci];
-        if (ci == int(ki))
+    llvm::SmallDenseSet<Value, 16> seen;
+    for (Value g : gs) {
+      if (!seen.insert(g).second || !isTemporary(g) || isWrittenInPlace(g) ||
+          isReturned(g))
+        return failure();
+      Grad gr{g, {}, {}};
+      for (BufferUse use : bufferUses(g)) {
+        if (use.call == check)
           continue;
-        if (producer < 0 && ci < int(ki)) {
-          producer = ci;
+        if (!gr.producer && use.call->isBeforeInBlock(check)) {
+          gr.producer = use.call;
           continue;
         }
-        if (c.sig->name == "unscale_gate_accumulate" && gate < 0 &&
-            slot == tensorSlot(c, "x") && singleBuffer(c, "inv_scale") == inv &&
-            singleBuffer(c, "buffer") >= 0 && singleBuffer(c, "gate") >= 0) {
-          gate = ci;
+        if (!gr.gate && isCallOf(use.call, "unscale_gate_accumulate") &&
+            use.param == "x" && use.call.getSingleTensor("inv_scale") == inv &&
+            use.call.getSingleTensor("buffer") &&
+            use.call.getSingleTensor("gate")) {
+          gr.gate = use.call;
           continue;
         }
-        ok = false;
+        return failure();
       }
-      ok &= producer >= 0 && gate > int(ki);
-      grads.push_back({g, producer, gate});
+      if (!gr.producer || !gr.gate || !check->isBeforeInBlock(gr.gate))
+        return failure();
+      grads.push_back(gr);
     }
-    if (!ok)
-      continue;
 
-    if (trueFlag < 0) {
-      HostTensor t;
-      t.elem = IntegerType::get(ctx, 1);
-      t.v = {1.0};
-      trueFlag = constBuffer(t);
-    }
+    HostTensor t;
+    t.elem = rewriter.getI1Type();
+    t.v = {1.0};
+    Value trueFlag =
+        createConstantBuffer(rewriter, func, toAttr(t), /*shared=*/true);
     // The flag starts true and each gradient's check ANDs into it right
     // after the gradient is made, with its accumulation: ANDs commute, so
     // the scheduler may move each with its gradient (ScheduleCalls.cpp).
-    int firstProducer = int(calls.size());
-    for (const Grad &gr : grads)
-      firstProducer = std::min(firstProducer, gr.producer);
-    NamedAttrList fillAttrs;
-    fillAttrs.set("node", k.attrs.get("node"));
-    fillAttrs.set("value", f64(1.0));
-    before[firstProducer].push_back(
-        plannedCall("fill", {{"y", {flag}}}, fillAttrs, k.loc));
-    llvm::MapVector<int, SmallVector<int, 8>> byGate; // gate -> buffers
-    int lastGate = 0;
-    for (const Grad &gr : grads) {
-      NamedAttrList checkAttrs = k.attrs;
-      checkAttrs.set("n", i64(1));
-      checkAttrs.set("reset", i32(0));
-      auto &now = following[gr.producer];
-      now.push_back(plannedCall(
-          "multi_tensor_unscale_check",
-          {{"ins", {gr.g}}, {"inv_scale", {inv}}, {"all_finite", {flag}}},
-          checkAttrs, k.loc));
-      PlannedCall &a = calls[gr.gate];
-      int buffer = singleBuffer(a, "buffer");
-      byGate[singleBuffer(a, "gate")].push_back(buffer);
-      now.push_back(
-          plannedCall("unscale_gate_accumulate",
-                      {{"buffer", {buffer}},
-                       {"x", {gr.g}},
-                       {"inv_scale", {inv}},
-                       {"gate", {trueFlag}},
-                       {"overwrite", a.tensors[tensorSlot(a, "overwrite")]},
-                       {"updated", a.tensors[tensorSlot(a, "updated")]}},
-                      a.attrs, a.loc));
-      drop.insert(gr.gate);
-      lastGate = std::max(lastGate, gr.gate);
+    amprt::CallOp firstProducer = grads.front().producer;
+    for (Grad gr : grads)
+      if (gr.producer->isBeforeInBlock(firstProducer))
+        firstProducer = gr.producer;
+    SmallVector<NamedAttribute, 2> fillAttrs;
+    if (Attribute node = check->getAttr("node"))
+      fillAttrs.push_back(rewriter.getNamedAttr("node", node));
+    fillAttrs.push_back(
+        rewriter.getNamedAttr("value", rewriter.getF64FloatAttr(1.0)));
+    rewriter.setInsertionPoint(firstProducer);
+    amprt::createCall(rewriter, check.getLoc(), "fill", {{"y", flag}},
+                      fillAttrs);
+    llvm::MapVector<Value, SmallVector<Value, 8>> byGate; // gate -> buffers
+    amprt::CallOp lastGate;
+    for (Grad gr : grads) {
+      Operation *after = gr.producer;
+      while (after->getNextNode() &&
+             madeAfter(after->getNextNode(), gr.producer))
+        after = after->getNextNode();
+      rewriter.setInsertionPointAfter(after);
+      NamedAttrList checkAttrs(check->getAttrs());
+      checkAttrs.set("n", rewriter.getI64IntegerAttr(1));
+      checkAttrs.set("reset", rewriter.getI32IntegerAttr(0));
+      amprt::createCall(
+          rewriter, check.getLoc(), "multi_tensor_unscale_check",
+          {{"ins", gr.g}, {"inv_scale", inv}, {"all_finite", flag}},
+          checkAttrs);
+      Value buffer = gr.gate.getSingleTensor("buffer");
+      byGate[gr.gate.getSingleTensor("gate")].push_back(buffer);
+      amprt::createCall(rewriter, gr.gate.getLoc(), "unscale_gate_accumulate",
+                        {{"buffer", buffer},
+                         {"x", gr.g},
+                         {"inv_scale", inv},
+                         {"gate", trueFlag},
+                         {"overwrite", gr.gate.getTensorParam("overwrite")},
+                         {"updated", gr.gate.getTensorParam("updated")}},
+                        gr.gate->getAttrs());
+      if (!lastGate || lastGate->isBeforeInBlock(gr.gate))
+        lastGate = gr.gate;
     }
-    drop.insert(int(ki));
+    // The buffers zeroed unless the step was finite, where the last gated
+    // accumulation was.
+    rewriter.setInsertionPointAfter(lastGate);
     for (auto &[gate, buffers] : byGate) {
-      NamedAttrList attrs;
-      attrs.set("node", calls[lastGate].attrs.get("node"));
-      attrs.set("n", i64(buffers.size()));
-      SmallVector<int, 1> ins(buffers.begin(), buffers.end());
-      following[lastGate].push_back(plannedCall(
-          "multi_tensor_zero_unless", {{"ins", ins}, {"keep", {gate}}}, attrs,
-          calls[lastGate].loc));
+      SmallVector<NamedAttribute, 2> attrs;
+      if (Attribute node = lastGate->getAttr("node"))
+        attrs.push_back(rewriter.getNamedAttr("node", node));
+      attrs.push_back(rewriter.getNamedAttr(
+          "n", rewriter.getI64IntegerAttr(int64_t(buffers.size()))));
+      amprt::createCall(rewriter, lastGate.getLoc(), "multi_tensor_zero_unless",
+                        {{"ins", buffers}, {"keep", gate}}, attrs);
     }
+    for (Grad gr : grads)
+      rewriter.eraseOp(gr.gate);
+    rewriter.eraseOp(check);
+    rewriter.modifyOpInPlace(func, [&] {
+      func->setAttr(kOverwriteAccumulatorsAttr, rewriter.getUnitAttr());
+    });
+    return success();
   }
-  if (drop.empty())
-    return false;
-  SmallVector<PlannedCall> out;
-  out.reserve(calls.size() + 2 * drop.size());
-  for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (auto b = before.find(int(ci)); b != before.end())
-      out.append(b->second.begin(), b->second.end());
-    if (!drop.contains(int(ci)))
-      out.push_back(std::move(c));
-    if (auto f = following.find(int(ci)); f != following.end())
-      out.append(f->second.begin(), f->second.end());
-  }
-  calls = std::move(out);
-  return true;
+};
+
+} // namespace
+
+void amp::lowering::populateAccumulateEarlyPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<AccumulateEarly>(patterns.getContext());
 }

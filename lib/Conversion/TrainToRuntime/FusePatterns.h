@@ -21,6 +21,13 @@
 
 namespace amp::lowering {
 
+/// Loss scaling's unscale, check and gate without the unscaled copies
+/// (FuseUnscale.cpp).
+void populateFuseUnscalePatterns(mlir::RewritePatternSet &patterns);
+/// Each gradient checked and written into its accumulator as it comes, the
+/// gate applied once at the end, for a driver that overwrites its
+/// accumulators every step (EarlyAccumulate.cpp).
+void populateAccumulateEarlyPatterns(mlir::RewritePatternSet &patterns);
 /// Transposes of GEMM operands and results as trans flags
 /// (FoldTransposes.cpp).
 void populateFoldTransposesPatterns(mlir::RewritePatternSet &patterns);

@@ -103,13 +103,15 @@ LogicalResult rewriteUnplanned(
 }
 
 /// Applies the patterns `populate` adds to each unplanned function of
-/// `module`, top-down in call order without folding (a call is matched
-/// again after a pattern changed it), then erases the buffers nothing
-/// names any more, and the globals the function read that nothing reads
-/// then (the driver erases an unused buffer as it goes, a constant's
-/// `memref.get_global` too, but not its global).
+/// `module` (for which `applies` holds, when given), top-down in call order
+/// without folding (a call is matched again after a pattern changed it),
+/// then erases the buffers nothing names any more, and the globals the
+/// function read that nothing reads then (the driver erases an unused
+/// buffer as it goes, a constant's `memref.get_global` too, but not its
+/// global).
 void applyFusion(ModuleOp module,
-                 function_ref<void(RewritePatternSet &)> populate) {
+                 function_ref<void(RewritePatternSet &)> populate,
+                 function_ref<bool(func::FuncOp)> applies = nullptr) {
   RewritePatternSet set(module.getContext());
   populate(set);
   FrozenRewritePatternSet patterns(std::move(set));
@@ -120,7 +122,7 @@ void applyFusion(ModuleOp module,
       .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled)
       .setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
   for (auto f : llvm::to_vector(module.getOps<func::FuncOp>())) {
-    if (!f->hasAttr(kUnplannedAttr))
+    if (!f->hasAttr(kUnplannedAttr) || (applies && !applies(f)))
       continue;
     llvm::SetVector<StringAttr> globals;
     f.walk([&](memref::GetGlobalOp g) {
@@ -139,14 +141,18 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto fuse = [&](PlannedProgram &p, func::FuncOp, int64_t &, int64_t *) {
-      p.fuseUnscaleGates();
-      if (overwriteAccumulators && !p.earlyAccumulated)
-        p.earlyAccumulated = p.accumulateEarly();
-      return false;
-    };
-    if (failed(rewriteUnplanned(module, fuse)))
-      return signalPassFailure();
+    // The patterns assume the unplanned form (buffers of static shape, of
+    // the function): a function not of it is an error at the op, and every
+    // function is left as it was.
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f->hasAttr(kUnplannedAttr) && failed(PlannedProgram::read(f)))
+        return signalPassFailure();
+    applyFusion(module, populateFuseUnscalePatterns);
+    // Once per function: the patterns mark it.
+    if (overwriteAccumulators)
+      applyFusion(module, populateAccumulateEarlyPatterns, [](func::FuncOp f) {
+        return !f->hasAttr(kOverwriteAccumulatorsAttr);
+      });
     applyFusion(module, populateFoldTransposesPatterns);
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);

@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The rewrites of the planned calls (FuseUnscale.cpp, AliasReshapes.cpp)
-// read and make calls by parameter name, and must know which buffers some
-// call writes after the call that produced them: a read moved across such
-// a write, or a second view of such a buffer, would see another value.
+// The rewrites of the planned calls (AliasReshapes.cpp, ReuseInputs.cpp,
+// ScheduleCalls.cpp) read and make calls by parameter name, and must know
+// which buffers some call writes after the call that produced them: a read
+// moved across such a write, or a second view of such a buffer, would see
+// another value.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,11 +48,6 @@ int PlannedProgram::tensorSlot(const PlannedCall &c, StringRef name) {
     ++i;
   }
   return -1;
-}
-
-int PlannedProgram::singleBuffer(const PlannedCall &c, StringRef name) {
-  int s = tensorSlot(c, name);
-  return s >= 0 && c.tensors[s].size() == 1 ? c.tensors[s].front() : -1;
 }
 
 llvm::DenseSet<int> PlannedProgram::buffersWrittenInPlace() const {

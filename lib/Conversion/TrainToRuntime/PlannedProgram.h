@@ -16,8 +16,6 @@
 // Reading an unplanned function back gives the buffers in the order they
 // were written, so the passes between compose to what one walk would do.
 // The rewrites, one file each:
-//   FuseUnscale.cpp     loss scaling's unscale, check and gate, fused
-//   EarlyAccumulate.cpp gradients into their accumulators as they come
 //   ScheduleCalls.cpp   calls moved earlier where the step then holds less
 //   RematerializeCasts.cpp  a cast's late readers get a fresh cast instead
 //                       of its copy being kept alive across the step
@@ -26,6 +24,8 @@
 //   PlanArena.cpp       liveness and placement of temporaries in one arena
 //   PlannedCalls.cpp    the planned calls as data: parameters, in-place
 //                       writes, new calls for the rewrites
+// amprt-fuse's fusions are rewrite patterns on the unplanned form's
+// calls (FusePatterns.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -208,13 +208,6 @@ public:
 
   /// Drops the reshape calls whose output can share its input's memory.
   void aliasReshapes();
-  /// Unscale, check and gate of loss scaling without the unscaled copies
-  /// (FuseUnscale.cpp).
-  void fuseUnscaleGates();
-  /// With overwriteAccumulators: each gradient checked and written into its
-  /// accumulator as it comes, the gate applied once at the end
-  /// (EarlyAccumulate.cpp). Whether it applied.
-  bool accumulateEarly();
   /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
   void reuseInputs();
   /// Moves calls earlier where that lowers the step's peak memory
@@ -227,16 +220,15 @@ public:
   /// its size, and the bytes alive at its peak by Buffer::Role.
   void planArena(int64_t &arenaBytes, int64_t split[4]);
 
-  /// accumulateEarly() applied: the function assumes its accumulators are
-  /// overwritten every step (kOverwriteAccumulatorsAttr).
+  /// The function assumes its accumulators are overwritten every step
+  /// (kOverwriteAccumulatorsAttr: amprt-fuse's EarlyAccumulate.cpp applied),
+  /// kept from read() to write().
   bool earlyAccumulated = false;
 
   // --- the planned calls as data, for the rewrites (PlannedCalls.cpp) ------
   /// The index of tensor parameter `name` among c's tensor parameters, or
   /// -1.
   static int tensorSlot(const PlannedCall &c, StringRef name);
-  /// The one buffer of tensor parameter `name`, or -1 (absent, or a list).
-  static int singleBuffer(const PlannedCall &c, StringRef name);
 
   /// The buffers some planned call writes after the call that produced
   /// them: the in-place parameters of Ops.def's entries, a flag that a

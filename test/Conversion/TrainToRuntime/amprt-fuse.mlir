@@ -1,5 +1,6 @@
 // RUN: amp-opt %s --split-input-file --amprt-fuse | FileCheck %s
 // RUN: amp-opt %s --split-input-file --amprt-fuse --amprt-plan-buffers | FileCheck %s --check-prefix=PLANNED
+// RUN: amp-opt %s --split-input-file --amprt-fuse=overwrite-accumulators=true | FileCheck %s --check-prefix=EARLY
 
 // amprt-fuse on a hand-written unplanned function: the transposes of GEMM
 // operands become trans flags (the forward product reads W with trans_b,
@@ -234,5 +235,209 @@ module {
     amprt.call "relu"(%g1, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<3x4x8xf32>, memref<3x4x8xf32>
     amprt.call "sum"(%g0, %g1, %d) {counts = array<i64: 2, 1>, n = 2 : i64, node = "sum"} : memref<3x4x8xf32>, memref<3x4x8xf32>, memref<3x4x8xf32>
     return %d, %r : memref<3x4x8xf32>, memref<3x4x8xf32>
+  }
+}
+
+// -----
+
+// Loss scaling's unscale, check and gate (FuseUnscale.cpp) never store the
+// unscaled gradients: the check of the unscaled ones becomes one
+// multi_tensor_unscale_check per factor, of the gradients themselves (the
+// f16 one read through its folded cast), in the order of its ins, after the
+// multi_tensor_all_finite of the value that stays (read by relu); only the
+// first call resets the flag. The gate read only by inplace_accumulate
+// becomes unscale_gate_accumulate where the accumulation was, the others
+// unscale_gate; the multiplies and the cast go.
+// CHECK-LABEL: func.func @unscale
+// CHECK-SAME: (%[[GA:[^:]*]]: memref<4x3xf16> {{.*}}, %[[GB:[^:]*]]: memref<5xf32> {{.*}}, %[[GC:[^:]*]]: memref<6xf32> {{.*}}, %[[GD:[^:]*]]: memref<2xf32> {{.*}}, %[[INV:[^:]*]]: memref<f32> {{.*}}, %[[INV2:[^:]*]]: memref<f32> {{.*}}, %[[BUF:[^:]*]]: memref<4x3xf32> {{.*}}, %[[RESET:[^:]*]]: memref<1xi1>
+// CHECK-NOT: "cast"
+// CHECK: amprt.call "mul"(%[[GD]], %[[INV]], %[[UD:[^)]*]]) {{.*}}node = "ud"
+// CHECK-NOT: "mul"
+// CHECK: amprt.call "multi_tensor_all_finite"(%[[UD]], %[[F:[^)]*]]) {counts = array<i64: 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// CHECK-NEXT: amprt.call "multi_tensor_unscale_check"(%[[GA]], %[[GB]], %[[INV]], %[[F]]) {counts = array<i64: 2, 1, 1>, n = 2 : i64, node = "found_inf", reset = 0 : i32}
+// CHECK-NEXT: amprt.call "multi_tensor_unscale_check"(%[[GC]], %[[INV2]], %[[F]]) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 0 : i32}
+// CHECK-NEXT: amprt.call "logical_not"(%[[F]], %[[NAN:[^)]*]])
+// CHECK-NEXT: amprt.call "logical_not"(%[[NAN]], %[[OK:[^)]*]])
+// CHECK-NEXT: amprt.call "unscale_gate"(%[[GB]], %[[INV]], %[[OK]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1>, node = "gate_b"}
+// CHECK-NEXT: amprt.call "relu"(%[[UD]]
+// CHECK-NEXT: amprt.call "unscale_gate_accumulate"(%[[BUF]], %[[GA]], %[[INV]], %[[OK]], %[[RESET]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc"}
+// CHECK-NEXT: amprt.call "unscale_gate"(%[[GC]], %[[INV2]], %[[OK]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1>, node = "gate_c"}
+// CHECK-NEXT: return
+module {
+  memref.global "private" constant @zero : memref<f32> = dense<0.000000e+00>
+  func.func @unscale(%ga: memref<4x3xf16> {amprt.name = "ga"}, %gb: memref<5xf32> {amprt.name = "gb"}, %gc: memref<6xf32> {amprt.name = "gc"}, %gd: memref<2xf32> {amprt.name = "gd"}, %inv: memref<f32> {amprt.name = "inv"}, %inv2: memref<f32> {amprt.name = "inv2"}, %buf: memref<4x3xf32> {amprt.name = "buf"}, %reset: memref<1xi1> {amprt.name = "reset"}) -> (memref<5xf32> {amprt.name = "wb"}, memref<6xf32> {amprt.name = "wc"}, memref<2xf32> {amprt.name = "rd"}, memref<1xi1> {amprt.name = "updated"}) attributes {amprt.unplanned} {
+    %z = memref.get_global @zero : memref<f32>
+    %ca = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf32>
+    %ua = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf32>
+    %ub = memref.alloc() {amprt.role = "gradients"} : memref<5xf32>
+    %uc = memref.alloc() {amprt.role = "gradients"} : memref<6xf32>
+    %ud = memref.alloc() {amprt.role = "gradients"} : memref<2xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %nan = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %ok = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %wa = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf32>
+    %wb = memref.alloc() {amprt.role = "gradients"} : memref<5xf32>
+    %wc = memref.alloc() {amprt.role = "gradients"} : memref<6xf32>
+    %rd = memref.alloc() {amprt.role = "gradients"} : memref<2xf32>
+    %upd = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    amprt.call "cast"(%ga, %ca) {counts = array<i64: 1, 1>, node = "ca"} : memref<4x3xf16>, memref<4x3xf32>
+    amprt.call "mul"(%ca, %inv, %ua) {counts = array<i64: 1, 1, 1>, node = "ua"} : memref<4x3xf32>, memref<f32>, memref<4x3xf32>
+    amprt.call "mul"(%inv, %gb, %ub) {counts = array<i64: 1, 1, 1>, node = "ub"} : memref<f32>, memref<5xf32>, memref<5xf32>
+    amprt.call "mul"(%gc, %inv2, %uc) {counts = array<i64: 1, 1, 1>, node = "uc"} : memref<6xf32>, memref<f32>, memref<6xf32>
+    amprt.call "mul"(%gd, %inv, %ud) {counts = array<i64: 1, 1, 1>, node = "ud"} : memref<2xf32>, memref<f32>, memref<2xf32>
+    amprt.call "multi_tensor_all_finite"(%ua, %ud, %ub, %uc, %flag) {counts = array<i64: 4, 1>, n = 4 : i64, node = "found_inf", reset = 1 : i32} : memref<4x3xf32>, memref<2xf32>, memref<5xf32>, memref<6xf32>, memref<i1>
+    amprt.call "logical_not"(%flag, %nan) {counts = array<i64: 1, 1>, node = "nan"} : memref<i1>, memref<i1>
+    amprt.call "logical_not"(%nan, %ok) {counts = array<i64: 1, 1>, node = "ok"} : memref<i1>, memref<i1>
+    amprt.call "where"(%ok, %ua, %z, %wa) {counts = array<i64: 1, 1, 1, 1>, node = "gate_a"} : memref<i1>, memref<4x3xf32>, memref<f32>, memref<4x3xf32>
+    amprt.call "where"(%ok, %ub, %z, %wb) {counts = array<i64: 1, 1, 1, 1>, node = "gate_b"} : memref<i1>, memref<5xf32>, memref<f32>, memref<5xf32>
+    amprt.call "relu"(%ud, %rd) {counts = array<i64: 1, 1>, node = "rd"} : memref<2xf32>, memref<2xf32>
+    amprt.call "inplace_accumulate"(%buf, %wa, %reset, %upd) {counts = array<i64: 1, 1, 1, 1>, node = "acc"} : memref<4x3xf32>, memref<4x3xf32>, memref<1xi1>, memref<1xi1>
+    amprt.call "where"(%ok, %uc, %z, %wc) {counts = array<i64: 1, 1, 1, 1>, node = "gate_c"} : memref<i1>, memref<6xf32>, memref<f32>, memref<6xf32>
+    return %wb, %wc, %rd, %upd : memref<5xf32>, memref<6xf32>, memref<2xf32>, memref<1xi1>
+  }
+}
+
+// -----
+
+// Left as they are: an unscaled value gated with a "zero" of -0 (Where
+// gives -0 where the fused gate would give +0): its multiply, check and
+// gate stay. The other is fused, but reads the f32 copy: its cast has
+// another reader.
+// CHECK-LABEL: func.func @kept
+// CHECK-SAME: (%[[GA:[^:]*]]: memref<4xf16> {{.*}}, %[[GB:[^:]*]]: memref<5xf32> {{.*}}, %[[INV:[^:]*]]: memref<f32> {{.*}}, %[[OK:[^:]*]]: memref<i1>
+// CHECK: amprt.call "cast"(%[[GA]], %[[CA:[^)]*]])
+// CHECK-NEXT: amprt.call "mul"(%[[GB]], %[[INV]], %[[UB:[^)]*]]) {{.*}}node = "ub"
+// CHECK-NEXT: amprt.call "multi_tensor_all_finite"(%[[UB]], %[[F:[^)]*]]) {counts = array<i64: 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// CHECK-NEXT: amprt.call "multi_tensor_unscale_check"(%[[CA]], %[[INV]], %[[F]]) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 0 : i32}
+// CHECK-NEXT: amprt.call "unscale_gate"(%[[CA]], %[[INV]], %[[OK]]
+// CHECK-NEXT: amprt.call "where"(%[[OK]], %[[UB]],
+// CHECK-NEXT: amprt.call "relu"(%[[CA]]
+// CHECK-NEXT: return
+module {
+  memref.global "private" constant @zero : memref<f32> = dense<0.000000e+00>
+  memref.global "private" constant @minus_zero : memref<f32> = dense<-0.000000e+00>
+  func.func @kept(%ga: memref<4xf16> {amprt.name = "ga"}, %gb: memref<5xf32> {amprt.name = "gb"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}) -> (memref<4xf32> {amprt.name = "wa"}, memref<5xf32> {amprt.name = "wb"}, memref<4xf32> {amprt.name = "ra"}) attributes {amprt.unplanned} {
+    %z = memref.get_global @zero : memref<f32>
+    %mz = memref.get_global @minus_zero : memref<f32>
+    %ca = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %ua = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %ub = memref.alloc() {amprt.role = "gradients"} : memref<5xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %wa = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %wb = memref.alloc() {amprt.role = "gradients"} : memref<5xf32>
+    %ra = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    amprt.call "cast"(%ga, %ca) {counts = array<i64: 1, 1>, node = "ca"} : memref<4xf16>, memref<4xf32>
+    amprt.call "mul"(%ca, %inv, %ua) {counts = array<i64: 1, 1, 1>, node = "ua"} : memref<4xf32>, memref<f32>, memref<4xf32>
+    amprt.call "mul"(%gb, %inv, %ub) {counts = array<i64: 1, 1, 1>, node = "ub"} : memref<5xf32>, memref<f32>, memref<5xf32>
+    amprt.call "multi_tensor_all_finite"(%ua, %ub, %flag) {counts = array<i64: 2, 1>, n = 2 : i64, node = "found_inf", reset = 1 : i32} : memref<4xf32>, memref<5xf32>, memref<i1>
+    amprt.call "where"(%ok, %ua, %z, %wa) {counts = array<i64: 1, 1, 1, 1>, node = "gate_a"} : memref<i1>, memref<4xf32>, memref<f32>, memref<4xf32>
+    amprt.call "where"(%ok, %ub, %mz, %wb) {counts = array<i64: 1, 1, 1, 1>, node = "gate_b"} : memref<i1>, memref<5xf32>, memref<f32>, memref<5xf32>
+    amprt.call "relu"(%ca, %ra) {counts = array<i64: 1, 1>, node = "ra"} : memref<4xf32>, memref<4xf32>
+    return %wa, %wb, %ra : memref<4xf32>, memref<5xf32>, memref<4xf32>
+  }
+}
+
+// -----
+
+// An unscaled value that nothing reads: its multiply and the cast it reads
+// go. A product by a factor of more than one element is no unscaling: it
+// stays.
+// CHECK-LABEL: func.func @unread
+// CHECK-NOT: "cast"
+// CHECK: amprt.call "mul"(%arg1, %arg3, %{{[^)]*}}) {{.*}}node = "w"
+// CHECK-NEXT: return
+module {
+  func.func @unread(%g: memref<4xf16> {amprt.name = "g"}, %h: memref<4xf32> {amprt.name = "h"}, %inv: memref<f32> {amprt.name = "inv"}, %v: memref<4xf32> {amprt.name = "v"}) attributes {amprt.unplanned} {
+    %c = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %u = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %w = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    amprt.call "cast"(%g, %c) {counts = array<i64: 1, 1>, node = "c"} : memref<4xf16>, memref<4xf32>
+    amprt.call "mul"(%c, %inv, %u) {counts = array<i64: 1, 1, 1>, node = "u"} : memref<4xf32>, memref<f32>, memref<4xf32>
+    amprt.call "mul"(%h, %v, %w) {counts = array<i64: 1, 1, 1>, node = "w"} : memref<4xf32>, memref<4xf32>, memref<4xf32>
+    return
+  }
+}
+
+// -----
+
+// With overwrite-accumulators (EarlyAccumulate.cpp), each gradient is
+// checked (reset 0) and accumulated ungated (gate: the constant true) right
+// after the call that makes it, two gradients of one call in the order of
+// the check's ins; the flag is filled true before the first producer, and
+// one multi_tensor_zero_unless where the last gated accumulation was zeroes
+// the buffers unless the step was finite. The function is marked. Without
+// the option, the calls stay.
+// EARLY: memref.global "private" constant @[[$TRUE:early_const[0-9_]*]] : memref<i1> = dense<true>
+// EARLY-LABEL: func.func @early
+// EARLY-SAME: (%[[X:[^:]*]]: memref<4x3xf16> {{.*}}, %[[INV:[^:]*]]: memref<f32> {{.*}}, %[[OK:[^:]*]]: memref<i1> {{.*}}, %[[BA:[^:]*]]: memref<4x3xf32> {{.*}}, %[[BS:[^:]*]]: memref<4xf32> {{.*}}, %[[BB:[^:]*]]: memref<4xf32> {{.*}}, %[[RESET:[^:]*]]: memref<1xi1>
+// EARLY-SAME: attributes {amprt.overwrite_accumulators, amprt.unplanned}
+// EARLY: %[[T:.*]] = memref.get_global @[[$TRUE]] : memref<i1>
+// EARLY-NOT: amprt.call
+// EARLY: amprt.call "fill"(%[[F:[^)]*]]) {counts = array<i64: 1>, node = "found_inf", value = 1.000000e+00 : f64} : memref<i1>
+// EARLY-NEXT: amprt.call "relu"(%[[X]], %[[GA:[^)]*]])
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[GA]], %[[INV]], %[[F]]) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BA]], %[[GA]], %[[INV]], %[[T]], %[[RESET]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"}
+// EARLY-NEXT: amprt.call "layer_norm_grad"({{.*}}, %[[DS:[^,]*]], %[[DB:[^)]*]])
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DB]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BB]], %[[DB]], %[[INV]], %[[T]], {{.*}}node = "acc_b"}
+// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DS]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BS]], %[[DS]], %[[INV]], %[[T]], {{.*}}node = "acc_s"}
+// EARLY-NEXT: amprt.call "multi_tensor_zero_unless"(%[[BA]], %[[BB]], %[[BS]], %[[OK]]) {counts = array<i64: 3, 1>, n = 3 : i64, node = "acc_b"}
+// EARLY-NEXT: return
+// CHECK-LABEL: func.func @early
+// CHECK-NOT: amprt.overwrite_accumulators
+// CHECK-NOT: "fill"
+// CHECK: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 3, 1, 1>, n = 3 : i64, node = "found_inf", reset = 1 : i32}
+module {
+  func.func @early(%x: memref<4x3xf16> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %ba: memref<4x3xf32> {amprt.name = "ba"}, %bs: memref<4xf32> {amprt.name = "bs"}, %bb: memref<4xf32> {amprt.name = "bb"}, %reset: memref<1xi1> {amprt.name = "reset"}, %dy: memref<2x4xf32> {amprt.name = "dy"}, %y: memref<2x4xf32> {amprt.name = "y"}, %scale: memref<4xf32> {amprt.name = "scale"}, %mean: memref<2x1xf32> {amprt.name = "mean"}, %istd: memref<2x1xf32> {amprt.name = "istd"}) -> (memref<2x4xf32> {amprt.name = "dx"}, memref<1xi1> {amprt.name = "ua"}, memref<1xi1> {amprt.name = "us"}, memref<1xi1> {amprt.name = "ub"}) attributes {amprt.unplanned} {
+    %ga = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf16>
+    %dx = memref.alloc() {amprt.role = "gradients"} : memref<2x4xf32>
+    %ds = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %db = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    %ua = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    %us = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    %ub = memref.alloc() {amprt.role = "workspace"} : memref<1xi1>
+    amprt.call "relu"(%x, %ga) {counts = array<i64: 1, 1>, node = "ga"} : memref<4x3xf16>, memref<4x3xf16>
+    amprt.call "layer_norm_grad"(%dy, %y, %scale, %mean, %istd, %dx, %ds, %db) {axis = 1 : i64, counts = array<i64: 1, 1, 1, 1, 1, 1, 1, 1>, node = "ln_grad"} : memref<2x4xf32>, memref<2x4xf32>, memref<4xf32>, memref<2x1xf32>, memref<2x1xf32>, memref<2x4xf32>, memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%ga, %db, %ds, %inv, %flag) {counts = array<i64: 3, 1, 1>, n = 3 : i64, node = "found_inf", reset = 1 : i32} : memref<4x3xf16>, memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%ba, %ga, %inv, %ok, %reset, %ua) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"} : memref<4x3xf32>, memref<4x3xf16>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    amprt.call "unscale_gate_accumulate"(%bs, %ds, %inv, %ok, %reset, %us) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_s"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    amprt.call "unscale_gate_accumulate"(%bb, %db, %inv, %ok, %reset, %ub) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_b"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>, memref<1xi1>, memref<1xi1>
+    return %dx, %ua, %us, %ub : memref<2x4xf32>, memref<1xi1>, memref<1xi1>, memref<1xi1>
+  }
+}
+
+// -----
+
+// Left as they are with overwrite-accumulators: a check whose gradient has
+// another reader (the relu), and a function already marked.
+// EARLY-LABEL: func.func @late
+// EARLY-NOT: amprt.overwrite_accumulators
+// EARLY-NOT: "fill"
+// EARLY: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg2)
+// EARLY-LABEL: func.func @marked
+// EARLY-NOT: "fill"
+// EARLY: amprt.call "multi_tensor_unscale_check"({{.*}}) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32}
+// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %arg2)
+module {
+  func.func @late(%x: memref<4xf32> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %b: memref<4xf32> {amprt.name = "b"}) -> (memref<4xf32> {amprt.name = "r"}) attributes {amprt.unplanned} {
+    %g = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %r = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    amprt.call "relu"(%x, %g) {counts = array<i64: 1, 1>, node = "g"} : memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%g, %inv, %flag) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32} : memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%b, %g, %inv, %ok) {counts = array<i64: 1, 1, 1, 1, 0, 0>, node = "acc"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "relu"(%g, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<4xf32>, memref<4xf32>
+    return %r : memref<4xf32>
+  }
+  func.func @marked(%x: memref<4xf32> {amprt.name = "x"}, %inv: memref<f32> {amprt.name = "inv"}, %ok: memref<i1> {amprt.name = "ok"}, %b: memref<4xf32> {amprt.name = "b"}) attributes {amprt.overwrite_accumulators, amprt.unplanned} {
+    %g = memref.alloc() {amprt.role = "gradients"} : memref<4xf32>
+    %flag = memref.alloc() {amprt.role = "workspace"} : memref<i1>
+    amprt.call "relu"(%x, %g) {counts = array<i64: 1, 1>, node = "g"} : memref<4xf32>, memref<4xf32>
+    amprt.call "multi_tensor_unscale_check"(%g, %inv, %flag) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 1 : i32} : memref<4xf32>, memref<f32>, memref<i1>
+    amprt.call "unscale_gate_accumulate"(%b, %g, %inv, %ok) {counts = array<i64: 1, 1, 1, 1, 0, 0>, node = "acc"} : memref<4xf32>, memref<4xf32>, memref<f32>, memref<i1>
+    return
   }
 }
