@@ -20,6 +20,38 @@ bool amp::driver::isFloatTensor(const amprt_tensor &t) {
          t.dtype == AMPRT_BF16 || t.dtype == AMPRT_F64;
 }
 
+int64_t amp::driver::numElements(const amprt_tensor &t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t.rank; ++d)
+    n *= t.shape[d];
+  return n;
+}
+
+std::vector<double> amp::driver::readValues(amprt_context *ctx,
+                                            const amprt_tensor &t) {
+  int64_t n = numElements(t);
+  std::vector<char> host(size_t(n) * amprt_dtype_size(t.dtype));
+  amprt_memcpy(ctx, host.data(), t.data, host.size(), AMPRT_DEVICE_TO_HOST);
+  std::vector<double> out(n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = t.dtype == AMPRT_F64
+                 ? reinterpret_cast<const double *>(host.data())[i]
+                 : double(::amprt::loadF(host.data(), t.dtype, i));
+  return out;
+}
+
+void amp::driver::writeValues(amprt_context *ctx, const amprt_tensor &t,
+                              const std::vector<double> &values) {
+  std::vector<char> host(values.size() * amprt_dtype_size(t.dtype));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (t.dtype == AMPRT_F64)
+      reinterpret_cast<double *>(host.data())[i] = values[i];
+    else
+      ::amprt::storeF(host.data(), t.dtype, int64_t(i), float(values[i]));
+  }
+  amprt_memcpy(ctx, t.data, host.data(), host.size(), AMPRT_HOST_TO_DEVICE);
+}
+
 TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t,
                                  double threshold) {
   TensorRange r;

@@ -235,8 +235,10 @@ llvm::Error Trainer::run() {
       for (auto &[i, copy] : stepSnapshots)
         amprt_memcpy(ctx, copy, trainProg->inputData(i),
                      trainProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
-    if (auto e =
-            collector ? collector->runStep(*trainProg, ctx) : trainProg->run())
+    if (auto e = opts.stepRunner ? opts.stepRunner(*trainProg, ctx, stepsDone,
+                                                   false, nodeOpTypes)
+                 : collector     ? collector->runStep(*trainProg, ctx)
+                                 : trainProg->run())
       return e;
     if (opts.localizeNonfinite) {
       float loss = 0;
@@ -287,7 +289,9 @@ llvm::Error Trainer::run() {
       if (stepIn && !deviceUpdated)
         if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
           return e;
-      if (auto e = optProg->run())
+      if (auto e = opts.stepRunner ? opts.stepRunner(*optProg, ctx, stepsDone,
+                                                     true, nodeOpTypes)
+                                   : optProg->run())
         return e;
       updatedDev = updatedOut >= 0 ? optProg->output(updatedOut)
                                    : const_cast<void *>(flag);

@@ -213,6 +213,7 @@ llvm::Error Trainer::importModels() {
     train::AMPPipelineOptions po;
     po.amp.mode = train::getAMPModeName(*mode).str();
     po.amp.ranges = opts.ampRangesPath;
+    po.amp.keepFp32.assign(opts.ampKeepFp32.begin(), opts.ampKeepFp32.end());
     po.lossScaling = *mode == train::AMPMode::FP16;
     if (failed(train::runAMPPipeline(*trainMod, po)) ||
         failed(train::runAMPPipeline(*optMod, po)))

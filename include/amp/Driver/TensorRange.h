@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace amp::driver {
 
@@ -38,6 +39,13 @@ TensorRange rangeOf(amprt_context *ctx, const amprt_tensor &t,
                     double threshold = 0);
 /// Whether `t` holds floating-point values.
 bool isFloatTensor(const amprt_tensor &t);
+/// The elements of float tensor `t` as doubles (read back from the device).
+std::vector<double> readValues(amprt_context *ctx, const amprt_tensor &t);
+/// Writes `values` into float tensor `t`, each rounded to its dtype.
+void writeValues(amprt_context *ctx, const amprt_tensor &t,
+                 const std::vector<double> &values);
+/// The element count of `t`.
+int64_t numElements(const amprt_tensor &t);
 /// "f16 [2, 2]: 1 inf of 4; finite |x| in [0.0015, 6.1e+04]".
 void printRange(llvm::raw_ostream &os, const amprt_tensor &t,
                 const TensorRange &r);

@@ -16,12 +16,18 @@
 #ifndef AMP_DRIVER_TRAINER_H
 #define AMP_DRIVER_TRAINER_H
 
+#include "amp/Execution/Program.h"
+
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <functional>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace amp::driver {
 
@@ -77,6 +83,16 @@ struct TrainOptions {
   /// Where to write the value ranges measured over the steps (fp32 only;
   /// RangeCollector.h), or empty.
   std::string collectRangesPath;
+  /// With amp: nodes (names or regular expressions) the AMP pass keeps
+  /// fp32 (its keep-fp32=).
+  std::vector<std::string> ampKeepFp32;
+  /// Runs a step's program in place of Program::run() (a diagnostic that
+  /// looks at every call: --compare-precision). `optimizer` says which
+  /// program; `opTypes` the training graph's node op types by name.
+  std::function<llvm::Error(exec::Program &prog, amprt_context *ctx,
+                            int64_t step, bool optimizer,
+                            const llvm::StringMap<std::string> &opTypes)>
+      stepRunner;
   /// With amp: value ranges (--collect-ranges) the AMP pass keeps the
   /// nodes that would overflow or underflow fp32 by (its ranges= option).
   std::string ampRangesPath;

@@ -16,6 +16,7 @@
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
 #include "amp/Driver/GraphRunner.h"
 #include "amp/Driver/OrtCheckpoint.h"
+#include "amp/Driver/PrecisionCompare.h"
 #include "amp/Driver/Trainer.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -179,6 +180,31 @@ struct AmpRunOptions {
                "--collect-ranges measured them, would overflow or underflow "
                "the low type (auto-mixed-precision's ranges=)"),
       cl::cat(category)};
+  cl::opt<std::string> compare{
+      "compare-precision", cl::ValueOptional, cl::value_desc("fp16|bf16"),
+      cl::desc("train --steps steps in fp32 and in AMP from the same weights "
+               "and batches and compare every value: per value its error, "
+               "the error its node adds, underflow and overflow, worst "
+               "first; then the nodes to keep fp32, checked by a third run "
+               "(no output file is written)"),
+      cl::cat(category)};
+  cl::opt<std::string> compareReport{
+      "compare-report", cl::value_desc("f.json"),
+      cl::desc("with --compare-precision: every value's comparison as JSON"),
+      cl::cat(category)};
+  cl::opt<unsigned> compareTop{
+      "compare-top", cl::desc("with --compare-precision: table rows (20)"),
+      cl::init(20), cl::cat(category)};
+  cl::opt<double> compareTolerance{
+      "compare-tolerance",
+      cl::desc("with --compare-precision: the largest relative error a value "
+               "may have (0.01)"),
+      cl::init(1e-2), cl::cat(category)};
+  cl::list<std::string> ampKeep{
+      "amp-keep-fp32", cl::CommaSeparated, cl::value_desc("node,..."),
+      cl::desc("with --amp: nodes (names or regular expressions) the AMP "
+               "pass keeps fp32 (its keep-fp32=)"),
+      cl::cat(category)};
   cl::opt<int64_t> inject{"inject-nonfinite",
                           cl::desc("testing: NaN in step k's batch"),
                           cl::cat(category), cl::init(-1)};
@@ -306,6 +332,12 @@ int AmpRunOptions::execute() {
   o.localizeNonfinite = localize;
   o.collectRangesPath = collectRanges;
   o.ampRangesPath = ampRanges;
+  o.ampKeepFp32.assign(ampKeep.begin(), ampKeep.end());
+  if (!o.ampKeepFp32.empty() && !o.amp) {
+    llvm::errs() << "amp-run: --amp-keep-fp32 is a policy of the AMP pass: "
+                    "give --amp too\n";
+    return 1;
+  }
   if (steps < 0) {
     llvm::errs() << "amp-run: --steps must not be negative\n";
     return 1;
@@ -338,6 +370,27 @@ int AmpRunOptions::execute() {
     return 1;
   }
   o.progress = !quiet;
+  if (compare.getNumOccurrences()) {
+    amp::driver::CompareOptions c;
+    std::optional<amp::train::AMPMode> mode =
+        amp::train::parseAMPMode(compare.empty() ? "fp16" : compare.getValue());
+    if (!mode || o.amp || compareTolerance <= 0) {
+      llvm::errs() << "amp-run: --compare-precision takes fp16 or bf16 "
+                      "(instead of --amp) and a positive "
+                      "--compare-tolerance\n";
+      return 1;
+    }
+    c.mode = amp::train::getAMPModeName(*mode).str();
+    c.reportPath = compareReport;
+    c.top = compareTop;
+    c.tolerance = compareTolerance;
+    if (llvm::Error e = amp::driver::comparePrecision(o, c, llvm::errs())) {
+      llvm::WithColor::error(llvm::errs(), "amp-run")
+          << llvm::toString(std::move(e)) << "\n";
+      return 1;
+    }
+    return 0;
+  }
   if (llvm::Error e = amp::driver::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
         << llvm::toString(std::move(e)) << "\n";
