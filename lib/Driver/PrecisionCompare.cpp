@@ -24,7 +24,13 @@ using namespace amp::driver;
 
 namespace {
 
-using Values = llvm::StringMap<std::vector<double>>;
+/// A value of the fp32 run: its elements and largest finite magnitude.
+struct RefValue {
+  std::vector<float> v;
+  float largest = 0;
+  size_t size() const { return v.size(); }
+};
+using Values = llvm::StringMap<RefValue>;
 
 /// The error of a value against the fp32 run's: normwise, ||amp - fp32|| /
 /// ||fp32|| over its finite elements (what the tolerance judges); the
@@ -34,15 +40,12 @@ using Values = llvm::StringMap<std::vector<double>>;
 struct Error {
   double maxRel = 0, sumRel = 0, sqDiff = 0, sqRef = 0;
   int64_t counted = 0, nonzero = 0, underflow = 0, overflow = 0;
-  void add(const std::vector<double> &amp, const std::vector<double> &ref,
-           double scale) {
-    double largest = 0;
-    for (double r : ref)
-      if (std::isfinite(r))
-        largest = std::max(largest, std::fabs(r));
-    double floor = 1e-3 * largest;
-    for (size_t i = 0; i < ref.size() && i < amp.size(); ++i) {
-      double a = amp[i] / scale, b = ref[i];
+  void add(const std::vector<float> &amp, const RefValue &ref, double scale) {
+    double floor = 1e-3 * double(ref.largest), inv = 1.0 / scale;
+    size_t n = std::min(ref.size(), amp.size());
+    const float *pa = amp.data(), *pb = ref.v.data();
+    for (size_t i = 0; i < n; ++i) {
+      double a = double(pa[i]) * inv, b = pb[i];
       if (!std::isfinite(b))
         continue;
       if (!std::isfinite(a)) {
@@ -95,7 +98,7 @@ struct Row {
 
 /// A value of the AMP run by the name the fp32 run gives it: the same name,
 /// or the name the AMP pass derived it from (`<x>_fp16`, `<x>_bf16`).
-const std::vector<double> *refOf(const Values &ref, llvm::StringRef name) {
+const RefValue *refOf(const Values &ref, llvm::StringRef name) {
   auto it = ref.find(name);
   if (it != ref.end())
     return &it->second;
@@ -113,16 +116,20 @@ const std::vector<double> *refOf(const Values &ref, llvm::StringRef name) {
 /// unscale, the values its gradient subgraphs compute from the forward do
 /// not, and names do not tell them apart. The mean log-ratio over the
 /// elements finite and nonzero in both says which factor is nearer.
-bool carriesScale(const std::vector<double> &amp,
-                  const std::vector<double> &ref, double scale) {
+bool carriesScale(const std::vector<float> &amp, const RefValue &refValue,
+                  double scale) {
+  const std::vector<float> &ref = refValue.v;
   if (scale == 1)
     return false;
   double sum = 0;
   int64_t n = 0;
-  for (size_t i = 0; i < amp.size() && i < ref.size(); ++i)
+  // A sample of at most about 1024 elements says it.
+  size_t size = std::min(amp.size(), ref.size());
+  size_t stride = std::max<size_t>(1, size / 1024);
+  for (size_t i = 0; i < size; i += stride)
     if (std::isfinite(amp[i]) && std::isfinite(ref[i]) && amp[i] != 0 &&
         ref[i] != 0) {
-      sum += std::log(std::fabs(amp[i] / ref[i]));
+      sum += std::log(std::fabs(double(amp[i]) / double(ref[i])));
       ++n;
     }
   if (n == 0)
@@ -133,16 +140,23 @@ bool carriesScale(const std::vector<double> &amp,
 
 bool isFloat(const amprt_tensor *t) { return t && isFloatTensor(*t); }
 
-/// Whether call `info` may run twice: no tensor it both reads and writes,
-/// no random draw (a second draw would move the stream).
+/// Whether call `info` is worth and safe to run twice: it computes in a
+/// 16-bit type somewhere (a call all in f32 computes what the fp32 run's
+/// does from the same inputs: it adds nothing), it reads and writes no
+/// tensor in place, and it draws no random numbers (a second draw would
+/// move the stream).
 bool rerunnable(const exec::Program::CallInfo &info) {
   llvm::StringRef k = info.kernel;
   if (k.contains("random") || k.contains("dropout") || k.contains("bernoulli"))
     return false;
-  for (const exec::Program::CallTensor &t : info.tensors)
+  bool lowPrecision = false;
+  for (const exec::Program::CallTensor &t : info.tensors) {
     if (t.read && t.written)
       return false;
-  return true;
+    lowPrecision |= t.tensor && (t.tensor->dtype == AMPRT_F16 ||
+                                 t.tensor->dtype == AMPRT_BF16);
+  }
+  return lowPrecision;
 }
 
 class Comparison {
@@ -158,8 +172,14 @@ public:
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : prog.callInfo(i).tensors)
-        if (t.written && !t.value.empty() && isFloat(t.tensor))
-          out[t.value] = readValues(ctx, *t.tensor);
+        if (t.written && !t.value.empty() && isFloat(t.tensor)) {
+          RefValue &r = out[t.value];
+          readFloats(ctx, *t.tensor, r.v, scratch);
+          r.largest = 0;
+          for (float x : r.v)
+            if (std::isfinite(x))
+              r.largest = std::max(r.largest, std::fabs(x));
+        }
     }
     return llvm::Error::success();
   }
@@ -186,53 +206,72 @@ public:
     };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
-      // The error the call adds: run it on the fp32 values of its inputs
-      // (rounded to its types), then as it was.
-      std::vector<std::pair<const amprt_tensor *, std::vector<char>>> saved;
-      // The substituted inputs carry the factor the AMP run's do.
-      if (rerunnable(info))
-        for (const exec::Program::CallTensor &t : info.tensors)
-          if (t.read && !t.value.empty() && isFloat(t.tensor))
-            if (const std::vector<double> *r = refOf(fp32, t.value);
-                r && int64_t(r->size()) == numElements(*t.tensor)) {
-              std::vector<char> bytes(r->size() *
-                                      amprt_dtype_size(t.tensor->dtype));
-              amprt_memcpy(ctx, bytes.data(), t.tensor->data, bytes.size(),
-                           AMPRT_DEVICE_TO_HOST);
-              saved.push_back({t.tensor, std::move(bytes)});
-              std::vector<double> scaled = *r;
-              for (double &v : scaled)
-                v *= scaleOf(t.value);
-              writeValues(ctx, *t.tensor, scaled);
-            }
-      if (!saved.empty()) {
-        if (auto e = prog.runCall(i))
-          return e;
-        for (const exec::Program::CallTensor &t : info.tensors)
-          if (t.written && !t.value.empty() && isFloat(t.tensor))
-            if (const std::vector<double> *r = refOf(fp32, t.value)) {
-              Row &row = rowFor(t.value, info, optimizer, opTypes);
-              std::vector<double> got = readValues(ctx, *t.tensor);
-              bool s = !optimizer && carriesScale(got, *r, scale);
-              row.added.add(got, *r, s ? scale : 1.0);
-              row.hasAdded = true;
-            }
-        for (auto &[t, bytes] : saved)
-          amprt_memcpy(ctx, t->data, bytes.data(), bytes.size(),
-                       AMPRT_HOST_TO_DEVICE);
-      }
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written && !t.value.empty() && isFloat(t.tensor))
-          if (const std::vector<double> *r = refOf(fp32, t.value)) {
-            std::vector<double> got = readValues(ctx, *t.tensor);
+          if (const RefValue *r = refOf(fp32, t.value)) {
+            readFloats(ctx, *t.tensor, got, scratch);
             scaled[t.value] = !optimizer && carriesScale(got, *r, scale);
             Error err;
             err.add(got, *r, scaleOf(t.value));
             pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes),
                                 err};
           }
+      // The error the call adds: it runs once more on the fp32 values of
+      // its inputs (rounded to its types); then its inputs and outputs are
+      // put back as the run left them.
+      if (!rerunnable(info))
+        continue;
+      size_t nsaved = 0;
+      auto save = [&](const amprt_tensor *t) {
+        if (saved.size() <= nsaved)
+          saved.emplace_back();
+        auto &[tensor, bytes] = saved[nsaved++];
+        tensor = t;
+        bytes.resize(size_t(numElements(*t)) * amprt_dtype_size(t->dtype));
+        amprt_memcpy(ctx, bytes.data(), t->data, bytes.size(),
+                     AMPRT_DEVICE_TO_HOST);
+      };
+      // Outputs first: an output may share its memory with a dying input
+      // (the plan reuses it), which the substitution overwrites.
+      bool anyInput = false;
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.read && !t.value.empty() && isFloat(t.tensor))
+          if (const RefValue *r = refOf(fp32, t.value);
+              r && int64_t(r->size()) == numElements(*t.tensor))
+            anyInput = true;
+      if (!anyInput)
+        continue;
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.written)
+          save(t.tensor);
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.read && !t.value.empty() && isFloat(t.tensor))
+          if (const RefValue *r = refOf(fp32, t.value);
+              r && int64_t(r->size()) == numElements(*t.tensor)) {
+            save(t.tensor);
+            // With the factor the AMP run's input has.
+            writeFloats(ctx, *t.tensor, r->v, float(scaleOf(t.value)), scratch);
+          }
+      if (auto e = prog.runCall(i))
+        return e;
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.written && !t.value.empty() && isFloat(t.tensor))
+          if (const RefValue *r = refOf(fp32, t.value)) {
+            Row &row = rowFor(t.value, info, optimizer, opTypes);
+            // Its own factor: the run's value may be non-finite, so say it
+            // from this one.
+            readFloats(ctx, *t.tensor, got, scratch);
+            bool carries = !optimizer && carriesScale(got, *r, scale);
+            row.added.add(got, *r, carries ? scale : 1.0);
+            row.hasAdded = true;
+          }
+      // Back as the run left them: in reverse, so that of two tensors
+      // sharing memory the one saved first (an output) is written last.
+      for (size_t k = nsaved; k-- > 0;)
+        amprt_memcpy(ctx, saved[k].first->data, saved[k].second.data(),
+                     saved[k].second.size(), AMPRT_HOST_TO_DEVICE);
     }
     for (auto &e : pending)
       e.getValue().first->total.merge(e.getValue().second);
@@ -261,6 +300,10 @@ public:
 
 private:
   llvm::StringMap<bool> scaled;
+  /// Host buffers reused from call to call.
+  std::vector<float> got;
+  std::vector<char> scratch;
+  std::vector<std::pair<const amprt_tensor *, std::vector<char>>> saved;
   int64_t nextOrder = 0;
   Row &rowFor(llvm::StringRef value, const exec::Program::CallInfo &info,
               bool optimizer, const llvm::StringMap<std::string> &opTypes) {

@@ -27,29 +27,37 @@ int64_t amp::driver::numElements(const amprt_tensor &t) {
   return n;
 }
 
-std::vector<double> amp::driver::readValues(amprt_context *ctx,
-                                            const amprt_tensor &t) {
+void amp::driver::readFloats(amprt_context *ctx, const amprt_tensor &t,
+                             std::vector<float> &out,
+                             std::vector<char> &scratch) {
   int64_t n = numElements(t);
-  std::vector<char> host(size_t(n) * amprt_dtype_size(t.dtype));
-  amprt_memcpy(ctx, host.data(), t.data, host.size(), AMPRT_DEVICE_TO_HOST);
-  std::vector<double> out(n);
+  out.resize(size_t(n));
+  if (t.dtype == AMPRT_F32) {
+    amprt_memcpy(ctx, out.data(), t.data, size_t(n) * 4, AMPRT_DEVICE_TO_HOST);
+    return;
+  }
+  scratch.resize(size_t(n) * amprt_dtype_size(t.dtype));
+  amprt_memcpy(ctx, scratch.data(), t.data, scratch.size(),
+               AMPRT_DEVICE_TO_HOST);
   for (int64_t i = 0; i < n; ++i)
     out[i] = t.dtype == AMPRT_F64
-                 ? reinterpret_cast<const double *>(host.data())[i]
-                 : double(::amprt::loadF(host.data(), t.dtype, i));
-  return out;
+                 ? float(reinterpret_cast<const double *>(scratch.data())[i])
+                 : ::amprt::loadF(scratch.data(), t.dtype, i);
 }
 
-void amp::driver::writeValues(amprt_context *ctx, const amprt_tensor &t,
-                              const std::vector<double> &values) {
-  std::vector<char> host(values.size() * amprt_dtype_size(t.dtype));
+void amp::driver::writeFloats(amprt_context *ctx, const amprt_tensor &t,
+                              const std::vector<float> &values, float scale,
+                              std::vector<char> &scratch) {
+  scratch.resize(values.size() * amprt_dtype_size(t.dtype));
   for (size_t i = 0; i < values.size(); ++i) {
+    float v = values[i] * scale;
     if (t.dtype == AMPRT_F64)
-      reinterpret_cast<double *>(host.data())[i] = values[i];
+      reinterpret_cast<double *>(scratch.data())[i] = v;
     else
-      ::amprt::storeF(host.data(), t.dtype, int64_t(i), float(values[i]));
+      ::amprt::storeF(scratch.data(), t.dtype, int64_t(i), v);
   }
-  amprt_memcpy(ctx, t.data, host.data(), host.size(), AMPRT_HOST_TO_DEVICE);
+  amprt_memcpy(ctx, t.data, scratch.data(), scratch.size(),
+               AMPRT_HOST_TO_DEVICE);
 }
 
 TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t,

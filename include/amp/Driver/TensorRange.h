@@ -39,11 +39,15 @@ TensorRange rangeOf(amprt_context *ctx, const amprt_tensor &t,
                     double threshold = 0);
 /// Whether `t` holds floating-point values.
 bool isFloatTensor(const amprt_tensor &t);
-/// The elements of float tensor `t` as doubles (read back from the device).
-std::vector<double> readValues(amprt_context *ctx, const amprt_tensor &t);
-/// Writes `values` into float tensor `t`, each rounded to its dtype.
-void writeValues(amprt_context *ctx, const amprt_tensor &t,
-                 const std::vector<double> &values);
+/// The elements of float tensor `t` as floats, into `out` (read back from
+/// the device; `scratch` holds the bytes on the way).
+void readFloats(amprt_context *ctx, const amprt_tensor &t,
+                std::vector<float> &out, std::vector<char> &scratch);
+/// Writes `values` times `scale` into float tensor `t`, each rounded to its
+/// dtype.
+void writeFloats(amprt_context *ctx, const amprt_tensor &t,
+                 const std::vector<float> &values, float scale,
+                 std::vector<char> &scratch);
 /// The element count of `t`.
 int64_t numElements(const amprt_tensor &t);
 /// "f16 [2, 2]: 1 inf of 4; finite |x| in [0.0015, 6.1e+04]".
