@@ -20,6 +20,7 @@ APT_PACKAGES=(
   ninja-build cmake g++ lld ccache                        # build
   clang-22 libclang-rt-22-dev                             # libFuzzer target (+ its ASan/UBSan runtimes)
   clang-format-22 clang-tidy-22                           # utils/check-format.sh, .clang-tidy
+  graphviz                                                # docs pictures (utils/doc-pictures.sh)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -5,9 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Driver/PrecisionCompare.h"
+#include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/LossScalingState.h"
+#include "amp/Driver/Lowering.h"
 #include "amp/Driver/RangeCollector.h"
 #include "amp/Driver/TensorRange.h"
+#include "amp/Target/ONNX/ImportONNX.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -359,6 +362,52 @@ llvm::Error runAMP(const TrainOptions &train, const CompareOptions &opts,
   return driver::train(b, llvm::nulls());
 }
 
+/// The training graph with each node filled by the error it adds: green
+/// within a tenth of the tolerance, yellow within it, orange within ten
+/// times it, red past that or on overflow; grey where not measured (a call
+/// in f32, in place or random), with the largest error its values carry.
+llvm::Error writeCompareDot(const TrainOptions &train,
+                            const CompareOptions &opts, const Comparison &cmp) {
+  mlir::MLIRContext ctx;
+  loadDialects(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      importOnnxFile(train.trainingModel, &ctx);
+  if (!module)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   train.trainingModel + ": import failed");
+  // Per node: the largest error it adds, and the largest its values carry.
+  llvm::StringMap<std::pair<double, double>> byNode;
+  for (const auto &e : cmp.rows) {
+    const Row &r = e.getValue();
+    if (r.optimizer)
+      continue;
+    auto &[added, total] = byNode.try_emplace(r.node, -1.0, 0.0).first->second;
+    if (r.hasAdded)
+      added = std::max(added, r.added.worst());
+    total = std::max(total, r.total.worst());
+  }
+  double tol = opts.tolerance;
+  return train::writeGraphDot(
+      *module, opts.dotPath, [&](llvm::StringRef name, llvm::StringRef) {
+        train::DotNodeStyle style;
+        auto it = byNode.find(name);
+        if (it == byNode.end())
+          return style;
+        auto [added, total] = it->second;
+        style.tooltip = "carries " + formatErr(total);
+        if (added < 0) {
+          style.extraLine = "carries " + formatErr(total);
+          return style;
+        }
+        style.extraLine = "adds " + formatErr(added);
+        style.fill = added <= tol / 10   ? "#93c47d"
+                     : added <= tol      ? "#ffd966"
+                     : added <= 10 * tol ? "#f6b26b"
+                                         : "#e06666";
+        return style;
+      });
+}
+
 unsigned overTolerance(const Comparison &cmp, double tol) {
   unsigned n = 0;
   for (const auto &e : cmp.rows)
@@ -460,6 +509,9 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
            << again.rows.size() << " values over the tolerance, worst "
            << formatErr(worstAfter) << "\n";
 
+  if (!opts.dotPath.empty())
+    if (auto e = writeCompareDot(train, opts, cmp))
+      return e;
   if (!opts.reportPath.empty()) {
     llvm::json::Array values;
     for (const Row *r : rows) {

@@ -26,7 +26,10 @@ namespace amp::driver {
 struct CompareOptions {
   std::string mode = "fp16"; ///< the AMP run's low type
   std::string reportPath;    ///< JSON with every value, or empty
-  unsigned top = 20;         ///< rows of the table on stderr
+  /// The training graph as Graphviz dot, each node filled by the error it
+  /// adds, or empty.
+  std::string dotPath;
+  unsigned top = 20; ///< rows of the table on stderr
   /// A value is within tolerance when its relative error is at most this.
   double tolerance = 1e-2;
 };

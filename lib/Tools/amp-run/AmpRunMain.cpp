@@ -192,6 +192,11 @@ struct AmpRunOptions {
       "compare-report", cl::value_desc("f.json"),
       cl::desc("with --compare-precision: every value's comparison as JSON"),
       cl::cat(category)};
+  cl::opt<std::string> compareDot{
+      "compare-dot", cl::value_desc("f.dot"),
+      cl::desc("with --compare-precision: the training graph as Graphviz "
+               "dot, each node filled by the error it adds"),
+      cl::cat(category)};
   cl::opt<unsigned> compareTop{
       "compare-top", cl::desc("with --compare-precision: table rows (20)"),
       cl::init(20), cl::cat(category)};
@@ -382,6 +387,7 @@ int AmpRunOptions::execute() {
     }
     c.mode = amp::train::getAMPModeName(*mode).str();
     c.reportPath = compareReport;
+    c.dotPath = compareDot;
     c.top = compareTop;
     c.tolerance = compareTolerance;
     if (llvm::Error e = amp::driver::comparePrecision(o, c, llvm::errs())) {

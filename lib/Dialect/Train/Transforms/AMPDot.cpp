@@ -48,7 +48,27 @@ llvm::Error amp::train::writeAMPDot(ModuleOp module, const AMPReport &report,
   llvm::StringSet<> casts;
   for (const AMPCastRecord &c : report.casts)
     casts.insert(c.name);
+  return writeGraphDot(module, path, [&](StringRef name, StringRef) {
+    DotNodeStyle style;
+    if (casts.contains(name)) {
+      style.shape = "diamond";
+      style.fill = "#f6b26b";
+      return style;
+    }
+    const AMPNodeRecord *rec = records.lookup(name);
+    if (rec && rec->lowPrecision)
+      style.fill = "#93c47d";
+    else if (rec && rec->list == AMPList::Deny)
+      style.fill = "#e06666";
+    if (rec)
+      style.tooltip = rec->reason;
+    return style;
+  });
+}
 
+llvm::Error amp::train::writeGraphDot(
+    ModuleOp module, StringRef path,
+    function_ref<DotNodeStyle(StringRef name, StringRef opType)> style) {
   std::error_code ec;
   llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -87,23 +107,16 @@ llvm::Error amp::train::writeAMPDot(ModuleOp module, const AMPReport &report,
       opIds[op] = id;
       auto nameAttr = op->getAttrOfType<StringAttr>(attrs::kNodeName);
       StringRef name = nameAttr ? nameAttr.getValue() : StringRef();
-      const AMPNodeRecord *rec = records.lookup(name);
+      DotNodeStyle st = style(name, node.getOnnxOpType());
       std::string label = (name + "\n" + node.getOnnxOpType()).str();
-      if (casts.contains(name)) {
-        os << "  " << id << " [shape=diamond, style=filled, fillcolor="
-           << "\"#f6b26b\", label=" << quote(label) << "];\n";
-      } else {
-        const char *fill = "#d9d9d9";
-        if (rec && rec->lowPrecision)
-          fill = "#93c47d";
-        else if (rec && rec->list == AMPList::Deny)
-          fill = "#e06666";
-        os << "  " << id << " [shape=box, style=filled, fillcolor=\"" << fill
-           << "\", label=" << quote(label);
-        if (rec)
-          os << ", tooltip=" << quote(rec->reason);
-        os << "];\n";
-      }
+      if (!st.extraLine.empty())
+        label += "\n" + st.extraLine;
+      os << "  " << id << " [shape=" << st.shape
+         << ", style=filled, fillcolor=" << quote(st.fill)
+         << ", label=" << quote(label);
+      if (!st.tooltip.empty())
+        os << ", tooltip=" << quote(st.tooltip);
+      os << "];\n";
       for (Value result : op->getResults())
         sourceIds[result] = id;
     });

@@ -21,6 +21,21 @@ namespace amp::train {
 llvm::Error writeAMPDot(mlir::ModuleOp module, const AMPReport &report,
                         llvm::StringRef path);
 
+/// How one ONNX node is drawn: its fill colour ("#rrggbb"), shape (a
+/// Graphviz shape name), an extra label line and a tooltip (may be empty).
+struct DotNodeStyle {
+  std::string fill = "#d9d9d9", shape = "box", extraLine, tooltip;
+};
+/// Writes the graphs of `module` as Graphviz dot to `path`, whole or not at
+/// all: one node per ONNX node ("name\nop_type", then `style`'s line),
+/// graph inputs and initializers as ellipses, each edge labelled with the
+/// element type it carries. writeAMPDot draws with it.
+llvm::Error
+writeGraphDot(mlir::ModuleOp module, llvm::StringRef path,
+              llvm::function_ref<DotNodeStyle(llvm::StringRef name,
+                                              llvm::StringRef opType)>
+                  style);
+
 } // namespace amp::train
 
 #endif // AMP_DIALECT_TRAIN_TRANSFORMS_AMPDOT_H
