@@ -14,9 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringOptions.h"
-
 #include "amp/Conversion/Passes.h"
+#include "amp/Dialect/Train/IR/SymbolicDims.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
@@ -38,7 +37,8 @@ struct TrainBindDimsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringMap<int64_t> dimMap;
-    if (failed(lowering::parseDims(module, getArgument(), dims, dimMap)))
+    if (failed(train::parseDimBindings(module.getLoc(), getArgument(), dims,
+                                       dimMap)))
       return signalPassFailure();
     for (GraphOp g : module.getOps<GraphOp>()) {
       if (g.getBody().empty())

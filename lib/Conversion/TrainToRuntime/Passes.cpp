@@ -15,9 +15,9 @@
 #include "BufferFacts.h"
 #include "FusePatterns.h"
 #include "GraphLowering.h"
-#include "LoweringOptions.h"
 
 #include "amp/Conversion/Passes.h"
+#include "amp/Dialect/Train/IR/SymbolicDims.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -44,7 +44,8 @@ struct ConvertTrainToAmpRTPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     llvm::StringMap<int64_t> dimMap;
-    if (failed(parseDims(module, getArgument(), dims, dimMap)))
+    if (failed(train::parseDimBindings(module.getLoc(), getArgument(), dims,
+                                       dimMap)))
       return signalPassFailure();
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     for (GraphOp g : graphs) {

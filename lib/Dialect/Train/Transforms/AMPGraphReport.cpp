@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AMPGraphRewriter.h"
+#include "amp/Dialect/Train/IR/SymbolicDims.h"
 
 using namespace mlir;
 using namespace amp::train;
@@ -72,6 +73,21 @@ void AMPGraphRewriter::warnOpsetLimits() {
 
 void AMPGraphRewriter::record() {
   AMPSummary &s = report.summary;
+  // A symbolic dim of a GEMM or convolution operand, sized by the pass's
+  // dims= (through the casts the pass inserted: their inputs carry the
+  // names), else -1.
+  std::optional<SymbolicDimNames> dimNames;
+  auto resolveDim = [&](Value v, unsigned d) -> int64_t {
+    if (!dimBindings || dimBindings->empty())
+      return -1;
+    if (!dimNames)
+      dimNames.emplace(graph);
+    while (auto cast = v.getDefiningOp<CastOp>())
+      v = cast.getInput();
+    StringRef name = dimNames->get(v, d);
+    auto it = name.empty() ? dimBindings->end() : dimBindings->find(name);
+    return it == dimBindings->end() ? -1 : it->second;
+  };
   auto nodeNameOf = [&](int v) -> std::string {
     if (v < 0)
       return "?";
@@ -118,7 +134,7 @@ void AMPGraphRewriter::record() {
     }
     // A converted GEMM or convolution: its sizes against Tensor Cores.
     if (info.converted && !info.isCast)
-      if (auto sizes = getTensorCoreSizes(info.op)) {
+      if (auto sizes = getTensorCoreSizes(info.op, resolveDim)) {
         StringRef name = nodeName(info);
         report.tensorCore.push_back(
             {(name.empty() ? opTypeOf(info) : name).str(), opTypeOf(info).str(),

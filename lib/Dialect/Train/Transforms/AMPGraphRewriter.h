@@ -104,6 +104,12 @@ public:
     nodeNameId = StringAttr::get(ctx, attrs::kNodeName);
   }
 
+  /// Sizes of symbolic dims (the pass's dims=), for the Tensor Core
+  /// report; null or empty: symbolic dims stay unknown.
+  void setDimBindings(const llvm::StringMap<int64_t> *bindings) {
+    dimBindings = bindings;
+  }
+
   void run() {
     collect();
     paint();
@@ -236,6 +242,7 @@ private:
   ArrayRef<llvm::Regex> keepRegexes;
   const llvm::StringSet<> &keepNames;
   const AMPRangePolicy &rangePolicy;
+  const llvm::StringMap<int64_t> *dimBindings = nullptr;
   /// The nodes rangePolicy keeps fp32, and why.
   DenseMap<Operation *, std::string> rangeReasons;
   AMPReport &report;

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AMPGraphRewriter.h"
+#include "amp/Dialect/Train/IR/SymbolicDims.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/AMPInterfaceRewriter.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
@@ -118,6 +119,11 @@ struct AutoMixedPrecisionPass
       rangePolicy = {&measured, rangeMargin, underflowLimit};
     }
 
+    llvm::StringMap<int64_t> dimBindings;
+    if (failed(parseDimBindings(module.getLoc(), "auto-mixed-precision", dims,
+                                dimBindings)))
+      return signalPassFailure();
+
     AMPReport rep;
     rep.mode = *parsedMode;
     rep.rangesPath = ranges;
@@ -125,6 +131,7 @@ struct AutoMixedPrecisionPass
       AMPGraphRewriter rewriter(
           graph, amLists, *parsedMode, keepRegexes, keepNames, rangePolicy, rep,
           /*records=*/out || !report.empty() || !dot.empty());
+      rewriter.setDimBindings(&dimBindings);
       rewriter.run();
     }
     // Functions of other dialects' ops (linalg, arith, math, tosa, ...):

@@ -21,8 +21,9 @@ using namespace amp::train;
 namespace {
 /// Dim `d` of operand `i` (negative `d` counts from the end): -1 when
 /// symbolic; nullopt when the operand has no rank or too few dims.
-std::optional<int64_t> dimOf(Operation *op, unsigned i, int64_t d,
-                             int64_t minRank) {
+std::optional<int64_t>
+dimOf(Operation *op, unsigned i, int64_t d, int64_t minRank,
+      llvm::function_ref<int64_t(Value, unsigned)> resolve) {
   if (i >= op->getNumOperands())
     return std::nullopt;
   auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
@@ -30,7 +31,9 @@ std::optional<int64_t> dimOf(Operation *op, unsigned i, int64_t d,
     return std::nullopt;
   if (d < 0)
     d += t.getRank();
-  return t.isDynamicDim(d) ? -1 : t.getDimSize(d);
+  if (!t.isDynamicDim(d))
+    return t.getDimSize(d);
+  return resolve ? resolve(op->getOperand(i), unsigned(d)) : -1;
 }
 
 /// An integer ONNX attribute of `op`, 0 when absent.
@@ -40,8 +43,8 @@ int64_t attrInt(Operation *op, StringRef name) {
 }
 } // namespace
 
-std::optional<std::vector<TensorCoreSize>>
-amp::train::getTensorCoreSizes(Operation *op) {
+std::optional<std::vector<TensorCoreSize>> amp::train::getTensorCoreSizes(
+    Operation *op, llvm::function_ref<int64_t(Value, unsigned)> resolve) {
   auto node = dyn_cast<OnnxNodeOpInterface>(op);
   if (!node)
     return std::nullopt;
@@ -52,9 +55,9 @@ amp::train::getTensorCoreSizes(Operation *op) {
       (ms && type == "FusedMatMul")) {
     bool ta = type != "MatMul" && attrInt(op, "transA");
     bool tb = type != "MatMul" && attrInt(op, "transB");
-    auto rows = dimOf(op, 0, ta ? -1 : -2, 2);
-    auto inner = dimOf(op, 0, ta ? -2 : -1, 2);
-    auto cols = dimOf(op, 1, tb ? -2 : -1, 2);
+    auto rows = dimOf(op, 0, ta ? -1 : -2, 2, resolve);
+    auto inner = dimOf(op, 0, ta ? -2 : -1, 2, resolve);
+    auto cols = dimOf(op, 1, tb ? -2 : -1, 2, resolve);
     if (!rows || !inner || !cols)
       return std::nullopt;
     return std::vector<TensorCoreSize>{
@@ -67,7 +70,7 @@ amp::train::getTensorCoreSizes(Operation *op) {
   if (!conv && !grad && !transposed)
     return std::nullopt;
   unsigned w = grad ? 2 : 1;
-  auto d0 = dimOf(op, w, 0, 3), d1 = dimOf(op, w, 1, 3);
+  auto d0 = dimOf(op, w, 0, 3, resolve), d1 = dimOf(op, w, 1, 3, resolve);
   if (!d0 || !d1)
     return std::nullopt;
   if (transposed)

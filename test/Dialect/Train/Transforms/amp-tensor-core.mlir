@@ -1,6 +1,8 @@
 // RUN: amp-opt %s --auto-mixed-precision=report=%t.json -o /dev/null 2>&1 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=JSON < %t.json
 // RUN: amp-opt %s --auto-mixed-precision=mode=bf16 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16
+// RUN: amp-opt %s --auto-mixed-precision=dims=batch=60 -o /dev/null 2>&1 | FileCheck %s --check-prefix=DIMS
+// RUN: not amp-opt %s --auto-mixed-precision=dims=batch -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADDIMS
 
 // Tensor Core alignment of the GEMMs and convolutions the pass converts
 // (docs/AutoMixedPrecision.md): M, N, K of a product (Gemm's transposes
@@ -43,10 +45,17 @@
 // JSON-NEXT:       "C_out": 16
 // JSON:        "total": 4
 
+// dims= sizes the symbolic dims by name: x's "batch" (its train.dims) and
+// h's (the graph's value_info), so fc1's and fc2's M are 60, to pad to 64.
+// DIMS:      Tensor Core aligned GEMMs and convolutions (sizes multiples of 8): 1 of 4
+// DIMS-NEXT:   misaligned: fc1 (MatMul): M 60 -> pad to 64, N 10 -> pad to 16, K 20 -> pad to 24
+// DIMS-NEXT:   misaligned: fc2 (MatMul): M 60 -> pad to 64, K 10 -> pad to 16
+// BADDIMS: error: auto-mixed-precision: bad dims entry 'batch' (expected name=size)
+
 // bf16 wants the same multiples.
 // BF16: Tensor Core aligned GEMMs and convolutions (sizes multiples of 8): 1 of 4
 module {
-  train.graph @main(%x: tensor<?x20xf32> {train.name = "x", train.dims = ["batch", ""]}, %w: tensor<20x10xf32> {train.name = "w"}, %v: tensor<10x16xf32> {train.name = "v"}, %a: tensor<16x32xf32> {train.name = "a"}, %b: tensor<32x16xf32> {train.name = "b"}, %img: tensor<2x3x8x8xf32> {train.name = "img"}, %k: tensor<16x3x3x3xf32> {train.name = "k"}) -> (tensor<?x16xf32> {train.name = "y"}, tensor<16x16xf32> {train.name = "z"}, tensor<2x16x6x6xf32> {train.name = "c"}) {
+  train.graph @main(%x: tensor<?x20xf32> {train.name = "x", train.dims = ["batch", ""]}, %w: tensor<20x10xf32> {train.name = "w"}, %v: tensor<10x16xf32> {train.name = "v"}, %a: tensor<16x32xf32> {train.name = "a"}, %b: tensor<32x16xf32> {train.name = "b"}, %img: tensor<2x3x8x8xf32> {train.name = "img"}, %k: tensor<16x3x3x3xf32> {train.name = "k"}) -> (tensor<?x16xf32> {train.name = "y"}, tensor<16x16xf32> {train.name = "z"}, tensor<2x16x6x6xf32> {train.name = "c"}) attributes {train.value_info = [{name = "h", train.dims = ["batch", ""], type = tensor<?x10xf32>}]} {
     %h = MatMul(%x, %w) {train.name = "fc1", train.outputs = ["h"]} : (tensor<?x20xf32>, tensor<20x10xf32>) -> tensor<?x10xf32>
     %y = MatMul(%h, %v) {train.name = "fc2", train.outputs = ["y"]} : (tensor<?x10xf32>, tensor<10x16xf32>) -> tensor<?x16xf32>
     %n = none

@@ -84,6 +84,10 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "Node names or regular expressions (full match) of nodes that "
                "stay fp32">,
+    Option<"dims", "dims", "std::string", /*default=*/"\"\"",
+           "Sizes of symbolic dims (name=size,...; the names of the graph "
+           "inputs' and value_info's dim_params) for the Tensor Core "
+           "report">,
     Option<"ranges", "ranges", "std::string", /*default=*/"\"\"",
            "Value ranges measured in fp32 (amp-run --collect-ranges): "
            "nodes whose outputs would overflow the low type or lose more "

@@ -48,8 +48,11 @@ struct TensorCoreSize {
 /// com.microsoft ConvGrad (C_in per group, C_out), ConvTranspose (C_in,
 /// C_out per group). Nullopt for any other op, and for a product of a
 /// vector (rank below 2: no GEMM).
-std::optional<std::vector<TensorCoreSize>>
-getTensorCoreSizes(mlir::Operation *op);
+/// `resolve`, when given, sizes a dim the type leaves symbolic (dim `d` of
+/// an operand; -1: still unknown).
+std::optional<std::vector<TensorCoreSize>> getTensorCoreSizes(
+    mlir::Operation *op,
+    llvm::function_ref<int64_t(mlir::Value, unsigned)> resolve = nullptr);
 
 } // namespace amp::train
 
