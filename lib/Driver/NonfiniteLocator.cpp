@@ -67,7 +67,8 @@ amp::driver::localizeNonfinite(exec::Program &prog, amprt_context *ctx) {
 
 void amp::driver::printNonfiniteSource(
     llvm::raw_ostream &os, const NonfiniteSource &src,
-    const llvm::StringMap<std::string> &opTypes, size_t numCalls) {
+    const llvm::StringMap<std::string> &opTypes, size_t numCalls,
+    bool optimizer) {
   if (!src.found) {
     os << "amp-run:   no call made a non-finite value from finite inputs on "
           "the rerun\n";
@@ -87,7 +88,10 @@ void amp::driver::printNonfiniteSource(
   bool backward = node.contains("_Grad");
   os << "amp-run:   first non-finite value made by node '" << node << "'";
   if (type != opTypes.end())
-    os << " (" << type->second << ", " << (backward ? "backward" : "forward")
+    os << " (" << type->second << ", "
+       << (optimizer  ? "optimizer"
+           : backward ? "backward"
+                      : "forward")
        << ")";
   os << ", call " << src.call + 1 << " of " << numCalls << " (amprt_"
      << src.kernel << "), from finite inputs:\n";

@@ -66,6 +66,34 @@ llvm::Error Trainer::localizeStep(int64_t step, float loss, bool flagFalse) {
   return llvm::Error::success();
 }
 
+llvm::Error Trainer::localizeOptimizer(int64_t step) {
+  // What the optimizer left non-finite: one of the inputs it updates.
+  std::string updated;
+  for (auto &[i, copy] : optSnapshots)
+    if (!rangeOf(ctx,
+                 amprt_tensor{optProg->inputData(i), optProg->inputs()[i].dtype,
+                              int32_t(optProg->inputs()[i].shape.size()),
+                              optProg->inputs()[i].shape.data()})
+             .finite()) {
+      updated = optProg->inputs()[i].name;
+      break;
+    }
+  if (updated.empty())
+    return llvm::Error::success();
+  status << "amp-run: step " << step + 1 << ": the optimizer left '" << updated
+         << "' non-finite; rerunning it with a check after every call\n";
+  for (auto &[i, copy] : optSnapshots)
+    amprt_memcpy(ctx, optProg->inputData(i), copy, optProg->inputs()[i].bytes(),
+                 AMPRT_DEVICE_TO_DEVICE);
+  auto src = localizeNonfinite(*optProg, ctx);
+  if (!src)
+    return src.takeError();
+  printNonfiniteSource(status, *src, nodeOpTypes, optProg->numCalls(),
+                       /*optimizer=*/true);
+  status.flush();
+  return llvm::Error::success();
+}
+
 llvm::Error Trainer::run() {
   if (auto e = load())
     return e;
@@ -215,6 +243,13 @@ llvm::Error Trainer::run() {
         return fail(Twine("device memory: ") + amprt_last_error(ctx));
       stepSnapshots.push_back({i, copy});
     }
+  if (opts.localizeNonfinite)
+    for (unsigned i : optProg->inputsWrittenInPlace()) {
+      void *copy = nullptr;
+      if (amprt_malloc(ctx, optProg->inputs()[i].bytes(), &copy) != AMPRT_OK)
+        return fail(Twine("device memory: ") + amprt_last_error(ctx));
+      optSnapshots.push_back({i, copy});
+    }
   uint8_t groupFinite = 1;
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (auto e = fillBatch(stepsDone))
@@ -289,10 +324,29 @@ llvm::Error Trainer::run() {
       if (stepIn && !deviceUpdated)
         if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
           return e;
+      bool stepFinite = true;
+      if (opts.localizeNonfinite) {
+        // Only a step whose training run was finite: a non-finite one was
+        // localized there, and its update is skipped or already NaN.
+        float loss = 0;
+        uint8_t f = 1;
+        if (lossOut >= 0)
+          amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
+                       AMPRT_DEVICE_TO_HOST);
+        if (flag)
+          amprt_memcpy(ctx, &f, flag, 1, AMPRT_DEVICE_TO_HOST);
+        stepFinite = std::isfinite(loss) && f;
+        for (auto &[i, copy] : optSnapshots)
+          amprt_memcpy(ctx, copy, optProg->inputData(i),
+                       optProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
+      }
       if (auto e = opts.stepRunner ? opts.stepRunner(*optProg, ctx, stepsDone,
                                                      true, nodeOpTypes)
                                    : optProg->run())
         return e;
+      if (opts.localizeNonfinite && stepFinite)
+        if (auto e = localizeOptimizer(int64_t(stepsDone)))
+          return e;
       updatedDev = updatedOut >= 0 ? optProg->output(updatedOut)
                                    : const_cast<void *>(flag);
       if (stepIn && deviceUpdated) {

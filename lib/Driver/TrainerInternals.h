@@ -88,6 +88,8 @@ public:
   ~Trainer() {
     for (auto &[i, copy] : stepSnapshots)
       amprt_free(ctx, copy);
+    for (auto &[i, copy] : optSnapshots)
+      amprt_free(ctx, copy);
     state.clear();
     trainProg.reset();
     optProg.reset();
@@ -117,6 +119,11 @@ private:
   /// as they were before the step (a rerun starts from them).
   std::vector<std::pair<unsigned, void *>> stepSnapshots;
   llvm::Error localizeStep(int64_t step, float loss, bool flagFalse);
+  /// The same for the optimizer program: its inputs written in place (the
+  /// parameters, the moments) before it ran; when it leaves one of them
+  /// non-finite, it runs again from them call by call.
+  std::vector<std::pair<unsigned, void *>> optSnapshots;
+  llvm::Error localizeOptimizer(int64_t step);
   /// Whether --weights names an onnxruntime-training checkpoint (rather
   /// than an ONNX model): its first bytes say so.
   /// The optimizer state of an onnxruntime-training checkpoint given as

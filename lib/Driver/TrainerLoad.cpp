@@ -403,14 +403,15 @@ Trainer::lowerModels(train::GraphOp graph,
   for (unsigned i = 0; i < optGraph.getNumArguments(); ++i)
     if (isa<train::SeqType>(optGraph.getArgumentTypes()[i]))
       optGraph.setArgAttr(i, kSeqTypesAttr, ArrayAttr::get(&mctx, seqTypes));
-  trainMod->walk([&](train::OnnxNodeOpInterface node) {
-    if (auto name = node->getAttrOfType<StringAttr>("train.name"))
-      nodeOpTypes[name.getValue()] =
-          (node.getOnnxDomain().empty() || node.getOnnxDomain() == "ai.onnx"
-               ? ""
-               : node.getOnnxDomain().str() + ":") +
-          node.getOnnxOpType().str();
-  });
+  for (ModuleOp m : {*trainMod, *optMod})
+    m.walk([&](train::OnnxNodeOpInterface node) {
+      if (auto name = node->getAttrOfType<StringAttr>("train.name"))
+        nodeOpTypes[name.getValue()] =
+            (node.getOnnxDomain().empty() || node.getOnnxDomain() == "ai.onnx"
+                 ? ""
+                 : node.getOnnxDomain().str() + ":") +
+            node.getOnnxOpType().str();
+    });
   if (auto e = lower(*trainMod, opts.trainingModel))
     return e;
   if (auto e = lower(*optMod, opts.optimizerModel))

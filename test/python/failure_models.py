@@ -9,6 +9,13 @@ fault known (issue 23; docs/Diagnostics.md):
                        "fc/Gemm", forward); then scaled by 1e-5, so that the
                        loss and its gradients are of order one
 
+  optimizer_nan        a Linear layer whose output the loss multiplies by
+                       zero: its gradients are exactly 0, and the AdamW
+                       node's epsilon is set to 0 (a bad optimizer
+                       setting), so its update is 0 / 0: the optimizer
+                       (node "onnx::AdamWOptimizer::...") makes the weights
+                       NaN from finite inputs
+
 Each is written as onnxruntime-training's generate_artifacts writes a
 training model (MSE loss against a `target` input, AdamW), with a
 `faults.txt` naming the node at fault. Run with the onnxruntime-training
@@ -41,7 +48,36 @@ def activation_overflow():
     return nodes, inits, 256, 8, "fc/Gemm"
 
 
-MODELS = {"activation_overflow": activation_overflow}
+def optimizer_nan():
+    rng = np.random.default_rng(0)
+    w = rng.normal(0.0, 0.1, (8, 16)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    nodes = [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"],
+                              ["hidden"], name="fc/Gemm", transB=1),
+             helper.make_node("Mul", ["hidden", "zero"], ["output"],
+                              name="zero/Mul")]
+    inits = [numpy_helper.from_array(w, "fc.weight"),
+             numpy_helper.from_array(b, "fc.bias"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+    return nodes, inits, 16, 8, "AdamWOptimizer"
+
+
+def zero_epsilon(directory):
+    """The optimizer model's AdamW with epsilon 0."""
+    path = os.path.join(directory, "optimizer_model.onnx")
+    model = onnx.load(path)
+    for node in model.graph.node:
+        if node.op_type == "AdamWOptimizer":
+            for a in node.attribute:
+                if a.name == "epsilon":
+                    a.f = 0.0
+    onnx.save(model, path)
+
+
+MODELS = {"activation_overflow": activation_overflow,
+          "optimizer_nan": optimizer_nan}
+# Edits of the artifacts after generate_artifacts.
+EDITS = {"optimizer_nan": zero_epsilon}
 
 
 def main():
@@ -64,6 +100,8 @@ def main():
             frozen_params=[t.name for t in inits if not t.dims],
             loss=artifacts.LossType.MSELoss,
             optimizer=artifacts.OptimType.AdamW, artifact_directory=d)
+        if name in EDITS:
+            EDITS[name](d)
         with open(os.path.join(d, "faults.txt"), "w") as f:
             f.write(fault + "\n")
         print("%s: node at fault %s" % (name, fault))

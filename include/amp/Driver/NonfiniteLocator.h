@@ -52,11 +52,12 @@ llvm::Expected<NonfiniteSource> localizeNonfinite(exec::Program &prog,
                                                   amprt_context *ctx);
 
 /// Says where the non-finite value came from: the node (its op type from
-/// `opTypes`, forward or backward by ORT's gradient names), the kernel and
+/// `opTypes`; forward or backward by ORT's gradient names, or `optimizer`'s
+/// program), the kernel and
 /// the range of each tensor the call read and wrote; or the input.
 void printNonfiniteSource(llvm::raw_ostream &os, const NonfiniteSource &src,
                           const llvm::StringMap<std::string> &opTypes,
-                          size_t numCalls);
+                          size_t numCalls, bool optimizer = false);
 
 } // namespace amp::driver
 
