@@ -83,13 +83,12 @@ bool madeAfter(Operation *op, Operation *producer) {
 /// A multi_tensor_unscale_check that resets its flag, with its gated
 /// accumulations: each gradient checked and accumulated as it comes, the
 /// gate applied at the end (the file comment).
-struct AccumulateEarly : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct AccumulateEarly : CallPattern {
+  explicit AccumulateEarly(MLIRContext *ctx)
+      : CallPattern(ctx, "multi_tensor_unscale_check") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp check,
-                                PatternRewriter &rewriter) const override {
-    if (check.getKernel() != "multi_tensor_unscale_check")
-      return failure();
+  LogicalResult rewriteCall(amprt::CallOp check,
+                            PatternRewriter &rewriter) const override {
     auto reset = check->getAttrOfType<IntegerAttr>("reset");
     OperandRange gs = check.getTensorParam("ins");
     Value inv = check.getSingleTensor("inv_scale"),

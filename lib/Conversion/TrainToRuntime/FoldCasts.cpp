@@ -85,12 +85,12 @@ void replaceInParam(PatternRewriter &rewriter, amprt::CallOp call,
   });
 }
 
-struct FoldCast : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FoldCast : CallPattern {
+  explicit FoldCast(MLIRContext *ctx) : CallPattern(ctx, "cast") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp cast,
-                                PatternRewriter &rewriter) const override {
-    if (cast.getKernel() != "cast" || cast.getTensors().size() != 2 ||
+  LogicalResult rewriteCall(amprt::CallOp cast,
+                            PatternRewriter &rewriter) const override {
+    if (cast.getTensors().size() != 2 ||
         cast.getCounts() != ArrayRef<int64_t>{1, 1})
       return failure();
     Value x = cast.getSingleTensor("x"), y = cast.getSingleTensor("y");

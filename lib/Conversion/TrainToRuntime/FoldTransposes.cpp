@@ -146,12 +146,12 @@ void replaceProduct(PatternRewriter &rewriter, amprt::CallOp like,
   rewriter.eraseOp(like);
 }
 
-struct FoldTranspose : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FoldTranspose : CallPattern {
+  explicit FoldTranspose(MLIRContext *ctx) : CallPattern(ctx, "transpose") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp t,
-                                PatternRewriter &rewriter) const override {
-    if (t.getKernel() != "transpose" || !swapsLastTwo(t))
+  LogicalResult rewriteCall(amprt::CallOp t,
+                            PatternRewriter &rewriter) const override {
+    if (!swapsLastTwo(t))
       return failure();
     Value x = t.getSingleTensor("x"), y = t.getSingleTensor("y");
     if (!x || !y || !isTemporary(y))

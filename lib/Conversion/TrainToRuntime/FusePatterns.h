@@ -16,10 +16,36 @@
 #ifndef AMP_LIB_CONVERSION_TRAINTORUNTIME_FUSEPATTERNS_H
 #define AMP_LIB_CONVERSION_TRAINTORUNTIME_FUSEPATTERNS_H
 
+#include "amp/Dialect/AmpRT/AmpRT.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <string>
+
 namespace amp::lowering {
+
+/// A rewrite pattern on the calls of one kernel: rewriteCall sees only
+/// them.
+class CallPattern : public mlir::OpRewritePattern<amprt::CallOp> {
+public:
+  CallPattern(mlir::MLIRContext *ctx, llvm::StringRef kernel)
+      : OpRewritePattern(ctx), kernel(kernel.str()) {}
+  mlir::LogicalResult
+  matchAndRewrite(amprt::CallOp call,
+                  mlir::PatternRewriter &rewriter) const final {
+    if (call.getKernel() != kernel)
+      return mlir::failure();
+    return rewriteCall(call, rewriter);
+  }
+
+protected:
+  virtual mlir::LogicalResult
+  rewriteCall(amprt::CallOp call, mlir::PatternRewriter &rewriter) const = 0;
+
+private:
+  std::string kernel;
+};
 
 /// Loss scaling's unscale, check and gate without the unscaled copies
 /// (FuseUnscale.cpp).

@@ -207,13 +207,12 @@ SmallVector<NamedAttribute, 1> nodeOf(amprt::CallOp call) {
 
 /// multi_tensor_all_finite over unscaled gradients: one unscale check per
 /// factor, of the gradients themselves.
-struct FuseFiniteCheck : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FuseFiniteCheck : CallPattern {
+  explicit FuseFiniteCheck(MLIRContext *ctx)
+      : CallPattern(ctx, "multi_tensor_all_finite") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp check,
-                                PatternRewriter &rewriter) const override {
-    if (check.getKernel() != "multi_tensor_all_finite")
-      return failure();
+  LogicalResult rewriteCall(amprt::CallOp check,
+                            PatternRewriter &rewriter) const override {
     auto reset = check->getAttrOfType<IntegerAttr>("reset");
     Value flag = check.getSingleTensor("all_finite");
     if (!reset || !flag)
@@ -264,13 +263,11 @@ struct FuseFiniteCheck : OpRewritePattern<amprt::CallOp> {
 /// The gate of an unscaled gradient: unscale_gate, or
 /// unscale_gate_accumulate in the place of its only reader, an
 /// inplace_accumulate.
-struct FuseGate : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FuseGate : CallPattern {
+  explicit FuseGate(MLIRContext *ctx) : CallPattern(ctx, "where") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp where,
-                                PatternRewriter &rewriter) const override {
-    if (where.getKernel() != "where")
-      return failure();
+  LogicalResult rewriteCall(amprt::CallOp where,
+                            PatternRewriter &rewriter) const override {
     // u's every reader is a gate or a check (matchUnscaled): this where is
     // such a gate.
     Value u = where.getSingleTensor("a");
@@ -313,13 +310,11 @@ struct FuseGate : OpRewritePattern<amprt::CallOp> {
 
 /// An unscaled gradient that no call reads: its multiply goes, with the
 /// cast it folds.
-struct EraseUnreadUnscale : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct EraseUnreadUnscale : CallPattern {
+  explicit EraseUnreadUnscale(MLIRContext *ctx) : CallPattern(ctx, "mul") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp mul,
-                                PatternRewriter &rewriter) const override {
-    if (mul.getKernel() != "mul")
-      return failure();
+  LogicalResult rewriteCall(amprt::CallOp mul,
+                            PatternRewriter &rewriter) const override {
     Value u = mul.getSingleTensor("y");
     std::optional<Unscaled> un = matchUnscaled(u);
     if (!un || llvm::any_of(bufferUses(u), [&](const BufferUse &use) {

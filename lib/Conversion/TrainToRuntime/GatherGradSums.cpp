@@ -52,13 +52,11 @@ struct GatherInput {
   DenseElementsAttr index;
 };
 
-struct FuseGatherGradSum : OpRewritePattern<amprt::CallOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct FuseGatherGradSum : CallPattern {
+  explicit FuseGatherGradSum(MLIRContext *ctx) : CallPattern(ctx, "sum") {}
 
-  LogicalResult matchAndRewrite(amprt::CallOp sum,
-                                PatternRewriter &rewriter) const override {
-    if (sum.getKernel() != "sum")
-      return failure();
+  LogicalResult rewriteCall(amprt::CallOp sum,
+                            PatternRewriter &rewriter) const override {
     Value y = sum.getSingleTensor("y");
     OperandRange ins = sum.getTensorParam("inputs");
     if (!y || ins.size() < 2 || !isTemporary(y) || isWrittenInPlace(y))
