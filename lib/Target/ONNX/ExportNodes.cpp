@@ -33,7 +33,7 @@ std::string Exporter::nameOf(Value v) {
   Operation *def = v.getDefiningOp();
   if (def && isGeneratedCast(def) && hasUnnamedCastOutput(def)) {
     auto castOp = cast<CastOp>(def);
-    std::string name = castNameScope()
+    std::string name = castNameScope(def)
                            .takeValueName(getCastValueNameBase(
                                castOp, nameOf(castOp.getInput())))
                            .str();
@@ -67,7 +67,7 @@ LogicalResult Exporter::exportNode(Operation *op, onnx::NodeProto &node) {
     node.set_name(name.getValue().str());
   else if (isGeneratedCast(op) && isUnnamedCast(op)) {
     auto castOp = cast<CastOp>(op);
-    StringRef name = castNameScope().takeNodeName(getCastNodeNameBase(
+    StringRef name = castNameScope(op).takeNodeName(getCastNodeNameBase(
         castOp, nameOf(castOp.getInput()), [&](Operation *def) -> StringRef {
           if (auto n = def->getAttrOfType<StringAttr>(attrs::kNodeName))
             return n.getValue();

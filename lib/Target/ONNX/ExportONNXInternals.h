@@ -32,6 +32,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <memory>
 #include <onnx/onnx_pb.h>
 #include <optional>
 
@@ -105,18 +106,31 @@ private:
   DenseMap<Value, std::string> names;
   llvm::StringSet<> usedNames;
   unsigned generated = 0;
-  /// Casts a pass left unnamed in the main graph are named here, by the
-  /// rule of CastNames.h, without interning the names in the context.
+  /// Casts a pass left unnamed in the main graph or a model-local function
+  /// are named here, by the rule of CastNames.h, without interning the
+  /// names in the context: unique within their graph or function.
   GraphOp mainGraph;
-  std::optional<CastNameScope> castNames;
+  DenseMap<Operation *, std::unique_ptr<CastNameScope>> castScopes;
   DenseMap<Operation *, StringRef> castNodeNames; ///< given here
-  CastNameScope &castNameScope() {
-    if (!castNames)
-      castNames.emplace(mainGraph);
-    return *castNames;
+  /// The graph or function whose names `cast` must not take.
+  mlir::FunctionOpInterface castScopeOf(Operation *cast) {
+    if (auto fn = cast->getParentOfType<FunctionOp>())
+      return fn;
+    return mainGraph;
+  }
+  CastNameScope &castNameScope(Operation *cast) {
+    mlir::FunctionOpInterface scope = castScopeOf(cast);
+    auto &entry = castScopes[scope.getOperation()];
+    if (!entry)
+      entry = std::make_unique<CastNameScope>(scope);
+    return *entry;
   }
   bool isGeneratedCast(Operation *op) {
-    return mainGraph && isa<CastOp>(op) && mainGraph->isProperAncestor(op);
+    if (!isa<CastOp>(op))
+      return false;
+    if (op->getParentOfType<FunctionOp>())
+      return true;
+    return mainGraph && mainGraph->isProperAncestor(op);
   }
 };
 

@@ -22,7 +22,7 @@ void CastNameScope::collect() {
     if (mayBeCastValueName(n))
       usedValueNames.insert(n);
   };
-  for (BlockArgument arg : graph.getBody().getArguments())
+  for (BlockArgument arg : graph.getFunctionBody().getArguments())
     if (auto dict = graph.getArgAttrDict(arg.getArgNumber()))
       if (auto n = dict.getAs<StringAttr>(attrs::kValueName))
         addValue(n.getValue());
@@ -30,7 +30,7 @@ void CastNameScope::collect() {
   MLIRContext *ctx = graph.getContext();
   auto nodeNameId = StringAttr::get(ctx, attrs::kNodeName);
   auto outputNamesId = StringAttr::get(ctx, attrs::kOutputNames);
-  graph.getBody().walk([&](Operation *op) {
+  graph.getFunctionBody().walk([&](Operation *op) {
     if (auto n = op->getAttrOfType<StringAttr>(nodeNameId))
       addNode(n.getValue());
     if (auto outs = op->getAttrOfType<ArrayAttr>(outputNamesId))
@@ -76,9 +76,9 @@ void CastNamer::name(CastOp cast, StringRef outputName) {
   }
 }
 
-unsigned amp::train::nameUnnamedCasts(GraphOp graph) {
+unsigned amp::train::nameUnnamedCasts(FunctionOpInterface graph) {
   SmallVector<CastOp> unnamed;
-  graph.getBody().walk([&](CastOp cast) {
+  graph.getFunctionBody().walk([&](CastOp cast) {
     if (isUnnamedCast(cast) || hasUnnamedCastOutput(cast))
       unnamed.push_back(cast);
   });

@@ -32,7 +32,8 @@ getSubgraphInfo(Operation *holder, unsigned regionIndex) {
   return {key, infos.getAs<DictionaryAttr>(key)};
 }
 
-std::string amp::train::getOnnxValueName(GraphOp graph, Value value) {
+std::string amp::train::getOnnxValueName(FunctionOpInterface graph,
+                                         Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     Operation *holder = arg.getOwner()->getParentOp();
     if (holder == graph.getOperation()) {

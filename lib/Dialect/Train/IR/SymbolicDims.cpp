@@ -28,7 +28,7 @@ LogicalResult amp::train::parseDimBindings(Location loc, StringRef what,
   return success();
 }
 
-SymbolicDimNames::SymbolicDimNames(GraphOp graph) : graph(graph) {
+SymbolicDimNames::SymbolicDimNames(FunctionOpInterface graph) : graph(graph) {
   if (auto infos = graph->getAttrOfType<ArrayAttr>(attrs::kValueInfo))
     for (Attribute a : infos) {
       auto entry = dyn_cast<DictionaryAttr>(a);

@@ -171,7 +171,7 @@ void AMPGraphRewriter::rewrite() {
   // A graph output must stay the f32 value of its name: the low-precision
   // producer's output is renamed `<name>_fp16` and the cast back to f32
   // takes `<name>`.
-  Operation *terminator = graph.getBody().front().getTerminator();
+  Operation *terminator = graph.getFunctionBody().front().getTerminator();
   for (auto [i, value] : llvm::enumerate(terminator->getOperands())) {
     Operation *def = value.getDefiningOp();
     auto outName = graph.getResultAttrOfType<StringAttr>(i, attrs::kValueName);
@@ -255,7 +255,7 @@ void AMPGraphRewriter::rewrite() {
     }
   } else {
     SmallVector<Operation *> ops;
-    graph.getBody().walk([&](Operation *op) { ops.push_back(op); });
+    graph.getFunctionBody().walk([&](Operation *op) { ops.push_back(op); });
     for (Operation *op : ops) {
       auto ni = nodeIndex.find(op);
       fixOperands(op, ni == nodeIndex.end() ? nullptr : &nodes[ni->second]);

@@ -41,7 +41,7 @@ void AMPGraphRewriter::collect() {
   // its op and its producers are in cache; after one, once the walk is done
   // (a control-flow node's groups reach into its bodies).
   unsigned verticesMade = 0;
-  graph.getBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
+  graph.getFunctionBody().walk<WalkOrder::PreOrder>([&](Operation *op) {
     auto iface = dyn_cast<OnnxNodeOpInterface>(op);
     if (op->getNumRegions())
       hasRegions = true;

@@ -89,8 +89,8 @@ inline Type getElementTypeOrNull(Type type) {
 
 class AMPGraphRewriter {
 public:
-  AMPGraphRewriter(GraphOp graph, const AMPLists &lists, AMPMode mode,
-                   ArrayRef<llvm::Regex> keepRegexes,
+  AMPGraphRewriter(FunctionOpInterface graph, const AMPLists &lists,
+                   AMPMode mode, ArrayRef<llvm::Regex> keepRegexes,
                    const llvm::StringSet<> &keepNames,
                    const AMPRangePolicy &rangePolicy, AMPReport &report,
                    bool records)
@@ -236,7 +236,8 @@ private:
     return u == useVertex.end() ? -1 : (int)u->second;
   }
 
-  GraphOp graph;
+  /// A train.graph or a model-local train.function.
+  FunctionOpInterface graph;
   const AMPLists &lists;
   AMPMode mode;
   ArrayRef<llvm::Regex> keepRegexes;

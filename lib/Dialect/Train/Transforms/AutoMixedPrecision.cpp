@@ -20,6 +20,7 @@
 #include "amp/Dialect/Train/IR/SymbolicDims.h"
 #include "amp/Dialect/Train/Transforms/AMPDot.h"
 #include "amp/Dialect/Train/Transforms/AMPInterfaceRewriter.h"
+#include "amp/Dialect/Train/Transforms/FunctionTypes.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
 
 namespace amp::train {
@@ -124,12 +125,33 @@ struct AutoMixedPrecisionPass
                                 dimBindings)))
       return signalPassFailure();
 
+    // Model-local functions get the types their calls give them first
+    // (FunctionTypes.h), which types the calls' results in the graphs too;
+    // one that cannot be typed is left as it is, with a warning saying why.
+    SmallVector<FunctionOp> typedFunctions;
+    for (FunctionOp fn : llvm::to_vector(module.getOps<FunctionOp>())) {
+      if (std::optional<std::string> why = typeFunctionFromCalls(module, fn))
+        emitWarning(fn.getLoc()) << "auto-mixed-precision: function '"
+                                 << fn.getOnnxName() << "' left fp32: " << *why;
+      else
+        typedFunctions.push_back(fn);
+    }
+
     AMPReport rep;
     rep.mode = *parsedMode;
     rep.rangesPath = ranges;
     for (GraphOp graph : module.getOps<GraphOp>()) {
       AMPGraphRewriter rewriter(
           graph, amLists, *parsedMode, keepRegexes, keepNames, rangePolicy, rep,
+          /*records=*/out || !report.empty() || !dot.empty());
+      rewriter.setDimBindings(&dimBindings);
+      rewriter.run();
+    }
+    // Model-local functions (train.function), typed above, painted as
+    // graphs are.
+    for (FunctionOp fn : typedFunctions) {
+      AMPGraphRewriter rewriter(
+          fn, amLists, *parsedMode, keepRegexes, keepNames, rangePolicy, rep,
           /*records=*/out || !report.empty() || !dot.empty());
       rewriter.setDimBindings(&dimBindings);
       rewriter.run();

@@ -20,6 +20,8 @@ struct NameCastsPass : public amp::train::impl::NameCastsBase<NameCastsPass> {
   void runOnOperation() override {
     for (GraphOp graph : getOperation().getOps<GraphOp>())
       nameUnnamedCasts(graph);
+    for (FunctionOp fn : getOperation().getOps<FunctionOp>())
+      nameUnnamedCasts(fn);
   }
 };
 } // namespace

@@ -25,7 +25,7 @@ namespace amp::train {
 /// the IR.
 class CastNameScope {
 public:
-  explicit CastNameScope(GraphOp graph) : graph(graph) {}
+  explicit CastNameScope(mlir::FunctionOpInterface graph) : graph(graph) {}
 
   /// The first of `base`, `base_1`, ... that no node (value) of the graph
   /// has and that no earlier call returned. Reserves it.
@@ -37,7 +37,7 @@ private:
   llvm::StringRef take(llvm::DenseSet<llvm::StringRef> &used,
                        llvm::StringRef base);
 
-  GraphOp graph;
+  mlir::FunctionOpInterface graph;
   bool collected = false;
   /// Views of attribute storage, and of `saver` for names taken here.
   llvm::DenseSet<llvm::StringRef> usedNodeNames, usedValueNames;
@@ -47,7 +47,8 @@ private:
 
 class CastNamer {
 public:
-  explicit CastNamer(GraphOp graph) : graph(graph), scope(graph) {}
+  explicit CastNamer(mlir::FunctionOpInterface graph)
+      : graph(graph), scope(graph) {}
 
   /// Gives `cast` a node name if it has none, and an output name if it has
   /// none: `outputName` as it is when not empty, else the generated one.
@@ -59,13 +60,13 @@ public:
   }
 
 private:
-  GraphOp graph;
+  mlir::FunctionOpInterface graph;
   CastNameScope scope;
 };
 
 /// Names every unnamed cast of `graph` (block order, subgraphs included).
 /// Returns how many casts it named.
-unsigned nameUnnamedCasts(GraphOp graph);
+unsigned nameUnnamedCasts(mlir::FunctionOpInterface graph);
 
 } // namespace amp::train
 

@@ -22,7 +22,8 @@ namespace amp::train {
 
 /// The ONNX name of `value`: the graph input's name, the initializer's name,
 /// the producing node's output name, or a name made from the node's name.
-std::string getOnnxValueName(GraphOp graph, mlir::Value value);
+std::string getOnnxValueName(mlir::FunctionOpInterface graph,
+                             mlir::Value value);
 
 /// Renames output `index` of the subgraph held by region `regionIndex` of
 /// `holder` (If/Loop/Scan or any op with graph attributes) to `name`, the

@@ -33,12 +33,12 @@ mlir::LogicalResult parseDimBindings(mlir::Location loc, llvm::StringRef what,
 /// `train.dims`, a node output's value_info entry.
 class SymbolicDimNames {
 public:
-  explicit SymbolicDimNames(GraphOp graph);
+  explicit SymbolicDimNames(mlir::FunctionOpInterface graph);
   /// The name of dim `d` of `value`, or empty (static, unnamed, unknown).
   llvm::StringRef get(mlir::Value value, unsigned d) const;
 
 private:
-  mutable GraphOp graph; // accessors of an op handle are not const
+  mutable mlir::FunctionOpInterface graph; // accessors are not const
   llvm::StringMap<mlir::ArrayAttr> byName;
 };
 
