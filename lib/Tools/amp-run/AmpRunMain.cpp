@@ -24,6 +24,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include <cmath>
+#include <memory>
 
 namespace cl = llvm::cl;
 
@@ -385,6 +386,20 @@ int AmpRunOptions::execute() {
                       "--compare-tolerance\n";
       return 1;
     }
+    // The comparison trains twice and writes only its own report: an
+    // output another option asks for would silently not be written.
+    cl::Option *const notWritten[] = {
+        &out,           &log,       &checkpoint,
+        &ortCheckpoint, &lowered,   &localize,
+        &collectRanges, &ampRanges, std::addressof(ampKeep)};
+    for (cl::Option *opt : notWritten)
+      if (opt->getNumOccurrences()) {
+        llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
+                     << opt->ArgStr
+                     << " does not go with --compare-precision (which "
+                        "writes only --compare-report and --compare-dot)\n";
+        return 1;
+      }
     c.mode = amp::train::getAMPModeName(*mode).str();
     c.reportPath = compareReport;
     c.dotPath = compareDot;
