@@ -18,6 +18,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Regex.h"
 
 #include <cmath>
 #include <map>
@@ -171,18 +172,28 @@ public:
   llvm::Error record(exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer) {
     Values &out = ref[{step, optimizer}];
+    auto keep = [&](const amprt_tensor &t, llvm::StringRef value) {
+      RefValue &r = out[value];
+      readFloats(ctx, t, r.v, scratch);
+      r.largest = 0;
+      for (float x : r.v)
+        if (std::isfinite(x))
+          r.largest = std::max(r.largest, std::fabs(x));
+    };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
+      const exec::Program::CallInfo &info = prog.callInfo(i);
+      // A named value no call writes (a reshape the plan made a view of
+      // another, a graph input): as the call reads it, so that the AMP
+      // run's rerun can read it too.
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.read && !t.written && !t.value.empty() && isFloat(t.tensor) &&
+            !out.count(t.value))
+          keep(*t.tensor, t.value);
       if (auto e = prog.runCall(i))
         return e;
-      for (const exec::Program::CallTensor &t : prog.callInfo(i).tensors)
-        if (t.written && !t.value.empty() && isFloat(t.tensor)) {
-          RefValue &r = out[t.value];
-          readFloats(ctx, *t.tensor, r.v, scratch);
-          r.largest = 0;
-          for (float x : r.v)
-            if (std::isfinite(x))
-              r.largest = std::max(r.largest, std::fabs(x));
-        }
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.written && !t.value.empty() && isFloat(t.tensor))
+          keep(*t.tensor, t.value);
     }
     return llvm::Error::success();
   }
@@ -213,7 +224,8 @@ public:
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value)) {
+          if (const RefValue *r = refOf(fp32, t.value);
+              r && int64_t(r->size()) == numElements(*t.tensor)) {
             readFloats(ctx, *t.tensor, got, scratch);
             scaled[t.value] = !optimizer && carriesScale(got, *r, scale);
             Error err;
@@ -238,30 +250,59 @@ public:
       };
       // Outputs first: an output may share its memory with a dying input
       // (the plan reuses it), which the substitution overwrites.
-      bool anyInput = false;
-      for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.read && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value);
-              r && int64_t(r->size()) == numElements(*t.tensor))
-            anyInput = true;
-      if (!anyInput)
+      // Substituted inputs: those the fp32 run has a value of that size.
+      auto substituted = [&](const exec::Program::CallTensor &t) {
+        const RefValue *r = t.read && !t.value.empty() && isFloat(t.tensor)
+                                ? refOf(fp32, t.value)
+                                : nullptr;
+        return r && int64_t(r->size()) == numElements(*t.tensor) ? r : nullptr;
+      };
+      // An input kept as it is must still hold what the call read: not
+      // when it shares memory with an output (the plan may write an output
+      // over a dying input), which the run has overwritten.
+      auto bytesOf = [](const amprt_tensor *t) {
+        return size_t(numElements(*t)) * amprt_dtype_size(t->dtype);
+      };
+      auto overlap = [&](const amprt_tensor *a, const amprt_tensor *b) {
+        auto *pa = static_cast<const char *>(a->data),
+             *pb = static_cast<const char *>(b->data);
+        return pa < pb + bytesOf(b) && pb < pa + bytesOf(a);
+      };
+      bool anyInput = false, clobbered = false;
+      for (const exec::Program::CallTensor &t : info.tensors) {
+        if (!t.read)
+          continue;
+        if (substituted(t)) {
+          anyInput = true;
+          continue;
+        }
+        for (const exec::Program::CallTensor &w : info.tensors)
+          clobbered |=
+              w.written && t.tensor && w.tensor && overlap(t.tensor, w.tensor);
+      }
+      if (!anyInput || clobbered)
         continue;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written)
           save(t.tensor);
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.read && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value);
-              r && int64_t(r->size()) == numElements(*t.tensor)) {
-            save(t.tensor);
-            // With the factor the AMP run's input has.
-            writeFloats(ctx, *t.tensor, r->v, float(scaleOf(t.value)), scratch);
+        if (const RefValue *r = substituted(t)) {
+          // A value no AMP call wrote (a view of another): whether it
+          // carries the loss scale is read from it.
+          if (!optimizer && !scaled.count(t.value)) {
+            readFloats(ctx, *t.tensor, got, scratch);
+            scaled[t.value] = carriesScale(got, *r, scale);
           }
+          save(t.tensor);
+          // With the factor the AMP run's input has.
+          writeFloats(ctx, *t.tensor, r->v, float(scaleOf(t.value)), scratch);
+        }
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value)) {
+          if (const RefValue *r = refOf(fp32, t.value);
+              r && int64_t(r->size()) == numElements(*t.tensor)) {
             Row &row = rowFor(t.value, info, optimizer, opTypes);
             // Its own factor: the run's value may be non-finite, so say it
             // from this one.
@@ -473,15 +514,18 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   auto extend = [&](const Comparison &c) {
     size_t n = keep.size();
     for (const Row *r : c.sorted())
+      // keep-fp32 takes regular expressions, comma-separated: a name is
+      // escaped, and one with a comma cannot be given.
       if (r->hasAdded && !(r->added.worst() <= opts.tolerance) &&
           !r->node.empty() && r->opType != "Cast" && !r->optimizer &&
+          !llvm::StringRef(r->node).contains(',') &&
           seen.insert(r->node).second)
-        keep.push_back(r->node);
+        keep.push_back(llvm::Regex::escape(r->node));
     return keep.size() > n;
   };
   unsigned before = overTolerance(cmp, opts.tolerance);
   Comparison again;
-  again.ref = cmp.ref;
+  again.ref = std::move(cmp.ref); // not read again: the rows are kept
   unsigned after = before, rounds = 0;
   double worstAfter = 0;
   for (const Comparison *last = &cmp; rounds < 4 && extend(*last); ++rounds) {

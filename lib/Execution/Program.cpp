@@ -324,8 +324,11 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
       // alias") are read and written; the rest are read.
       for (auto [i, v] : llvm::enumerate(call.getTensors())) {
         auto arg = dyn_cast<BlockArgument>(v);
-        bool fresh = !arg && !v.getDefiningOp<memref::GetGlobalOp>() &&
-                     !named.contains(v);
+        // A view of another temporary's memory (a reshape the plan made a
+        // view, kAliasAttr) is read, not written, where first named.
+        Operation *def = v.getDefiningOp();
+        bool fresh = !arg && !isa<memref::GetGlobalOp>(def) &&
+                     !def->hasAttr(kAliasAttr) && !named.contains(v);
         bool written = fresh || call.writesInPlace(i);
         if (written && arg &&
             !llvm::is_contained(im.writtenInputs, arg.getArgNumber()))

@@ -46,6 +46,7 @@ void PlannedProgram::aliasReshapes() {
           !written.contains(x) && !written.contains(r) &&
           !written.contains(y)) {
         bufs[y].aliasOf = r;
+        bufs[y].reshapeView = true;
         continue;
       }
     }

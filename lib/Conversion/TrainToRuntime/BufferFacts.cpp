@@ -90,6 +90,9 @@ Value amp::lowering::createConstantBuffer(RewriterBase &rewriter,
   auto tensorType = cast<ShapedType>(value.getType());
   auto type =
       MemRefType::get(tensorType.getShape(), tensorType.getElementType());
+  // The module's symbols before the new global joins them (a table built
+  // with two globals of one name would be malformed).
+  SymbolTable symbols(func->getParentOp());
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(func);
   auto global = memref::GlobalOp::create(
@@ -99,7 +102,7 @@ Value amp::lowering::createConstantBuffer(RewriterBase &rewriter,
   if (shared)
     global->setAttr(kSharedConstAttr, rewriter.getUnitAttr());
   // A unique name among the module's symbols.
-  SymbolTable(func->getParentOp()).insert(global);
+  symbols.insert(global);
   if (lastBuffer)
     rewriter.setInsertionPointAfter(lastBuffer);
   else

@@ -77,6 +77,10 @@ struct Buffer {
   /// A Temp that is another Temp's memory seen with another shape (a
   /// reshape, AliasReshapes.cpp): the buffer it aliases, else -1.
   int aliasOf = -1;
+  /// An aliasOf made by AliasReshapes: the reshape's call is gone, so no
+  /// call writes this view first (kAliasAttr); ReuseInputs' aliases are
+  /// written by their call.
+  bool reshapeView = false;
   /// The ONNX value a Temp holds (the node output it was made for;
   /// kValueAttr), or empty.
   std::string name;

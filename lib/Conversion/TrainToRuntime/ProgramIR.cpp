@@ -263,6 +263,8 @@ func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
           memref::ViewOp::create(builder, loc, type, arena, off, ValueRange());
       if (!b.name.empty())
         view->setAttr(kValueAttr, builder.getStringAttr(b.name));
+      if (b.reshapeView)
+        view->setAttr(kAliasAttr, builder.getUnitAttr());
       vals[id] = view;
     } else {
       auto alloc = memref::AllocOp::create(builder, loc, type);

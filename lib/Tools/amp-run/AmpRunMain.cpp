@@ -380,7 +380,7 @@ int AmpRunOptions::execute() {
     amp::driver::CompareOptions c;
     std::optional<amp::train::AMPMode> mode =
         amp::train::parseAMPMode(compare.empty() ? "fp16" : compare.getValue());
-    if (!mode || o.amp || compareTolerance <= 0) {
+    if (!mode || o.amp || !(compareTolerance > 0)) {
       llvm::errs() << "amp-run: --compare-precision takes fp16 or bf16 "
                       "(instead of --amp) and a positive "
                       "--compare-tolerance\n";

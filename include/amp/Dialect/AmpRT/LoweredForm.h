@@ -35,6 +35,10 @@ inline constexpr const char *kAccumulateSignalAttr = "amprt.accumulate_signal";
 /// `memref.view`): the ONNX value it holds (a node output's name), for
 /// diagnostics that report by value (amp-run --collect-ranges).
 inline constexpr const char *kValueAttr = "amprt.value";
+/// Attribute (unit) of a planned `memref.view` that is another temporary's
+/// memory seen with another shape (a reshape the plan made a view, whose
+/// call is gone): no call writes it first; reading it reads the other.
+inline constexpr const char *kAliasAttr = "amprt.alias";
 /// Module attribute: arena bytes (peak activation memory) per function.
 inline constexpr const char *kArenaBytesAttr = "amprt.arena_bytes";
 /// Function attribute: what the arena holds at the call where most of it is

@@ -94,8 +94,10 @@ void AMPGraphRewriter::collect() {
     // Measured ranges (ranges=): a node the lists would let convert stays
     // fp32 when a value it writes or reads would overflow or underflow the
     // low type.
-    if (rangePolicy.ranges && info.processable && !info.isCast &&
-        info.list != AMPList::None && info.list != AMPList::Deny) {
+    // Value names are the main graph's: a function's are its own.
+    if (rangePolicy.ranges && isa<GraphOp>(graph.getOperation()) &&
+        info.processable && !info.isCast && info.list != AMPList::None &&
+        info.list != AMPList::Deny) {
       // Its outputs, and its inputs (a converted node reads them cast to
       // the low type): by ONNX name.
       SmallVector<std::string, 4> owned;
