@@ -144,6 +144,15 @@ bool carriesScale(const std::vector<float> &amp, const RefValue &refValue,
 
 bool isFloat(const amprt_tensor *t) { return t && isFloatTensor(*t); }
 
+/// The fp32 run's value of the named float tensor `t`, when of its size.
+const RefValue *sameSizeRef(const Values &ref,
+                            const exec::Program::CallTensor &t) {
+  if (t.value.empty() || !isFloat(t.tensor))
+    return nullptr;
+  const RefValue *r = refOf(ref, t.value);
+  return r && int64_t(r->size()) == numElements(*t.tensor) ? r : nullptr;
+}
+
 /// Whether call `info` is worth and safe to run twice: it computes in a
 /// 16-bit type somewhere (a call all in f32 computes what the fp32 run's
 /// does from the same inputs: it adds nothing), it reads and writes no
@@ -223,16 +232,13 @@ public:
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.written && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value);
-              r && int64_t(r->size()) == numElements(*t.tensor)) {
-            readFloats(ctx, *t.tensor, got, scratch);
-            scaled[t.value] = !optimizer && carriesScale(got, *r, scale);
-            Error err;
-            err.add(got, *r, scaleOf(t.value));
-            pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes),
-                                err};
-          }
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+          readFloats(ctx, *t.tensor, got, scratch);
+          scaled[t.value] = !optimizer && carriesScale(got, *r, scale);
+          Error err;
+          err.add(got, *r, scaleOf(t.value));
+          pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes), err};
+        }
       // The error the call adds: it runs once more on the fp32 values of
       // its inputs (rounded to its types); then its inputs and outputs are
       // put back as the run left them.
@@ -252,10 +258,7 @@ public:
       // (the plan reuses it), which the substitution overwrites.
       // Substituted inputs: those the fp32 run has a value of that size.
       auto substituted = [&](const exec::Program::CallTensor &t) {
-        const RefValue *r = t.read && !t.value.empty() && isFloat(t.tensor)
-                                ? refOf(fp32, t.value)
-                                : nullptr;
-        return r && int64_t(r->size()) == numElements(*t.tensor) ? r : nullptr;
+        return t.read ? sameSizeRef(fp32, t) : nullptr;
       };
       // An input kept as it is must still hold what the call read: not
       // when it shares memory with an output (the plan may write an output
@@ -300,17 +303,15 @@ public:
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.written && !t.value.empty() && isFloat(t.tensor))
-          if (const RefValue *r = refOf(fp32, t.value);
-              r && int64_t(r->size()) == numElements(*t.tensor)) {
-            Row &row = rowFor(t.value, info, optimizer, opTypes);
-            // Its own factor: the run's value may be non-finite, so say it
-            // from this one.
-            readFloats(ctx, *t.tensor, got, scratch);
-            bool carries = !optimizer && carriesScale(got, *r, scale);
-            row.added.add(got, *r, carries ? scale : 1.0);
-            row.hasAdded = true;
-          }
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+          Row &row = rowFor(t.value, info, optimizer, opTypes);
+          // Its own factor: the run's value may be non-finite, so say it
+          // from this one.
+          readFloats(ctx, *t.tensor, got, scratch);
+          bool carries = !optimizer && carriesScale(got, *r, scale);
+          row.added.add(got, *r, carries ? scale : 1.0);
+          row.hasAdded = true;
+        }
       // Back as the run left them: in reverse, so that of two tensors
       // sharing memory the one saved first (an output) is written last.
       for (size_t k = nsaved; k-- > 0;)
