@@ -177,6 +177,8 @@ public:
   /// The fp32 run's values, per (step, optimizer program).
   std::map<std::pair<int64_t, bool>, Values> ref;
   llvm::StringMap<Row> rows;
+  /// The AMP run's static loss scale (1: none, or the dynamic scaler's).
+  double staticScale = 1;
 
   llvm::Error record(exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer) {
@@ -212,7 +214,8 @@ public:
                       const llvm::StringMap<std::string> &opTypes) {
     const Values &fp32 = ref[{step, optimizer}];
     // The step's loss scale: the backward's gradients are that much larger.
-    double scale = 1;
+    // The dynamic scaler's is an input; a static one a graph constant.
+    double scale = optimizer ? 1.0 : staticScale;
     if (int in = prog.findInput(train::kLossScaleName); in >= 0 && !optimizer) {
       float s = 1;
       amprt_memcpy(ctx, &s, prog.inputData(in), 4, AMPRT_DEVICE_TO_HOST);
@@ -324,8 +327,11 @@ public:
   }
 
   /// The rows, worst first: by the error the node adds, then (where it
-  /// could not be measured, or ties) by the error the value carries, then
-  /// in run order (the first of equals is where it started).
+  /// could not be measured, or ties) a node before a cast (a cast moves a
+  /// value into the type its reader computes in: of a cast and its reader
+  /// adding the same, the reader is what a policy changes), then by the
+  /// error the value carries, then in run order (the first of equals is
+  /// where it started).
   std::vector<const Row *> sorted() const {
     std::vector<const Row *> out;
     for (const auto &e : rows)
@@ -336,6 +342,8 @@ public:
     llvm::stable_sort(out, [&](const Row *a, const Row *b) {
       if (added(a) != added(b))
         return added(a) > added(b);
+      if ((a->opType == "Cast") != (b->opType == "Cast"))
+        return b->opType == "Cast";
       if (a->total.worst() != b->total.worst())
         return a->total.worst() > b->total.worst();
       return a->order < b->order;
@@ -396,6 +404,7 @@ llvm::Error runAMP(const TrainOptions &train, const CompareOptions &opts,
   b.ampMode = opts.mode;
   b.ampKeepFp32 = keep;
   cmp.rows.clear();
+  cmp.staticScale = train.staticLossScale != 0 ? train.staticLossScale : 1.0;
   b.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer,
                      const llvm::StringMap<std::string> &opTypes) {

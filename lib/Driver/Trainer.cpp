@@ -114,6 +114,10 @@ llvm::Error Trainer::run() {
                   "GiB) with --external-data=never");
   }
   int lossOut = -1, scaleOut = -1, finiteOut = -1;
+  // The scale the log shows where the graph has no scaler state: a static
+  // scale of fp16 AMP, else none.
+  double staticScale =
+      opts.amp && opts.staticLossScale != 0 ? opts.staticLossScale : 1.0;
   for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
     if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
       lossOut = i;
@@ -234,7 +238,7 @@ llvm::Error Trainer::run() {
       return fail("--collect-ranges measures the fp32 step's values: run "
                   "it without --amp (the ranges then feed "
                   "auto-mixed-precision's ranges=)");
-    collector.emplace();
+    collector.emplace(initialLossScale(opts));
   }
   if (opts.localizeNonfinite)
     for (unsigned i : trainProg->inputsWrittenInPlace()) {
@@ -380,7 +384,8 @@ llvm::Error Trainer::run() {
         ++skipped;
       groupFinite = 1;
     }
-    float loss = NAN, scale = 1.0f;
+    // A static scale is a constant of the graph, not an output.
+    float loss = NAN, scale = float(staticScale);
     if (lossOut >= 0)
       amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
                    AMPRT_DEVICE_TO_HOST);
@@ -441,6 +446,11 @@ llvm::Error Trainer::run() {
     if (auto e = writeWeights(opts.outPath))
       return e;
   return llvm::Error::success();
+}
+
+double amp::driver::initialLossScale(const TrainOptions &options) {
+  return options.staticLossScale != 0 ? options.staticLossScale
+                                      : kInitialLossScale;
 }
 
 llvm::Error amp::driver::train(const TrainOptions &options,

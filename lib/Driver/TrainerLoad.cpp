@@ -215,6 +215,13 @@ llvm::Error Trainer::importModels() {
     po.amp.ranges = opts.ampRangesPath;
     po.amp.keepFp32.assign(opts.ampKeepFp32.begin(), opts.ampKeepFp32.end());
     po.lossScaling = *mode == train::AMPMode::FP16;
+    if (opts.staticLossScale != 0) {
+      if (!po.lossScaling)
+        return fail("--loss-scale is a setting of fp16 AMP (bf16 has fp32's "
+                    "range and trains without loss scaling)");
+      po.lossScalingOptions.mode = "static";
+      po.lossScalingOptions.initScale = opts.staticLossScale;
+    }
     if (failed(train::runAMPPipeline(*trainMod, po)) ||
         failed(train::runAMPPipeline(*optMod, po)))
       return fail("the AMP + loss-scaling pipeline failed");
@@ -495,7 +502,7 @@ Trainer::bindTrainingInputs(std::map<std::string, StoredTensor> &weights) {
     } else if (StringRef(p.name).ends_with(".accumulation.buffer") ||
                StringRef(p.name).starts_with(train::kLossScalingNamePrefix)) {
       if (p.name == kLossScaleName) {
-        float s = 65536.0f;
+        float s = float(kInitialLossScale);
         amprt_memcpy(ctx, b.data, &s, 4, AMPRT_HOST_TO_DEVICE);
       }
     } else if (trainMain.getArgAttr(i, kAccumulateSignalAttr)) {

@@ -16,6 +16,24 @@ fault known (issue 23; docs/Diagnostics.md):
                        (node "onnx::AdamWOptimizer::...") makes the weights
                        NaN from finite inputs
 
+  reduction_overflow   a sum over 4096 features written as a MatMul with a
+                       ones matrix (as pooling layers write sums): each term
+                       40 |x| is at most 40, far inside fp16's range, but
+                       the sums are near 8.2e4, past 65504, so the f16
+                       MatMul's outputs are inf (node "pool/MatMul",
+                       forward); then scaled by 1e-5
+
+  gradient_underflow   a Linear layer whose output is scaled by 1e-4 (small
+                       outputs fitted to small targets, from the data folder
+                       `data/` written beside the model): the loss's
+                       gradient is near 6e-6 and, through the Mul's
+                       gradient (fp32: its inputs are), near 6e-10, under
+                       fp16's smallest subnormal (6e-8) unless the loss
+                       scale lifts it: at a static loss scale of 1 the f16
+                       weight-gradient Gemm (node "fc/Gemm_Grad/Gemm_0")
+                       reads it as 0, so the weights do not learn; at 65536
+                       it is 4e-5
+
 Each is written as onnxruntime-training's generate_artifacts writes a
 training model (MSE loss against a `target` input, AdamW), with a
 `faults.txt` naming the node at fault. Run with the onnxruntime-training
@@ -74,10 +92,62 @@ def zero_epsilon(directory):
     onnx.save(model, path)
 
 
+def reduction_overflow():
+    rng = np.random.default_rng(0)
+    w = rng.normal(0.0, 0.3, (8, 8)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
+             helper.make_node("Mul", ["magnitude", "gain"], ["terms"],
+                              name="gain/Mul"),
+             helper.make_node("MatMul", ["terms", "ones"], ["pooled"],
+                              name="pool/MatMul"),
+             helper.make_node("Mul", ["pooled", "scale"], ["features"],
+                              name="scale/Mul"),
+             helper.make_node("Gemm", ["features", "fc.weight", "fc.bias"],
+                              ["output"], name="fc/Gemm", transB=1)]
+    inits = [numpy_helper.from_array(np.array(40.0, np.float32), "gain"),
+             numpy_helper.from_array(np.ones((4096, 8), np.float32), "ones"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "scale"),
+             numpy_helper.from_array(w, "fc.weight"),
+             numpy_helper.from_array(b, "fc.bias")]
+    return nodes, inits, 4096, 8, "pool/MatMul"
+
+
+def gradient_underflow():
+    rng = np.random.default_rng(0)
+    w = rng.normal(0.0, 0.1, (8, 16)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    nodes = [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"],
+                              ["hidden"], name="fc/Gemm", transB=1),
+             helper.make_node("Mul", ["hidden", "scale"], ["output"],
+                              name="scale/Mul")]
+    inits = [numpy_helper.from_array(w, "fc.weight"),
+             numpy_helper.from_array(b, "fc.bias"),
+             numpy_helper.from_array(np.array(1e-4, np.float32), "scale")]
+    return nodes, inits, 16, 8, "fc/Gemm_Grad/Gemm_0"
+
+
+def small_targets(directory):
+    """A data folder: 256 samples x ~ N(0, 100^2) and targets 1e-4 * W x
+    for W ~ N(0, 1) (the weights start near 0.1 of that). Large inputs make
+    the weights' gradients (sums of x times the tiny hidden gradients) large
+    enough for AdamW to move them (far above its epsilon) in fp32."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(0.0, 100.0, (256, 16)).astype(np.float32)
+    w = rng.normal(0.0, 1.0, (8, 16)).astype(np.float32)
+    data = os.path.join(directory, "data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "input.npy"), x)
+    np.save(os.path.join(data, "target.npy"),
+            (1e-4 * (x @ w.T)).astype(np.float32))
+
+
 MODELS = {"activation_overflow": activation_overflow,
-          "optimizer_nan": optimizer_nan}
+          "optimizer_nan": optimizer_nan,
+          "reduction_overflow": reduction_overflow,
+          "gradient_underflow": gradient_underflow}
 # Edits of the artifacts after generate_artifacts.
-EDITS = {"optimizer_nan": zero_epsilon}
+EDITS = {"optimizer_nan": zero_epsilon, "gradient_underflow": small_targets}
 
 
 def main():
@@ -96,8 +166,10 @@ def main():
         os.makedirs(d, exist_ok=True)
         onnx.save(model, os.path.join(d, "forward.onnx"))
         artifacts.generate_artifacts(
-            model, requires_grad=[t.name for t in inits if t.dims],
-            frozen_params=[t.name for t in inits if not t.dims],
+            model,
+            requires_grad=[t.name for t in inits if t.name.startswith("fc.")],
+            frozen_params=[t.name for t in inits
+                           if not t.name.startswith("fc.")],
             loss=artifacts.LossType.MSELoss,
             optimizer=artifacts.OptimType.AdamW, artifact_directory=d)
         if name in EDITS:

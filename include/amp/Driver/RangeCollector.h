@@ -27,8 +27,8 @@ namespace amp::driver {
 class RangeCollector {
 public:
   /// Gradients are taken as the loss scaler would make them: times
-  /// `lossScale` (loss-scaling's initial scale by default).
-  explicit RangeCollector(double lossScale = 65536.0) : lossScale(lossScale) {}
+  /// `lossScale` (the run's initial scale: initialLossScale, Trainer.h).
+  explicit RangeCollector(double lossScale) : lossScale(lossScale) {}
   /// Runs `prog` (one step) call by call, recording what each call writes.
   llvm::Error runStep(exec::Program &prog, amprt_context *ctx);
   /// The ranges over the steps run so far.

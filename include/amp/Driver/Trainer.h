@@ -67,6 +67,10 @@ struct TrainOptions {
   /// With amp: the low type, "fp16" (with dynamic loss scaling) or "bf16"
   /// (without: bf16 has fp32's exponent range, as PyTorch uses it).
   std::string ampMode = "fp16";
+  /// With fp16 AMP: a static loss scale (loss-scaling's static mode), or 0
+  /// for the dynamic scaler (from 65536, as GradScaler and Apex start).
+  /// --collect-ranges judges gradients' underflow under it too.
+  double staticLossScale = 0;
   double lr = 1e-3;
   bool lrGiven = false; ///< lr came from the command line
   /// Gradient accumulation: the optimizer runs every `accumulate` steps on
@@ -106,6 +110,14 @@ struct TrainOptions {
 /// Trains as `options` say; progress to `status`. Returns the first error;
 /// no output file (weights, checkpoint, log) is left half-written.
 llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status);
+
+/// The loss scale of step 0 that `options` give: the static scale, else
+/// the dynamic scaler's initial one (kInitialLossScale).
+double initialLossScale(const TrainOptions &options);
+
+/// The dynamic loss scaler's initial scale (2^16, as PyTorch's GradScaler
+/// and Apex start).
+inline constexpr double kInitialLossScale = 65536.0;
 
 } // namespace amp::driver
 

@@ -100,6 +100,13 @@ struct AmpRunOptions {
       cl::desc("run auto-mixed-precision before lowering: --amp or "
                "--amp=fp16 with dynamic loss scaling, --amp=bf16 without"),
       cl::cat(category)};
+  cl::opt<std::string> lossScale{
+      "loss-scale", cl::value_desc("dynamic|<scale>"),
+      cl::desc("fp16 AMP's loss scale: dynamic (the default; from 65536, "
+               "halved on overflow, doubled after 2000 finite steps) or a "
+               "static scale (as Apex's loss_scale); with --collect-ranges, "
+               "the scale gradients' underflow is judged under"),
+      cl::cat(category)};
   cl::opt<double> lr{"lr", cl::desc("learning rate"), cl::cat(category),
                      cl::init(1e-3)};
   cl::opt<std::string> log{"log", cl::desc("per-step CSV log"),
@@ -245,6 +252,7 @@ int AmpRunOptions::execute() {
                                              &seed,
                                              &noShuffle,
                                              &amp,
+                                             &lossScale,
                                              &lr,
                                              &log,
                                              &logTime,
@@ -322,6 +330,27 @@ int AmpRunOptions::execute() {
       return 1;
     }
     o.ampMode = amp::train::getAMPModeName(*mode).str();
+  }
+  if (lossScale.getNumOccurrences()) {
+    double scale = 0;
+    if (lossScale != "dynamic" &&
+        (llvm::StringRef(lossScale).getAsDouble(scale) ||
+         !std::isfinite(scale) || !(scale > 0) || scale > 3.0e38)) {
+      llvm::errs() << "amp-run: --loss-scale takes dynamic or a positive "
+                      "finite scale, not '"
+                   << lossScale << "'\n";
+      return 1;
+    }
+    bool fp16 = (o.amp && o.ampMode == "fp16") ||
+                (compare.getNumOccurrences() &&
+                 (compare.empty() || compare == "fp16"));
+    if (!fp16 && collectRanges.empty()) {
+      llvm::errs() << "amp-run: --loss-scale is a setting of fp16 AMP: give "
+                      "--amp (fp16), --compare-precision (fp16) or "
+                      "--collect-ranges too\n";
+      return 1;
+    }
+    o.staticLossScale = scale;
   }
   o.lr = lr;
   o.lrGiven = lr.getNumOccurrences() > 0;
