@@ -28,7 +28,17 @@ llvm::Error RangeCollector::runStep(exec::Program &prog, amprt_context *ctx) {
       bool gradient = isGradientName(t.value);
       double threshold =
           train::kFp16SmallestNormal / (gradient ? lossScale : 1.0);
-      TensorRange r = rangeOf(ctx, *t.tensor, threshold);
+      // f64 values as they are; the others read once, as floats, for the
+      // range and what fp16 and bf16 resolve of them.
+      TensorRange r;
+      Resolution res;
+      if (t.tensor->dtype == AMPRT_F64) {
+        r = rangeOf(ctx, *t.tensor, threshold);
+      } else {
+        readFloats(ctx, *t.tensor, values, scratch);
+        r = rangeOf(values, threshold);
+        res = resolutionOf(values);
+      }
       Seen &s = seen[t.value];
       // A value written by several calls (a gradient summed in place, a
       // buffer reused): its last write in a step is what its readers see,
@@ -41,6 +51,9 @@ llvm::Error RangeCollector::runStep(exec::Program &prog, amprt_context *ctx) {
       s.count += r.count;
       s.nonzero += r.nonzero;
       s.below += r.below;
+      s.varied += res.varied;
+      s.unresolvedF16 += res.unresolvedF16;
+      s.unresolvedBF16 += res.unresolvedBF16;
     }
   }
   ++steps;
@@ -58,6 +71,10 @@ train::AMPRanges RangeCollector::ranges() const {
     v.minNonzero = s.minNonzero;
     v.belowNormal = s.nonzero ? double(s.below) / double(s.nonzero) : 0.0;
     v.count = s.count;
+    if (s.varied) {
+      v.unresolvedFp16 = double(s.unresolvedF16) / double(s.varied);
+      v.unresolvedBf16 = double(s.unresolvedBF16) / double(s.varied);
+    }
     v.gradient = s.gradient;
   }
   return out;

@@ -60,21 +60,14 @@ void amp::driver::writeFloats(amprt_context *ctx, const amprt_tensor &t,
                AMPRT_HOST_TO_DEVICE);
 }
 
-TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t,
-                                 double threshold) {
+namespace {
+/// The range of the n values load(i) yields.
+template <typename Load>
+TensorRange rangeOfValues(int64_t n, double threshold, Load load) {
   TensorRange r;
-  int64_t n = 1;
-  for (int32_t d = 0; d < t.rank; ++d)
-    n *= t.shape[d];
   r.count = n;
-  if (!isFloatTensor(t) || n == 0 || !t.data)
-    return r;
-  std::vector<char> host(size_t(n) * amprt_dtype_size(t.dtype));
-  amprt_memcpy(ctx, host.data(), t.data, host.size(), AMPRT_DEVICE_TO_HOST);
   for (int64_t i = 0; i < n; ++i) {
-    double v = t.dtype == AMPRT_F64
-                   ? reinterpret_cast<const double *>(host.data())[i]
-                   : double(::amprt::loadF(host.data(), t.dtype, i));
+    double v = load(i);
     if (std::isnan(v)) {
       ++r.nan;
     } else if (std::isinf(v)) {
@@ -88,6 +81,65 @@ TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t,
         r.minNonzero = std::min(r.minNonzero, a);
       }
     }
+  }
+  return r;
+}
+
+/// The spacing of consecutive values of a binary float type with
+/// `mantissa` stored bits and smallest normal exponent `minExp` at |x|.
+double spacingAt(double x, int mantissa, int minExp) {
+  int e = x == 0 ? minExp : std::max(std::ilogb(x), minExp);
+  return std::ldexp(1.0, e - mantissa);
+}
+} // namespace
+
+TensorRange amp::driver::rangeOf(amprt_context *ctx, const amprt_tensor &t,
+                                 double threshold) {
+  int64_t n = numElements(t);
+  if (!isFloatTensor(t) || n == 0 || !t.data) {
+    TensorRange r;
+    r.count = n;
+    return r;
+  }
+  std::vector<char> host(size_t(n) * amprt_dtype_size(t.dtype));
+  amprt_memcpy(ctx, host.data(), t.data, host.size(), AMPRT_DEVICE_TO_HOST);
+  return rangeOfValues(n, threshold, [&](int64_t i) {
+    return t.dtype == AMPRT_F64
+               ? reinterpret_cast<const double *>(host.data())[i]
+               : double(::amprt::loadF(host.data(), t.dtype, i));
+  });
+}
+
+TensorRange amp::driver::rangeOf(llvm::ArrayRef<float> values,
+                                 double threshold) {
+  return rangeOfValues(int64_t(values.size()), threshold,
+                       [&](int64_t i) { return double(values[i]); });
+}
+
+Resolution amp::driver::resolutionOf(llvm::ArrayRef<float> values) {
+  Resolution r;
+  double sum = 0;
+  int64_t finite = 0;
+  for (float v : values)
+    if (std::isfinite(v)) {
+      sum += v;
+      ++finite;
+    }
+  if (finite == 0)
+    return r;
+  double mean = sum / double(finite);
+  // Half the spacing at the mean: a value nearer the mean than that rounds
+  // to the mean's neighbourhood (fp16: 10 stored bits, normal from 2^-14;
+  // bf16: 7, from 2^-126).
+  double halfF16 = spacingAt(std::fabs(mean), 10, -14) / 2;
+  double halfBF16 = spacingAt(std::fabs(mean), 7, -126) / 2;
+  for (float v : values) {
+    if (!std::isfinite(v) || double(v) == mean)
+      continue;
+    double d = std::fabs(double(v) - mean);
+    ++r.varied;
+    r.unresolvedF16 += d < halfF16;
+    r.unresolvedBF16 += d < halfBF16;
   }
   return r;
 }

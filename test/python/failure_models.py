@@ -34,6 +34,18 @@ fault known (issue 23; docs/Diagnostics.md):
                        reads it as 0, so the weights do not learn; at 65536
                        it is 4e-5
 
+  lost_update          a frozen base weight of 3 plus a trained low-rank
+                       change (LoRA's B A, B from 0), merged before the
+                       product (node "merge/Add") as DoRA and merged
+                       adapters do; inputs centered so that x W0 = 0 and the
+                       output is the change's alone. The change, near 5e-4,
+                       is under half of fp16's spacing at 3 (2^-10): the f16
+                       product (node "fc/Gemm", which the default policy
+                       also paints the merge fp16 for) reads the merged
+                       weight as 3 and outputs 0; the trained masters keep
+                       the change (fp32), so the loss stalls, then jumps as
+                       the change crosses the spacing
+
 Each is written as onnxruntime-training's generate_artifacts writes a
 training model (MSE loss against a `target` input, AdamW), with a
 `faults.txt` naming the node at fault. Run with the onnxruntime-training
@@ -127,6 +139,47 @@ def gradient_underflow():
     return nodes, inits, 16, 8, "fc/Gemm_Grad/Gemm_0"
 
 
+def lost_update():
+    # A frozen base weight of 3 everywhere plus a trained low-rank change
+    # B A (LoRA's, B starting at 0), merged before the product as DoRA and
+    # merged adapters write it. fp16's spacing at 3 is 2^-9: a change under
+    # 2^-10 (1e-3) is lost in the merge. The inputs (the data folder's)
+    # sum to 0 along each row, so x W0 = 0 and the output is the change's
+    # alone: x (W0 + B A) = x B A.
+    base = np.full((8, 16), 3.0, np.float32)
+    rng = np.random.default_rng(0)
+    a = rng.normal(0.0, 0.5, (4, 16)).astype(np.float32)
+    b = np.zeros((8, 4), np.float32)
+    nodes = [helper.make_node("MatMul", ["lora.B", "lora.A"], ["delta"],
+                              name="lora/MatMul"),
+             helper.make_node("Add", ["base.weight", "delta"], ["weight"],
+                              name="merge/Add"),
+             helper.make_node("Gemm", ["input", "weight"], ["output"],
+                              name="fc/Gemm", transB=1)]
+    inits = [numpy_helper.from_array(base, "base.weight"),
+             numpy_helper.from_array(a, "lora.A"),
+             numpy_helper.from_array(b, "lora.B")]
+    return nodes, inits, 16, 8, "fc/Gemm"
+
+
+def fine_tune_targets(directory):
+    """A data folder: 256 samples x with rows summing to 0 (multiples of
+    2^-6, exact in fp16, centered) and targets x (W0 + D) for a rank-4
+    change D of entries near 5e-4 (what the adapter has to learn, under
+    half of fp16's spacing at 3)."""
+    rng = np.random.default_rng(1)
+    x = rng.integers(-64, 65, (256, 16)).astype(np.float64)
+    x[:, -1] = -x[:, :-1].sum(axis=1)
+    x = (x / 64.0).astype(np.float32)
+    d = 5e-4 * (rng.normal(0.0, 1.0, (8, 4)) @ rng.normal(0.0, 0.5, (4, 16)))
+    base = np.full((8, 16), 3.0)
+    data = os.path.join(directory, "data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "input.npy"), x)
+    np.save(os.path.join(data, "target.npy"),
+            (x.astype(np.float64) @ (base + d).T).astype(np.float32))
+
+
 def small_targets(directory):
     """A data folder: 256 samples x ~ N(0, 100^2) and targets 1e-4 * W x
     for W ~ N(0, 1) (the weights start near 0.1 of that). Large inputs make
@@ -145,9 +198,13 @@ def small_targets(directory):
 MODELS = {"activation_overflow": activation_overflow,
           "optimizer_nan": optimizer_nan,
           "reduction_overflow": reduction_overflow,
-          "gradient_underflow": gradient_underflow}
+          "gradient_underflow": gradient_underflow,
+          "lost_update": lost_update}
 # Edits of the artifacts after generate_artifacts.
-EDITS = {"optimizer_nan": zero_epsilon, "gradient_underflow": small_targets}
+EDITS = {"optimizer_nan": zero_epsilon, "gradient_underflow": small_targets,
+         "lost_update": fine_tune_targets}
+# Trained parameters; the other initializers are frozen.
+TRAINED = ("fc.", "lora.")
 
 
 def main():
@@ -167,9 +224,10 @@ def main():
         onnx.save(model, os.path.join(d, "forward.onnx"))
         artifacts.generate_artifacts(
             model,
-            requires_grad=[t.name for t in inits if t.name.startswith("fc.")],
+            requires_grad=[t.name for t in inits
+                           if t.name.startswith(TRAINED)],
             frozen_params=[t.name for t in inits
-                           if not t.name.startswith("fc.")],
+                           if not t.name.startswith(TRAINED)],
             loss=artifacts.LossType.MSELoss,
             optimizer=artifacts.OptimType.AdamW, artifact_directory=d)
         if name in EDITS:

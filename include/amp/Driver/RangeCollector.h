@@ -38,9 +38,15 @@ private:
   struct Seen {
     double maxAbs = 0, minNonzero = 0;
     int64_t count = 0, nonzero = 0, below = 0;
+    /// Elements that differ from their write's mean, and of them those
+    /// fp16 and bf16 do not resolve (resolutionOf).
+    int64_t varied = 0, unresolvedF16 = 0, unresolvedBF16 = 0;
     bool gradient = false;
   };
   double lossScale;
+  /// Host buffers reused from value to value.
+  std::vector<float> values;
+  std::vector<char> scratch;
   int64_t steps = 0;
   llvm::StringMap<Seen> seen;
 };

@@ -16,6 +16,7 @@
 
 #include "amp/Runtime/Runtime.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -37,6 +38,19 @@ struct TensorRange {
 /// values with |x| < `threshold`.
 TensorRange rangeOf(amprt_context *ctx, const amprt_tensor &t,
                     double threshold = 0);
+/// The range of `values` (as rangeOf of a tensor holding them).
+TensorRange rangeOf(llvm::ArrayRef<float> values, double threshold = 0);
+
+/// What a low type resolves of a value: of its finite elements that differ
+/// from their mean m, how many lie within half of fp16's (bf16's) spacing
+/// at m of it, so that the type holds them as about m. A base plus a small
+/// change (a merged weight, a norm scale near 1) has most of them there:
+/// the change is lost to rounding.
+struct Resolution {
+  int64_t varied = 0, unresolvedF16 = 0, unresolvedBF16 = 0;
+};
+Resolution resolutionOf(llvm::ArrayRef<float> values);
+
 /// Whether `t` holds floating-point values.
 bool isFloatTensor(const amprt_tensor &t);
 /// The elements of float tensor `t` as floats, into `out` (read back from

@@ -341,9 +341,9 @@ int AmpRunOptions::execute() {
                    << lossScale << "'\n";
       return 1;
     }
-    bool fp16 = (o.amp && o.ampMode == "fp16") ||
-                (compare.getNumOccurrences() &&
-                 (compare.empty() || compare == "fp16"));
+    bool fp16 =
+        (o.amp && o.ampMode == "fp16") ||
+        (compare.getNumOccurrences() && (compare.empty() || compare == "fp16"));
     if (!fp16 && collectRanges.empty()) {
       llvm::errs() << "amp-run: --loss-scale is a setting of fp16 AMP: give "
                       "--amp (fp16), --compare-precision (fp16) or "

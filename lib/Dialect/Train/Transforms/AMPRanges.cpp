@@ -61,6 +61,15 @@ Expected<AMPRanges> amp::train::readAMPRanges(StringRef path) {
     vr.belowNormal = *below;
     vr.count = o->getInteger("count").value_or(0);
     vr.gradient = o->getBoolean("gradient").value_or(false);
+    // Files written before these were measured: nothing known, 0.
+    for (auto [key, field] : {std::pair{"unresolved_fp16", &vr.unresolvedFp16},
+                              std::pair{"unresolved_bf16", &vr.unresolvedBf16}})
+      if (std::optional<double> f = o->getNumber(key)) {
+        if (!(*f >= 0 && *f <= 1))
+          return bad(path, "value '" + name.str() + "': " + key +
+                               " must be in [0, 1]");
+        *field = *f;
+      }
   }
   return r;
 }
@@ -73,7 +82,9 @@ Error amp::train::writeAMPRanges(StringRef path, const AMPRanges &ranges) {
                                       {"min_nonzero", v.minNonzero},
                                       {"below_normal", v.belowNormal},
                                       {"count", v.count},
-                                      {"gradient", v.gradient}};
+                                      {"gradient", v.gradient},
+                                      {"unresolved_fp16", v.unresolvedFp16},
+                                      {"unresolved_bf16", v.unresolvedBf16}};
   }
   json::Object root{{"format", "amp-ranges"},
                     {"version", 1},
@@ -114,6 +125,17 @@ AMPRangePolicy::keepReason(ArrayRef<StringRef> outputs, AMPMode mode) const {
       os << " below fp16's smallest normal 6.1e-05 over " << ranges->steps
          << " step" << (ranges->steps == 1 ? "" : "s") << " > "
          << format("%g", underflowLimit * 100) << "%";
+      return s;
+    }
+    double unresolved =
+        mode == AMPMode::BF16 ? v.unresolvedBf16 : v.unresolvedFp16;
+    if (unresolved > resolutionLimit) {
+      os << format("%.0f", unresolved * 100) << "% of the varying elements of "
+         << name << " within half of " << getAMPModeName(mode)
+         << "'s spacing of their mean over " << ranges->steps << " step"
+         << (ranges->steps == 1 ? "" : "s") << " > "
+         << format("%g", resolutionLimit * 100)
+         << "%: the change is lost to rounding";
       return s;
     }
   }

@@ -111,13 +111,15 @@ struct AutoMixedPrecisionPass
         return signalPassFailure();
       }
       if (!(rangeMargin >= 1) ||
-          !(underflowLimit >= 0 && underflowLimit <= 1)) {
+          !(underflowLimit >= 0 && underflowLimit <= 1) ||
+          !(resolutionLimit >= 0 && resolutionLimit <= 1)) {
         module.emitError() << "auto-mixed-precision: range-margin must be at "
-                              "least 1 and underflow-limit in [0, 1]";
+                              "least 1, underflow-limit and resolution-limit "
+                              "in [0, 1]";
         return signalPassFailure();
       }
       measured = std::move(*loaded);
-      rangePolicy = {&measured, rangeMargin, underflowLimit};
+      rangePolicy = {&measured, rangeMargin, underflowLimit, resolutionLimit};
     }
 
     llvm::StringMap<int64_t> dimBindings;

@@ -11,6 +11,13 @@
 // RUN: printf '{"nodes": []}' > %t/report-like.json
 // RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/report-like.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/stats.json range-margin=0.5" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MARGIN
+// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1, "values": {"w2": {"max_abs": 3.001, "min_nonzero": 2.999, "below_normal": 0.0, "count": 4096, "unresolved_fp16": 0.8, "unresolved_bf16": 1.0}, "h": {"max_abs": 1.0, "min_nonzero": 0.1, "below_normal": 0.0, "count": 4096, "unresolved_fp16": 0.0, "unresolved_bf16": 0.6}}}' > %t/merged.json
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/merged.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MERGED
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/merged.json resolution-limit=0.9" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MERGEDLOOSE
+// RUN: amp-opt %s --auto-mixed-precision="ranges=%t/merged.json mode=bf16" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MERGEDBF16
+// RUN: printf '{"format": "amp-ranges", "version": 1, "steps": 4, "loss_scale": 1, "values": {"w2": {"max_abs": 3, "min_nonzero": 3, "below_normal": 0, "unresolved_fp16": 1.5}}}' > %t/bad-resolution.json
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/bad-resolution.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADRES
+// RUN: not amp-opt %s --auto-mixed-precision="ranges=%t/merged.json resolution-limit=2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MARGIN
 
 // A policy from measured ranges (docs/Diagnostics.md): fc1's output h
 // reached 1.3e5 in fp32, past fp16's 65504 (over the default margin 2), and
@@ -47,12 +54,26 @@
 // Without ranges= the summary has no such line.
 // NONE-NOT:   measured ranges
 
+// A value whose variation the low type does not resolve (a weight of 3 plus
+// changes under half of fp16's spacing there, as a merged adapter is): 80%
+// of w2's varying elements in fp16, so fc2, which reads it, stays fp32; in
+// bf16 all of w2's and 60% of h's: fc2, and fc1 and relu (h). A limit of
+// 0.9 keeps nothing for it.
+// MERGED:      Nodes kept fp32 by measured ranges ({{.*}}merged.json): 1
+// MERGED-NEXT:   kept: fc2 (MatMul): 80% of the varying elements of w2 within half of fp16's spacing of their mean over 4 steps > 50%: the change is lost to rounding
+// MERGEDLOOSE: Nodes kept fp32 by measured ranges ({{.*}}merged.json): 0
+// MERGEDBF16:      Nodes kept fp32 by measured ranges ({{.*}}merged.json): 3
+// MERGEDBF16-NEXT:   kept: fc1 (MatMul): 60% of the varying elements of h within half of bf16's spacing
+// MERGEDBF16-NEXT:   kept: relu (Relu): 60% of the varying elements of h
+// MERGEDBF16-NEXT:   kept: fc2 (MatMul): 100% of the varying elements of w2
+// BADRES: error: auto-mixed-precision: ranges file '{{.*}}bad-resolution.json': value 'w2': unresolved_fp16 must be in [0, 1]
+
 // Bad files and options: an error at the module with the reason, nothing
 // written.
 // MISSING: error: auto-mixed-precision: ranges file '{{.*}}missing.json': {{[Nn]}}o such file or directory
 // BAD: error: auto-mixed-precision: ranges file '{{.*}}bad.json': value 'h' needs max_abs >= 0, min_nonzero and below_normal in [0, 1]
 // FORMAT: error: auto-mixed-precision: ranges file '{{.*}}report-like.json': not an amp-ranges file
-// MARGIN: error: auto-mixed-precision: range-margin must be at least 1 and underflow-limit in [0, 1]
+// MARGIN: error: auto-mixed-precision: range-margin must be at least 1, underflow-limit and resolution-limit in [0, 1]
 module {
   train.graph @main(%x: tensor<4x32xf32> {train.name = "x"}, %w1: tensor<32x32xf32> {train.name = "w1"}, %w2: tensor<32x32xf32> {train.name = "w2"}, %w3: tensor<32x16xf32> {train.name = "w3"}) -> (tensor<4x32xf32> {train.name = "y"}, tensor<4x16xf32> {train.name = "g"}) {
     %h = MatMul(%x, %w1) {train.name = "fc1", train.outputs = ["h"]} : (tensor<4x32xf32>, tensor<32x32xf32>) -> tensor<4x32xf32>

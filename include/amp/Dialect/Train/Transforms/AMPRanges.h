@@ -8,16 +8,19 @@
 // `auto-mixed-precision{ranges=stats.json}` reads: per ONNX value, the
 // largest magnitude, the smallest nonzero magnitude and the fraction of its
 // nonzero elements below the smallest normal of fp16 (a gradient's values
-// taken as the loss scale would make them). The pass keeps fp32 the nodes
-// whose outputs would overflow the low type or lose more than a stated
-// fraction to underflow (docs/Diagnostics.md, "A policy from measured
-// ranges"). The file is JSON:
+// taken as the loss scale would make them), and the fraction of its varying
+// elements that fp16 and bf16 would not tell from its mean. The pass keeps
+// fp32 the nodes whose outputs or inputs would overflow the low type, lose
+// more than a stated fraction to underflow, or lose their variation to
+// rounding (docs/Diagnostics.md, "A policy from measured ranges"). The
+// file is JSON (unresolved_* may be absent: 0):
 //
 //   {"format": "amp-ranges", "version": 1, "steps": 4,
 //    "loss_scale": 65536,
 //    "values": {"fc_out": {"max_abs": 1.3e5, "min_nonzero": 2.1e-3,
 //                          "below_normal": 0.0, "count": 32,
-//                          "gradient": false}, ...}}
+//                          "gradient": false, "unresolved_fp16": 0.0,
+//                          "unresolved_bf16": 0.0}, ...}}
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +54,11 @@ struct AMPValueRange {
   int64_t count = 0;
   /// A gradient (ORT's `<x>_grad` names): scaled by the loss scale.
   bool gradient = false;
+  /// Of the elements that differ from their step's mean m, the fraction
+  /// within half of fp16's (bf16's) spacing at m of it: the part of the
+  /// value that varies, which the type would lose (a base weight plus a
+  /// small trained change).
+  double unresolvedFp16 = 0, unresolvedBf16 = 0;
 };
 
 struct AMPRanges {
@@ -74,6 +82,10 @@ struct AMPRangePolicy {
   /// Keep fp32 when more than this fraction of the nonzero values fall
   /// below fp16's smallest normal (fp16 only).
   double underflowLimit = 0.25;
+  /// Keep fp32 when more than this fraction of a value's varying elements
+  /// lie within half the low type's spacing of its mean (the change is
+  /// lost to rounding).
+  double resolutionLimit = 0.5;
 
   /// Why a node with these output values must stay fp32 in `mode` ("max
   /// |y| 1.3e+05 over 4 steps > 65504 / 2"), or nullopt.

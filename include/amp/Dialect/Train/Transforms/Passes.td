@@ -90,8 +90,10 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
            "report">,
     Option<"ranges", "ranges", "std::string", /*default=*/"\"\"",
            "Value ranges measured in fp32 (amp-run --collect-ranges): "
-           "nodes whose outputs would overflow the low type or lose more "
-           "than underflow-limit of their values to underflow stay fp32">,
+           "nodes whose outputs or inputs would overflow the low type, "
+           "lose more than underflow-limit of their values to underflow or "
+           "more than resolution-limit of their variation to rounding "
+           "stay fp32">,
     Option<"rangeMargin", "range-margin", "double", /*default=*/"2.0",
            "With ranges: keep fp32 when max |output| times this reaches "
            "the low type's largest value (65504 for fp16)">,
@@ -99,6 +101,12 @@ def AutoMixedPrecision : Pass<"auto-mixed-precision", "::mlir::ModuleOp"> {
            "With ranges (fp16): keep fp32 when more than this fraction of "
            "an output's nonzero values (gradients under the loss scale) "
            "fall below fp16's smallest normal">,
+    Option<"resolutionLimit", "resolution-limit", "double",
+           /*default=*/"0.5",
+           "With ranges: keep fp32 when more than this fraction of a "
+           "value's varying elements lie within half the low type's "
+           "spacing of its mean (a base weight plus a small change: the "
+           "change is lost to rounding)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write a JSON report of the decisions to this file">,
     Option<"dot", "dot", "std::string", /*default=*/"\"\"",
