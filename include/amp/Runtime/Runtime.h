@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 2
+#define AMPRT_ABI_VERSION 3
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8
@@ -141,6 +141,55 @@ AMPRT_API amprt_status amprt_synchronize(amprt_context *ctx);
 /// k draws what the uninterrupted run drew there.
 AMPRT_API amprt_status amprt_set_random_offset(amprt_context *ctx,
                                                uint64_t offset);
+
+/* ---- Communicators (ABI 3): the processes that train together ---------
+
+   A communicator is the group of ranks a launcher started (mpirun, Slurm's
+   srun through it). Set on a context, it is what the collective kernels of
+   Ops.def (all_reduce, broadcast, all_gather, reduce_scatter) reduce over;
+   a context without one is a group of one rank (the collectives copy). All
+   ranks call the collectives in the same order with the same shapes and
+   dtypes. */
+typedef struct amprt_comm amprt_comm;
+
+/// Reductions of all_reduce and reduce_scatter. The values are part of the
+/// ABI. AVG is the sum divided by the group size.
+typedef enum amprt_reduce_op {
+  AMPRT_REDUCE_SUM = 0,
+  AMPRT_REDUCE_AVG = 1,
+  AMPRT_REDUCE_MIN = 2,
+  AMPRT_REDUCE_MAX = 3
+} amprt_reduce_op;
+
+/// Creates a communicator over every rank the launcher started, with
+/// `engine`: "mpi" (MPI_COMM_WORLD; host buffers, device buffers staged
+/// through the host or passed to a CUDA-aware MPI; MPI is initialized here
+/// unless the program did) or "nccl" (device buffers of CUDA contexts; its
+/// unique id broadcast over MPI). NULL or "" picks "nccl" for a CUDA build
+/// with a device, else "mpi". Every rank calls it. Fails (message from
+/// amprt_last_error(NULL)) when this build has no such engine.
+AMPRT_API amprt_status amprt_comm_create(const char *engine, amprt_comm **out);
+/// Frees the communicator (MPI is finalized when amprt_comm_create
+/// initialized it and this is its last communicator).
+AMPRT_API amprt_status amprt_comm_destroy(amprt_comm *comm);
+/// This process's rank, in [0, size).
+AMPRT_API int32_t amprt_comm_rank(const amprt_comm *comm);
+/// The number of ranks.
+AMPRT_API int32_t amprt_comm_size(const amprt_comm *comm);
+/// "mpi" or "nccl".
+AMPRT_API const char *amprt_comm_engine(const amprt_comm *comm);
+/// Whether this build can create a communicator with `engine` ("mpi",
+/// "nccl"): 1 or 0.
+AMPRT_API int32_t amprt_comm_available(const char *engine);
+/// Ends every rank's process with `code`: what a rank that failed calls so
+/// that no other rank waits for it forever (MPI_Abort).
+AMPRT_API void amprt_comm_abort(amprt_comm *comm, int32_t code);
+/// The communicator the context's collectives use (NULL: none, a group of
+/// one). The context does not own it; it must outlive its use.
+AMPRT_API amprt_status amprt_context_set_comm(amprt_context *ctx,
+                                              amprt_comm *comm);
+/// Waits until every rank of the context's communicator has called it.
+AMPRT_API amprt_status amprt_barrier(amprt_context *ctx);
 
 /// Size in bytes of one element; 0 for an unknown dtype.
 AMPRT_API size_t amprt_dtype_size(int32_t dtype);
