@@ -22,6 +22,7 @@
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
 //   LowerRecurrent.cpp  LSTM and GRU, their training forms and gradients
 //   LowerComposite.cpp  ops made of existing kernels (Tile, Split, ...)
+//   LowerCollective.cpp org.amp-mlir:AllReduce (data-parallel gradients)
 //   NarrowInputs.cpp    f32 data inputs that are only cast to 16 bits,
 //                       taken in that type (the driver converts)
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
@@ -529,6 +530,7 @@ private:
   static void registerLoss(FamilyTable &t);
   static void registerOptimizer(FamilyTable &t);
   static void registerShape(FamilyTable &t);
+  static void registerCollective(FamilyTable &t);
   /// Unary and binary math, comparisons, logic, Min/Max/Sum, Where,
   /// CastLike, activation gradients (LowerElementwise.cpp).
   FailureOr<bool> lowerElementwise(StringRef domain, StringRef type);
@@ -538,6 +540,9 @@ private:
   FailureOr<bool> lowerLoss(StringRef domain, StringRef type);
   /// Optimizers and gradient accumulators (LowerOptimizer.cpp).
   FailureOr<bool> lowerOptimizer(StringRef domain, StringRef type);
+  /// org.amp-mlir:AllReduce, train-data-parallel's buckets
+  /// (LowerCollective.cpp).
+  FailureOr<bool> lowerCollective(StringRef domain, StringRef type);
   /// Reshape, Flatten, Squeeze, Unsqueeze, Transpose (LowerShape.cpp).
   FailureOr<bool> lowerShape(StringRef domain, StringRef type);
   /// Convolution, pooling, normalization, softmax grad, dropout

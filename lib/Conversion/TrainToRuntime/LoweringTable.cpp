@@ -41,7 +41,7 @@ ArrayRef<GraphLowering::Family> GraphLowering::familiesOf(StringRef domain,
     for (auto add :
          {registerResize, registerNN, registerData, registerRecurrent,
           registerComposite, registerElementwise, registerMath, registerLoss,
-          registerOptimizer, registerShape})
+          registerOptimizer, registerShape, registerCollective})
       add(t);
     return t;
   }();

@@ -36,6 +36,11 @@ enum class ParamKind {
   Window,   ///< const amprt_window *
 };
 
+/// The `op` of the collective kernels: amprt_reduce_op of Runtime.h, whose
+/// values are part of the ABI (the lowering sees the ABI through Ops.def
+/// only).
+enum class ReduceOp : int32_t { Sum = 0, Avg = 1, Min = 2, Max = 3 };
+
 struct KernelParam {
   std::string name;
   ParamKind kind;

@@ -68,6 +68,21 @@ int64_t GraphEditor::getOpsetVersion(StringRef domain) {
       0, getImportedOpsetVersion(graph.getOperation(), domain));
 }
 
+void GraphEditor::importOpset(StringRef domain, int64_t version) {
+  if (getImportedOpsetVersion(graph.getOperation(), domain) >= 0)
+    return;
+  Operation *module = graph->getParentOp();
+  if (!module)
+    return;
+  SmallVector<Attribute> list;
+  if (auto old = module->getAttrOfType<ArrayAttr>(attrs::kOpsetImport))
+    list.append(old.begin(), old.end());
+  Builder b(getContext());
+  list.push_back(
+      b.getArrayAttr({b.getStringAttr(domain), b.getI64IntegerAttr(version)}));
+  module->setAttr(attrs::kOpsetImport, b.getArrayAttr(list));
+}
+
 BlockArgument GraphEditor::addInput(StringRef name, Type type) {
   std::string unique = uniqueValueName(name);
   unsigned index = graph.getNumArguments();

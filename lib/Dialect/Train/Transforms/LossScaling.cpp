@@ -19,6 +19,7 @@
 #include "amp/Dialect/Train/Transforms/LossScalingReport.h"
 #include "amp/Dialect/Train/Transforms/LossScalingState.h"
 #include "amp/Dialect/Train/Transforms/Passes.h"
+#include "amp/Dialect/Train/Transforms/TrainingNodes.h"
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/MapVector.h"
@@ -48,23 +49,9 @@ struct LossScalingConfig {
   SmallVector<std::string> gradients;
 };
 
-/// How an optimizer node is gated.
-struct OptimizerInfo {
-  /// Operand index of `update_signal` (com.microsoft optimizers), or -1.
-  int updateSignal = -1;
-  /// Operand indices of the gradients.
-  SmallVector<unsigned> gradientOperands;
-  /// ai.onnx.preview.training: result i keeps operand keepOperand[i] when the
-  /// step is skipped.
-  SmallVector<unsigned> keepOperand;
-};
-
 /// What the pass did to one graph, for the summary (public for the C++ API).
 using GraphRecord = LossScalingGraphRecord;
 
-static StringRef domainOf(Operation *op) {
-  return normalizeOnnxDomain(cast<OnnxNodeOpInterface>(op).getOnnxDomain());
-}
 static StringRef opTypeOf(Operation *op) {
   return cast<OnnxNodeOpInterface>(op).getOnnxOpType();
 }
@@ -72,52 +59,6 @@ static StringRef opTypeOf(Operation *op) {
 static bool isLossGradOp(Operation *op) {
   static const llvm::Regex re("(Loss[A-Za-z]*Grad|CrossEntropyGrad)$");
   return re.match(opTypeOf(op));
-}
-
-static bool isAccumulator(Operation *op) {
-  return domainOf(op) == "com.microsoft" &&
-         (opTypeOf(op) == "InPlaceAccumulator" ||
-          opTypeOf(op) == "InPlaceAccumulatorV2") &&
-         op->getNumOperands() >= 2;
-}
-
-static std::optional<OptimizerInfo> getOptimizerInfo(Operation *op) {
-  StringRef d = domainOf(op), t = opTypeOf(op);
-  unsigned n = op->getNumOperands();
-  OptimizerInfo info;
-  if (d == "com.microsoft") {
-    if (t == "AdamWOptimizer" && n >= 4) {
-      info.updateSignal = 6;
-      info.gradientOperands = {3};
-    } else if (t == "SGDOptimizerV2" && n >= 3) {
-      info.updateSignal = 3;
-      info.gradientOperands = {2};
-    } else if (t == "AdamOptimizer" && n >= 4) {
-      info.updateSignal = 9;
-      info.gradientOperands = {3};
-    } else {
-      return std::nullopt;
-    }
-    return info;
-  }
-  if (d != "ai.onnx.preview.training")
-    return std::nullopt;
-  // Inputs R, T, X[n], G[n], state_1[n] ... state_k[n]; outputs X'[n],
-  // state_1'[n] ... state_k'[n].
-  unsigned states = t == "Adam"                           ? 2
-                    : (t == "Adagrad" || t == "Momentum") ? 1
-                                                          : 0;
-  if (!states || n < 2 || (n - 2) % (2 + states) != 0)
-    return std::nullopt;
-  unsigned count = (n - 2) / (2 + states);
-  if (op->getNumResults() != (1 + states) * count)
-    return std::nullopt;
-  for (unsigned j = 0; j < count; ++j)
-    info.gradientOperands.push_back(2 + count + j);
-  for (unsigned s = 0; s <= states; ++s)
-    for (unsigned j = 0; j < count; ++j)
-      info.keepOperand.push_back(2 + (s == 0 ? 0 : s + 1) * count + j);
-  return info;
 }
 
 static bool isFloatTensor(Value v) {
@@ -297,6 +238,23 @@ void GraphLossScaler::findGradients() {
         add(g);
     }
   }
+  // Once more over all of them, by value (a node's other outputs may feed
+  // on, as BatchNormalizationGrad's dX does): a value named <param>_grad
+  // that is reduced across data-parallel ranks (train-data-parallel)
+  // before its accumulator is not the gradient, the reduced one is.
+  DenseSet<Value> feeding;
+  SmallVector<Value> work;
+  for (Value g : gradients)
+    if (Operation *d = g.getDefiningOp())
+      work.append(d->operand_begin(), d->operand_end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *d = v.getDefiningOp();
+    if (!feeding.insert(v).second || !d || d->getBlock() != &body)
+      continue;
+    work.append(d->operand_begin(), d->operand_end());
+  }
+  gradients.remove_if([&](Value g) { return feeding.contains(g); });
 }
 
 LogicalResult GraphLossScaler::checkOpset() {

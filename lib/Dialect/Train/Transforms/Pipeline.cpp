@@ -12,7 +12,10 @@ using namespace amp::train;
 void amp::train::buildAMPPipeline(OpPassManager &pm,
                                   const AMPPipelineOptions &options,
                                   AMPPipelineResult &result) {
-  pm.addPass(createAutoMixedPrecision(options.amp, &result.amp));
+  if (options.autoMixedPrecision)
+    pm.addPass(createAutoMixedPrecision(options.amp, &result.amp));
+  if (options.dataParallel)
+    pm.addPass(createTrainDataParallel(*options.dataParallel));
   if (options.lossScaling) {
     result.lossScaling.emplace();
     pm.addPass(

@@ -42,6 +42,9 @@ public:
   /// The version of `domain` ("" = ONNX) in the module's opset imports, or 0.
   int64_t getOpsetVersion(llvm::StringRef domain);
 
+  /// Imports `domain` at `version` in the module's opset imports unless it
+  /// is imported (a node of a new domain needs it to be valid ONNX).
+  void importOpset(llvm::StringRef domain, int64_t version);
   /// Appends a graph input named `name` (made unique) of `type`.
   mlir::BlockArgument addInput(llvm::StringRef name, mlir::Type type);
   /// Appends `value` to the graph outputs under its own ONNX name.

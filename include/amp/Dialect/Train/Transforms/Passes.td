@@ -187,4 +187,39 @@ def LossScaling : Pass<"loss-scaling", "::mlir::ModuleOp"> {
   ];
 }
 
+def TrainDataParallel : Pass<"train-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Reduce a training step's gradients across data-parallel "
+                "ranks before they are accumulated or applied";
+  let description = [{
+    Data parallelism with the semantics of PyTorch DDP and Megatron: every
+    rank runs the same training graph on its own shard of the batch, and
+    the gradients the graph feeds its accumulators (onnxruntime-training's
+    InPlaceAccumulator) and optimizers are averaged over the ranks before
+    they are used, so every rank applies the same update.
+
+    The gradients are grouped in buckets in the order they are computed
+    (at most `bucket-mb` MB each, 25 by default as DDP's); each bucket is
+    one `org.amp-mlir:AllReduce` node placed after its last gradient is
+    computed, so its reduction can start while the backward pass goes on.
+    The reduced gradient keeps the ONNX name (`<param>_grad`); the rank's
+    own is renamed `<param>_grad.local`. Run before loss-scaling: its
+    unscale and all-finite check then see the reduced gradients, so one
+    rank's overflow makes every rank skip the step and back off the scale
+    alike. A graph without accumulators or optimizers (an optimizer model,
+    whose gradients are inputs) is left as it is.
+
+    Lowered to the runtime's `all_reduce_many` over the communicator the
+    context is given (docs/Distributed.md); in one process it is a copy.
+  }];
+  let options = [
+    Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
+           "Largest bucket of gradients reduced together, in MB (a "
+           "gradient larger than this is a bucket of its own)">,
+    Option<"reduction", "reduction", "std::string", /*default=*/"\"mean\"",
+           "mean (DDP: the ranks' average) or sum">,
+    Option<"summary", "summary", "bool", /*default=*/"true",
+           "Print what was rewritten to stderr">,
+  ];
+}
+
 #endif // AMP_DIALECT_TRAIN_TRANSFORMS_PASSES_TD

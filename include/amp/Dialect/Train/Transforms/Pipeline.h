@@ -33,8 +33,13 @@ struct AMPPipelineOptions {
     lossScalingOptions.summary = false;
   }
 
+  /// Run auto-mixed-precision (off: a data-parallel fp32 step).
+  bool autoMixedPrecision = true;
   /// Options of auto-mixed-precision (mode, lists, keep-fp32, report=, ...).
   AutoMixedPrecisionOptions amp;
+  /// Run train-data-parallel after auto-mixed-precision and before
+  /// loss-scaling (whose check then sees the reduced gradients).
+  std::optional<TrainDataParallelOptions> dataParallel;
   /// Run loss-scaling after auto-mixed-precision.
   bool lossScaling = false;
   /// Options of loss-scaling (dynamic/static, init scale, ...).
