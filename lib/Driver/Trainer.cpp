@@ -157,7 +157,7 @@ llvm::Error Trainer::run() {
 
   std::unique_ptr<llvm::raw_fd_ostream> log;
   std::string logTmp;
-  if (!opts.logPath.empty()) {
+  if (!opts.logPath.empty() && writesOutputs()) {
     std::error_code ec;
     logTmp = opts.logPath + ".tmp";
     log = std::make_unique<llvm::raw_fd_ostream>(logTmp, ec);
@@ -170,7 +170,15 @@ llvm::Error Trainer::run() {
          << trainProg->numCalls() << " + " << optProg->numCalls()
          << " runtime calls, arena " << trainProg->arenaBytes() << " + "
          << optProg->arenaBytes() << " bytes, " << precisionName()
-         << ", device " << opts.device << "\n";
+         << ", device " << opts.device;
+  if (worldSize > 1)
+    status << ", data parallel: " << worldSize << " ranks ("
+           << amprt_comm_engine(comm) << "), global batch "
+           << (batchedInputs.empty()
+                   ? 0
+                   : state[batchedInputs.begin()->getKey()]->shape[0] *
+                         worldSize);
+  status << "\n";
   // What the training arena holds where most of it is alive.
   if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))
     if (auto split = main->getAttrOfType<DictionaryAttr>(kArenaSplitAttr)) {
@@ -392,6 +400,22 @@ llvm::Error Trainer::run() {
     if (scaleOut >= 0)
       amprt_memcpy(ctx, &scale, trainProg->output(scaleOut), 4,
                    AMPRT_DEVICE_TO_HOST);
+    if (worldSize > 1) {
+      // The loss of the global batch: the mean of the ranks' (each the
+      // mean over its part).
+      auto mean = meanOverRanks(loss);
+      if (!mean)
+        return mean.takeError();
+      loss = *mean;
+      if (opts.verifyReplicas) {
+        auto same = sameOnAllRanks(stateChecksum());
+        if (!same)
+          return same.takeError();
+        if (!*same)
+          return fail("data parallel: after step " + Twine(stepsDone + 1) +
+                      " the ranks' parameters or optimizer state differ");
+      }
+    }
     // Seconds since the loop started, taken after the step's results were
     // read back (so its device work is done): with --log-time a benchmark
     // takes the steady state from one process, (seconds[j] - seconds[i]) /
@@ -420,7 +444,7 @@ llvm::Error Trainer::run() {
     // --checkpoint-every: the state after this step (a multiple of
     // --accumulate, so between groups), replaced atomically; the last
     // step's is written below.
-    if (opts.checkpointEvery > 0 && !last &&
+    if (opts.checkpointEvery > 0 && !last && writesOutputs() &&
         (stepsDone + 1) % uint64_t(opts.checkpointEvery) == 0)
       if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone + 1))
         return e;
@@ -432,6 +456,9 @@ llvm::Error Trainer::run() {
     if (std::error_code ec = llvm::sys::fs::rename(logTmp, opts.logPath))
       return fail(opts.logPath + ": " + ec.message());
   }
+  // Every rank holds the same state: rank 0 writes it.
+  if (!writesOutputs())
+    return llvm::Error::success();
   if (!opts.checkpointPath.empty())
     if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone))
       return e;
@@ -455,6 +482,24 @@ double amp::driver::initialLossScale(const TrainOptions &options) {
 
 llvm::Error amp::driver::train(const TrainOptions &options,
                                llvm::raw_ostream &status) {
-  Trainer t(options, status);
-  return t.run();
+  // Data-parallel training: rank 0 reports progress, the others run quiet.
+  std::optional<std::pair<int64_t, int64_t>> world = launcherWorld();
+  bool quiet = world && world->first > 1 && world->second != 0;
+  Trainer t(options, quiet ? llvm::nulls() : status);
+  llvm::Error e = t.run();
+  if (e) {
+    // No other rank may wait for this one in a collective: every rank
+    // ends, the launcher naming this one.
+    e = llvm::handleErrors(
+        std::move(e), [&](const llvm::ErrorInfoBase &info) -> llvm::Error {
+          if (t.isDataParallel()) {
+            llvm::errs() << "amp-run: rank " << world->second
+                         << ": error: " << info.message() << "\n";
+            llvm::errs().flush();
+            t.abortRanks(1);
+          }
+          return fail(info.message());
+        });
+  }
+  return e;
 }

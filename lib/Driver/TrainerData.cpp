@@ -71,9 +71,13 @@ llvm::Error Trainer::loadDataset() {
                     Twine(datasetRows) + " for '" + dataset.begin()->first +
                     "'");
       datasetRows = t.shape[0];
-      if (datasetRows < p.shape[0])
+      int64_t global = p.shape.empty() ? 1 : p.shape[0] * worldSize;
+      if (datasetRows < global)
         return fail("data has " + Twine(datasetRows) +
-                    " samples, fewer than one batch of " + Twine(p.shape[0]));
+                    " samples, fewer than one batch of " + Twine(global) +
+                    (worldSize > 1 ? " (" + Twine(worldSize) + " ranks of " +
+                                         Twine(p.shape[0]) + ")"
+                                   : Twine("")));
       dataset[name] = std::move(t);
     }
   }
@@ -109,8 +113,17 @@ llvm::Error Trainer::fillBatch(int64_t step) {
   for (auto [k, name] : llvm::enumerate(dataInputs)) {
     DeviceBuffer &b = *state[name];
     int64_t batch = b.shape.empty() ? 1 : b.shape[0];
+    // Data parallel: a batched input's global batch is the ranks' batches
+    // in rank order; this rank reads its part (the samples from
+    // rank * batch), the others the whole input.
+    bool sharded = worldSize > 1 && batchedInputs.contains(name);
+    int64_t ranks = sharded ? worldSize : 1, part = sharded ? rank : 0;
     if (synthetic) {
       uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
+      // Element i of the global batch is drawn from s + i * golden: this
+      // rank's first element is element part * numel of it.
+      int64_t numel = int64_t(b.bytes / amprt_dtype_size(b.dtype));
+      s += uint64_t(part) * uint64_t(numel) * 0x9e3779b97f4a7c15ull;
       // A narrowed input is drawn in its 16-bit type: random_fill rounds
       // the f32 draw once more, the values the graph's cast made.
       if (b.fedAs != AMPRT_F32 && b.fedAs != AMPRT_I64 &&
@@ -138,8 +151,10 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       // batch of a step is a pure function of the step, so a resumed run
       // sees the same batches.
       std::vector<char> host(b.bytes);
-      int64_t perEpoch = datasetRows / batch;
-      int64_t epoch = step / perEpoch, first = (step % perEpoch) * batch;
+      int64_t global = batch * ranks;
+      int64_t perEpoch = datasetRows / global;
+      int64_t epoch = step / perEpoch,
+              first = (step % perEpoch) * global + part * batch;
       std::vector<int64_t> perm(datasetRows);
       for (int64_t i = 0; i < datasetRows; ++i)
         perm[i] = i;
@@ -170,7 +185,8 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       }
       amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
     }
-    if (step == opts.injectNonFiniteStep && b.fedAs == AMPRT_F32 && b.bytes) {
+    if (step == opts.injectNonFiniteStep && b.fedAs == AMPRT_F32 && b.bytes &&
+        (opts.injectNonFiniteRank < 0 || opts.injectNonFiniteRank == rank)) {
       float nan = NAN;
       uint16_t nan16 = b.dtype == AMPRT_F16 ? 0x7e00 : 0x7fc0; // f16, bf16
       amprt_memcpy(ctx, b.data,

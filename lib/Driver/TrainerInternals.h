@@ -37,6 +37,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 #include <optional>
@@ -56,6 +57,11 @@ inline uint64_t splitmix(uint64_t &s) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+
+/// The ranks a launcher started and this process's rank: Open MPI's
+/// mpirun, MPICH's hydra (PMI), Slurm's srun (TrainerDistributed.cpp);
+/// nullopt without one.
+std::optional<std::pair<int64_t, int64_t>> launcherWorld();
 
 /// A device buffer owned by the trainer.
 struct DeviceBuffer {
@@ -97,8 +103,17 @@ public:
       amprt_context_destroy(ctx);
     if (hostCtx)
       amprt_context_destroy(hostCtx);
+    if (comm)
+      amprt_comm_destroy(comm);
   }
   llvm::Error run();
+  bool isDataParallel() const { return comm && worldSize > 1; }
+  /// Data-parallel training: after an error on this rank, ends every rank
+  /// (no other rank waits in a collective for it forever).
+  void abortRanks(int32_t code) {
+    if (comm && worldSize > 1)
+      amprt_comm_abort(comm, code);
+  }
 
 private:
   const TrainOptions &opts;
@@ -151,6 +166,30 @@ private:
     });
     return bf16 ? "AMP bf16" : f16 ? "AMP fp16" : "fp32";
   }
+  // Data-parallel training (TrainerDistributed.cpp): the ranks the
+  // launcher started (one without a launcher), this one's, and the
+  // communicator the context reduces gradients over.
+  amprt_comm *comm = nullptr;
+  int32_t rank = 0, worldSize = 1;
+  /// The data inputs whose dim 0 is the batch: each rank reads its own
+  /// part of the global batch there (the others are the same on every
+  /// rank).
+  llvm::StringSet<> batchedInputs;
+  /// Joins the ranks the launcher (mpirun, srun) started, if more than one.
+  llvm::Error joinRanks();
+  /// Before the first step: the ranks agree on the models, the options and
+  /// the data, and every rank takes rank 0's state (broadcast, checked by a
+  /// checksum).
+  llvm::Error agreeAcrossRanks();
+  /// A 64-bit checksum of the state buffers (parameters, optimizer and
+  /// loss-scaler state, not the data).
+  uint64_t stateChecksum();
+  /// Whether `value` is the same on every rank.
+  llvm::Expected<bool> sameOnAllRanks(uint64_t value);
+  /// The mean of `v` over the ranks.
+  llvm::Expected<float> meanOverRanks(float v);
+  /// Only rank 0 writes the log, the progress and the files.
+  bool writesOutputs() const { return rank == 0; }
   // Persistent state by name, and per-step data inputs.
   llvm::StringMap<std::unique_ptr<DeviceBuffer>> state;
   std::vector<std::string> params; // training graph order

@@ -55,6 +55,8 @@ uint64_t fnv1a(StringRef s) {
 llvm::Error Trainer::load() {
   if (opts.accumulate < 1 || opts.steps % opts.accumulate != 0)
     return fail("accumulate must be at least 1 and divide the steps");
+  if (auto e = joinRanks())
+    return e;
   loadDialects(mctx);
   // Warnings (the AMP pass's operator versions that keep nodes f32, ...)
   // reach the user as amp-opt prints them; errors go on to the default
@@ -88,6 +90,11 @@ llvm::Error Trainer::load() {
       return bound.takeError();
     loweringDims = std::move(*bound);
     collectGraphInputs(graph, inputs);
+    // The inputs of a symbolic leading dim carry samples: each rank reads
+    // its part of the global batch there.
+    for (const InputInfo &in : inputs)
+      if (!in.shape.empty() && in.shape[0] < 0)
+        batchedInputs.insert(in.name);
   }
 
   // Parameters: training inputs named in the weights file (or in a resumed
@@ -132,7 +139,9 @@ llvm::Error Trainer::load() {
   }
   if (!ckpt)
     restoreLossScaler();
-  return loadDataset();
+  if (auto e = loadDataset())
+    return e;
+  return agreeAcrossRanks();
 }
 
 llvm::Error Trainer::readLoweredProgram(SmallVectorImpl<InputInfo> &inputs) {
@@ -205,6 +214,16 @@ llvm::Error Trainer::importModels() {
                 "the eval or forward model)");
   if (!opts.ampRangesPath.empty() && !opts.amp)
     return fail("--amp-ranges is a policy of the AMP pass: give --amp too");
+  // Data-parallel fp32: the gradients reduced across the ranks, no AMP.
+  if (!opts.amp && worldSize > 1) {
+    train::AMPPipelineOptions po;
+    po.autoMixedPrecision = false;
+    po.dataParallel.emplace();
+    po.dataParallel->bucketMB = opts.bucketMB;
+    po.dataParallel->summary = false;
+    if (failed(train::runAMPPipeline(*trainMod, po)))
+      return fail("the data-parallel pass failed");
+  }
   if (opts.amp) {
     std::optional<train::AMPMode> mode = train::parseAMPMode(opts.ampMode);
     if (!mode)
@@ -215,6 +234,13 @@ llvm::Error Trainer::importModels() {
     po.amp.ranges = opts.ampRangesPath;
     po.amp.keepFp32.assign(opts.ampKeepFp32.begin(), opts.ampKeepFp32.end());
     po.lossScaling = *mode == train::AMPMode::FP16;
+    // Before loss scaling: its check sees the reduced gradients, so every
+    // rank skips a step any rank overflowed in.
+    if (worldSize > 1) {
+      po.dataParallel.emplace();
+      po.dataParallel->bucketMB = opts.bucketMB;
+      po.dataParallel->summary = false;
+    }
     if (opts.staticLossScale != 0) {
       if (!po.lossScaling)
         return fail("--loss-scale is a setting of fp16 AMP (bf16 has fp32's "
@@ -467,6 +493,9 @@ llvm::Error Trainer::createPrograms() {
   // The runtime says why a backend is missing (not built, or no device).
   if (amprt_context_create(opts.device.c_str(), &ctx) != AMPRT_OK)
     return fail("--device " + opts.device + ": " + amprt_last_error(nullptr));
+  // The training program's collectives reduce over the ranks.
+  if (comm && amprt_context_set_comm(ctx, comm) != AMPRT_OK)
+    return fail(Twine("data parallel: ") + amprt_last_error(ctx));
 
   auto tp = Program::create(trainLowered, "main", ctx);
   if (!tp)

@@ -80,6 +80,17 @@ struct TrainOptions {
   /// steps (a multiple of accumulate; 0: only at the end).
   int64_t checkpointEvery = 0;
   int64_t injectNonFiniteStep = -1; ///< makes step k's batch NaN (testing)
+  /// With injectNonFiniteStep in data-parallel training: only this rank's
+  /// batch (-1: every rank's).
+  int64_t injectNonFiniteRank = -1;
+  /// Data-parallel training (amp-run started as several ranks by mpirun or
+  /// srun; docs/Distributed.md): the largest bucket of gradients reduced
+  /// together, in MB (DDP's 25 by default).
+  double bucketMB = 25;
+  /// Data-parallel training: after every step, check that every rank holds
+  /// the same parameters and optimizer state (a checksum compared across
+  /// the ranks); a difference is an error naming the step.
+  bool verifyReplicas = false;
   /// When a step's loss or all-finite flag is non-finite, run the step
   /// again call by call and report the first node that made a non-finite
   /// value from finite inputs (NonfiniteLocator.h).

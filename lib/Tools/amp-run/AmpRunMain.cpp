@@ -221,6 +221,20 @@ struct AmpRunOptions {
   cl::opt<int64_t> inject{"inject-nonfinite",
                           cl::desc("testing: NaN in step k's batch"),
                           cl::cat(category), cl::init(-1)};
+  cl::opt<int64_t> injectRank{
+      "inject-rank",
+      cl::desc("testing, data parallel: --inject-nonfinite on this rank only"),
+      cl::cat(category), cl::init(-1)};
+  cl::opt<double> bucketMB{
+      "bucket-mb",
+      cl::desc("data parallel (started by mpirun or srun as several ranks): "
+               "the largest bucket of gradients reduced together, in MB"),
+      cl::cat(category), cl::init(amp::driver::TrainOptions().bucketMB)};
+  cl::opt<bool> verifyReplicas{
+      "verify-replicas",
+      cl::desc("data parallel: after every step, check that every rank "
+               "holds the same parameters and optimizer state"),
+      cl::cat(category)};
   cl::opt<int64_t> accumulate{
       "accumulate",
       cl::desc("gradient accumulation: one optimizer step every N training "
@@ -264,6 +278,9 @@ int AmpRunOptions::execute() {
                                              &externalDataThreshold,
                                              &lowered,
                                              &inject,
+                                             &injectRank,
+                                             &bucketMB,
+                                             &verifyReplicas,
                                              &localize,
                                              &collectRanges,
                                              &ampRanges,
@@ -364,6 +381,17 @@ int AmpRunOptions::execute() {
   o.externalDataThreshold = externalDataThreshold;
   o.loweredPath = lowered;
   o.injectNonFiniteStep = inject;
+  o.injectNonFiniteRank = injectRank;
+  if (injectRank.getNumOccurrences() && inject < 0) {
+    llvm::errs() << "amp-run: --inject-rank needs --inject-nonfinite\n";
+    return 1;
+  }
+  if (!(bucketMB > 0) || !std::isfinite(bucketMB)) {
+    llvm::errs() << "amp-run: --bucket-mb must be a positive number\n";
+    return 1;
+  }
+  o.bucketMB = bucketMB;
+  o.verifyReplicas = verifyReplicas;
   o.localizeNonfinite = localize;
   o.collectRangesPath = collectRanges;
   o.ampRangesPath = ampRanges;

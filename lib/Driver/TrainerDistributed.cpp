@@ -1,0 +1,215 @@
+//===- TrainerDistributed.cpp - data-parallel training across ranks -------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// amp-run started by a launcher (mpirun, srun) as several ranks trains
+// data-parallel (docs/Distributed.md): the ranks join one communicator of
+// the runtime, the training graph reduces its gradients over it
+// (train-data-parallel), every rank reads its own part of each global
+// batch (TrainerData.cpp) and takes rank 0's parameters before the first
+// step; the ranks agree on the models, the options and the data, or none
+// trains.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainerInternals.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/xxhash.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+using namespace amp;
+using namespace amp::driver;
+using namespace amp::driver::detail;
+
+std::optional<std::pair<int64_t, int64_t>>
+amp::driver::detail::launcherWorld() {
+  static const char *const kVars[][2] = {
+      {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
+      {"PMI_SIZE", "PMI_RANK"},
+      {"SLURM_NTASKS", "SLURM_PROCID"}};
+  for (const auto &[sizeVar, rankVar] : kVars) {
+    const char *size = std::getenv(sizeVar), *rank = std::getenv(rankVar);
+    int64_t n = 0, r = 0;
+    if (size && rank && !StringRef(size).getAsInteger(10, n) &&
+        !StringRef(rank).getAsInteger(10, r))
+      return std::make_pair(n, r);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Combines `v` into the running hash `h`.
+void mix(uint64_t &h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+}
+void mix(uint64_t &h, StringRef s) {
+  mix(h, llvm::xxh3_64bits(llvm::arrayRefFromStringRef(s)));
+}
+
+} // namespace
+
+llvm::Error Trainer::joinRanks() {
+  std::optional<std::pair<int64_t, int64_t>> world = launcherWorld();
+  if (!world || world->first <= 1)
+    return llvm::Error::success();
+  auto [size, myRank] = *world;
+  if (!amprt_comm_available("mpi"))
+    return fail("started as rank " + Twine(myRank) + " of " + Twine(size) +
+                " by a launcher, but this build has no MPI for data-parallel "
+                "training (install libopenmpi-dev and rebuild)");
+  // What the data-parallel step does not do yet: refused, not ignored.
+  if (opts.optimizerModel.empty())
+    return fail("data-parallel training takes the ONNX training and "
+                "optimizer models (a lowered program does not say which "
+                "inputs carry samples)");
+  if (opts.localizeNonfinite || opts.stepRunner ||
+      !opts.collectRangesPath.empty())
+    return fail("--localize-nonfinite, --compare-precision and "
+                "--collect-ranges run on one rank: start amp-run without "
+                "mpirun for them");
+  const char *engine =
+      opts.device == "cuda" && amprt_comm_available("nccl") ? "nccl" : "mpi";
+  if (amprt_comm_create(engine, &comm) != AMPRT_OK)
+    return fail(Twine("data parallel: ") + amprt_last_error(nullptr));
+  rank = amprt_comm_rank(comm);
+  worldSize = amprt_comm_size(comm);
+  if (worldSize != size)
+    return fail("data parallel: the launcher started " + Twine(size) +
+                " ranks, the communicator has " + Twine(worldSize));
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> Trainer::sameOnAllRanks(uint64_t value) {
+  // Each 64-bit value as two i64 halves' min and max: equal everywhere iff
+  // min == max.
+  int64_t v[2] = {int64_t(value >> 32), int64_t(value & 0xffffffffu)};
+  int64_t shape = 2;
+  void *buf[2] = {nullptr, nullptr};
+  for (void *&b : buf)
+    if (amprt_malloc(ctx, sizeof v, &b) != AMPRT_OK)
+      return fail(Twine("device memory: ") + amprt_last_error(ctx));
+  auto release = llvm::make_scope_exit([&] {
+    for (void *b : buf)
+      amprt_free(ctx, b);
+  });
+  int64_t lo[2], hi[2];
+  for (auto [b, op, out] : {std::tuple{buf[0], AMPRT_REDUCE_MIN, lo},
+                            std::tuple{buf[1], AMPRT_REDUCE_MAX, hi}}) {
+    amprt_memcpy(ctx, b, v, sizeof v, AMPRT_HOST_TO_DEVICE);
+    amprt_tensor t = {b, AMPRT_I64, 1, &shape};
+    if (amprt_all_reduce(ctx, &t, &t, op) != AMPRT_OK)
+      return fail(Twine("data parallel: ") + amprt_last_error(ctx));
+    amprt_memcpy(ctx, out, b, sizeof v, AMPRT_DEVICE_TO_HOST);
+  }
+  return lo[0] == hi[0] && lo[1] == hi[1];
+}
+
+llvm::Expected<float> Trainer::meanOverRanks(float v) {
+  void *b = nullptr;
+  if (amprt_malloc(ctx, 4, &b) != AMPRT_OK)
+    return fail(Twine("device memory: ") + amprt_last_error(ctx));
+  auto release = llvm::make_scope_exit([&] { amprt_free(ctx, b); });
+  amprt_memcpy(ctx, b, &v, 4, AMPRT_HOST_TO_DEVICE);
+  amprt_tensor t = {b, AMPRT_F32, 0, nullptr};
+  if (amprt_all_reduce(ctx, &t, &t, AMPRT_REDUCE_AVG) != AMPRT_OK)
+    return fail(Twine("data parallel: ") + amprt_last_error(ctx));
+  amprt_memcpy(ctx, &v, b, 4, AMPRT_DEVICE_TO_HOST);
+  return v;
+}
+
+/// The state buffers every rank must hold alike: all but the data inputs,
+/// by name.
+static std::vector<std::pair<std::string, DeviceBuffer *>>
+replicatedState(llvm::StringMap<std::unique_ptr<DeviceBuffer>> &state,
+                ArrayRef<std::string> dataInputs) {
+  std::vector<std::pair<std::string, DeviceBuffer *>> out;
+  for (auto &e : state)
+    if (e.getValue() && e.getValue()->bytes &&
+        !llvm::is_contained(dataInputs, e.getKey()))
+      out.push_back({e.getKey().str(), e.getValue().get()});
+  llvm::sort(out,
+             [](const auto &a, const auto &b) { return a.first < b.first; });
+  return out;
+}
+
+uint64_t Trainer::stateChecksum() {
+  uint64_t h = 0;
+  std::vector<uint8_t> host;
+  for (auto &[name, b] : replicatedState(state, dataInputs)) {
+    host.resize(b->bytes);
+    amprt_memcpy(ctx, host.data(), b->data, b->bytes, AMPRT_DEVICE_TO_HOST);
+    mix(h, name);
+    mix(h, llvm::xxh3_64bits(host));
+  }
+  return h;
+}
+
+llvm::Error Trainer::agreeAcrossRanks() {
+  if (worldSize <= 1)
+    return llvm::Error::success();
+  // The models: every call's kernel and its tensors' shapes and types.
+  uint64_t models = 0;
+  for (Program *p : {trainProg.get(), optProg.get()})
+    for (size_t i = 0; i < p->numCalls(); ++i) {
+      const Program::CallInfo &c = p->callInfo(i);
+      mix(models, c.kernel);
+      for (const Program::CallTensor &t : c.tensors)
+        if (t.tensor) {
+          mix(models, uint64_t(t.tensor->dtype));
+          for (int32_t d = 0; d < t.tensor->rank; ++d)
+            mix(models, uint64_t(t.tensor->shape[d]));
+        }
+    }
+  // The options that change what a step computes.
+  uint64_t options = 0;
+  std::string o;
+  llvm::raw_string_ostream os(o);
+  os << opts.steps << ' ' << opts.batch << ' ' << opts.lr << ' ' << opts.amp
+     << ' ' << opts.ampMode << ' ' << opts.staticLossScale << ' '
+     << opts.accumulate << ' ' << opts.seed << ' ' << opts.shuffle << ' '
+     << opts.dims << ' ' << opts.bucketMB << ' ' << opts.device << ' '
+     << llvm::join(opts.ampKeepFp32, ",") << ' ' << opts.ampRangesPath;
+  mix(options, o);
+  // The data: its source, and a file's rows, shapes and first bytes.
+  uint64_t data = 0;
+  if (StringRef(opts.data).starts_with("synthetic:"))
+    mix(data, opts.data);
+  for (auto &[name, t] : dataset) {
+    mix(data, name);
+    for (int64_t d : t.shape)
+      mix(data, uint64_t(d));
+    mix(data, StringRef(t.data.data(), std::min<size_t>(t.data.size(), 4096)));
+  }
+  for (auto [what, value] :
+       {std::pair{"the models (their lowered programs)", models},
+        std::pair{"the training options", options},
+        std::pair{"the data", data}}) {
+    auto same = sameOnAllRanks(value);
+    if (!same)
+      return same.takeError();
+    if (!*same)
+      return fail(Twine("data parallel: the ranks disagree on ") + what +
+                  ": start every rank with the same command line and files");
+  }
+  // Every rank starts from rank 0's parameters and state.
+  for (auto &[name, b] : replicatedState(state, dataInputs)) {
+    amprt_tensor t = {b->data, b->dtype, int32_t(b->shape.size()),
+                      b->shape.data()};
+    if (amprt_broadcast(ctx, &t, 0) != AMPRT_OK)
+      return fail("data parallel: broadcasting '" + name +
+                  "': " + amprt_last_error(ctx));
+  }
+  auto same = sameOnAllRanks(stateChecksum());
+  if (!same)
+    return same.takeError();
+  if (!*same)
+    return fail("data parallel: the ranks' parameters differ after the "
+                "broadcast from rank 0");
+  return llvm::Error::success();
+}
