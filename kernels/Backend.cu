@@ -166,6 +166,17 @@ amprt_status cudaOpen(amprt_context *ctx) {
   return AMPRT_OK;
 }
 
+/// An "nccl" communicator's collectives run on its GPU, which must be the
+/// context's; an "mpi" one runs them on the host (onHost), any device.
+amprt_status cudaAcceptComm(amprt_context *ctx, const amprt_comm *comm) {
+  if (comm && comm->nccl && comm->device != state(ctx).device)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "amprt_context_set_comm: the nccl communicator is on "
+                     "device %d, the context on device %d",
+                     int(comm->device), state(ctx).device);
+  return AMPRT_OK;
+}
+
 KernelTable makeTable() {
   KernelTable t = {};
   registerConvert(t);
@@ -185,6 +196,7 @@ KernelTable makeTable() {
   registerRandom(t);
   registerSelect(t);
   registerRecurrent(t);
+  registerCollective(t);
   return t;
 }
 
@@ -330,8 +342,8 @@ const Backend *amprt::cudaBackend(std::string &why) {
     return nullptr;
   }
   static const KernelTable table = makeTable();
-  static const Backend backend = {"cuda",   cudaAllocManaged, cudaRelease,
-                                  cudaCopy, cudaSet,          cudaSync,
-                                  &table,   cudaOpen,         cudaClose};
+  static const Backend backend = {
+      "cuda",   cudaAllocManaged, cudaRelease, cudaCopy,  cudaSet,
+      cudaSync, &table,           cudaOpen,    cudaClose, cudaAcceptComm};
   return &backend;
 }

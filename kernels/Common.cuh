@@ -26,6 +26,7 @@
 
 #include "amp/Runtime/Backend/Backend.h"
 #include "amp/Runtime/Backend/Checks.h"
+#include "amp/Runtime/Backend/Comm.h"
 #include "amp/Runtime/Math/ElementAccess.h"
 
 #include <cublasLt.h>
@@ -487,6 +488,7 @@ void registerResize(KernelTable &t);        // Resize.cu
 void registerRandom(KernelTable &t);        // Random.cu
 void registerSelect(KernelTable &t);        // Select.cu
 void registerRecurrent(KernelTable &t);     // Recurrent.cu
+void registerCollective(KernelTable &t);    // Collective.cu (NCCL)
 
 } // namespace cuda
 } // namespace amprt

@@ -102,3 +102,20 @@ if os.path.exists(_amprt) and subprocess.run(
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         timeout=120).returncode == 0:
     config.available_features.add("cuda-device")
+
+# mpi: Open MPI's mpirun is on PATH and the runtime library was built with
+# MPI (amprt_comm_available("mpi"), asked in a child process): the
+# multi-rank collective tests (test/Runtime/mpi-*.test) run their ranks
+# under %mpirun; UNSUPPORTED otherwise. --oversubscribe starts 4 ranks on
+# fewer cores; --allow-run-as-root lets CI containers (root) run them.
+_mpirun = shutil.which("mpirun")
+if _mpirun and os.path.exists(_amprt) and subprocess.run(
+        [config.python_executable, "-c",
+         "import ctypes as C, sys; L = C.CDLL(sys.argv[1]);"
+         " sys.exit(0 if L.amprt_comm_available(b'mpi') == 1 else 1)", _amprt],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        timeout=120).returncode == 0:
+    config.available_features.add("mpi")
+config.substitutions.append(
+    ("%mpirun", "%s --oversubscribe --allow-run-as-root" % (_mpirun or
+                                                            "mpirun")))

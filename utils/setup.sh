@@ -21,6 +21,7 @@ APT_PACKAGES=(
   clang-22 libclang-rt-22-dev                             # libFuzzer target (+ its ASan/UBSan runtimes)
   clang-format-22 clang-tidy-22                           # utils/check-format.sh, .clang-tidy
   graphviz                                                # docs pictures (utils/doc-pictures.sh)
+  openmpi-bin libopenmpi-dev                              # the runtime's "mpi" communicators, mpirun for their tests
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -59,7 +59,7 @@ amprt_status cpuSync(amprt_context *) { return AMPRT_OK; }
 // The CPU backend overrides nothing: every entry is the reference kernel.
 const KernelTable cpuKernels = {};
 const Backend cpu = {"cpu",   cpuAlloc,    cpuRelease, cpuCopy, cpuSet,
-                     cpuSync, &cpuKernels, nullptr,    nullptr};
+                     cpuSync, &cpuKernels, nullptr,    nullptr, nullptr};
 
 #ifdef AMPRT_HAVE_CUDA
 constexpr const char *kBackends = "cpu, cuda";
@@ -70,6 +70,8 @@ constexpr const char *kBackends = "cpu";
 } // namespace
 
 const Backend *amprt::cpuBackend() { return &cpu; }
+
+void amprt::setLastError(const std::string &message) { createError = message; }
 
 extern "C" {
 

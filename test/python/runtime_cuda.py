@@ -20,7 +20,8 @@ dtype's ulp at the larger of the two values:
       multi_tensor_unscale_check, unscale_gate(_accumulate), sign,
       leaky_relu(_grad), <=, >=, logical and/or/xor,
       loss_scaler_update, sgd (the GPU code is the CPU's expressions,
-      compiled without FMA contraction);
+      compiled without FMA contraction), the collectives of a group of
+      one rank (copies);
   1 ulp: f16/bf16 outputs of every kernel where the CPU rounds once from f32
       (a different f32 result can round to the neighbour); random_normal
       (the device's double log/sqrt/cos; 4 ulp for f64 outputs);
@@ -1761,6 +1762,44 @@ def test_cpu_fallback(rt, gpu):
     same(rt, "relu then mse_loss (fallback)", want, zb)
 
 
+def test_collectives(rt, gpu):
+    """Without a communicator a context is a group of one: all_reduce,
+    all_reduce_many, all_gather and reduce_scatter copy x into y (on the
+    device: a copy on the stream), broadcast leaves x alone; bad calls fail
+    as on the CPU. The NCCL path needs a job of several GPUs."""
+    for dt in FLOATS:
+        x = special(rt, (5, 33), dt)
+        for op in (0, 1, 2, 3):
+            c, g, _ = both(rt, gpu, "all_reduce", x, rt.empty(x.shape, dt),
+                           op)
+            same(rt, "all_reduce", c[1], g[1])
+        c, g, _ = both(rt, gpu, "reduce_scatter", x, rt.empty((165,), dt), 1)
+        same(rt, "reduce_scatter", c[1], g[1])
+        c, g, _ = both(rt, gpu, "all_gather", x, rt.empty((1, 5, 33), dt))
+        same(rt, "all_gather", c[1], g[1])
+        c, g, _ = both(rt, gpu, "broadcast", x, 0)
+        same(rt, "broadcast", c[0], g[0])
+    xi = Buf(rt.rng.integers(-1000, 1000, (17,)), "i64")
+    c, g, _ = both(rt, gpu, "all_reduce", xi, rt.empty((17,), "i64"), 3)
+    same(rt, "all_reduce i64", c[1], g[1])
+    xs = [special(rt, (4, 3), "f32"), special(rt, (7,), "bf16"),
+          Buf(rt.rng.integers(0, 9, (5,)), "i32")]
+    c, g, _ = both(rt, gpu, "all_reduce_many", 3, xs,
+                   [rt.empty(b.shape, b.dt) for b in xs], 0)
+    for i in range(3):
+        same(rt, "all_reduce_many ys[%d]" % i, c[2][i], g[2][i])
+    # Bad calls: the CPU's status and message.
+    x = rt.randn((2, 3), "f16")
+    both(rt, gpu, "all_reduce", x, rt.empty((2, 3), "f16"), 7)
+    both(rt, gpu, "all_reduce", x, rt.empty((2, 3), "f32"), 0)
+    both(rt, gpu, "all_reduce", xi, rt.empty((17,), "i64"), 1)
+    both(rt, gpu, "all_reduce_many", 2, [x, xi],
+         [rt.empty((2, 3), "f16"), rt.empty((17,), "i64")], 1)
+    both(rt, gpu, "broadcast", x, 1)
+    both(rt, gpu, "all_gather", x, rt.empty((3,), "f16"))
+    both(rt, gpu, "reduce_scatter", x, rt.empty((3,), "f16"), 0)
+
+
 def test_unaligned(rt, gpu):
     """The element-wise and multi-tensor kernels again with every tensor one
     element off its allocation's alignment: the per-element kernels that
@@ -1785,7 +1824,7 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
          test_average_pool, test_recurrent, test_conv, test_cpu_fallback,
-         test_unaligned]
+         test_collectives, test_unaligned]
 
 
 def main():

@@ -213,6 +213,21 @@ class Runtime:
         L.amprt_dtype_size.restype = C.c_size_t
         L.amprt_dtype_name.argtypes = [C.c_int32]
         L.amprt_dtype_name.restype = C.c_char_p
+        # Communicators (ABI 3).
+        L.amprt_comm_create.argtypes = [C.c_char_p, C.POINTER(C.c_void_p)]
+        L.amprt_comm_destroy.argtypes = [C.c_void_p]
+        L.amprt_comm_rank.argtypes = [C.c_void_p]
+        L.amprt_comm_rank.restype = C.c_int32
+        L.amprt_comm_size.argtypes = [C.c_void_p]
+        L.amprt_comm_size.restype = C.c_int32
+        L.amprt_comm_engine.argtypes = [C.c_void_p]
+        L.amprt_comm_engine.restype = C.c_char_p
+        L.amprt_comm_available.argtypes = [C.c_char_p]
+        L.amprt_comm_available.restype = C.c_int32
+        L.amprt_comm_abort.argtypes = [C.c_void_p, C.c_int32]
+        L.amprt_comm_abort.restype = None
+        L.amprt_context_set_comm.argtypes = [C.c_void_p, C.c_void_p]
+        L.amprt_barrier.argtypes = [C.c_void_p]
         for name, (kind, args) in self.ops.items():
             f = getattr(L, "amprt_" + name)
             f.argtypes = args

@@ -561,7 +561,7 @@ def test_error_paths(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 2
+    assert L.amprt_abi_version() == 3
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -612,7 +612,11 @@ def test_abi_and_memory(rt):
     core = {"abi_version", "context_create", "context_destroy",
             "backend_name", "last_error", "malloc", "free", "memcpy",
             "memset", "synchronize", "dtype_size", "dtype_name",
-            "set_random_offset"}
+            "set_random_offset",
+            # Communicators (ABI 3).
+            "comm_create", "comm_destroy", "comm_rank", "comm_size",
+            "comm_engine", "comm_available", "comm_abort",
+            "context_set_comm", "barrier"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)

@@ -89,8 +89,8 @@ typedef struct amprt_window {
 } amprt_window;
 
 /// Opaque per-backend context: owns the last error message, the backend's
-/// allocator and (later) its streams and communicator. One context must not
-/// be used by two threads at once.
+/// allocator and streams, and names the communicator its collectives use.
+/// One context must not be used by two threads at once.
 typedef struct amprt_context amprt_context;
 
 typedef enum amprt_memcpy_kind {
@@ -149,7 +149,7 @@ AMPRT_API amprt_status amprt_set_random_offset(amprt_context *ctx,
    Ops.def (all_reduce, broadcast, all_gather, reduce_scatter) reduce over;
    a context without one is a group of one rank (the collectives copy). All
    ranks call the collectives in the same order with the same shapes and
-   dtypes. */
+   dtypes. docs/RuntimeABI.md, "Communicators and collectives". */
 typedef struct amprt_comm amprt_comm;
 
 /// Reductions of all_reduce and reduce_scatter. The values are part of the
@@ -162,33 +162,41 @@ typedef enum amprt_reduce_op {
 } amprt_reduce_op;
 
 /// Creates a communicator over every rank the launcher started, with
-/// `engine`: "mpi" (MPI_COMM_WORLD; host buffers, device buffers staged
-/// through the host or passed to a CUDA-aware MPI; MPI is initialized here
-/// unless the program did) or "nccl" (device buffers of CUDA contexts; its
-/// unique id broadcast over MPI). NULL or "" picks "nccl" for a CUDA build
-/// with a device, else "mpi". Every rank calls it. Fails (message from
-/// amprt_last_error(NULL)) when this build has no such engine.
+/// `engine`: "mpi" (a duplicate of MPI_COMM_WORLD; host buffers, and the
+/// managed buffers of a CUDA context read and written on the host; MPI is
+/// initialized here, MPI_THREAD_FUNNELED, unless the program did: then the
+/// thread that creates the first communicator makes the collective calls)
+/// or "nccl" (device buffers of CUDA contexts on the GPU of the rank's
+/// place on its node, which it makes current on the calling thread: create
+/// the CUDA context after it, on that thread; the unique id is broadcast
+/// over MPI, and a CPU context reduces over that MPI group). NULL or ""
+/// picks "nccl" for a CUDA build with NCCL and a device, else "mpi". Every
+/// rank calls it. Fails (message from amprt_last_error(NULL)) when this
+/// build has no such engine, or MPI was finalized in this process.
 AMPRT_API amprt_status amprt_comm_create(const char *engine, amprt_comm **out);
 /// Frees the communicator (MPI is finalized when amprt_comm_create
 /// initialized it and this is its last communicator).
 AMPRT_API amprt_status amprt_comm_destroy(amprt_comm *comm);
-/// This process's rank, in [0, size).
+/// This process's rank, in [0, size) (0 for NULL: a group of one).
 AMPRT_API int32_t amprt_comm_rank(const amprt_comm *comm);
-/// The number of ranks.
+/// The number of ranks (1 for NULL).
 AMPRT_API int32_t amprt_comm_size(const amprt_comm *comm);
-/// "mpi" or "nccl".
+/// "mpi" or "nccl" ("" for NULL).
 AMPRT_API const char *amprt_comm_engine(const amprt_comm *comm);
-/// Whether this build can create a communicator with `engine` ("mpi",
-/// "nccl"): 1 or 0.
+/// Whether this build can create a communicator with `engine` ("mpi";
+/// "nccl" also needs a CUDA device; NULL or "": any): 1 or 0.
 AMPRT_API int32_t amprt_comm_available(const char *engine);
 /// Ends every rank's process with `code`: what a rank that failed calls so
-/// that no other rank waits for it forever (MPI_Abort).
+/// that no other rank waits for it forever (MPI_Abort; exit(code) when MPI
+/// is not running). comm may be NULL (MPI_COMM_WORLD). Does not return.
 AMPRT_API void amprt_comm_abort(amprt_comm *comm, int32_t code);
 /// The communicator the context's collectives use (NULL: none, a group of
-/// one). The context does not own it; it must outlive its use.
+/// one). The context does not own it; it must outlive its use. A CUDA
+/// context refuses an "nccl" communicator of another device.
 AMPRT_API amprt_status amprt_context_set_comm(amprt_context *ctx,
                                               amprt_comm *comm);
-/// Waits until every rank of the context's communicator has called it.
+/// Waits for the context's queued work, then until every rank of its
+/// communicator has called amprt_barrier (returns at once without one).
 AMPRT_API amprt_status amprt_barrier(amprt_context *ctx);
 
 /// Size in bytes of one element; 0 for an unknown dtype.

@@ -47,9 +47,18 @@ struct Backend {
   const KernelTable *kernels;
   amprt_status (*open)(amprt_context *ctx);
   void (*close)(amprt_context *ctx);
+  /// Accepts or refuses a communicator for the context (its collectives'
+  /// engine and device must suit the backend); on refusal records a message
+  /// in ctx. NULL: every communicator is accepted.
+  amprt_status (*acceptComm)(amprt_context *ctx, const amprt_comm *comm);
 };
 
 const Backend *cpuBackend();
+
+/// Sets the message amprt_last_error(NULL) returns on this thread: the
+/// failures of the calls that have no context (amprt_context_create,
+/// amprt_comm_create and amprt_comm_destroy). Context.cpp.
+void setLastError(const std::string &message);
 
 /// The CUDA backend (kernels/Backend.cu), only in builds with CUDA
 /// (AMPRT_HAVE_CUDA): NULL with the reason in `why` when no device answers.
@@ -68,6 +77,9 @@ struct amprt_context {
   amprt::Profile *profile = nullptr;
   /// amprt_set_random_offset: moves every random kernel's stream.
   uint64_t randomOffset = 0;
+  /// amprt_context_set_comm: what the collectives reduce over (not owned;
+  /// NULL: a group of one rank).
+  amprt_comm *comm = nullptr;
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
       __attribute__((format(printf, 3, 4)));

@@ -402,6 +402,37 @@ amprt_status checkGruGrad(amprt_context *ctx, const amprt_tensor *x,
                           const amprt_tensor *db, const amprt_tensor *dh0,
                           RnnDims &d);
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// The group a context's collectives act on: its communicator's size and
+/// rank, or a group of one (size 1, rank 0) without one.
+int32_t groupSize(const amprt_context *ctx);
+int32_t groupRank(const amprt_context *ctx);
+
+/// A tensor a reduction takes (f32, f16, bf16, f64, i64, i32; bool with MIN
+/// and MAX) under `op` (an amprt_reduce_op; AVG for float dtypes only).
+amprt_status checkReduction(amprt_context *ctx, const char *k, const char *what,
+                            const amprt_tensor *t, int32_t op);
+/// all_reduce: x reducible under op, y of x's dtype and shape.
+amprt_status checkAllReduce(amprt_context *ctx, const amprt_tensor *x,
+                            const amprt_tensor *y, int32_t op);
+/// all_reduce_many: n >= 0 pairs, each as all_reduce checks it.
+amprt_status checkAllReduceMany(amprt_context *ctx, int64_t n,
+                                const amprt_tensor *xs, const amprt_tensor *ys,
+                                int32_t op);
+/// broadcast: x any dtype, root in [0, size).
+amprt_status checkBroadcast(amprt_context *ctx, const amprt_tensor *x,
+                            int32_t root);
+/// all_gather: x any dtype, y of x's dtype with size times its elements.
+amprt_status checkAllGather(amprt_context *ctx, const amprt_tensor *x,
+                            const amprt_tensor *y);
+/// reduce_scatter: x reducible under op, y of x's dtype with a size-th of
+/// its elements.
+amprt_status checkReduceScatter(amprt_context *ctx, const amprt_tensor *x,
+                                const amprt_tensor *y, int32_t op);
+
 } // namespace amprt
 
 #endif // AMP_RUNTIME_BACKEND_CHECKS_H
