@@ -303,6 +303,11 @@ llvm::Error Trainer::run() {
     for (auto &[i, b] : writeBack)
       amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
                    AMPRT_DEVICE_TO_DEVICE);
+    // Data parallel: the parameters without a gradient that the step
+    // updates from the rank's own batch (BatchNorm's running statistics)
+    // are rank 0's on every rank, as DDP broadcasts its buffers.
+    if (auto e = broadcastBuffers())
+      return e;
     // The group's flag on the device: this step's, and-ed with the
     // earlier steps' of the group.
     const void *flag = deviceFlag ? trainProg->output(finiteOut) : nullptr;

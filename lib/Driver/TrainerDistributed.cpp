@@ -94,7 +94,7 @@ llvm::Expected<bool> Trainer::sameOnAllRanks(uint64_t value) {
   for (void *&b : buf)
     if (amprt_malloc(ctx, sizeof v, &b) != AMPRT_OK)
       return fail(Twine("device memory: ") + amprt_last_error(ctx));
-  auto release = llvm::make_scope_exit([&] {
+  llvm::scope_exit release([&] {
     for (void *b : buf)
       amprt_free(ctx, b);
   });
@@ -114,7 +114,7 @@ llvm::Expected<float> Trainer::meanOverRanks(float v) {
   void *b = nullptr;
   if (amprt_malloc(ctx, 4, &b) != AMPRT_OK)
     return fail(Twine("device memory: ") + amprt_last_error(ctx));
-  auto release = llvm::make_scope_exit([&] { amprt_free(ctx, b); });
+  llvm::scope_exit release([&] { amprt_free(ctx, b); });
   amprt_memcpy(ctx, b, &v, 4, AMPRT_HOST_TO_DEVICE);
   amprt_tensor t = {b, AMPRT_F32, 0, nullptr};
   if (amprt_all_reduce(ctx, &t, &t, AMPRT_REDUCE_AVG) != AMPRT_OK)
@@ -211,5 +211,23 @@ llvm::Error Trainer::agreeAcrossRanks() {
   if (!*same)
     return fail("data parallel: the ranks' parameters differ after the "
                 "broadcast from rank 0");
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::broadcastBuffers() {
+  if (worldSize <= 1)
+    return llvm::Error::success();
+  for (const std::string &name : params) {
+    if (llvm::is_contained(trainable, name))
+      continue;
+    auto it = state.find(name);
+    if (it == state.end() || !it->second || !it->second->bytes)
+      continue;
+    DeviceBuffer &b = *it->second;
+    amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()), b.shape.data()};
+    if (amprt_broadcast(ctx, &t, 0) != AMPRT_OK)
+      return fail("data parallel: broadcasting '" + name +
+                  "': " + amprt_last_error(ctx));
+  }
   return llvm::Error::success();
 }

@@ -186,6 +186,10 @@ private:
   uint64_t stateChecksum();
   /// Whether `value` is the same on every rank.
   llvm::Expected<bool> sameOnAllRanks(uint64_t value);
+  /// Every rank takes rank 0's parameters that have no gradient (state
+  /// the training step updates itself: BatchNorm's running statistics),
+  /// as DDP broadcasts its buffers; nothing in one process.
+  llvm::Error broadcastBuffers();
   /// The mean of `v` over the ranks.
   llvm::Expected<float> meanOverRanks(float v);
   /// Only rank 0 writes the log, the progress and the files.
