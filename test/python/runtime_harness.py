@@ -194,6 +194,7 @@ class Runtime:
         self.lib = C.CDLL(lib)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.ops_def = ops_def
         self.ops = parse_ops_def(ops_def)
         L = self.lib
         L.amprt_context_create.argtypes = [C.c_char_p,
