@@ -113,33 +113,48 @@ void *ncclOf(amprt_context *) { return nullptr; }
 
 #endif // AMPRT_HAVE_NCCL
 
-/// The CPU code for a call this file does not run: a bad argument (its
-/// message) or an "mpi" communicator (MPI on the host).
+/// Whether the CPU code runs the call: a bad argument (for its status and
+/// message), or a communicator without NCCL ("mpi": MPI on the host).
+bool onCpu(amprt_context *ctx, amprt_status checked) {
+  return checked != AMPRT_OK || (ctx->comm && !ncclOf(ctx));
+}
+
 #define AMPRT_ON_HOST(name, ctx, ...)                                          \
   onHost((ctx), [&] { return amprt_##name((ctx), __VA_ARGS__); })
 
-amprt_status allReduce(amprt_context *ctx, T x, T y, int32_t op) {
-  const char *k = "all_reduce";
-  if (checkAllReduce(ctx, x, y, op) != AMPRT_OK || (ctx->comm && !ncclOf(ctx)))
-    return AMPRT_ON_HOST(all_reduce, ctx, x, y, op);
+/// all_reduce (`scatter` false) and reduce_scatter, checked: a group of one
+/// copies x into y; NCCL reduces on the stream, then AVG divides y.
+amprt_status reduceOnDevice(amprt_context *ctx, const char *k, T x, T y,
+                            int32_t op, bool scatter) {
   if (!ctx->comm)
     return copyBytes(ctx, k, y->data, x->data, bytesOf(x));
 #ifdef AMPRT_HAVE_NCCL
-  AMPRT_NCCL(ctx, k, "ncclAllReduce",
-             ncclAllReduce(x->data, y->data, size_t(numel(x)),
-                           ncclType(x->dtype), ncclOp(op), ncclOf(ctx),
-                           stream(ctx)));
+  ncclResult_t r = scatter
+                       ? ncclReduceScatter(x->data, y->data, size_t(numel(y)),
+                                           ncclType(x->dtype), ncclOp(op),
+                                           ncclOf(ctx), stream(ctx))
+                       : ncclAllReduce(x->data, y->data, size_t(numel(x)),
+                                       ncclType(x->dtype), ncclOp(op),
+                                       ncclOf(ctx), stream(ctx));
+  if (r != ncclSuccess)
+    return ncclFailed(ctx, k, scatter ? "ncclReduceScatter" : "ncclAllReduce",
+                      r);
   if (op == AMPRT_REDUCE_AVG)
     return divide(ctx, k, y);
 #endif
   return AMPRT_OK;
 }
 
+amprt_status allReduce(amprt_context *ctx, T x, T y, int32_t op) {
+  if (onCpu(ctx, checkAllReduce(ctx, x, y, op)))
+    return AMPRT_ON_HOST(all_reduce, ctx, x, y, op);
+  return reduceOnDevice(ctx, "all_reduce", x, y, op, /*scatter=*/false);
+}
+
 amprt_status allReduceMany(amprt_context *ctx, int64_t n, T xs, T ys,
                            int32_t op) {
   const char *k = "all_reduce_many";
-  if (checkAllReduceMany(ctx, n, xs, ys, op) != AMPRT_OK ||
-      (ctx->comm && !ncclOf(ctx)))
+  if (onCpu(ctx, checkAllReduceMany(ctx, n, xs, ys, op)))
     return AMPRT_ON_HOST(all_reduce_many, ctx, n, xs, ys, op);
   if (!ctx->comm) {
     for (int64_t i = 0; i < n; ++i)
@@ -170,7 +185,7 @@ amprt_status allReduceMany(amprt_context *ctx, int64_t n, T xs, T ys,
 }
 
 amprt_status broadcast(amprt_context *ctx, T x, int32_t root) {
-  if (checkBroadcast(ctx, x, root) != AMPRT_OK || (ctx->comm && !ncclOf(ctx)))
+  if (onCpu(ctx, checkBroadcast(ctx, x, root)))
     return AMPRT_ON_HOST(broadcast, ctx, x, root);
   if (!ctx->comm)
     return AMPRT_OK;
@@ -185,7 +200,7 @@ amprt_status broadcast(amprt_context *ctx, T x, int32_t root) {
 
 amprt_status allGather(amprt_context *ctx, T x, T y) {
   const char *k = "all_gather";
-  if (checkAllGather(ctx, x, y) != AMPRT_OK || (ctx->comm && !ncclOf(ctx)))
+  if (onCpu(ctx, checkAllGather(ctx, x, y)))
     return AMPRT_ON_HOST(all_gather, ctx, x, y);
   if (!ctx->comm)
     return copyBytes(ctx, k, y->data, x->data, bytesOf(x));
@@ -198,21 +213,9 @@ amprt_status allGather(amprt_context *ctx, T x, T y) {
 }
 
 amprt_status reduceScatter(amprt_context *ctx, T x, T y, int32_t op) {
-  const char *k = "reduce_scatter";
-  if (checkReduceScatter(ctx, x, y, op) != AMPRT_OK ||
-      (ctx->comm && !ncclOf(ctx)))
+  if (onCpu(ctx, checkReduceScatter(ctx, x, y, op)))
     return AMPRT_ON_HOST(reduce_scatter, ctx, x, y, op);
-  if (!ctx->comm)
-    return copyBytes(ctx, k, y->data, x->data, bytesOf(x));
-#ifdef AMPRT_HAVE_NCCL
-  AMPRT_NCCL(ctx, k, "ncclReduceScatter",
-             ncclReduceScatter(x->data, y->data, size_t(numel(y)),
-                               ncclType(x->dtype), ncclOp(op), ncclOf(ctx),
-                               stream(ctx)));
-  if (op == AMPRT_REDUCE_AVG)
-    return divide(ctx, k, y);
-#endif
-  return AMPRT_OK;
+  return reduceOnDevice(ctx, "reduce_scatter", x, y, op, /*scatter=*/true);
 }
 
 } // namespace

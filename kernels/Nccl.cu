@@ -21,19 +21,8 @@
 
 using namespace amprt;
 
-bool amprt::ncclUsable(std::string &why) {
-  int count = 0;
-  cudaError_t e = cudaGetDeviceCount(&count);
-  if (e != cudaSuccess || count == 0) {
-    why = e != cudaSuccess
-              ? std::string("no CUDA device (cudaGetDeviceCount: ") +
-                    cudaGetErrorString(e) + ")"
-              : std::string("no CUDA device (cudaGetDeviceCount found 0)");
-    cudaGetLastError();
-    return false;
-  }
-  return true;
-}
+// A device answers exactly when the CUDA backend does.
+bool amprt::ncclUsable(std::string &why) { return cudaBackend(why) != nullptr; }
 
 amprt_status amprt::ncclOpen(amprt_comm *comm, std::string &err) {
   // This rank's GPU, and rank 0's unique id; every rank learns whether all

@@ -90,32 +90,37 @@ config.substitutions.append(
     ("%amprt_ops_def", os.path.join(config.amp_src_root, "include", "amp",
                                     "Runtime", "Ops.def")))
 
-# cuda-device: the runtime library has the CUDA backend and a device answers
-# (test/Runtime/cuda-vs-cpu.test). Asked of the library itself, in a child
-# process, so a broken driver cannot take lit down.
+# Questions to the runtime library itself, each in a child process (so a
+# broken driver or MPI cannot take lit down): true when `code`, run with the
+# library loaded as L, exits 0.
 _amprt = os.path.join(config.amp_obj_root, "lib",
                       "libAmpRuntime" + config.llvm_shlib_ext)
-if os.path.exists(_amprt) and subprocess.run(
+
+
+def _runtime_says(code):
+    return os.path.exists(_amprt) and subprocess.run(
         [config.python_executable, "-c",
-         "import ctypes as C, sys; L = C.CDLL(sys.argv[1]); c = C.c_void_p();"
-         " sys.exit(L.amprt_context_create(b'cuda', C.byref(c)))", _amprt],
+         "import ctypes as C, sys; L = C.CDLL(sys.argv[1]); " + code, _amprt],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        timeout=120).returncode == 0:
+        timeout=120).returncode == 0
+
+
+# cuda-device: the runtime library has the CUDA backend and a device answers
+# (test/Runtime/cuda-vs-cpu.test).
+if _runtime_says("c = C.c_void_p(); "
+                 "sys.exit(L.amprt_context_create(b'cuda', C.byref(c)))"):
     config.available_features.add("cuda-device")
 
 # mpi: Open MPI's mpirun is on PATH and the runtime library was built with
-# MPI (amprt_comm_available("mpi"), asked in a child process): the
-# multi-rank collective tests (test/Runtime/mpi-*.test) run their ranks
-# under %mpirun; UNSUPPORTED otherwise. --oversubscribe starts 4 ranks on
-# fewer cores; --allow-run-as-root lets CI containers (root) run them.
+# MPI (amprt_comm_available("mpi")): the multi-rank collective tests
+# (test/Runtime/mpi-*.test) run their ranks under %mpirun; UNSUPPORTED
+# otherwise. --oversubscribe starts 4 ranks on fewer cores;
+# --allow-run-as-root lets CI containers (root) run them; no single-copy
+# (CMA) transfers between ranks, which containers without ptrace refuse.
 _mpirun = shutil.which("mpirun")
-if _mpirun and os.path.exists(_amprt) and subprocess.run(
-        [config.python_executable, "-c",
-         "import ctypes as C, sys; L = C.CDLL(sys.argv[1]);"
-         " sys.exit(0 if L.amprt_comm_available(b'mpi') == 1 else 1)", _amprt],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        timeout=120).returncode == 0:
+if _mpirun and _runtime_says(
+        "sys.exit(0 if L.amprt_comm_available(b'mpi') == 1 else 1)"):
     config.available_features.add("mpi")
 config.substitutions.append(
-    ("%mpirun", "%s --oversubscribe --allow-run-as-root" % (_mpirun or
-                                                            "mpirun")))
+    ("%mpirun", "%s --oversubscribe --allow-run-as-root "
+     "--mca btl_vader_single_copy_mechanism none" % (_mpirun or "mpirun")))

@@ -212,6 +212,16 @@ amprt_status scatterReduced(amprt_context *ctx, const char *k, T x, T y,
   return AMPRT_OK;
 }
 
+/// A collective's work once checked: y = x for a group of one (no
+/// communicator), else `run` over the communicator.
+template <typename F>
+amprt_status overGroup(amprt_context *ctx, T x, T y, F &&run) {
+  if (ctx->comm)
+    return run();
+  copyData(x, y);
+  return AMPRT_OK;
+}
+
 /// "xs[3]": the name of an array element in messages.
 std::string nth(const char *array, int64_t i) {
   char buf[48];
@@ -337,11 +347,8 @@ amprt_status amprt_all_reduce(amprt_context *ctx, T x, T y, int32_t op) {
   AMPRT_DISPATCH(all_reduce, ctx, x, y, op);
   return guard(ctx, "all_reduce", [&]() -> amprt_status {
     AMPRT_TRY(checkAllReduce(ctx, x, y, op));
-    if (!ctx->comm) {
-      copyData(x, y);
-      return AMPRT_OK;
-    }
-    return reduceOne(ctx, "all_reduce", x, y, op);
+    return overGroup(ctx, x, y,
+                     [&] { return reduceOne(ctx, "all_reduce", x, y, op); });
   });
 }
 
@@ -374,12 +381,10 @@ amprt_status amprt_all_gather(amprt_context *ctx, T x, T y) {
   AMPRT_DISPATCH(all_gather, ctx, x, y);
   return guard(ctx, "all_gather", [&]() -> amprt_status {
     AMPRT_TRY(checkAllGather(ctx, x, y));
-    if (!ctx->comm) {
-      copyData(x, y);
-      return AMPRT_OK;
-    }
-    return mpi::allGather(ctx, "all_gather", x->data, y->data, numel(x),
-                          rawWire(x->dtype));
+    return overGroup(ctx, x, y, [&] {
+      return mpi::allGather(ctx, "all_gather", x->data, y->data, numel(x),
+                            rawWire(x->dtype));
+    });
   });
 }
 
@@ -387,11 +392,9 @@ amprt_status amprt_reduce_scatter(amprt_context *ctx, T x, T y, int32_t op) {
   AMPRT_DISPATCH(reduce_scatter, ctx, x, y, op);
   return guard(ctx, "reduce_scatter", [&]() -> amprt_status {
     AMPRT_TRY(checkReduceScatter(ctx, x, y, op));
-    if (!ctx->comm) {
-      copyData(x, y);
-      return AMPRT_OK;
-    }
-    return scatterReduced(ctx, "reduce_scatter", x, y, op);
+    return overGroup(ctx, x, y, [&] {
+      return scatterReduced(ctx, "reduce_scatter", x, y, op);
+    });
   });
 }
 

@@ -15,6 +15,8 @@ The collectives over several ranks run under mpirun in runtime_mpi.py.
 """
 
 import ctypes as C
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -230,6 +232,49 @@ def test_communicator_calls(rt):
             "libopenmpi-dev and rebuild", msg
     print("  engines: mpi %d, nccl %d" % (mpi,
                                           L.amprt_comm_available(b"nccl")))
+
+
+SINGLETON = r"""
+import ctypes as C, sys
+import numpy as np
+sys.path.insert(0, sys.argv[3])
+from runtime_harness import Runtime
+rt = Runtime(sys.argv[1], sys.argv[2], 0)
+L = rt.lib
+comm = C.c_void_p()
+assert L.amprt_comm_create(b"mpi", C.byref(comm)) == 0, L.amprt_last_error(None)
+assert (L.amprt_comm_rank(comm), L.amprt_comm_size(comm)) == (0, 1)
+assert L.amprt_comm_engine(comm) == b"mpi"
+assert L.amprt_context_set_comm(rt.ctx, comm) == 0
+x = rt.randn((5, 3), "f16")
+y = rt.empty((5, 3), "f16")
+rt.ok("all_reduce", x.ref, y.ref, 1)
+assert np.array_equal(x.bits(), y.bits())
+assert L.amprt_barrier(rt.ctx) == 0
+assert L.amprt_context_set_comm(rt.ctx, None) == 0
+assert L.amprt_comm_destroy(comm) == 0
+# The last communicator finalized MPI, which cannot start again.
+assert L.amprt_comm_create(b"mpi", C.byref(comm)) == 6
+print(L.amprt_last_error(None).decode())
+"""
+
+
+def test_mpi_without_launcher(rt):
+    """A process started without mpirun is a group of one over MPI (Open
+    MPI's singleton); after its last communicator MPI cannot start again.
+    In a child process, so this one never initializes MPI."""
+    if not rt.lib.amprt_comm_available(b"mpi"):
+        print("  (no MPI in this build)")
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = subprocess.run([sys.executable, "-c", SINGLETON, rt.lib._name,
+                        rt.ops_def, here], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip() == (
+        "amprt_comm_create: MPI has been finalized in this process (by the "
+        "program, or by amprt_comm_destroy of the last communicator) and "
+        "cannot start again"), p.stdout
 
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]

@@ -15,6 +15,7 @@ import argparse
 import ctypes as C
 import os
 import re
+import sys
 import time
 
 import numpy as np
@@ -193,6 +194,7 @@ class Runtime:
         self.lib = C.CDLL(lib)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.ops_def = ops_def
         self.ops = parse_ops_def(ops_def)
         L = self.lib
         L.amprt_context_create.argtypes = [C.c_char_p,
@@ -340,7 +342,14 @@ class Runtime:
             "%s: got %r, want %r (seed %d)" % (what, got, want, self.seed))
 
     # -- running --------------------------------------------------------
-    def run(self, tests):
+    def run(self, tests, prefix=""):
+        """Runs each test (a function of this Runtime), printing a line per
+        test and a summary, each line after `prefix` and flushed (the ranks
+        of runtime_mpi.py share one output). Returns the exit status."""
+        def say(line):
+            sys.stdout.write(prefix + line + "\n")
+            sys.stdout.flush()
+
         failed = 0
         total0 = time.time()
         for t in tests:
@@ -354,14 +363,14 @@ class Runtime:
                 status = "FAIL: %s: %s" % (type(e).__name__, e)
                 failed += 1
             dt = time.time() - t0
-            print("%-40s %6.2fs %s" % (t.__name__, dt, status))
+            say("%-40s %6.2fs %s" % (t.__name__, dt, status))
         if self.errors:
-            print("max normalized error |out-ref| / (u(dt)|ref| + 2^-24 "
-                  "scale), by kernel and dtype:")
+            say("max normalized error |out-ref| / (u(dt)|ref| + 2^-24 "
+                "scale), by kernel and dtype:")
             for (k, d), v in sorted(self.errors.items()):
-                print("  %-36s %-5s %.3f" % (k, d, v))
+                say("  %-36s %-5s %.3f" % (k, d, v))
         n = len([t for t in tests
                  if not self.filter or self.filter in t.__name__])
-        print("%d tests, %d failed, %.1fs, seed %d"
-              % (n, failed, time.time() - total0, self.seed))
+        say("%d tests, %d failed, %.1fs, seed %d"
+            % (n, failed, time.time() - total0, self.seed))
         return 1 if failed else 0

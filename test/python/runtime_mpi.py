@@ -67,6 +67,14 @@ def takes(dt, op):
     return op != AVG or dt in FLOATS
 
 
+def reductions(dtypes):
+    """Every (dtype, op) pair of `dtypes` a reduction takes, with its tag."""
+    for dt in dtypes:
+        for op in (SUM, AVG, MIN, MAX):
+            if takes(dt, op):
+                yield dt, op, "%s %s" % (dt, OPS[op])
+
+
 class Rank:
     """This rank's view of the job: the runtime, the communicator, the
     shared seed."""
@@ -180,18 +188,15 @@ def test_all_reduce(g):
     rt = g.rt
     shape = (5, 7)
     k = 0
-    for dt in REDUCIBLE:
-        for op in (SUM, AVG, MIN, MAX):
-            if not takes(dt, op):
-                continue
-            tag = "all_reduce %s %s" % (dt, OPS[op])
-            x = g.buf(tag, g.rank, shape, dt)
-            # In place every other call.
-            k += 1
-            y = x if k % 2 else rt.empty(shape, dt)
-            rt.ok("all_reduce", x.ref, y.ref, op)
-            g.check(tag + (" in place" if y is x else ""), y.arr,
-                    g.reduced(tag, shape, dt, op))
+    for dt, op, name in reductions(REDUCIBLE):
+        tag = "all_reduce " + name
+        x = g.buf(tag, g.rank, shape, dt)
+        # In place every other call.
+        k += 1
+        y = x if k % 2 else rt.empty(shape, dt)
+        rt.ok("all_reduce", x.ref, y.ref, op)
+        g.check(tag + (" in place" if y is x else ""), y.arr,
+                g.reduced(tag, shape, dt, op))
     # Empty tensors and a scalar.
     e = rt.empty((0, 3), "f16")
     rt.ok("all_reduce", e.ref, e.ref, AVG)
@@ -260,16 +265,13 @@ def test_all_gather(g):
 def test_reduce_scatter(g):
     rt = g.rt
     shape = (g.size * 4, 3)
-    for dt in REDUCIBLE:
-        for op in (SUM, AVG, MIN, MAX):
-            if not takes(dt, op):
-                continue
-            tag = "reduce_scatter %s %s" % (dt, OPS[op])
-            x = g.buf(tag, g.rank, shape, dt)
-            y = rt.empty((4, 3), dt)
-            rt.ok("reduce_scatter", x.ref, y.ref, op)
-            g.check(tag, y.arr.reshape(-1),
-                    g.reduced(tag, shape, dt, op, part=g.rank))
+    for dt, op, name in reductions(REDUCIBLE):
+        tag = "reduce_scatter " + name
+        x = g.buf(tag, g.rank, shape, dt)
+        y = rt.empty((4, 3), dt)
+        rt.ok("reduce_scatter", x.ref, y.ref, op)
+        g.check(tag, y.arr.reshape(-1),
+                g.reduced(tag, shape, dt, op, part=g.rank))
 
 
 def test_barrier(g):
@@ -347,26 +349,22 @@ def run_rank(a):
     if a.exit_rank is not None or a.abort_rank is not None:
         return run_fault(a, g)
 
-    failed = 0
-    t0 = time.time()
-    for t in TESTS:
-        if a.k and a.k not in t.__name__:
-            continue
-        t1 = time.time()
-        try:
-            t(g)
-            status = "PASS"
-        except Exception as e:  # report every failure, keep going
-            status = "FAIL: %s: %s" % (type(e).__name__, e)
-            failed += 1
-        say(g, "%-28s %6.2fs %s" % (t.__name__, time.time() - t1, status))
-    n = len([t for t in TESTS if not a.k or a.k in t.__name__])
-    say(g, "%d tests, %d failed, %.1fs, seed %d, chunk %s"
-        % (n, failed, time.time() - t0, g.seed,
-           os.environ.get("AMPRT_COMM_CHUNK", "INT_MAX")))
+    rt.filter = a.k
+    status = rt.run([bound(t, g) for t in TESTS],
+                    prefix="rank %d of %d (chunk %s): "
+                    % (g.rank, g.size,
+                       os.environ.get("AMPRT_COMM_CHUNK", "INT_MAX")))
     assert L.amprt_context_set_comm(rt.ctx, None) == 0
     assert L.amprt_comm_destroy(comm) == 0, L.amprt_last_error(None)
-    return 1 if failed else 0
+    return status
+
+
+def bound(t, g):
+    """Test t(g) as the harness runs tests (a function of the Runtime)."""
+    def f(rt):
+        return t(g)
+    f.__name__ = t.__name__
+    return f
 
 
 def run_fault(a, g):
