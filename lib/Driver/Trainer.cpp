@@ -179,6 +179,12 @@ llvm::Error Trainer::run() {
                    : state[batchedInputs.begin()->getKey()]->shape[0] *
                          worldSize);
   status << "\n";
+  if (sharded()) {
+    auto [here, all] = optimizerStateBytes();
+    status << "amp-run: optimizer state sharded over " << worldSize
+           << " ranks: " << here << " of " << all << " bytes on rank " << rank
+           << "\n";
+  }
   // What the training arena holds where most of it is alive.
   if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))
     if (auto split = main->getAttrOfType<DictionaryAttr>(kArenaSplitAttr)) {
@@ -364,6 +370,9 @@ llvm::Error Trainer::run() {
       if (opts.localizeNonfinite && stepFinite)
         if (auto e = localizeOptimizer(int64_t(stepsDone)))
           return e;
+      // --shard-optimizer: each parameter from the rank that updated it.
+      if (auto e = gatherParameters())
+        return e;
       updatedDev = updatedOut >= 0 ? optProg->output(updatedOut)
                                    : const_cast<void *>(flag);
       if (stepIn && deviceUpdated) {
@@ -449,7 +458,7 @@ llvm::Error Trainer::run() {
     // --checkpoint-every: the state after this step (a multiple of
     // --accumulate, so between groups), replaced atomically; the last
     // step's is written below.
-    if (opts.checkpointEvery > 0 && !last && writesOutputs() &&
+    if (opts.checkpointEvery > 0 && !last && (writesOutputs() || sharded()) &&
         (stepsDone + 1) % uint64_t(opts.checkpointEvery) == 0)
       if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone + 1))
         return e;
@@ -461,12 +470,13 @@ llvm::Error Trainer::run() {
     if (std::error_code ec = llvm::sys::fs::rename(logTmp, opts.logPath))
       return fail(opts.logPath + ": " + ec.message());
   }
-  // Every rank holds the same state: rank 0 writes it.
-  if (!writesOutputs())
-    return llvm::Error::success();
-  if (!opts.checkpointPath.empty())
+  // Every rank holds the same state: rank 0 writes it (each rank its
+  // shard of a --shard-optimizer checkpoint).
+  if (!opts.checkpointPath.empty() && (writesOutputs() || sharded()))
     if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone))
       return e;
+  if (!writesOutputs())
+    return llvm::Error::success();
   if (collector)
     if (auto e =
             train::writeAMPRanges(opts.collectRangesPath, collector->ranges()))

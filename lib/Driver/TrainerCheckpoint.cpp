@@ -83,7 +83,7 @@ llvm::Error
 Trainer::readResumeCheckpoint(std::optional<CheckpointContents> &ckpt,
                               std::map<std::string, StoredTensor> &resumed) {
   if (!opts.resumePath.empty()) {
-    auto c = readCheckpoint(opts.resumePath);
+    auto c = readCheckpoint(checkpointFile(opts.resumePath));
     if (!c)
       return c.takeError();
     ckpt = std::move(*c);
@@ -204,7 +204,7 @@ llvm::Error Trainer::saveCheckpoint(StringRef path, uint64_t steps) {
     tensors.push_back({llvm::is_contained(params, k) ? "param:" + k : k,
                        b.dtype, b.shape, deviceBytes(b)});
   }
-  return writeCheckpoint(path, c, tensors);
+  return writeCheckpoint(checkpointFile(path), c, tensors);
 }
 
 /// The state as onnxruntime-training keeps it: trainable and frozen

@@ -73,6 +73,10 @@ llvm::Error Trainer::joinRanks() {
     return fail("--localize-nonfinite, --compare-precision and "
                 "--collect-ranges run on one rank: start amp-run without "
                 "mpirun for them");
+  if (opts.shardOptimizer && !opts.ortCheckpointPath.empty())
+    return fail("--shard-optimizer keeps each rank's part of the optimizer "
+                "state: --ort-checkpoint (one file with all of it) does not "
+                "go with it; --checkpoint writes one file per rank");
   const char *engine =
       opts.device == "cuda" && amprt_comm_available("nccl") ? "nccl" : "mpi";
   if (amprt_comm_create(engine, &comm) != AMPRT_OK)
@@ -123,15 +127,21 @@ llvm::Expected<float> Trainer::meanOverRanks(float v) {
   return v;
 }
 
-/// The state buffers every rank must hold alike: all but the data inputs,
-/// by name.
-static std::vector<std::pair<std::string, DeviceBuffer *>>
-replicatedState(llvm::StringMap<std::unique_ptr<DeviceBuffer>> &state,
-                ArrayRef<std::string> dataInputs) {
+/// Whether state key `key` is a parameter's optimizer state
+/// ("<sequence>:<parameter>", as bindOptimizerInputs names it).
+static bool isOptimizerState(StringRef key, ArrayRef<std::string> trainable) {
+  auto [seq, param] = key.split(':');
+  return !seq.empty() && !param.empty() && llvm::is_contained(trainable, param);
+}
+
+/// The state buffers every rank must hold alike: all but the data inputs
+/// (and, sharded, the optimizer state: each rank's own), by name.
+std::vector<std::pair<std::string, DeviceBuffer *>> Trainer::replicatedState() {
   std::vector<std::pair<std::string, DeviceBuffer *>> out;
   for (auto &e : state)
     if (e.getValue() && e.getValue()->bytes &&
-        !llvm::is_contained(dataInputs, e.getKey()))
+        !llvm::is_contained(dataInputs, e.getKey()) &&
+        !(sharded() && isOptimizerState(e.getKey(), trainable)))
       out.push_back({e.getKey().str(), e.getValue().get()});
   llvm::sort(out,
              [](const auto &a, const auto &b) { return a.first < b.first; });
@@ -141,7 +151,7 @@ replicatedState(llvm::StringMap<std::unique_ptr<DeviceBuffer>> &state,
 uint64_t Trainer::stateChecksum() {
   uint64_t h = 0;
   std::vector<uint8_t> host;
-  for (auto &[name, b] : replicatedState(state, dataInputs)) {
+  for (auto &[name, b] : replicatedState()) {
     host.resize(b->bytes);
     amprt_memcpy(ctx, host.data(), b->data, b->bytes, AMPRT_DEVICE_TO_HOST);
     mix(h, name);
@@ -153,9 +163,13 @@ uint64_t Trainer::stateChecksum() {
 llvm::Error Trainer::agreeAcrossRanks() {
   if (worldSize <= 1)
     return llvm::Error::success();
-  // The models: every call's kernel and its tensors' shapes and types.
+  // The models: every call's kernel and its tensors' shapes and types
+  // (the optimizer's too, unless each rank's updates its own parameters).
   uint64_t models = 0;
-  for (Program *p : {trainProg.get(), optProg.get()})
+  SmallVector<Program *, 2> programs = {trainProg.get()};
+  if (!sharded())
+    programs.push_back(optProg.get());
+  for (Program *p : programs)
     for (size_t i = 0; i < p->numCalls(); ++i) {
       const Program::CallInfo &c = p->callInfo(i);
       mix(models, c.kernel);
@@ -198,7 +212,7 @@ llvm::Error Trainer::agreeAcrossRanks() {
                   ": start every rank with the same command line and files");
   }
   // Every rank starts from rank 0's parameters and state.
-  for (auto &[name, b] : replicatedState(state, dataInputs)) {
+  for (auto &[name, b] : replicatedState()) {
     amprt_tensor t = {b->data, b->dtype, int32_t(b->shape.size()),
                       b->shape.data()};
     if (amprt_broadcast(ctx, &t, 0) != AMPRT_OK)
@@ -230,4 +244,65 @@ llvm::Error Trainer::broadcastBuffers() {
                   "': " + amprt_last_error(ctx));
   }
   return llvm::Error::success();
+}
+
+llvm::Error
+Trainer::shardParameters(ArrayRef<std::pair<std::string, uint64_t>> bytes) {
+  optimized.clear();
+  owner.clear();
+  if (!sharded()) {
+    for (const auto &[name, size] : bytes)
+      optimized.push_back(name);
+    return llvm::Error::success();
+  }
+  if (int64_t(bytes.size()) < worldSize)
+    return fail("--shard-optimizer: " + Twine(bytes.size()) +
+                " trainable parameters for " + Twine(worldSize) +
+                " ranks: every rank must own one");
+  // The largest first, each to the rank with the fewest bytes so far (the
+  // lowest rank of equals): the same on every rank.
+  std::vector<std::pair<std::string, uint64_t>> order(bytes.begin(),
+                                                      bytes.end());
+  llvm::stable_sort(
+      order, [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::vector<uint64_t> load(worldSize, 0);
+  for (const auto &[name, size] : order) {
+    int32_t r =
+        int32_t(std::min_element(load.begin(), load.end()) - load.begin());
+    owner[name] = r;
+    load[r] += size;
+  }
+  for (const auto &[name, size] : bytes)
+    if (owner[name] == rank)
+      optimized.push_back(name);
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::gatherParameters() {
+  if (!sharded())
+    return llvm::Error::success();
+  for (const std::string &name : trainable) {
+    DeviceBuffer &b = *state[name];
+    amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()), b.shape.data()};
+    if (amprt_broadcast(ctx, &t, owner[name]) != AMPRT_OK)
+      return fail("--shard-optimizer: broadcasting '" + name +
+                  "': " + amprt_last_error(ctx));
+  }
+  return llvm::Error::success();
+}
+
+std::pair<uint64_t, uint64_t> Trainer::optimizerStateBytes() {
+  uint64_t here = 0;
+  for (auto &e : state)
+    if (e.getValue() && isOptimizerState(e.getKey(), trainable))
+      here += e.getValue()->bytes;
+  // Every parameter has as many state tensors as this rank's have: the
+  // unsharded total from the parameters' sizes.
+  uint64_t mine = 0, all = 0;
+  for (const std::string &p : trainable) {
+    all += state[p]->bytes;
+    if (llvm::is_contained(optimized, p))
+      mine += state[p]->bytes;
+  }
+  return {here, mine ? uint64_t(double(here) / double(mine) * double(all)) : 0};
 }

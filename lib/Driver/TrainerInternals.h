@@ -192,6 +192,29 @@ private:
   llvm::Error broadcastBuffers();
   /// The mean of `v` over the ranks.
   llvm::Expected<float> meanOverRanks(float v);
+  /// --shard-optimizer: the rank that updates each trainable parameter
+  /// (every one is this rank's without it), and the trainable parameters
+  /// this rank's optimizer program updates, in `trainable` order.
+  llvm::StringMap<int32_t> owner;
+  std::vector<std::string> optimized;
+  /// Assigns each trainable parameter (of `bytes`) an owner: the largest
+  /// first, each to the rank with the fewest bytes so far.
+  llvm::Error shardParameters(ArrayRef<std::pair<std::string, uint64_t>> bytes);
+  /// The state buffers every rank holds alike, by name.
+  std::vector<std::pair<std::string, DeviceBuffer *>> replicatedState();
+  /// The optimizer state's bytes on this rank, and what they would be
+  /// unsharded.
+  std::pair<uint64_t, uint64_t> optimizerStateBytes();
+  /// --shard-optimizer: every rank takes each parameter from its owner.
+  llvm::Error gatherParameters();
+  /// Whether the optimizer state is sharded across more than one rank.
+  bool sharded() const { return opts.shardOptimizer && worldSize > 1; }
+  /// A checkpoint's file: `path`, or this rank's shard of it.
+  std::string checkpointFile(StringRef path) const {
+    return sharded()
+               ? (path + "." + Twine(rank) + "-of-" + Twine(worldSize)).str()
+               : path.str();
+  }
   /// Only rank 0 writes the log, the progress and the files.
   bool writesOutputs() const { return rank == 0; }
   // Persistent state by name, and per-step data inputs.

@@ -338,6 +338,8 @@ Trainer::findParameters(ArrayRef<InputInfo> inputs,
   llvm::StringSet<> inputNames;
   for (const InputInfo &in : inputs)
     inputNames.insert(in.name);
+  std::vector<std::pair<std::string, uint64_t>> sizes;
+  llvm::StringMap<Attribute> types;
   for (const InputInfo &in : inputs) {
     if (in.name.empty())
       continue;
@@ -359,8 +361,18 @@ Trainer::findParameters(ArrayRef<InputInfo> inputs,
     if (!hasGrad)
       continue;
     trainable.push_back(in.name);
-    seqTypes.push_back(TypeAttr::get(RankedTensorType::get(in.shape, in.elem)));
+    sizes.push_back(
+        {in.name,
+         uint64_t(RankedTensorType::get(in.shape, in.elem).getNumElements()) *
+             ((in.elem.getIntOrFloatBitWidth() + 7) / 8)});
+    types[in.name] = TypeAttr::get(RankedTensorType::get(in.shape, in.elem));
   }
+  // The optimizer program updates this rank's parameters: every trainable
+  // one, or (--shard-optimizer) those it owns.
+  if (auto e = shardParameters(sizes))
+    return e;
+  for (const std::string &p : optimized)
+    seqTypes.push_back(types[p]);
   if (params.empty() && !resumed.empty())
     return fail(opts.resumePath + ": none of its parameters is an input of " +
                 opts.trainingModel +
@@ -555,14 +567,14 @@ llvm::Error Trainer::bindOptimizerInputs() {
     if (name.consume_back("]")) {
       auto [seq, idx] = name.split('[');
       unsigned k;
-      if (idx.getAsInteger(10, k) || k >= trainable.size())
+      if (idx.getAsInteger(10, k) || k >= optimized.size())
         return fail("optimizer input '" + p.name + "' is not understood");
       if (seq == "params")
-        key = trainable[k];
+        key = optimized[k];
       else if (seq == "gradients")
-        key = trainable[k] + "_grad.accumulation.buffer";
+        key = optimized[k] + "_grad.accumulation.buffer";
       else
-        key = seq.str() + ":" + trainable[k];
+        key = seq.str() + ":" + optimized[k];
     } else {
       // The per-tensor layout of ORTTrainer's AdamOptimizer graphs:
       // <p>_grad.accumulation.out (the accumulated gradient, which the
@@ -582,6 +594,10 @@ llvm::Error Trainer::bindOptimizerInputs() {
         key = "second_order_moments:" + *q;
       else if (perParam(".should_update"))
         updateIns.push_back(p.name);
+      if (sharded() && key != p.name)
+        return fail("--shard-optimizer shards an optimizer over sequences "
+                    "(onnxruntime-training's AdamW, SGD); '" +
+                    p.name + "' is a per-parameter input of another layout");
     }
     if (!state.count(key) &&
         StringRef(key).ends_with("_grad.accumulation.buffer"))

@@ -91,6 +91,12 @@ struct TrainOptions {
   /// the same parameters and optimizer state (a checksum compared across
   /// the ranks); a difference is an error naming the step.
   bool verifyReplicas = false;
+  /// Data-parallel training, ZeRO stage 1: each trainable parameter's
+  /// optimizer state lives on one rank (its owner, by size), which alone
+  /// updates it and then broadcasts the parameter; optimizer memory per
+  /// rank falls by the number of ranks. Checkpoints are one file per rank
+  /// (`<path>.<rank>-of-<ranks>`), resumed on the same number of ranks.
+  bool shardOptimizer = false;
   /// When a step's loss or all-finite flag is non-finite, run the step
   /// again call by call and report the first node that made a non-finite
   /// value from finite inputs (NonfiniteLocator.h).

@@ -235,6 +235,13 @@ struct AmpRunOptions {
       cl::desc("data parallel: after every step, check that every rank "
                "holds the same parameters and optimizer state"),
       cl::cat(category)};
+  cl::opt<bool> shardOptimizer{
+      "shard-optimizer",
+      cl::desc("data parallel, ZeRO stage 1: each rank keeps and updates "
+               "the optimizer state of its share of the parameters and "
+               "broadcasts them (optimizer memory per rank falls by the "
+               "ranks); --checkpoint writes one file per rank"),
+      cl::cat(category)};
   cl::opt<int64_t> accumulate{
       "accumulate",
       cl::desc("gradient accumulation: one optimizer step every N training "
@@ -281,6 +288,7 @@ int AmpRunOptions::execute() {
                                              &injectRank,
                                              &bucketMB,
                                              &verifyReplicas,
+                                             &shardOptimizer,
                                              &localize,
                                              &collectRanges,
                                              &ampRanges,
@@ -392,6 +400,7 @@ int AmpRunOptions::execute() {
   }
   o.bucketMB = bucketMB;
   o.verifyReplicas = verifyReplicas;
+  o.shardOptimizer = shardOptimizer;
   o.localizeNonfinite = localize;
   o.collectRangesPath = collectRanges;
   o.ampRangesPath = ampRanges;
