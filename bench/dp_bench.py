@@ -6,7 +6,7 @@
 # ===--------------------------------------------------------------------=== #
 """Data-parallel scaling of amp-run (issue 24): samples/s for 1, 2 and 4
 ranks (mpirun) at a fixed batch per rank, against one rank, measured in the
-same run, and the time the gradient all-reduce takes.
+same run.
 
 For each rank count N, amp-run trains the model under `mpirun -np N` at
 --batch B per rank (global batch N * B) with --log-time; the step time is
@@ -17,11 +17,8 @@ over one rank and the efficiency (speedup / N). A CPU machine with fewer
 cores than ranks is oversubscribed: the ranks share the cores, and what
 the numbers then show is the cost of the reductions, not a speedup.
 
-The all-reduce of the model's gradients is timed on its own too
-(runtime_mpi-style, through the runtime's ctypes harness): --allreduce
-reports the time of one all_reduce of the gradient bytes on N ranks and the
-bus bandwidth 2 (N - 1) / N * bytes / time; with the step time of one rank
-it gives the estimate of docs/Distributed.md for more ranks:
+The estimate of docs/Distributed.md for more ranks takes the step time of
+one rank and the all-reduce bandwidth (on a GPU: NCCL's):
     t(N) = t(1) + 2 (N - 1) / N * bytes / bandwidth   (no overlap)
 
     bench/dp_bench.py --amp-run build/bin/amp-run \\

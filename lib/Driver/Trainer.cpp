@@ -136,6 +136,20 @@ llvm::Error Trainer::run() {
         writeBack.push_back({unsigned(i), b});
     }
   }
+  // The state without a gradient the step updates from its own batch.
+  for (const std::string &p : params) {
+    if (llvm::is_contained(trainable, p))
+      continue;
+    int in = trainProg->findInput(p);
+    bool written =
+        llvm::any_of(
+            writeBack,
+            [&](const auto &w) { return w.second == state[p].get(); }) ||
+        (in >= 0 &&
+         llvm::is_contained(trainProg->inputsWrittenInPlace(), unsigned(in)));
+    if (written)
+      stepWrittenParams.push_back(p);
+  }
   // The optimizer's "updated" flag: AdamWOptimizer's output 0 (a bool);
   // graphs without one update when their update signals are fed true.
   int updatedOut = -1;

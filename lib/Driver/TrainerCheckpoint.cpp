@@ -83,7 +83,13 @@ llvm::Error
 Trainer::readResumeCheckpoint(std::optional<CheckpointContents> &ckpt,
                               std::map<std::string, StoredTensor> &resumed) {
   if (!opts.resumePath.empty()) {
-    auto c = readCheckpoint(checkpointFile(opts.resumePath));
+    std::string file = checkpointFile(opts.resumePath);
+    if (sharded() && !llvm::sys::fs::exists(file))
+      return fail(opts.resumePath + ": no shard " + file + " for rank " +
+                  Twine(rank) + " of " + Twine(worldSize) +
+                  " (a --shard-optimizer checkpoint resumes on the number of "
+                  "ranks that wrote it)");
+    auto c = readCheckpoint(file);
     if (!c)
       return c.takeError();
     ckpt = std::move(*c);

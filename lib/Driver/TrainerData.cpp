@@ -71,13 +71,14 @@ llvm::Error Trainer::loadDataset() {
                     Twine(datasetRows) + " for '" + dataset.begin()->first +
                     "'");
       datasetRows = t.shape[0];
-      int64_t global = p.shape.empty() ? 1 : p.shape[0] * worldSize;
+      int64_t ranks = batchedInputs.contains(name) ? worldSize : 1;
+      int64_t global = p.shape.empty() ? 1 : p.shape[0] * ranks;
       if (datasetRows < global)
         return fail("data has " + Twine(datasetRows) +
                     " samples, fewer than one batch of " + Twine(global) +
-                    (worldSize > 1 ? " (" + Twine(worldSize) + " ranks of " +
-                                         Twine(p.shape[0]) + ")"
-                                   : Twine("")));
+                    (ranks > 1 ? " (" + Twine(ranks) + " ranks of " +
+                                     Twine(p.shape[0]) + ")"
+                               : Twine("")));
       dataset[name] = std::move(t);
     }
   }

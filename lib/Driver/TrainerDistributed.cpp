@@ -17,6 +17,7 @@
 #include "TrainerInternals.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
@@ -31,7 +32,8 @@ amp::driver::detail::launcherWorld() {
   static const char *const kVars[][2] = {
       {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
       {"PMI_SIZE", "PMI_RANK"},
-      {"SLURM_NTASKS", "SLURM_PROCID"}};
+      // srun's step (SLURM_NTASKS is set in a whole sbatch script too).
+      {"SLURM_STEP_NUM_TASKS", "SLURM_PROCID"}};
   for (const auto &[sizeVar, rankVar] : kVars) {
     const char *size = std::getenv(sizeVar), *rank = std::getenv(rankVar);
     int64_t n = 0, r = 0;
@@ -56,8 +58,14 @@ void mix(uint64_t &h, StringRef s) {
 
 llvm::Error Trainer::joinRanks() {
   std::optional<std::pair<int64_t, int64_t>> world = launcherWorld();
-  if (!world || world->first <= 1)
+  if (!world || world->first <= 1) {
+    if (opts.shardOptimizer || opts.verifyReplicas ||
+        opts.injectNonFiniteRank >= 0)
+      status << "amp-run: note: --shard-optimizer, --verify-replicas and "
+                "--inject-rank act across data-parallel ranks; one process "
+                "(started without mpirun or srun) has nothing to share\n";
     return llvm::Error::success();
+  }
   auto [size, myRank] = *world;
   if (!amprt_comm_available("mpi"))
     return fail("started as rank " + Twine(myRank) + " of " + Twine(size) +
@@ -163,6 +171,11 @@ uint64_t Trainer::stateChecksum() {
 llvm::Error Trainer::agreeAcrossRanks() {
   if (worldSize <= 1)
     return llvm::Error::success();
+  if (batchedInputs.empty())
+    return fail("data parallel: no data input of the training graph has a "
+                "symbolic batch dimension, so every rank would read the "
+                "same samples; export the model with a dynamic batch "
+                "(dim_param) on its data inputs");
   // The models: every call's kernel and its tensors' shapes and types
   // (the optimizer's too, unless each rank's updates its own parameters).
   uint64_t models = 0;
@@ -182,14 +195,23 @@ llvm::Error Trainer::agreeAcrossRanks() {
     }
   // The options that change what a step computes.
   uint64_t options = 0;
+  // Doubles by their bits; the options that add collectives to a step too.
   std::string o;
   llvm::raw_string_ostream os(o);
-  os << opts.steps << ' ' << opts.batch << ' ' << opts.lr << ' ' << opts.amp
-     << ' ' << opts.ampMode << ' ' << opts.staticLossScale << ' '
-     << opts.accumulate << ' ' << opts.seed << ' ' << opts.shuffle << ' '
-     << opts.dims << ' ' << opts.bucketMB << ' ' << opts.device << ' '
-     << llvm::join(opts.ampKeepFp32, ",") << ' ' << opts.ampRangesPath;
+  os << opts.steps << ' ' << opts.batch << ' ' << llvm::format("%a", opts.lr)
+     << ' ' << opts.amp << ' ' << opts.ampMode << ' '
+     << llvm::format("%a", opts.staticLossScale) << ' ' << opts.accumulate
+     << ' ' << opts.seed << ' ' << opts.shuffle << ' ' << opts.dims << ' '
+     << llvm::format("%a", opts.bucketMB) << ' ' << opts.device << ' '
+     << llvm::join(opts.ampKeepFp32, ",") << ' ' << opts.ampRangesPath << ' '
+     << opts.verifyReplicas << ' ' << opts.shardOptimizer << ' '
+     << opts.injectNonFiniteStep << ' ' << opts.injectNonFiniteRank;
   mix(options, o);
+  // Where each rank is: a resumed rank's counters come from its own file.
+  uint64_t counters = 0;
+  mix(counters, stepsDone);
+  mix(counters, optimizerStep);
+  mix(counters, skipped);
   // The data: its source, and a file's rows, shapes and first bytes.
   uint64_t data = 0;
   if (StringRef(opts.data).starts_with("synthetic:"))
@@ -202,8 +224,9 @@ llvm::Error Trainer::agreeAcrossRanks() {
   }
   for (auto [what, value] :
        {std::pair{"the models (their lowered programs)", models},
-        std::pair{"the training options", options},
-        std::pair{"the data", data}}) {
+        std::pair{"the training options", options}, std::pair{"the data", data},
+        std::pair{"the step counters (checkpoints of different steps?)",
+                  counters}}) {
     auto same = sameOnAllRanks(value);
     if (!same)
       return same.takeError();
@@ -231,9 +254,7 @@ llvm::Error Trainer::agreeAcrossRanks() {
 llvm::Error Trainer::broadcastBuffers() {
   if (worldSize <= 1)
     return llvm::Error::success();
-  for (const std::string &name : params) {
-    if (llvm::is_contained(trainable, name))
-      continue;
+  for (const std::string &name : stepWrittenParams) {
     auto it = state.find(name);
     if (it == state.end() || !it->second || !it->second->bytes)
       continue;

@@ -190,6 +190,9 @@ private:
   /// the training step updates itself: BatchNorm's running statistics),
   /// as DDP broadcasts its buffers; nothing in one process.
   llvm::Error broadcastBuffers();
+  /// The parameters without a gradient that the training step writes
+  /// (in place, or as `<name>.out`): what broadcastBuffers sends.
+  std::vector<std::string> stepWrittenParams;
   /// The mean of `v` over the ranks.
   llvm::Expected<float> meanOverRanks(float v);
   /// --shard-optimizer: the rank that updates each trainable parameter

@@ -121,7 +121,7 @@ llvm::Error Trainer::load() {
   if (!isLowered)
     if (auto e = lowerModels(graph, weights, resumed, seqTypes))
       return e;
-  if (!opts.loweredPath.empty())
+  if (!opts.loweredPath.empty() && writesOutputs())
     if (auto e = dumpLowered())
       return e;
   if (auto e = createPrograms())
@@ -248,8 +248,12 @@ llvm::Error Trainer::importModels() {
       po.lossScalingOptions.mode = "static";
       po.lossScalingOptions.initScale = opts.staticLossScale;
     }
+    // The optimizer model's gradients come in reduced: no pass reduces
+    // them again.
+    train::AMPPipelineOptions optPo = po;
+    optPo.dataParallel.reset();
     if (failed(train::runAMPPipeline(*trainMod, po)) ||
-        failed(train::runAMPPipeline(*optMod, po)))
+        failed(train::runAMPPipeline(*optMod, optPo)))
       return fail("the AMP + loss-scaling pipeline failed");
   }
   return llvm::Error::success();

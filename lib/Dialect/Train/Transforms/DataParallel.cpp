@@ -117,7 +117,8 @@ struct TrainDataParallel
     });
 
     GraphEditor editor(graph);
-    int64_t limit = int64_t(bucketMB * 1e6);
+    // At most 1 TB: no overflow of the byte counts.
+    int64_t limit = int64_t(std::min(bucketMB.getValue(), 1e6) * 1e6);
     SmallVector<SmallVector<Value>> buckets;
     int64_t fill = 0;
     for (Value g : gradients) {
@@ -156,7 +157,15 @@ struct TrainDataParallel
         std::string name = getOnnxValueName(graph, g);
         editor.renameValue(g, editor.uniqueValueName(name + ".local"));
         editor.renameValue(reduced, name);
-        g.replaceAllUsesExcept(reduced, node);
+        // What the accumulators, the optimizers and the graph's outputs
+        // read; a use that goes on computing the backward pass keeps the
+        // rank's own value.
+        g.replaceUsesWithIf(reduced, [&](OpOperand &use) {
+          Operation *user = use.getOwner();
+          return user != node &&
+                 (isAccumulator(user) || getOptimizerInfo(user) ||
+                  isa<SequenceConstructOp, ReturnOp>(user));
+        });
       }
     }
     // A reader of a bucket's first gradients may come before its last:
