@@ -78,17 +78,26 @@ def activation_overflow():
     return nodes, inits, 256, 8, "fc/Gemm"
 
 
-def optimizer_nan():
+def scaled_linear(factor_name, factor):
+    """A Linear layer 16 -> 8 (weights N(0, 0.1), zero bias) whose output
+    `hidden` is multiplied by the scalar `factor_name` = `factor` (node
+    "<factor_name>/Mul") into `output`."""
     rng = np.random.default_rng(0)
     w = rng.normal(0.0, 0.1, (8, 16)).astype(np.float32)
     b = np.zeros(8, np.float32)
     nodes = [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"],
                               ["hidden"], name="fc/Gemm", transB=1),
-             helper.make_node("Mul", ["hidden", "zero"], ["output"],
-                              name="zero/Mul")]
+             helper.make_node("Mul", ["hidden", factor_name], ["output"],
+                              name=factor_name + "/Mul")]
     inits = [numpy_helper.from_array(w, "fc.weight"),
              numpy_helper.from_array(b, "fc.bias"),
-             numpy_helper.from_array(np.array(0.0, np.float32), "zero")]
+             numpy_helper.from_array(np.array(factor, np.float32),
+                                     factor_name)]
+    return nodes, inits
+
+
+def optimizer_nan():
+    nodes, inits = scaled_linear("zero", 0.0)
     return nodes, inits, 16, 8, "AdamWOptimizer"
 
 
@@ -126,16 +135,7 @@ def reduction_overflow():
 
 
 def gradient_underflow():
-    rng = np.random.default_rng(0)
-    w = rng.normal(0.0, 0.1, (8, 16)).astype(np.float32)
-    b = np.zeros(8, np.float32)
-    nodes = [helper.make_node("Gemm", ["input", "fc.weight", "fc.bias"],
-                              ["hidden"], name="fc/Gemm", transB=1),
-             helper.make_node("Mul", ["hidden", "scale"], ["output"],
-                              name="scale/Mul")]
-    inits = [numpy_helper.from_array(w, "fc.weight"),
-             numpy_helper.from_array(b, "fc.bias"),
-             numpy_helper.from_array(np.array(1e-4, np.float32), "scale")]
+    nodes, inits = scaled_linear("scale", 1e-4)
     return nodes, inits, 16, 8, "fc/Gemm_Grad/Gemm_0"
 
 
