@@ -172,17 +172,30 @@ amprt_status amprt::checkRmsNormGrad(amprt_context *ctx, T dy, T x, T scale,
   return AMPRT_OK;
 }
 
-extern "C" {
+extern "C" {} // extern "C"
 
-amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
-                                       T running_mean, T running_var,
-                                       float momentum, float epsilon, T y,
-                                       T running_mean_out, T running_var_out,
-                                       T saved_mean, T saved_inv_std) {
-  AMPRT_DISPATCH(batch_norm_training, ctx, x, scale, bias, running_mean,
-                 running_var, momentum, epsilon, y, running_mean_out,
-                 running_var_out, saved_mean, saved_inv_std);
-  return guard(ctx, "batch_norm_training", [&]() -> amprt_status {
+namespace {
+
+/// The sums of each channel over every rank of the context's communicator
+/// (SyncBatchNorm), in place; nothing without one. `count` (the elements
+/// per channel) becomes the global count.
+amprt_status sumOverRanks(amprt_context *ctx, bool sync,
+                          std::vector<double> &sums, double &count) {
+  if (!sync || !ctx->comm)
+    return AMPRT_OK;
+  int64_t n = int64_t(sums.size());
+  amprt_tensor t = {sums.data(), AMPRT_F64, 1, &n};
+  AMPRT_TRY(amprt_all_reduce(ctx, &t, &t, AMPRT_REDUCE_SUM));
+  count *= double(amprt_comm_size(ctx->comm));
+  return AMPRT_OK;
+}
+
+amprt_status batchNormTraining(amprt_context *ctx, const char *k, bool sync,
+                               T x, T scale, T bias, T running_mean,
+                               T running_var, float momentum, float epsilon,
+                               T y, T running_mean_out, T running_var_out,
+                               T saved_mean, T saved_inv_std) {
+  return guard(ctx, k, [&]() -> amprt_status {
     int64_t N, C, S;
     AMPRT_TRY(checkBatchNormTraining(
         ctx, x, scale, bias, running_mean, running_var, y, running_mean_out,
@@ -193,6 +206,8 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
                        rv = vec(running_var, C, 1.f);
     std::vector<double> mean(static_cast<size_t>(C)),
         var(static_cast<size_t>(C));
+    // Two passes: the mean, then the squared deviations from it (each sum
+    // over the ranks when synchronized).
     double M = double(N * S);
     for (int64_t c = 0; c < C; ++c) {
       double s = 0;
@@ -201,16 +216,25 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
         for (int64_t i = 0; i < S; ++i)
           s += p[i];
       }
-      double m = M > 0 ? s / M : 0;
-      double q = 0;
+      mean[size_t(c)] = s;
+    }
+    double count = M;
+    AMPRT_TRY(sumOverRanks(ctx, sync, mean, count));
+    for (double &m : mean)
+      m = count > 0 ? m / count : 0;
+    for (int64_t c = 0; c < C; ++c) {
+      double m = mean[size_t(c)], q = 0;
       for (int64_t n = 0; n < N; ++n) {
         const float *p = ix.p + (n * C + c) * S;
         for (int64_t i = 0; i < S; ++i)
           q += (p[i] - m) * (p[i] - m);
       }
-      mean[size_t(c)] = m;
-      var[size_t(c)] = M > 0 ? q / M : 0;
+      var[size_t(c)] = q;
     }
+    count = M;
+    AMPRT_TRY(sumOverRanks(ctx, sync, var, count));
+    for (double &v : var)
+      v = count > 0 ? v / count : 0;
     F32Out out(y);
     for (int64_t c = 0; c < C; ++c) {
       float m = float(mean[size_t(c)]);
@@ -236,6 +260,88 @@ amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
     out.commit();
     return AMPRT_OK;
   });
+}
+
+amprt_status batchNormGrad(amprt_context *ctx, const char *k, bool sync, T dy,
+                           T x, T scale, T saved_mean, T saved_inv_std, T dx,
+                           T dscale, T dbias) {
+  return guard(ctx, k, [&]() -> amprt_status {
+    int64_t N, C, S;
+    AMPRT_TRY(checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std,
+                                 dx, dscale, dbias, N, C, S));
+    std::vector<float> sc = vec(scale, C, 1.f), mu = vec(saved_mean, C, 0.f),
+                       is = vec(saved_inv_std, C, 1.f);
+    F32In idy(dy), ix(x);
+    // Per channel: the sums of dy and dy * xhat (the rank's own: dbias and
+    // dscale), then dx from their means over every rank when synchronized.
+    std::vector<double> sums(2 * static_cast<size_t>(C));
+    for (int64_t c = 0; c < C; ++c) {
+      double sdy = 0, sdyx = 0;
+      float m = mu[size_t(c)], inv = is[size_t(c)];
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) {
+          int64_t o = (n * C + c) * S + i;
+          sdy += idy.p[o];
+          sdyx += double(idy.p[o]) * double((ix.p[o] - m) * inv);
+        }
+      if (dbias)
+        storeF(dbias->data, dbias->dtype, c, float(sdy));
+      if (dscale)
+        storeF(dscale->data, dscale->dtype, c, float(sdyx));
+      sums[size_t(2 * c)] = sdy;
+      sums[size_t(2 * c + 1)] = sdyx;
+    }
+    if (!dx)
+      return AMPRT_OK;
+    double M = double(N * S);
+    AMPRT_TRY(sumOverRanks(ctx, sync, sums, M));
+    F32Out out(dx);
+    for (int64_t c = 0; c < C; ++c) {
+      float m = mu[size_t(c)], inv = is[size_t(c)];
+      float a = sc[size_t(c)] * inv;
+      float mdy = M > 0 ? float(sums[size_t(2 * c)] / M) : 0.f;
+      float mdyx = M > 0 ? float(sums[size_t(2 * c + 1)] / M) : 0.f;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < S; ++i) {
+          int64_t o = (n * C + c) * S + i;
+          float xh = (ix.p[o] - m) * inv;
+          out.p[o] = batchNormGradDx(a, idy.p[o], mdy, xh, mdyx);
+        }
+    }
+    out.commit();
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+extern "C" {
+
+amprt_status amprt_batch_norm_training(amprt_context *ctx, T x, T scale, T bias,
+                                       T running_mean, T running_var,
+                                       float momentum, float epsilon, T y,
+                                       T running_mean_out, T running_var_out,
+                                       T saved_mean, T saved_inv_std) {
+  AMPRT_DISPATCH(batch_norm_training, ctx, x, scale, bias, running_mean,
+                 running_var, momentum, epsilon, y, running_mean_out,
+                 running_var_out, saved_mean, saved_inv_std);
+  return batchNormTraining(ctx, "batch_norm_training", false, x, scale, bias,
+                           running_mean, running_var, momentum, epsilon, y,
+                           running_mean_out, running_var_out, saved_mean,
+                           saved_inv_std);
+}
+
+amprt_status amprt_batch_norm_training_sync(
+    amprt_context *ctx, T x, T scale, T bias, T running_mean, T running_var,
+    float momentum, float epsilon, T y, T running_mean_out, T running_var_out,
+    T saved_mean, T saved_inv_std) {
+  AMPRT_DISPATCH(batch_norm_training_sync, ctx, x, scale, bias, running_mean,
+                 running_var, momentum, epsilon, y, running_mean_out,
+                 running_var_out, saved_mean, saved_inv_std);
+  return batchNormTraining(ctx, "batch_norm_training_sync", true, x, scale,
+                           bias, running_mean, running_var, momentum, epsilon,
+                           y, running_mean_out, running_var_out, saved_mean,
+                           saved_inv_std);
 }
 
 amprt_status amprt_batch_norm_inference(amprt_context *ctx, T x, T scale,
@@ -277,43 +383,17 @@ amprt_status amprt_batch_norm_grad(amprt_context *ctx, T dy, T x, T scale,
                                    T dscale, T dbias) {
   AMPRT_DISPATCH(batch_norm_grad, ctx, dy, x, scale, saved_mean, saved_inv_std,
                  dx, dscale, dbias);
-  return guard(ctx, "batch_norm_grad", [&]() -> amprt_status {
-    int64_t N, C, S;
-    AMPRT_TRY(checkBatchNormGrad(ctx, dy, x, scale, saved_mean, saved_inv_std,
-                                 dx, dscale, dbias, N, C, S));
-    std::vector<float> sc = vec(scale, C, 1.f), mu = vec(saved_mean, C, 0.f),
-                       is = vec(saved_inv_std, C, 1.f);
-    F32In idy(dy), ix(x);
-    F32Out out(dx);
-    double M = double(N * S);
-    for (int64_t c = 0; c < C; ++c) {
-      double sdy = 0, sdyx = 0;
-      float m = mu[size_t(c)], inv = is[size_t(c)];
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t i = 0; i < S; ++i) {
-          int64_t o = (n * C + c) * S + i;
-          sdy += idy.p[o];
-          sdyx += double(idy.p[o]) * double((ix.p[o] - m) * inv);
-        }
-      if (dbias)
-        storeF(dbias->data, dbias->dtype, c, float(sdy));
-      if (dscale)
-        storeF(dscale->data, dscale->dtype, c, float(sdyx));
-      if (!dx)
-        continue;
-      float a = sc[size_t(c)] * inv;
-      float mdy = M > 0 ? float(sdy / M) : 0.f;
-      float mdyx = M > 0 ? float(sdyx / M) : 0.f;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t i = 0; i < S; ++i) {
-          int64_t o = (n * C + c) * S + i;
-          float xh = (ix.p[o] - m) * inv;
-          out.p[o] = batchNormGradDx(a, idy.p[o], mdy, xh, mdyx);
-        }
-    }
-    out.commit();
-    return AMPRT_OK;
-  });
+  return batchNormGrad(ctx, "batch_norm_grad", false, dy, x, scale, saved_mean,
+                       saved_inv_std, dx, dscale, dbias);
+}
+
+amprt_status amprt_batch_norm_grad_sync(amprt_context *ctx, T dy, T x, T scale,
+                                        T saved_mean, T saved_inv_std, T dx,
+                                        T dscale, T dbias) {
+  AMPRT_DISPATCH(batch_norm_grad_sync, ctx, dy, x, scale, saved_mean,
+                 saved_inv_std, dx, dscale, dbias);
+  return batchNormGrad(ctx, "batch_norm_grad_sync", true, dy, x, scale,
+                       saved_mean, saved_inv_std, dx, dscale, dbias);
 }
 
 amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,

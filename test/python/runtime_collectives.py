@@ -277,6 +277,35 @@ def test_mpi_without_launcher(rt):
         "cannot start again"), p.stdout
 
 
+def test_sync_batch_norm_group_of_one(rt):
+    """SyncBatchNorm's kernels on a context without a communicator compute
+    what the plain ones do, bit for bit (every float dtype)."""
+    for dt in ("f32", "f16", "bf16"):
+        x = rt.randn((4, 3, 5, 2), dt, 2.0)
+        s, b = rt.randn((3,), dt), rt.randn((3,), dt)
+        rm, rv = rt.randn((3,), "f32"), rt.uniform((3,), "f32", 0.5, 2)
+        outs = {}
+        for k in ("batch_norm_training", "batch_norm_training_sync"):
+            y = rt.empty(x.shape, dt)
+            rest = [rt.empty((3,), "f32") for _ in range(4)]
+            rt.ok(k, x.ref, s.ref, b.ref, rm.ref, rv.ref, 0.9, 1e-5, y.ref,
+                  *[r.ref for r in rest])
+            outs[k] = [y] + rest
+        for a, c in zip(outs["batch_norm_training"],
+                        outs["batch_norm_training_sync"]):
+            rt.equal("batch_norm_training_sync %s" % dt, c.bits(), a.bits())
+        sm, si = outs["batch_norm_training"][3:5]
+        dy = rt.randn(x.shape, dt)
+        grads = {}
+        for k in ("batch_norm_grad", "batch_norm_grad_sync"):
+            g = [rt.empty(x.shape, dt), rt.empty((3,), dt),
+                 rt.empty((3,), dt)]
+            rt.ok(k, dy.ref, x.ref, s.ref, sm.ref, si.ref, *[t.ref for t in g])
+            grads[k] = g
+        for a, c in zip(grads["batch_norm_grad"], grads["batch_norm_grad_sync"]):
+            rt.equal("batch_norm_grad_sync %s" % dt, c.bits(), a.bits())
+
+
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@
 
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
+#include "amp/Dialect/Train/IR/Collectives.h"
 #include "amp/Dialect/Train/IR/OnnxSchema.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
@@ -278,6 +279,9 @@ private:
     return i < current->getNumResults() &&
            !isa<NoneType>(current->getResult(i).getType());
   }
+  /// Whether the current node is a batch normalization train-data-parallel
+  /// made a SyncBatchNorm (train::kSyncBatchNormAttr).
+  bool syncBatchNorm() { return current->hasAttr(train::kSyncBatchNormAttr); }
   /// Appends input i as the call argument `name` when the node has it.
   LogicalResult optionalIn(SmallVectorImpl<TArg> &ts, StringRef name,
                            unsigned i) {

@@ -443,8 +443,11 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
     if (failed(optionalOut(ts, "saved_mean", 3, sc1)) ||
         failed(optionalOut(ts, "saved_inv_std", 4, sc1)))
       return failure();
-    return handled(call("batch_norm_training", ts,
-                        {{"momentum", f32(momentum)}, {"epsilon", f32(eps)}}));
+    // SyncBatchNorm (train-data-parallel): the statistics of the global
+    // batch, over every rank.
+    return handled(call(
+        syncBatchNorm() ? "batch_norm_training_sync" : "batch_norm_training",
+        ts, {{"momentum", f32(momentum)}, {"epsilon", f32(eps)}}));
   }
   if (ms && type == "BatchNormalizationGrad") {
     auto dy = in(0), x = in(1), sc = in(2), m = in(3), is = in(4);
@@ -460,7 +463,8 @@ FailureOr<bool> GraphLowering::lowerNN(StringRef domain, StringRef type) {
         failed(optionalOut(ts, "dscale", 1, sc1)) ||
         failed(optionalOut(ts, "dbias", 2, sc1)))
       return failure();
-    return handled(call("batch_norm_grad", ts));
+    return handled(
+        call(syncBatchNorm() ? "batch_norm_grad_sync" : "batch_norm_grad", ts));
   }
 
   // --- layer and RMS normalization -----------------------------------------

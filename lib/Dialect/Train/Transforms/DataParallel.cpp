@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/Collectives.h"
+#include "amp/Dialect/Train/IR/OnnxSchema.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
@@ -57,7 +58,7 @@ std::optional<int64_t> gradientBytes(Value g) {
 
 struct GraphResult {
   std::string graph;
-  int64_t gradients = 0, bytes = 0, buckets = 0;
+  int64_t gradients = 0, bytes = 0, buckets = 0, syncedNorms = 0;
 };
 
 struct TrainDataParallel
@@ -85,13 +86,18 @@ struct TrainDataParallel
     }
     if (summary) {
       llvm::errs() << "Data parallel (train-data-parallel):\n";
-      for (const GraphResult &r : results)
+      for (const GraphResult &r : results) {
         llvm::errs() << "  " << r.graph << ": " << r.gradients << " gradients, "
                      << llvm::format("%.2f", double(r.bytes) / 1e6)
                      << " MB, reduced (" << reduction << ") in " << r.buckets
                      << " bucket" << (r.buckets == 1 ? "" : "s")
                      << " of at most "
-                     << llvm::format("%g", bucketMB.getValue()) << " MB\n";
+                     << llvm::format("%g", bucketMB.getValue()) << " MB";
+        if (r.syncedNorms)
+          llvm::errs() << "; " << r.syncedNorms
+                       << " batch normalizations synchronized (SyncBatchNorm)";
+        llvm::errs() << "\n";
+      }
     }
   }
 
@@ -111,6 +117,27 @@ struct TrainDataParallel
     }
     if (gradients.empty())
       return success();
+    // SyncBatchNorm: the training graph's batch normalizations take the
+    // global batch's statistics (the lowering's *_sync kernels).
+    if (syncBatchNorm)
+      for (Operation &op : body) {
+        auto node = dyn_cast<OnnxNodeOpInterface>(op);
+        if (!node)
+          continue;
+        StringRef type = node.getOnnxOpType(),
+                  domain = normalizeOnnxDomain(node.getOnnxDomain());
+        auto mode = dyn_cast_or_null<IntegerAttr>(
+            getOnnxAttribute(&op, "training_mode"));
+        bool bn =
+            (domain.empty() && type == "BatchNormalization" && mode &&
+             mode.getInt() != 0) ||
+            (domain == "com.microsoft" &&
+             (type == "BatchNormInternal" || type == "BatchNormalizationGrad"));
+        if (bn) {
+          op.setAttr(kSyncBatchNormAttr, UnitAttr::get(graph.getContext()));
+          ++result.syncedNorms;
+        }
+      }
     // In the order they are computed.
     llvm::stable_sort(gradients, [](Value a, Value b) {
       return a.getDefiningOp()->isBeforeInBlock(b.getDefiningOp());

@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kAmpDomain = "org.amp-mlir";
 inline constexpr llvm::StringLiteral kAllReduceOpType = "AllReduce";
 /// Its attribute: "mean" or "sum".
 inline constexpr llvm::StringLiteral kReductionAttr = "reduction";
+/// A unit attribute train-data-parallel puts on a training graph's batch
+/// normalizations (BatchNormalization in training mode, BatchNormInternal,
+/// BatchNormalizationGrad): statistics over every rank (SyncBatchNorm).
+inline constexpr llvm::StringLiteral kSyncBatchNormAttr =
+    "train.sync_batch_norm";
 
 } // namespace amp::train
 

@@ -217,6 +217,11 @@ def TrainDataParallel : Pass<"train-data-parallel", "::mlir::ModuleOp"> {
            "gradient larger than this is a bucket of its own)">,
     Option<"reduction", "reduction", "std::string", /*default=*/"\"mean\"",
            "mean (DDP: the ranks' average) or sum">,
+    Option<"syncBatchNorm", "sync-batch-norm", "bool", /*default=*/"true",
+           "Batch normalizations use the statistics of the global batch, "
+           "over every rank (SyncBatchNorm), so N ranks train as one "
+           "process at N times the batch; false: each rank's own batch, "
+           "as DDP without SyncBatchNorm">,
     Option<"summary", "summary", "bool", /*default=*/"true",
            "Print what was rewritten to stderr">,
   ];
