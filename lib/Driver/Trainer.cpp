@@ -137,16 +137,16 @@ llvm::Error Trainer::run() {
     }
   }
   // The state without a gradient the step updates from its own batch.
+  std::vector<unsigned> inPlace = trainProg->inputsWrittenInPlace();
   for (const std::string &p : params) {
     if (llvm::is_contained(trainable, p))
       continue;
     int in = trainProg->findInput(p);
-    bool written =
-        llvm::any_of(
-            writeBack,
-            [&](const auto &w) { return w.second == state[p].get(); }) ||
-        (in >= 0 &&
-         llvm::is_contained(trainProg->inputsWrittenInPlace(), unsigned(in)));
+    bool written = llvm::any_of(writeBack,
+                                [&](const auto &w) {
+                                  return w.second == state[p].get();
+                                }) ||
+                   (in >= 0 && llvm::is_contained(inPlace, unsigned(in)));
     if (written)
       stepWrittenParams.push_back(p);
   }
@@ -238,17 +238,13 @@ llvm::Error Trainer::run() {
     if (amprt_malloc(ctx, b->bytes, &b->data) != AMPRT_OK)
       return fail(Twine("device memory: ") + amprt_last_error(ctx));
   }
-  auto desc = [](const DeviceBuffer &b) {
-    return amprt_tensor{b.data, b.dtype, int32_t(b.shape.size()),
-                        b.shape.data()};
-  };
   auto check = [&](amprt_status st, StringRef what) -> llvm::Error {
     if (st == AMPRT_OK)
       return llvm::Error::success();
     return fail(Twine(what) + ": " + amprt_last_error(ctx));
   };
   auto fillWith = [&](DeviceBuffer &b, double v) {
-    amprt_tensor t = desc(b);
+    amprt_tensor t = b.tensor();
     return check(amprt_fill(ctx, &t, v), "step signal");
   };
   // The flag the optimizer gets is device data when the training graph
@@ -334,7 +330,7 @@ llvm::Error Trainer::run() {
     if (deviceFlag && opts.accumulate > 1) {
       DeviceBuffer &cur = groupBuf[group], &other = groupBuf[1 - group];
       amprt_tensor f = {const_cast<void *>(flag), AMPRT_BOOL, 0, nullptr},
-                   a = desc(cur), y = desc(other);
+                   a = cur.tensor(), y = other.tensor();
       if (groupStart)
         amprt_memcpy(ctx, cur.data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
       else if (auto e =
@@ -393,8 +389,8 @@ llvm::Error Trainer::run() {
         // step += updated, for the next optimizer run.
         amprt_tensor u = {updatedDev, AMPRT_BOOL, int32_t(stepIn->shape.size()),
                           stepIn->shape.data()},
-                     one = desc(stepOne), next = desc(stepNext),
-                     cur = desc(*stepIn);
+                     one = stepOne.tensor(), next = stepNext.tensor(),
+                     cur = stepIn->tensor();
         if (auto e = check(amprt_cast(ctx, &u, &one), "optimizer step"))
           return e;
         if (auto e = check(amprt_add(ctx, &cur, &one, &next), "optimizer step"))

@@ -142,8 +142,7 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       // Element i is the (i+1)-th draw of the splitmix stream from s, drawn
       // where the batch lives (on the device for cuda): no host work and no
       // copy per step, the same values on every backend.
-      amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()),
-                        b.shape.data()};
+      amprt_tensor t = b.tensor();
       if (amprt_random_fill(ctx, &t, s, classes) != AMPRT_OK)
         return fail(Twine("synthetic data for '") + name +
                     "': " + amprt_last_error(ctx));

@@ -16,7 +16,6 @@
 
 #include "TrainerInternals.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/xxhash.h"
 
@@ -97,42 +96,50 @@ llvm::Error Trainer::joinRanks() {
   return llvm::Error::success();
 }
 
+llvm::Expected<void *> Trainer::reductionScratch() {
+  if (!scratchData && amprt_malloc(ctx, 16, &scratchData) != AMPRT_OK)
+    return fail(Twine("device memory: ") + amprt_last_error(ctx));
+  return scratchData;
+}
+
 llvm::Expected<bool> Trainer::sameOnAllRanks(uint64_t value) {
-  // Each 64-bit value as two i64 halves' min and max: equal everywhere iff
-  // min == max.
+  // The 64-bit value as two i64 halves, their min and max over the ranks:
+  // equal everywhere iff min == max.
+  auto buf = reductionScratch();
+  if (!buf)
+    return buf.takeError();
   int64_t v[2] = {int64_t(value >> 32), int64_t(value & 0xffffffffu)};
-  int64_t shape = 2;
-  void *buf[2] = {nullptr, nullptr};
-  for (void *&b : buf)
-    if (amprt_malloc(ctx, sizeof v, &b) != AMPRT_OK)
-      return fail(Twine("device memory: ") + amprt_last_error(ctx));
-  llvm::scope_exit release([&] {
-    for (void *b : buf)
-      amprt_free(ctx, b);
-  });
-  int64_t lo[2], hi[2];
-  for (auto [b, op, out] : {std::tuple{buf[0], AMPRT_REDUCE_MIN, lo},
-                            std::tuple{buf[1], AMPRT_REDUCE_MAX, hi}}) {
-    amprt_memcpy(ctx, b, v, sizeof v, AMPRT_HOST_TO_DEVICE);
-    amprt_tensor t = {b, AMPRT_I64, 1, &shape};
+  int64_t shape = 2, lo[2], hi[2];
+  amprt_tensor t = {*buf, AMPRT_I64, 1, &shape};
+  for (auto [op, out] :
+       {std::pair{AMPRT_REDUCE_MIN, lo}, std::pair{AMPRT_REDUCE_MAX, hi}}) {
+    amprt_memcpy(ctx, *buf, v, sizeof v, AMPRT_HOST_TO_DEVICE);
     if (amprt_all_reduce(ctx, &t, &t, op) != AMPRT_OK)
       return fail(Twine("data parallel: ") + amprt_last_error(ctx));
-    amprt_memcpy(ctx, out, b, sizeof v, AMPRT_DEVICE_TO_HOST);
+    amprt_memcpy(ctx, out, *buf, sizeof v, AMPRT_DEVICE_TO_HOST);
   }
   return lo[0] == hi[0] && lo[1] == hi[1];
 }
 
 llvm::Expected<float> Trainer::meanOverRanks(float v) {
-  void *b = nullptr;
-  if (amprt_malloc(ctx, 4, &b) != AMPRT_OK)
-    return fail(Twine("device memory: ") + amprt_last_error(ctx));
-  llvm::scope_exit release([&] { amprt_free(ctx, b); });
-  amprt_memcpy(ctx, b, &v, 4, AMPRT_HOST_TO_DEVICE);
-  amprt_tensor t = {b, AMPRT_F32, 0, nullptr};
+  auto buf = reductionScratch();
+  if (!buf)
+    return buf.takeError();
+  amprt_memcpy(ctx, *buf, &v, 4, AMPRT_HOST_TO_DEVICE);
+  amprt_tensor t = {*buf, AMPRT_F32, 0, nullptr};
   if (amprt_all_reduce(ctx, &t, &t, AMPRT_REDUCE_AVG) != AMPRT_OK)
     return fail(Twine("data parallel: ") + amprt_last_error(ctx));
-  amprt_memcpy(ctx, &v, b, 4, AMPRT_DEVICE_TO_HOST);
+  amprt_memcpy(ctx, &v, *buf, 4, AMPRT_DEVICE_TO_HOST);
   return v;
+}
+
+llvm::Error Trainer::broadcastState(StringRef name, int32_t root,
+                                    StringRef what) {
+  amprt_tensor t = state[name]->tensor();
+  if (amprt_broadcast(ctx, &t, root) != AMPRT_OK)
+    return fail(what + ": broadcasting '" + name +
+                "': " + amprt_last_error(ctx));
+  return llvm::Error::success();
 }
 
 /// Whether state key `key` is a parameter's optimizer state
@@ -235,13 +242,9 @@ llvm::Error Trainer::agreeAcrossRanks() {
                   ": start every rank with the same command line and files");
   }
   // Every rank starts from rank 0's parameters and state.
-  for (auto &[name, b] : replicatedState()) {
-    amprt_tensor t = {b->data, b->dtype, int32_t(b->shape.size()),
-                      b->shape.data()};
-    if (amprt_broadcast(ctx, &t, 0) != AMPRT_OK)
-      return fail("data parallel: broadcasting '" + name +
-                  "': " + amprt_last_error(ctx));
-  }
+  for (auto &[name, b] : replicatedState())
+    if (auto e = broadcastState(name, 0, "data parallel"))
+      return e;
   auto same = sameOnAllRanks(stateChecksum());
   if (!same)
     return same.takeError();
@@ -258,11 +261,8 @@ llvm::Error Trainer::broadcastBuffers() {
     auto it = state.find(name);
     if (it == state.end() || !it->second || !it->second->bytes)
       continue;
-    DeviceBuffer &b = *it->second;
-    amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()), b.shape.data()};
-    if (amprt_broadcast(ctx, &t, 0) != AMPRT_OK)
-      return fail("data parallel: broadcasting '" + name +
-                  "': " + amprt_last_error(ctx));
+    if (auto e = broadcastState(name, 0, "data parallel"))
+      return e;
   }
   return llvm::Error::success();
 }
@@ -302,13 +302,9 @@ Trainer::shardParameters(ArrayRef<std::pair<std::string, uint64_t>> bytes) {
 llvm::Error Trainer::gatherParameters() {
   if (!sharded())
     return llvm::Error::success();
-  for (const std::string &name : trainable) {
-    DeviceBuffer &b = *state[name];
-    amprt_tensor t = {b.data, b.dtype, int32_t(b.shape.size()), b.shape.data()};
-    if (amprt_broadcast(ctx, &t, owner[name]) != AMPRT_OK)
-      return fail("--shard-optimizer: broadcasting '" + name +
-                  "': " + amprt_last_error(ctx));
-  }
+  for (const std::string &name : trainable)
+    if (auto e = broadcastState(name, owner[name], "--shard-optimizer"))
+      return e;
   return llvm::Error::success();
 }
 

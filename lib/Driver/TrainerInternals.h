@@ -73,6 +73,10 @@ struct DeviceBuffer {
   /// rounded into `dtype` as a batch is filled; else `dtype`.
   int32_t fedAs = AMPRT_F32;
   std::vector<int64_t> shape;
+  /// The buffer as a runtime tensor.
+  amprt_tensor tensor() const {
+    return {data, dtype, int32_t(shape.size()), shape.data()};
+  }
   ~DeviceBuffer() {
     if (data)
       amprt_free(ctx, data);
@@ -97,6 +101,8 @@ public:
     for (auto &[i, copy] : optSnapshots)
       amprt_free(ctx, copy);
     state.clear();
+    if (scratchData)
+      amprt_free(ctx, scratchData);
     trainProg.reset();
     optProg.reset();
     if (ctx)
@@ -184,6 +190,13 @@ private:
   /// A 64-bit checksum of the state buffers (parameters, optimizer and
   /// loss-scaler state, not the data).
   uint64_t stateChecksum();
+  /// Every rank takes rank `root`'s state buffer `name` (`what` names the
+  /// reason in an error).
+  llvm::Error broadcastState(StringRef name, int32_t root, StringRef what);
+  /// Device memory for the small per-step reductions (loss, checksums),
+  /// made once.
+  llvm::Expected<void *> reductionScratch();
+  void *scratchData = nullptr;
   /// Whether `value` is the same on every rank.
   llvm::Expected<bool> sameOnAllRanks(uint64_t value);
   /// Every rank takes rank 0's parameters that have no gradient (state

@@ -308,18 +308,27 @@ amprt_status amprt::checkBroadcast(amprt_context *ctx, T x, int32_t root) {
   return AMPRT_OK;
 }
 
+/// `whole` holds the group's parts of `part`: numel(whole) = group size x
+/// numel(part).
+static amprt_status checkParts(amprt_context *ctx, const char *k,
+                               const char *wholeName, T whole,
+                               const char *partName, T part) {
+  int32_t size = groupSize(ctx);
+  if (numel(whole) != size * numel(part))
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: %s has shape %s (%" PRId64
+                     " elements), expected %" PRId64
+                     " elements (group size %d x %" PRId64 " elements of %s)",
+                     k, wholeName, shapeStr(whole).c_str(), numel(whole),
+                     size * numel(part), size, numel(part), partName);
+  return AMPRT_OK;
+}
+
 amprt_status amprt::checkAllGather(amprt_context *ctx, T x, T y) {
   const char *k = "all_gather";
   AMPRT_TRY(checkTensor(ctx, k, "x", x));
   AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
-  int32_t size = groupSize(ctx);
-  if (numel(y) != size * numel(x))
-    return ctx->fail(
-        AMPRT_ERR_SHAPE,
-        "%s: y has shape %s (%" PRId64 " elements), expected %" PRId64
-        " elements (group size %d x %" PRId64 " elements of x)",
-        k, shapeStr(y).c_str(), numel(y), size * numel(x), size, numel(x));
-  return AMPRT_OK;
+  return checkParts(ctx, k, "y", y, "x", x);
 }
 
 amprt_status amprt::checkReduceScatter(amprt_context *ctx, T x, T y,
@@ -327,14 +336,7 @@ amprt_status amprt::checkReduceScatter(amprt_context *ctx, T x, T y,
   const char *k = "reduce_scatter";
   AMPRT_TRY(checkReduction(ctx, k, "x", x, op));
   AMPRT_TRY(checkDtype(ctx, k, "y", y, x->dtype));
-  int32_t size = groupSize(ctx);
-  if (numel(x) != size * numel(y))
-    return ctx->fail(
-        AMPRT_ERR_SHAPE,
-        "%s: x has shape %s (%" PRId64 " elements), expected %" PRId64
-        " elements (group size %d x %" PRId64 " elements of y)",
-        k, shapeStr(x).c_str(), numel(x), size * numel(y), size, numel(y));
-  return AMPRT_OK;
+  return checkParts(ctx, k, "x", x, "y", y);
 }
 
 //===----------------------------------------------------------------------===//
