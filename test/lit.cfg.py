@@ -19,7 +19,9 @@ config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.amp_tools_dir, append_path=True)
-llvm_config.with_system_environment(["HOME", "TMPDIR", "PYTHONPATH"])
+llvm_config.with_system_environment(
+    ["HOME", "TMPDIR", "PYTHONPATH", "AMPRT_CPU_REFERENCE", "AMPRT_NUM_THREADS"]
+)
 
 # use_default_substitutions() defined %python as lit's own interpreter; the
 # tests need the one with onnx and numpy.
@@ -110,6 +112,13 @@ def _runtime_says(code):
 if _runtime_says("c = C.c_void_p(); "
                  "sys.exit(L.amprt_context_create(b'cuda', C.byref(c)))"):
     config.available_features.add("cuda-device")
+
+# onednn: the runtime library's CPU fast path has oneDNN (libdnnl-dev at
+# build time; test/Runtime/cpu-paths.test).
+if _runtime_says("L.amprt_cpu_describe.restype = C.c_char_p; "
+                 "sys.exit(0 if b'oneDNN' in L.amprt_cpu_describe() and "
+                 "b'no oneDNN' not in L.amprt_cpu_describe() else 1)"):
+    config.available_features.add("onednn")
 
 # mpi: Open MPI's mpirun is on PATH and the runtime library was built with
 # MPI (amprt_comm_available("mpi")): the multi-rank collective tests

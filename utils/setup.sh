@@ -22,6 +22,7 @@ APT_PACKAGES=(
   clang-format-22 clang-tidy-22                           # utils/check-format.sh, .clang-tidy
   graphviz                                                # docs pictures (utils/doc-pictures.sh)
   openmpi-bin libopenmpi-dev                              # the runtime's "mpi" communicators, mpirun for their tests
+  libdnnl-dev                                             # oneDNN: the CPU backend's fast GEMMs (docs/RuntimeABI.md)
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

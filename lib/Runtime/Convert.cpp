@@ -45,6 +45,20 @@ extern "C" const char *amprt_dtype_name(int32_t dt) {
   return dt >= 0 && dt < AMPRT_NUM_DTYPES ? names[dt] : "invalid";
 }
 
+/// Runs a conversion loop over [0, n) on the thread pool when source and
+/// destination do not overlap (an in-place narrowing must run in order).
+template <typename F>
+static void convertLoop(const void *src, size_t srcBytes, const void *dst,
+                        size_t dstBytes, int64_t n, F &&f) {
+  auto s = reinterpret_cast<uintptr_t>(src),
+       d = reinterpret_cast<uintptr_t>(dst);
+  bool overlap = s < d + dstBytes * size_t(n) && d < s + srcBytes * size_t(n);
+  if (overlap)
+    f(0, n);
+  else
+    parallelElements(n, 2, f);
+}
+
 void amprt::toF32(const void *src, int32_t dt, float *dst, int64_t n) {
   switch (dt) {
   case AMPRT_F32:
@@ -52,14 +66,18 @@ void amprt::toF32(const void *src, int32_t dt, float *dst, int64_t n) {
     break;
   case AMPRT_F16: {
     auto *s = static_cast<const uint16_t *>(src);
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = f16ToF32(s[i]);
+    convertLoop(src, 2, dst, 4, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        dst[i] = f16ToF32(s[i]);
+    });
     break;
   }
   case AMPRT_BF16: {
     auto *s = static_cast<const uint16_t *>(src);
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = bf16ToF32(s[i]);
+    convertLoop(src, 2, dst, 4, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        dst[i] = bf16ToF32(s[i]);
+    });
     break;
   }
   default:
@@ -75,14 +93,18 @@ void amprt::fromF32(const float *src, void *dst, int32_t dt, int64_t n) {
     break;
   case AMPRT_F16: {
     auto *d = static_cast<uint16_t *>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      d[i] = f32ToF16(src[i]);
+    convertLoop(src, 4, dst, 2, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        d[i] = f32ToF16(src[i]);
+    });
     break;
   }
   case AMPRT_BF16: {
     auto *d = static_cast<uint16_t *>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      d[i] = f32ToBf16(src[i]);
+    convertLoop(src, 4, dst, 2, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        d[i] = f32ToBf16(src[i]);
+    });
     break;
   }
   default:

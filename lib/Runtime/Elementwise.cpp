@@ -30,9 +30,10 @@ amprt_status unaryFloat(amprt_context *ctx, const char *k, T x, T y, F fn) {
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
   F32In in(x);
   F32Out out(y);
-  int64_t n = numel(x);
-  for (int64_t i = 0; i < n; ++i)
-    out.p[i] = fn(in.p[i]);
+  parallelElements(numel(x), 8, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out.p[i] = fn(in.p[i]);
+  });
   out.commit();
   return AMPRT_OK;
 }
@@ -47,9 +48,10 @@ amprt_status gradFloat(amprt_context *ctx, const char *k, T dy, T x, T dx,
   AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(dy)));
   F32In g(dy), v(x);
   F32Out out(dx);
-  int64_t n = numel(dy);
-  for (int64_t i = 0; i < n; ++i)
-    out.p[i] = fn(g.p[i], v.p[i]);
+  parallelElements(numel(dy), 8, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out.p[i] = fn(g.p[i], v.p[i]);
+  });
   out.commit();
   return AMPRT_OK;
 }
@@ -58,20 +60,22 @@ template <typename V, typename F>
 void binaryLoop(const Shape &sa, const Shape &sb, const Shape &so, const V *a,
                 const V *b, V *y, F fn) {
   if (sa == so && sb == so) {
-    int64_t n = numel(so);
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = fn(a[i], b[i]);
+    parallelElements(numel(so), 4, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        y[i] = fn(a[i], b[i]);
+    });
     return;
   }
   if (sa == so && numel(sb) == 1) {
-    int64_t n = numel(so);
     V s = b[0];
-    for (int64_t i = 0; i < n; ++i)
-      y[i] = fn(a[i], s);
+    parallelElements(numel(so), 4, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        y[i] = fn(a[i], s);
+    });
     return;
   }
   Shape st[2] = {broadcastStrides(sa, so), broadcastStrides(sb, so)};
-  forEachBroadcast<2>(so, st, [&](int64_t o, const int64_t *off) {
+  parallelForEachBroadcast<2>(so, st, 4, [&](int64_t o, const int64_t *off) {
     y[o] = fn(a[off[0]], b[off[1]]);
   });
 }

@@ -4,34 +4,22 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// f16/bf16 operands are widened to f32, the products accumulate in f32 and
-// the result is rounded once into the output dtype (what cuBLASLt does with
-// CUBLAS_COMPUTE_32F). The f32 kernel is a cache-blocked i-k-j loop whose
-// inner loop the compiler vectorizes; large products are split over rows on
-// two threads.
+// The products accumulate in f32 and the result is rounded once into the
+// output dtype (what cuBLASLt does with CUBLAS_COMPUTE_32F). On the fast
+// path (amprt_cpu_path) they run through oneDNN (OneDnn.h): bf16 operands
+// natively where the CPU has AVX-512 BF16, f16 ones widened to f32 (no x86
+// CPU here has f16 arithmetic). The reference path widens f16/bf16 to f32
+// and runs a cache-blocked i-k-j loop whose inner loop the compiler
+// vectorizes, large products split over rows on the thread pool.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "OneDnn.h"
 
 #include <algorithm>
-#include <thread>
 
 using namespace amprt;
-
-void amprt::parallelFor(int64_t n, double work,
-                        const std::function<void(int64_t, int64_t)> &f) {
-  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::min<int64_t>({int64_t(hw), 2, n});
-  if (threads < 2 || work < 2e6) {
-    f(0, n);
-    return;
-  }
-  int64_t mid = n / 2;
-  std::thread other([&] { f(mid, n); });
-  f(0, mid);
-  other.join();
-}
 
 void amprt::transpose2d(const float *src, int64_t R, int64_t C, float *dst) {
   const int64_t B = 32;
@@ -111,6 +99,10 @@ static void sgemmRows(int64_t i0, int64_t i1, int64_t N, int64_t K, float alpha,
 void amprt::sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                   int64_t lda, const float *B, int64_t ldb, bool accumulate,
                   float *C, int64_t ldc) {
+  if (oneDnnGemm() && K > 0 &&
+      oneDnnSgemm(false, false, M, N, K, alpha, A, lda, B, ldb,
+                  accumulate ? 1.f : 0.f, C, ldc))
+    return;
   if (!accumulate)
     for (int64_t i = 0; i < M; ++i)
       std::fill(C + i * ldc, C + i * ldc + N, 0.f);
@@ -137,10 +129,29 @@ const float *asRowMajor(const float *p, int64_t R, int64_t C, bool trans,
   return buf.data();
 }
 
+/// y = alpha op(a) op(b) through oneDNN (the fast path), into out (f32):
+/// bf16 operands as they are when the CPU multiplies bf16, else widened.
+/// False when the path is off or oneDNN has no fast kernel for it.
+bool fastMatmul(const MatmulGeometry &g, T a, T b, float alpha, float *out) {
+  if (!oneDnnGemm() || g.K == 0 || g.M == 0 || g.N == 0 || numel(g.bo) == 0)
+    return false;
+  if (a->dtype == AMPRT_BF16 && b->dtype == AMPRT_BF16 && oneDnnBf16())
+    return oneDnnMatmul(g, a->data, b->data, AMPRT_BF16, alpha, out);
+  F32In ia(a), ib(b);
+  return oneDnnMatmul(g, ia.p, ib.p, AMPRT_F32, alpha, out);
+}
+
 amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
                         bool transA, bool transB, float alpha) {
   MatmulGeometry g;
   AMPRT_TRY(checkMatmul(ctx, k, a, b, y, transA, transB, g));
+  {
+    F32Out out(y);
+    if (fastMatmul(g, a, b, alpha, out.p)) {
+      out.commit();
+      return AMPRT_OK;
+    }
+  }
   int64_t M = g.M, N = g.N, K = g.K;
   transA = g.transA;
   transB = g.transB;
@@ -269,12 +280,17 @@ amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
                          shapeStr(c).c_str(), shapeStr(so).c_str());
       stc = broadcastStrides(shapeOf(c), so);
     }
-    F32In ia(a), ib(b), ic(c);
+    F32In ic(c);
     F32Out out(y);
-    std::vector<float> ta, tb;
-    const float *A = asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta);
-    const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
-    sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
+    MatmulGeometry g;
+    g.M = M, g.N = N, g.K = K, g.transA = trans_a, g.transB = trans_b;
+    if (!fastMatmul(g, a, b, alpha, out.p)) {
+      F32In ia(a), ib(b);
+      std::vector<float> ta, tb;
+      const float *A = asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta);
+      const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
+      sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
+    }
     if (c && beta != 0.f)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j)

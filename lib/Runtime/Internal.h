@@ -6,7 +6,7 @@
 //
 // Private to lib/Runtime, what only the CPU kernels use: bulk f16/bf16
 // conversion, f32 views of float tensors, a broadcasting walker, the f32
-// GEMM and the two-thread loop. The backend interface and the argument
+// GEMM and the thread pool's loop. The backend interface and the argument
 // checks (shared with the CUDA kernels) are in include/amp/Runtime/Backend,
 // the scalar arithmetic of both backends in include/amp/Runtime/Math.
 // Nothing here is part of the ABI.
@@ -26,6 +26,12 @@
 #include <vector>
 
 namespace amprt {
+
+/// Runs f(begin, end) over [0, n) split into one contiguous piece per
+/// thread of the CPU pool (CpuConfig.cpp) when `work` (a rough operation
+/// count) makes it worth it; an exception thrown by f is rethrown here.
+void parallelFor(int64_t n, double work,
+                 const std::function<void(int64_t, int64_t)> &f);
 
 /// Bulk conversions (Convert.cpp).
 void toF32(const void *src, int32_t dt, float *dst, int64_t n);
@@ -79,21 +85,29 @@ struct F32Out {
 /// Index i of an i64 / i32 tensor.
 int64_t indexAt(const amprt_tensor *idx, int64_t i);
 
-/// Calls f(outIndex, off[0..k)) for every element of `out`, where off[j] is
-/// the element offset into input j under broadcasting.
+/// Calls f(outIndex, off[0..k)) for every element of the rows [r0, r1) of
+/// `out` (a row: the last dim), where off[j] is the element offset into
+/// input j under broadcasting.
 template <int K, typename F>
-void forEachBroadcast(const Shape &out, const Shape (&strides)[K], F &&f) {
+void forEachBroadcastRows(const Shape &out, const Shape (&strides)[K],
+                          int64_t r0, int64_t r1, F &&f) {
   int64_t rank = int64_t(out.size());
-  int64_t n = numel(out);
-  if (n == 0)
+  if (numel(out) == 0 || r0 >= r1)
     return;
   std::vector<int64_t> idx(size_t(rank), 0);
   int64_t off[K] = {};
   int64_t inner = rank ? out[size_t(rank - 1)] : 1;
+  // The multi-index of row r0 (all dims but the last).
+  for (int64_t d = rank - 2, r = r0; d >= 0; --d) {
+    idx[size_t(d)] = r % out[size_t(d)];
+    r /= out[size_t(d)];
+    for (int j = 0; j < K; ++j)
+      off[j] += idx[size_t(d)] * strides[j][size_t(d)];
+  }
   int64_t istr[K];
   for (int j = 0; j < K; ++j)
     istr[j] = rank ? strides[j][size_t(rank - 1)] : 0;
-  for (int64_t o = 0; o < n; o += inner) {
+  for (int64_t o = r0 * inner, end = r1 * inner; o < end; o += inner) {
     int64_t cur[K];
     for (int j = 0; j < K; ++j)
       cur[j] = off[j];
@@ -116,19 +130,57 @@ void forEachBroadcast(const Shape &out, const Shape (&strides)[K], F &&f) {
   }
 }
 
+/// The rows of `out` under broadcasting.
+inline int64_t broadcastRows(const Shape &out) {
+  int64_t inner = out.empty() ? 1 : out.back();
+  return inner ? numel(out) / inner : 0;
+}
+
+/// forEachBroadcastRows over every element of `out`, in order.
+template <int K, typename F>
+void forEachBroadcast(const Shape &out, const Shape (&strides)[K], F &&f) {
+  forEachBroadcastRows<K>(out, strides, 0, broadcastRows(out), f);
+}
+
+/// forEachBroadcast on the thread pool, rows split among the threads: for
+/// an f whose calls write only their own output element. `cost` is a
+/// rough operation count per element.
+template <int K, typename F>
+void parallelForEachBroadcast(const Shape &out, const Shape (&strides)[K],
+                              double cost, F &&f) {
+  parallelFor(broadcastRows(out), double(numel(out)) * cost,
+              [&](int64_t r0, int64_t r1) {
+                forEachBroadcastRows<K>(out, strides, r0, r1, f);
+              });
+}
+
+/// Runs f(lo, hi) over the elements [0, n) on the thread pool, for an f
+/// whose element i writes only element i; `cost` per element as above.
+template <typename F> void parallelElements(int64_t n, double cost, F &&f) {
+  parallelFor(n, double(n) * cost, f);
+}
+
+/// Runs f(i, lo, hi) over the elements [lo, hi) of tensor i of `count`
+/// tensors (count[i] elements each), every element once, the flattened
+/// elements split among the threads (an optimizer over many tensors).
+void parallelOverTensors(
+    const std::vector<int64_t> &count, double cost,
+    const std::function<void(int64_t, int64_t, int64_t)> &f);
+
 /// C[M,N] = alpha * A[M,K] B[K,N] + (accumulate ? C : 0), all f32
 /// row-major with leading dimensions lda, ldb, ldc; f32 accumulation
-/// (Gemm.cpp). Large products use two threads.
+/// (Gemm.cpp): oneDNN's sgemm on the fast path, else the blocked loops
+/// over the pool's threads.
 void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
            int64_t lda, const float *B, int64_t ldb, bool accumulate, float *C,
            int64_t ldc);
 /// dst[c, r] = src[r, c] for an R x C row-major src.
 void transpose2d(const float *src, int64_t R, int64_t C, float *dst);
 
-/// Runs f(begin, end) over [0, n) on up to two threads when `work` (a rough
-/// flop count) makes it worth it.
-void parallelFor(int64_t n, double work,
-                 const std::function<void(int64_t, int64_t)> &f);
+/// The CPU backend's thread count and arithmetic path (CpuConfig.cpp,
+/// amprt_cpu_set_threads / amprt_cpu_set_path).
+int cpuThreads();
+bool cpuReference();
 
 } // namespace amprt
 

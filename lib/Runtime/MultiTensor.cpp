@@ -19,7 +19,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+
 #include "amp/Runtime/Math/Optimizer.h"
+#include <atomic>
 
 #include <cmath>
 #include <cstring>
@@ -34,18 +36,27 @@ using T = const amprt_tensor *;
 /// exponent field is not all ones).
 bool allFinite(T t) {
   int64_t n = numel(t);
+  std::atomic<bool> bad{false};
   if (t->dtype == AMPRT_F32) {
     auto *p = static_cast<const uint32_t *>(t->data);
-    uint32_t bad = 0;
-    for (int64_t i = 0; i < n; ++i)
-      bad |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
+    parallelElements(n, 1, [&](int64_t lo, int64_t hi) {
+      uint32_t b = 0;
+      for (int64_t i = lo; i < hi; ++i)
+        b |= uint32_t((p[i] & 0x7f800000u) == 0x7f800000u);
+      if (b)
+        bad = true;
+    });
     return !bad;
   }
   auto *p = static_cast<const uint16_t *>(t->data);
   uint16_t mask = t->dtype == AMPRT_F16 ? 0x7c00u : 0x7f80u;
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    bad |= uint32_t((p[i] & mask) == mask);
+  parallelElements(n, 1, [&](int64_t lo, int64_t hi) {
+    uint32_t b = 0;
+    for (int64_t i = lo; i < hi; ++i)
+      b |= uint32_t((p[i] & mask) == mask);
+    if (b)
+      bad = true;
+  });
   return !bad;
 }
 
@@ -65,10 +76,14 @@ void writeFlag(T flag, bool finite, int32_t reset) {
 /// Every product x[i] * s, in f32, is finite.
 bool allProductsFinite(T t, float s) {
   F32In in(t);
-  int64_t n = numel(t);
-  uint32_t bad = 0;
-  for (int64_t i = 0; i < n; ++i)
-    bad |= uint32_t(nonFiniteF32(in.p[i] * s));
+  std::atomic<bool> bad{false};
+  parallelElements(numel(t), 2, [&](int64_t lo, int64_t hi) {
+    uint32_t b = 0;
+    for (int64_t i = lo; i < hi; ++i)
+      b |= uint32_t(nonFiniteF32(in.p[i] * s));
+    if (b)
+      bad = true;
+  });
   return !bad;
 }
 
@@ -89,9 +104,10 @@ amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
   float s = float(scalarOf(inv_scale));
   F32In in(x);
   F32Out out(y, /*load=*/!ow);
-  int64_t n = numel(y);
-  for (int64_t i = 0; i < n; ++i)
-    out.p[i] = unscaleGateStep(in.p[i], out.p[i], s, pass, ow);
+  parallelElements(numel(y), 2, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      out.p[i] = unscaleGateStep(in.p[i], out.p[i], s, pass, ow);
+  });
   out.commit();
   if (updated)
     *static_cast<uint8_t *>(updated->data) = 1;
@@ -161,9 +177,10 @@ amprt_status amprt_multi_tensor_unscale(amprt_context *ctx, T ins, T outs,
       finite = allFinite(&ins[i]) && finite;
       F32In in(&ins[i]);
       F32Out out(&outs[i]);
-      int64_t m = numel(&ins[i]);
-      for (int64_t j = 0; j < m; ++j)
-        out.p[j] = in.p[j] * s;
+      parallelElements(numel(&ins[i]), 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j)
+          out.p[j] = in.p[j] * s;
+      });
       out.commit();
     }
     writeFlag(all_finite, finite, reset);

@@ -209,54 +209,60 @@ amprt_status batchNormTraining(amprt_context *ctx, const char *k, bool sync,
     // Two passes: the mean, then the squared deviations from it (each sum
     // over the ranks when synchronized).
     double M = double(N * S);
-    for (int64_t c = 0; c < C; ++c) {
-      double s = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const float *p = ix.p + (n * C + c) * S;
-        for (int64_t i = 0; i < S; ++i)
-          s += p[i];
+    parallelFor(C, double(N * C * S), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double s = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const float *p = ix.p + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i)
+            s += p[i];
+        }
+        mean[size_t(c)] = s;
       }
-      mean[size_t(c)] = s;
-    }
+    });
     double count = M;
     AMPRT_TRY(sumOverRanks(ctx, sync, mean, count));
     for (double &m : mean)
       m = count > 0 ? m / count : 0;
-    for (int64_t c = 0; c < C; ++c) {
-      double m = mean[size_t(c)], q = 0;
-      for (int64_t n = 0; n < N; ++n) {
-        const float *p = ix.p + (n * C + c) * S;
-        for (int64_t i = 0; i < S; ++i)
-          q += (p[i] - m) * (p[i] - m);
+    parallelFor(C, double(N * C * S * 2), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double m = mean[size_t(c)], q = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          const float *p = ix.p + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i)
+            q += (p[i] - m) * (p[i] - m);
+        }
+        var[size_t(c)] = q;
       }
-      var[size_t(c)] = q;
-    }
+    });
     count = M;
     AMPRT_TRY(sumOverRanks(ctx, sync, var, count));
     for (double &v : var)
       v = count > 0 ? v / count : 0;
     F32Out out(y);
-    for (int64_t c = 0; c < C; ++c) {
-      float m = float(mean[size_t(c)]);
-      float inv = invStd(var[size_t(c)], epsilon);
-      float a = inv * sc[size_t(c)], b = bs[size_t(c)];
-      for (int64_t n = 0; n < N; ++n) {
-        const float *p = ix.p + (n * C + c) * S;
-        float *q = out.p + (n * C + c) * S;
-        for (int64_t i = 0; i < S; ++i)
-          q[i] = batchNormApply(p[i], m, a, b);
+    parallelFor(C, double(N * C * S * 2), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        float m = float(mean[size_t(c)]);
+        float inv = invStd(var[size_t(c)], epsilon);
+        float a = inv * sc[size_t(c)], b = bs[size_t(c)];
+        for (int64_t n = 0; n < N; ++n) {
+          const float *p = ix.p + (n * C + c) * S;
+          float *q = out.p + (n * C + c) * S;
+          for (int64_t i = 0; i < S; ++i)
+            q[i] = batchNormApply(p[i], m, a, b);
+        }
+        if (saved_mean)
+          storeF(saved_mean->data, saved_mean->dtype, c, m);
+        if (saved_inv_std)
+          storeF(saved_inv_std->data, saved_inv_std->dtype, c, inv);
+        if (running_mean_out)
+          storeF(running_mean_out->data, running_mean_out->dtype, c,
+                 runningStat(momentum, rm[size_t(c)], mean[size_t(c)]));
+        if (running_var_out)
+          storeF(running_var_out->data, running_var_out->dtype, c,
+                 runningStat(momentum, rv[size_t(c)], var[size_t(c)]));
       }
-      if (saved_mean)
-        storeF(saved_mean->data, saved_mean->dtype, c, m);
-      if (saved_inv_std)
-        storeF(saved_inv_std->data, saved_inv_std->dtype, c, inv);
-      if (running_mean_out)
-        storeF(running_mean_out->data, running_mean_out->dtype, c,
-               runningStat(momentum, rm[size_t(c)], mean[size_t(c)]));
-      if (running_var_out)
-        storeF(running_var_out->data, running_var_out->dtype, c,
-               runningStat(momentum, rv[size_t(c)], var[size_t(c)]));
-    }
+    });
     out.commit();
     return AMPRT_OK;
   });
@@ -275,39 +281,43 @@ amprt_status batchNormGrad(amprt_context *ctx, const char *k, bool sync, T dy,
     // Per channel: the sums of dy and dy * xhat (the rank's own: dbias and
     // dscale), then dx from their means over every rank when synchronized.
     std::vector<double> sums(2 * static_cast<size_t>(C));
-    for (int64_t c = 0; c < C; ++c) {
-      double sdy = 0, sdyx = 0;
-      float m = mu[size_t(c)], inv = is[size_t(c)];
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t i = 0; i < S; ++i) {
-          int64_t o = (n * C + c) * S + i;
-          sdy += idy.p[o];
-          sdyx += double(idy.p[o]) * double((ix.p[o] - m) * inv);
-        }
-      if (dbias)
-        storeF(dbias->data, dbias->dtype, c, float(sdy));
-      if (dscale)
-        storeF(dscale->data, dscale->dtype, c, float(sdyx));
-      sums[size_t(2 * c)] = sdy;
-      sums[size_t(2 * c + 1)] = sdyx;
-    }
+    parallelFor(C, double(N * C * S * 4), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double sdy = 0, sdyx = 0;
+        float m = mu[size_t(c)], inv = is[size_t(c)];
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) {
+            int64_t o = (n * C + c) * S + i;
+            sdy += idy.p[o];
+            sdyx += double(idy.p[o]) * double((ix.p[o] - m) * inv);
+          }
+        if (dbias)
+          storeF(dbias->data, dbias->dtype, c, float(sdy));
+        if (dscale)
+          storeF(dscale->data, dscale->dtype, c, float(sdyx));
+        sums[size_t(2 * c)] = sdy;
+        sums[size_t(2 * c + 1)] = sdyx;
+      }
+    });
     if (!dx)
       return AMPRT_OK;
     double M = double(N * S);
     AMPRT_TRY(sumOverRanks(ctx, sync, sums, M));
     F32Out out(dx);
-    for (int64_t c = 0; c < C; ++c) {
-      float m = mu[size_t(c)], inv = is[size_t(c)];
-      float a = sc[size_t(c)] * inv;
-      float mdy = M > 0 ? float(sums[size_t(2 * c)] / M) : 0.f;
-      float mdyx = M > 0 ? float(sums[size_t(2 * c + 1)] / M) : 0.f;
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t i = 0; i < S; ++i) {
-          int64_t o = (n * C + c) * S + i;
-          float xh = (ix.p[o] - m) * inv;
-          out.p[o] = batchNormGradDx(a, idy.p[o], mdy, xh, mdyx);
-        }
-    }
+    parallelFor(C, double(N * C * S * 4), [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        float m = mu[size_t(c)], inv = is[size_t(c)];
+        float a = sc[size_t(c)] * inv;
+        float mdy = M > 0 ? float(sums[size_t(2 * c)] / M) : 0.f;
+        float mdyx = M > 0 ? float(sums[size_t(2 * c + 1)] / M) : 0.f;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t i = 0; i < S; ++i) {
+            int64_t o = (n * C + c) * S + i;
+            float xh = (ix.p[o] - m) * inv;
+            out.p[o] = batchNormGradDx(a, idy.p[o], mdy, xh, mdyx);
+          }
+      }
+    });
     out.commit();
     return AMPRT_OK;
   });
@@ -408,26 +418,28 @@ amprt_status amprt_layer_norm(amprt_context *ctx, T x, T scale, T bias,
     std::vector<float> sc = vec(scale, inner, 1.f), bs = vec(bias, inner, 0.f);
     F32In ix(x);
     F32Out out(y);
-    for (int64_t r = 0; r < outer; ++r) {
-      const float *p = ix.p + r * inner;
-      double s = 0;
-      for (int64_t i = 0; i < inner; ++i)
-        s += p[i];
-      double m = inner ? s / double(inner) : 0;
-      double q = 0;
-      for (int64_t i = 0; i < inner; ++i)
-        q += (p[i] - m) * (p[i] - m);
-      double var = inner ? q / double(inner) : 0;
-      float inv = invStd(var, epsilon);
-      float mf = float(m);
-      float *o = out.p + r * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        o[i] = layerNormApply(p[i], mf, inv, sc[size_t(i)], bs[size_t(i)]);
-      if (mean)
-        storeF(mean->data, mean->dtype, r, mf);
-      if (inv_std)
-        storeF(inv_std->data, inv_std->dtype, r, inv);
-    }
+    parallelFor(outer, double(outer * inner * 6), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float *p = ix.p + r * inner;
+        double s = 0;
+        for (int64_t i = 0; i < inner; ++i)
+          s += p[i];
+        double m = inner ? s / double(inner) : 0;
+        double q = 0;
+        for (int64_t i = 0; i < inner; ++i)
+          q += (p[i] - m) * (p[i] - m);
+        double var = inner ? q / double(inner) : 0;
+        float inv = invStd(var, epsilon);
+        float mf = float(m);
+        float *o = out.p + r * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          o[i] = layerNormApply(p[i], mf, inv, sc[size_t(i)], bs[size_t(i)]);
+        if (mean)
+          storeF(mean->data, mean->dtype, r, mf);
+        if (inv_std)
+          storeF(inv_std->data, inv_std->dtype, r, inv);
+      }
+    });
     out.commit();
     return AMPRT_OK;
   });
@@ -447,27 +459,41 @@ amprt_status amprt_layer_norm_grad(amprt_context *ctx, T dy, T x, T scale,
     F32In idy(dy), ix(x);
     F32Out out(dx);
     std::vector<double> ds(size_t(inner), 0.0), db(size_t(inner), 0.0);
-    for (int64_t r = 0; r < outer; ++r) {
-      const float *g = idy.p + r * inner, *p = ix.p + r * inner;
-      float m = mu[size_t(r)], inv = is[size_t(r)];
-      double sg = 0, sgx = 0;
-      for (int64_t i = 0; i < inner; ++i) {
-        float xh = (p[i] - m) * inv;
-        float gs = g[i] * sc[size_t(i)];
-        ds[size_t(i)] += double(g[i]) * xh;
-        db[size_t(i)] += g[i];
-        sg += gs;
-        sgx += double(gs) * xh;
+    // dscale and dbias: each column summed over the rows in order by one
+    // thread (the result does not depend on the thread count).
+    parallelFor(inner, double(outer) * inner * 4, [&](int64_t i0, int64_t i1) {
+      for (int64_t r = 0; r < outer; ++r) {
+        const float *g = idy.p + r * inner, *p = ix.p + r * inner;
+        float m = mu[size_t(r)], inv = is[size_t(r)];
+        for (int64_t i = i0; i < i1; ++i) {
+          float xh = (p[i] - m) * inv;
+          ds[size_t(i)] += double(g[i]) * xh;
+          db[size_t(i)] += g[i];
+        }
       }
-      if (!dx)
-        continue;
-      float mg = float(sg / double(inner)), mgx = float(sgx / double(inner));
-      float *o = out.p + r * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        float xh = (p[i] - m) * inv;
-        o[i] = layerNormGradDx(inv, g[i] * sc[size_t(i)], mg, xh, mgx);
-      }
-    }
+    });
+    if (dx)
+      parallelFor(
+          outer, double(outer) * inner * 8, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+              const float *g = idy.p + r * inner, *p = ix.p + r * inner;
+              float m = mu[size_t(r)], inv = is[size_t(r)];
+              double sg = 0, sgx = 0;
+              for (int64_t i = 0; i < inner; ++i) {
+                float xh = (p[i] - m) * inv;
+                float gs = g[i] * sc[size_t(i)];
+                sg += gs;
+                sgx += double(gs) * xh;
+              }
+              float mg = float(sg / double(inner)),
+                    mgx = float(sgx / double(inner));
+              float *o = out.p + r * inner;
+              for (int64_t i = 0; i < inner; ++i) {
+                float xh = (p[i] - m) * inv;
+                o[i] = layerNormGradDx(inv, g[i] * sc[size_t(i)], mg, xh, mgx);
+              }
+            }
+          });
     for (int64_t i = 0; i < inner; ++i) {
       if (dscale)
         storeF(dscale->data, dscale->dtype, i, float(ds[size_t(i)]));
@@ -488,19 +514,21 @@ amprt_status amprt_rms_norm(amprt_context *ctx, T x, T scale, int64_t axis,
     std::vector<float> sc = vec(scale, inner, 1.f);
     F32In ix(x);
     F32Out out(y);
-    for (int64_t r = 0; r < outer; ++r) {
-      const float *p = ix.p + r * inner;
-      double q = 0;
-      for (int64_t i = 0; i < inner; ++i)
-        q += double(p[i]) * p[i];
-      double ms = inner ? q / double(inner) : 0;
-      float inv = invStd(ms, epsilon);
-      float *o = out.p + r * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        o[i] = rmsNormApply(p[i], inv, sc[size_t(i)]);
-      if (inv_std)
-        storeF(inv_std->data, inv_std->dtype, r, inv);
-    }
+    parallelFor(outer, double(outer * inner * 4), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float *p = ix.p + r * inner;
+        double q = 0;
+        for (int64_t i = 0; i < inner; ++i)
+          q += double(p[i]) * p[i];
+        double ms = inner ? q / double(inner) : 0;
+        float inv = invStd(ms, epsilon);
+        float *o = out.p + r * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          o[i] = rmsNormApply(p[i], inv, sc[size_t(i)]);
+        if (inv_std)
+          storeF(inv_std->data, inv_std->dtype, r, inv);
+      }
+    });
     out.commit();
     return AMPRT_OK;
   });

@@ -54,6 +54,23 @@ checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
   return AMPRT_OK;
 }
 
+/// Runs step(i, g, lo, hi) over the elements [lo, hi) of parameter i, g
+/// its gradient in f32, the elements of all n parameters split among the
+/// pool's threads (each element's update reads and writes only its own).
+template <typename F>
+void forEachParameter(int64_t n, T params, T grads, F &&step) {
+  std::vector<F32In> g;
+  g.reserve(size_t(n)); // F32In points into itself: never moved
+  std::vector<int64_t> count(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    g.emplace_back(&grads[i]);
+    count[size_t(i)] = numel(&params[i]);
+  }
+  parallelOverTensors(count, 20, [&](int64_t i, int64_t lo, int64_t hi) {
+    step(i, g[size_t(i)].p, lo, hi);
+  });
+}
+
 /// A one-element tensor of dtype dt.
 amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
                          T t, int32_t dt, bool optional = false) {
@@ -128,14 +145,14 @@ amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
       return AMPRT_OK;
     SgdStep s = {*f32(lr),     momentum,      dampening,
                  weight_decay, nesterov != 0, step && i64(step) == 0};
-    for (int64_t i = 0; i < n; ++i) {
-      F32In g(&grads[i]);
-      float *p = f32(&params[i]);
-      float *buf = momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
-      int64_t m = numel(&params[i]);
-      for (int64_t j = 0; j < m; ++j)
-        p[j] = sgdStep(s, p[j], g.p[j], buf ? buf + j : nullptr);
-    }
+    forEachParameter(n, params, grads,
+                     [&](int64_t i, const float *g, int64_t lo, int64_t hi) {
+                       float *p = f32(&params[i]);
+                       float *buf =
+                           momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
+                       for (int64_t j = lo; j < hi; ++j)
+                         p[j] = sgdStep(s, p[j], g[j], buf ? buf + j : nullptr);
+                     });
     if (step)
       ++*static_cast<int64_t *>(step->data);
     return AMPRT_OK;
@@ -158,13 +175,13 @@ amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
       return AMPRT_OK;
     AdamWStep s = adamwScalars(*f32(lr), i64(step), beta1, beta2, epsilon,
                                weight_decay, mode, correct_bias);
-    for (int64_t i = 0; i < n; ++i) {
-      F32In g(&grads[i]);
-      float *p = f32(&params[i]), *m = f32(&m1[i]), *v = f32(&m2[i]);
-      int64_t cnt = numel(&params[i]);
-      for (int64_t j = 0; j < cnt; ++j)
-        adamwStep(s, g.p[j], p[j], m[j], v[j]);
-    }
+    forEachParameter(n, params, grads,
+                     [&](int64_t i, const float *g, int64_t lo, int64_t hi) {
+                       float *p = f32(&params[i]), *m = f32(&m1[i]),
+                             *v = f32(&m2[i]);
+                       for (int64_t j = lo; j < hi; ++j)
+                         adamwStep(s, g[j], p[j], m[j], v[j]);
+                     });
     return AMPRT_OK;
   });
 }
@@ -184,14 +201,13 @@ amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x, T g,
     if (!gate(update))
       return AMPRT_OK;
     float rate = onnxAdamRate(*f32(r), i64(t), alpha, beta);
-    for (int64_t i = 0; i < n; ++i) {
-      F32In gi(&g[i]);
-      float *px = f32(&x[i]), *pv = f32(&v[i]), *ph = f32(&h[i]);
-      int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j)
-        onnxAdamStep(rate, alpha, beta, epsilon, norm_coefficient,
-                     norm_coefficient_post, gi.p[j], px[j], pv[j], ph[j]);
-    }
+    forEachParameter(
+        n, x, g, [&](int64_t i, const float *gi, int64_t lo, int64_t hi) {
+          float *px = f32(&x[i]), *pv = f32(&v[i]), *ph = f32(&h[i]);
+          for (int64_t j = lo; j < hi; ++j)
+            onnxAdamStep(rate, alpha, beta, epsilon, norm_coefficient,
+                         norm_coefficient_post, gi[j], px[j], pv[j], ph[j]);
+        });
     return AMPRT_OK;
   });
 }
@@ -210,13 +226,13 @@ amprt_status amprt_onnx_adagrad(amprt_context *ctx, int64_t n, T r, T t, T x,
     if (!gate(update))
       return AMPRT_OK;
     float rate = onnxAdagradRate(*f32(r), i64(t), decay_factor);
-    for (int64_t i = 0; i < n; ++i) {
-      F32In gi(&g[i]);
-      float *px = f32(&x[i]), *ph = f32(&h[i]);
-      int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j)
-        onnxAdagradStep(rate, epsilon, norm_coefficient, gi.p[j], px[j], ph[j]);
-    }
+    forEachParameter(n, x, g,
+                     [&](int64_t i, const float *gi, int64_t lo, int64_t hi) {
+                       float *px = f32(&x[i]), *ph = f32(&h[i]);
+                       for (int64_t j = lo; j < hi; ++j)
+                         onnxAdagradStep(rate, epsilon, norm_coefficient, gi[j],
+                                         px[j], ph[j]);
+                     });
     return AMPRT_OK;
   });
 }
@@ -240,14 +256,13 @@ amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t, T x,
       return AMPRT_OK;
     float rate = *f32(r);
     float b = i64(t) > 0 ? beta : 1.f;
-    for (int64_t i = 0; i < n; ++i) {
-      F32In gi(&g[i]);
-      float *px = f32(&x[i]), *pv = f32(&v[i]);
-      int64_t cnt = numel(&x[i]);
-      for (int64_t j = 0; j < cnt; ++j)
-        onnxMomentumStep(rate, alpha, b, norm_coefficient, mode, gi.p[j], px[j],
-                         pv[j]);
-    }
+    forEachParameter(n, x, g,
+                     [&](int64_t i, const float *gi, int64_t lo, int64_t hi) {
+                       float *px = f32(&x[i]), *pv = f32(&v[i]);
+                       for (int64_t j = lo; j < hi; ++j)
+                         onnxMomentumStep(rate, alpha, b, norm_coefficient,
+                                          mode, gi[j], px[j], pv[j]);
+                     });
     return AMPRT_OK;
   });
 }

@@ -555,9 +555,10 @@ amprt_status amprt_inplace_accumulate(amprt_context *ctx, T buffer, T value,
     bool ow = overwrite && scalarOf(overwrite) != 0;
     F32In iv(value);
     F32Out out(buffer, /*load=*/!ow);
-    int64_t n = numel(buffer);
-    for (int64_t i = 0; i < n; ++i)
-      out.p[i] = ow ? iv.p[i] : out.p[i] + iv.p[i];
+    parallelElements(numel(buffer), 2, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        out.p[i] = ow ? iv.p[i] : out.p[i] + iv.p[i];
+    });
     out.commit();
     if (updated)
       *static_cast<uint8_t *>(updated->data) = 1;

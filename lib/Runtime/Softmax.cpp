@@ -34,26 +34,30 @@ amprt_status softmaxImpl(amprt_context *ctx, const char *k, T x, int64_t axis,
   AMPRT_TRY(split(ctx, k, x, axis, outer, len, inner));
   F32In ix(x);
   F32Out out(y);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      const float *p = ix.p + o * len * inner + in;
-      float *q = out.p + o * len * inner + in;
-      float mx = -INFINITY;
-      for (int64_t i = 0; i < len; ++i)
-        mx = std::fmax(mx, p[i * inner]);
-      float s = 0.f;
-      for (int64_t i = 0; i < len; ++i)
-        s += std::exp(p[i * inner] - mx);
-      if (logOut) {
-        float ls = std::log(s);
-        for (int64_t i = 0; i < len; ++i)
-          q[i * inner] = p[i * inner] - mx - ls;
-      } else {
-        float r = 1.f / s;
-        for (int64_t i = 0; i < len; ++i)
-          q[i * inner] = std::exp(p[i * inner] - mx) * r;
-      }
-    }
+  // Each (o, in) line is normalized by one thread, in a fixed order.
+  parallelFor(outer, double(outer) * len * inner * 20,
+              [&](int64_t o0, int64_t o1) {
+                for (int64_t o = o0; o < o1; ++o)
+                  for (int64_t in = 0; in < inner; ++in) {
+                    const float *p = ix.p + o * len * inner + in;
+                    float *q = out.p + o * len * inner + in;
+                    float mx = -INFINITY;
+                    for (int64_t i = 0; i < len; ++i)
+                      mx = std::fmax(mx, p[i * inner]);
+                    float s = 0.f;
+                    for (int64_t i = 0; i < len; ++i)
+                      s += std::exp(p[i * inner] - mx);
+                    if (logOut) {
+                      float ls = std::log(s);
+                      for (int64_t i = 0; i < len; ++i)
+                        q[i * inner] = p[i * inner] - mx - ls;
+                    } else {
+                      float r = 1.f / s;
+                      for (int64_t i = 0; i < len; ++i)
+                        q[i * inner] = std::exp(p[i * inner] - mx) * r;
+                    }
+                  }
+              });
   out.commit();
   return AMPRT_OK;
 }
@@ -89,16 +93,19 @@ amprt_status amprt_softmax_grad(amprt_context *ctx, T dy, T y, int64_t axis,
     AMPRT_TRY(split(ctx, k, dy, axis, outer, len, inner));
     F32In ig(dy), iy(y);
     F32Out out(dx);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t in = 0; in < inner; ++in) {
-        int64_t base = o * len * inner + in;
-        float s = 0.f;
-        for (int64_t i = 0; i < len; ++i)
-          s += ig.p[base + i * inner] * iy.p[base + i * inner];
-        for (int64_t i = 0; i < len; ++i)
-          out.p[base + i * inner] =
-              iy.p[base + i * inner] * (ig.p[base + i * inner] - s);
-      }
+    parallelFor(outer, double(outer) * len * inner * 4,
+                [&](int64_t o0, int64_t o1) {
+                  for (int64_t o = o0; o < o1; ++o)
+                    for (int64_t in = 0; in < inner; ++in) {
+                      int64_t base = o * len * inner + in;
+                      float s = 0.f;
+                      for (int64_t i = 0; i < len; ++i)
+                        s += ig.p[base + i * inner] * iy.p[base + i * inner];
+                      for (int64_t i = 0; i < len; ++i)
+                        out.p[base + i * inner] = iy.p[base + i * inner] *
+                                                  (ig.p[base + i * inner] - s);
+                    }
+                });
     out.commit();
     return AMPRT_OK;
   });

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares two amp-run --log files: whether the second's loss curve tracks
 the first's within a relative tolerance, step by step, and how many steps
-each skipped (a step whose loss scaler found a non-finite gradient).
+each skipped (a step whose loss scaler found a non-finite gradient). A
+step non-finite in both runs matches.
 
     log_tracks.py REFERENCE.csv OTHER.csv --rtol 1e-3
 
@@ -28,7 +29,11 @@ def main():
     ref, oth = read(args.reference), read(args.other)
     worst, bad = 0.0, []
     for i, ((a, _), (b, finite)) in enumerate(zip(ref, oth)):
-        rel = abs(b - a) / max(abs(a), 1e-30) if math.isfinite(b) else math.inf
+        if not math.isfinite(a) and not math.isfinite(b):
+            rel = 0.0  # both runs lost the step (a skip on both sides)
+        else:
+            rel = (abs(b - a) / max(abs(a), 1e-30) if math.isfinite(b)
+                   else math.inf)
         worst = max(worst, rel)
         print("step %d: %.9g %.9g rel %.3g%s" % (i, a, b, rel,
                                                  "" if finite else " skipped"))

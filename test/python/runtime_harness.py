@@ -230,6 +230,12 @@ class Runtime:
         L.amprt_comm_abort.restype = None
         L.amprt_context_set_comm.argtypes = [C.c_void_p, C.c_void_p]
         L.amprt_barrier.argtypes = [C.c_void_p]
+        # The CPU backend's threads and arithmetic (ABI 4).
+        L.amprt_cpu_set_threads.argtypes = [C.c_int32]
+        L.amprt_cpu_threads.restype = C.c_int32
+        L.amprt_cpu_set_path.argtypes = [C.c_int32]
+        L.amprt_cpu_path_in_force.restype = C.c_int32
+        L.amprt_cpu_describe.restype = C.c_char_p
         for name, (kind, args) in self.ops.items():
             f = getattr(L, "amprt_" + name)
             f.argtypes = args

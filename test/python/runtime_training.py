@@ -561,7 +561,7 @@ def test_error_paths(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 3
+    assert L.amprt_abi_version() == 4
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -616,7 +616,10 @@ def test_abi_and_memory(rt):
             # Communicators (ABI 3).
             "comm_create", "comm_destroy", "comm_rank", "comm_size",
             "comm_engine", "comm_available", "comm_abort",
-            "context_set_comm", "barrier"}
+            "context_set_comm", "barrier",
+            # The CPU backend's threads and arithmetic (ABI 4).
+            "cpu_set_threads", "cpu_threads", "cpu_set_path",
+            "cpu_path_in_force", "cpu_describe"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 3
+#define AMPRT_ABI_VERSION 4
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8
@@ -198,6 +198,38 @@ AMPRT_API amprt_status amprt_context_set_comm(amprt_context *ctx,
 /// Waits for the context's queued work, then until every rank of its
 /// communicator has called amprt_barrier (returns at once without one).
 AMPRT_API amprt_status amprt_barrier(amprt_context *ctx);
+
+/* ---- The CPU backend's threads and arithmetic (ABI 4) -----------------
+
+   Process-wide: every CPU context (and a device context's host fallbacks)
+   shares one thread pool and one choice of arithmetic. */
+
+/// The CPU backend's arithmetic. FAST: GEMMs, batched GEMMs and the
+/// convolutions' GEMMs through oneDNN when the library was built with it
+/// (f32, and bf16 operands with f32 accumulation on CPUs with AVX-512 BF16
+/// or AMX), the rest of the kernels on the thread pool. REFERENCE: the
+/// plain loops, the numerics reference the fast path is tested against
+/// (docs/RuntimeABI.md, "CPU backend"). The environment variable
+/// AMPRT_CPU_REFERENCE=1 selects REFERENCE when the library loads.
+typedef enum amprt_cpu_path {
+  AMPRT_CPU_FAST = 0,
+  AMPRT_CPU_REFERENCE = 1
+} amprt_cpu_path;
+
+/// The number of threads the CPU kernels use; 0 (and the start) is the
+/// CPUs this process may run on (its affinity mask), or the environment
+/// variable AMPRT_NUM_THREADS when set. Fails for a negative count.
+AMPRT_API amprt_status amprt_cpu_set_threads(int32_t threads);
+/// The thread count in force (at least 1).
+AMPRT_API int32_t amprt_cpu_threads(void);
+/// Selects the arithmetic (amprt_cpu_path). Fails for an unknown value.
+AMPRT_API amprt_status amprt_cpu_set_path(int32_t path);
+/// The arithmetic in force (amprt_cpu_path).
+AMPRT_API int32_t amprt_cpu_path_in_force(void);
+/// One line for logs: the path, the library and ISA it dispatches to,
+/// the threads ("fast: oneDNN 2.6.3 (avx512_core_bf16), 2 threads").
+/// The string lives until the next call.
+AMPRT_API const char *amprt_cpu_describe(void);
 
 /// Size in bytes of one element; 0 for an unknown dtype.
 AMPRT_API size_t amprt_dtype_size(int32_t dtype);

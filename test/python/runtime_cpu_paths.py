@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+# ===- runtime_cpu_paths.py - the CPU fast path against the reference ---=== #
+#
+# Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+#
+# ===--------------------------------------------------------------------=== #
+"""The CPU backend's two arithmetic paths (ABI 4, amprt_cpu_set_path).
+
+On fresh random inputs (seed printed; --seed reproduces), sizes large
+enough that the fast path's GEMMs (oneDNN when built with it) and the
+thread pool take them:
+  * the configuration calls: thread count and path set, read back and
+    refused when out of range; the description names the path;
+  * gemm (transposes, alpha, beta, a broadcast c), matmul (broadcast batch
+    dims, vectors) and fused_matmul, f32/f16/bf16 operands, f32 and
+    16-bit results, and conv/conv_grad: the fast path and the reference
+    path each within the float64 bound of runtime_kernels.py (f32
+    accumulation: (K + 4) 2^-24 sum|a||b|, one rounding into the output),
+    so within twice that of each other;
+  * thread counts 1 and 2: the reference loops give the same bits, the
+    fast path stays within the same bound.
+
+    runtime_cpu_paths.py --lib libAmpRuntime.so --ops-def Ops.def
+"""
+
+import sys
+
+import numpy as np
+
+from runtime_harness import Runtime, window
+
+FAST, REFERENCE = 0, 1
+
+
+def test_configuration(rt):
+    L = rt.lib
+    machine = L.amprt_cpu_threads()
+    assert machine >= 1
+    assert L.amprt_cpu_set_threads(-1) == 1
+    assert b"negative thread count -1" in L.amprt_last_error(None)
+    assert L.amprt_cpu_threads() == machine, "a refused count changed it"
+    assert L.amprt_cpu_set_threads(3) == 0 and L.amprt_cpu_threads() == 3
+    assert b"3 threads" in L.amprt_cpu_describe()
+    assert L.amprt_cpu_set_threads(1) == 0
+    assert L.amprt_cpu_describe().endswith(b", 1 thread")
+    assert L.amprt_cpu_set_threads(0) == 0 and L.amprt_cpu_threads() >= 1
+    before = L.amprt_cpu_path_in_force()
+    assert L.amprt_cpu_set_path(7) == 1
+    assert b"unknown path 7" in L.amprt_last_error(None)
+    assert L.amprt_cpu_path_in_force() == before
+    assert L.amprt_cpu_set_path(REFERENCE) == 0
+    assert L.amprt_cpu_path_in_force() == REFERENCE
+    assert L.amprt_cpu_describe().startswith(b"reference loops, ")
+    assert L.amprt_cpu_set_path(FAST) == 0
+    desc = L.amprt_cpu_describe()
+    assert desc.startswith(b"fast: ") and b"oneDNN" in desc, desc
+    print("  fast path:", desc.decode())
+
+
+def both_paths(rt, run):
+    """run() under the reference path, then the fast path: (ref, fast)."""
+    L = rt.lib
+    out = []
+    for path in (REFERENCE, FAST):
+        assert L.amprt_cpu_set_path(path) == 0
+        out.append(run())
+    assert L.amprt_cpu_set_path(FAST) == 0
+    return out
+
+
+def check_pair(rt, what, outs, ref, dt, scale, terms):
+    """Both paths' outputs within the float64 bound, so within twice it of
+    each other; records the largest fast-vs-reference difference."""
+    r, f = outs
+    rt.close(what + " reference", r, ref, dt, scale=scale, terms=terms)
+    rt.close(what + " fast", f, ref, dt, scale=scale, terms=terms)
+    diff = float(np.max(np.abs(r.f64() - f.f64()) /
+                        (np.abs(scale) * 2.0 ** -24 + 1e-30)))
+    if dt == "f32":
+        rt.worst_diff[what] = max(rt.worst_diff.get(what, 0.0), diff)
+
+
+GEMMS = [  # M, N, K (large enough for the fast path's threads)
+    (70, 130, 257), (1, 300, 64), (257, 3, 96), (128, 128, 128)]
+
+
+def test_gemm(rt):
+    for dt, odt in (("f32", "f32"), ("bf16", "bf16"), ("bf16", "f32"),
+                    ("f16", "f16")):
+        for M, N, K in GEMMS:
+            for ta, tb in ((0, 0), (1, 0), (0, 1), (1, 1)):
+                a = rt.randn((K, M) if ta else (M, K), dt)
+                b = rt.randn((N, K) if tb else (K, N), dt)
+                c = rt.randn((N,), "f32")
+                A = a.f64().T if ta else a.f64()
+                B = b.f64().T if tb else b.f64()
+
+                def run():
+                    y = rt.empty((M, N), odt)
+                    rt.ok("gemm", a.ref, b.ref, c.ref, y.ref, ta, tb, 0.75,
+                          0.5)
+                    return y
+                ref = 0.75 * A @ B + 0.5 * c.f64()
+                scale = 0.75 * np.abs(A) @ np.abs(B) + 0.5 * np.abs(c.f64())
+                check_pair(rt, "gemm", both_paths(rt, run), ref, odt, scale,
+                           K + 1)
+
+
+MATMULS = [  # a shape, b shape (broadcast batches, vectors)
+    ((4, 33, 65), (65, 40)), ((2, 1, 30, 64), (3, 64, 20)), ((65,), (65, 50)),
+    ((3, 40, 65), (65,)), ((6, 32, 16), (6, 16, 32)), ((1, 200, 48), (4, 48, 8))]
+
+
+def test_matmul(rt):
+    for dt in ("f32", "bf16", "f16"):
+        for sa, sb in MATMULS:
+            a, b = rt.randn(sa, dt), rt.randn(sb, dt)
+            ref = np.matmul(a.f64(), b.f64())
+            scale = np.matmul(np.abs(a.f64()), np.abs(b.f64()))
+
+            def run():
+                y = rt.empty(ref.shape, dt)
+                rt.ok("matmul", a.ref, b.ref, y.ref)
+                return y
+            check_pair(rt, "matmul", both_paths(rt, run), ref, dt, scale,
+                       sa[-1])
+        # Attention's shapes: [batch, heads, seq, dk] x its transpose.
+        for ta, tb in ((0, 1), (1, 0), (1, 1)):
+            a = rt.randn((2, 3, 24, 40) if ta else (2, 3, 40, 24), dt)
+            b = rt.randn((2, 3, 36, 24) if tb else (2, 3, 24, 36), dt)
+            A = np.swapaxes(a.f64(), -1, -2) if ta else a.f64()
+            B = np.swapaxes(b.f64(), -1, -2) if tb else b.f64()
+
+            def run():
+                y = rt.empty((2, 3, 40, 36), dt)
+                rt.ok("fused_matmul", a.ref, b.ref, y.ref, ta, tb, 0.125)
+                return y
+            check_pair(rt, "fused_matmul", both_paths(rt, run),
+                       0.125 * A @ B, dt, 0.125 * np.abs(A) @ np.abs(B), 24)
+
+
+def test_conv(rt):
+    cases = [((4, 16, 14, 14), (32, 16, 3, 3), (1, 1), (1, 1, 1, 1), 1),
+             ((2, 12, 15, 15), (12, 3, 3, 3), (2, 2), (1, 0, 1, 2), 4),
+             ((8, 32, 7, 7), (64, 32, 1, 1), (1, 1), (0, 0, 0, 0), 1)]
+    for dt in ("f32", "bf16"):
+        for xs, ws, st, pd, grp in cases:
+            x, w, b = rt.randn(xs, dt), rt.randn(ws, dt), rt.randn(ws[:1], dt)
+            win = window(ws[2:], st, pd, (1, 1), grp)
+
+            def fwd():
+                y = rt.empty(out_shape, dt)
+                rt.ok("conv", x.ref, w.ref, b.ref, y.ref, win)
+                return y
+            # The output shape from a reference run.
+            assert rt.lib.amprt_cpu_set_path(REFERENCE) == 0
+            H = (xs[2] + pd[0] + pd[2] - ws[2]) // st[0] + 1
+            W = (xs[3] + pd[1] + pd[3] - ws[3]) // st[1] + 1
+            out_shape = (xs[0], ws[0], H, W)
+            r, f = both_paths(rt, fwd)
+            # No float64 conv here (runtime_kernels.py has it): the paths
+            # against each other, the bound from the magnitudes.
+            terms = ws[1] * ws[2] * ws[3] + 1
+            absw = rt.buf(np.abs(w.f64()), "f32")
+            absx = rt.buf(np.abs(x.f64()), "f32")
+            absb = rt.buf(np.abs(b.f64()), "f32")
+            sc = rt.empty(out_shape, "f32")
+            rt.ok("conv", absx.ref, absw.ref, absb.ref, sc.ref, win)
+            tol = 2 * ((terms + 4) * 2.0 ** -24 * sc.f64() +
+                       UNIT16.get(dt, 0) * np.abs(r.f64()))
+            err = np.abs(r.f64() - f.f64())
+            assert (err <= tol).all(), "conv %s %s: fast vs reference %g" % (
+                dt, xs, float(np.max(err - tol)))
+            dy = rt.randn(out_shape, dt)
+
+            def bwd():
+                dx, dw, db = (rt.empty(xs, dt), rt.empty(ws, dt),
+                              rt.empty(ws[:1], dt))
+                rt.ok("conv_grad", dy.ref, x.ref, w.ref, dx.ref, dw.ref,
+                      db.ref, win)
+                return dx, dw, db
+            (rdx, rdw, rdb), (fdx, fdw, fdb) = both_paths(rt, bwd)
+            # The sums of |terms|: the same gradient of |dy|, |x|, |w|.
+            absdy = rt.buf(np.abs(dy.f64()), "f32")
+            sdx, sdw, sdb = (rt.empty(xs, "f32"), rt.empty(ws, "f32"),
+                             rt.empty(ws[:1], "f32"))
+            rt.ok("conv_grad", absdy.ref, absx.ref, absw.ref, sdx.ref,
+                  sdw.ref, sdb.ref, win)
+            n_dw = out_shape[0] * out_shape[2] * out_shape[3]
+            for name, r1, f1, mag, n in (("dx", rdx, fdx, sdx, terms),
+                                         ("dw", rdw, fdw, sdw, n_dw),
+                                         ("db", rdb, fdb, sdb, n_dw)):
+                bound = 2 * ((n + 4) * 2.0 ** -24 * mag.f64() +
+                             UNIT16.get(dt, 0) * np.abs(r1.f64()))
+                e = np.abs(r1.f64() - f1.f64())
+                assert (e <= bound).all(), "conv_grad %s %s %s: %g" % (
+                    name, dt, xs, float(np.max(e - bound)))
+
+
+UNIT16 = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def test_thread_counts(rt):
+    """Reference loops: the same bits at 1 and 2 threads (each element
+    computed by one thread). Fast path: within the f32 bound."""
+    L = rt.lib
+    a, b = rt.randn((96, 300), "f32"), rt.randn((300, 80), "f32")
+    x = rt.randn((64, 4096), "f32")
+    for path in (REFERENCE, FAST):
+        assert L.amprt_cpu_set_path(path) == 0
+        outs = []
+        for threads in (1, 2):
+            assert L.amprt_cpu_set_threads(threads) == 0
+            y = rt.empty((96, 80), "f32")
+            rt.ok("matmul", a.ref, b.ref, y.ref)
+            s = rt.empty((64, 4096), "f32")
+            rt.ok("softmax", x.ref, -1, s.ref)
+            outs.append((y.f64(), s.f64()))
+        (y1, s1), (y2, s2) = outs
+        if path == REFERENCE:
+            rt.equal("reference matmul, 1 vs 2 threads", y1, y2)
+        else:
+            scale = np.abs(a.f64()) @ np.abs(b.f64())
+            assert (np.abs(y1 - y2) <= 2 * 304 * 2.0 ** -24 * scale).all()
+        rt.equal("softmax, 1 vs 2 threads", s1, s2)
+    assert L.amprt_cpu_set_threads(0) == 0
+    assert L.amprt_cpu_set_path(FAST) == 0
+
+
+TESTS = [test_configuration, test_gemm, test_matmul, test_conv,
+         test_thread_counts]
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    rt = Runtime.from_args()
+    rt.worst_diff = {}
+    status = rt.run(TESTS)
+    for what, d in sorted(rt.worst_diff.items()):
+        print("  %-14s fast vs reference: max %.2f x 2^-24 sum|a||b|"
+              % (what, d))
+    sys.exit(status)
