@@ -192,6 +192,8 @@ llvm::Error Trainer::run() {
                    ? 0
                    : state[batchedInputs.begin()->getKey()]->shape[0] *
                          worldSize);
+  if (opts.device == "cpu" && !opts.cpuInfo.empty())
+    status << "; cpu " << opts.cpuInfo;
   status << "\n";
   if (sharded()) {
     auto [here, all] = optimizerStateBytes();

@@ -49,6 +49,8 @@ struct TrainOptions {
   /// (uniform(+-1/sqrt(fan_in)) for rank >= 2, zeros for rank <= 1).
   std::optional<uint64_t> initSeed;
   std::string device = "cpu";
+  /// The CPU backend's configuration in force (CpuSetup.h), for the log.
+  std::string cpuInfo;
   std::string data = "synthetic:0"; ///< synthetic:<seed> or a folder
   std::string dims;                 ///< extra symbolic dims: name=value,...
   std::string logPath, outPath, checkpointPath, resumePath, loweredPath;

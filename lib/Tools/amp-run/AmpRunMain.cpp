@@ -14,6 +14,7 @@
 
 #include "amp/Tools/amp-run/AmpRunMain.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Driver/CpuSetup.h"
 #include "amp/Driver/GraphRunner.h"
 #include "amp/Driver/OrtCheckpoint.h"
 #include "amp/Driver/PrecisionCompare.h"
@@ -79,6 +80,16 @@ struct AmpRunOptions {
       cl::cat(category)};
   cl::opt<std::string> device{"device", cl::desc("cpu | cuda"),
                               cl::cat(category), cl::init("cpu")};
+  cl::opt<int64_t> threads{
+      "threads",
+      cl::desc("CPU threads (0: the CPUs this process may use, shared "
+               "among the ranks a launcher started on the node)"),
+      cl::cat(category), cl::init(0)};
+  cl::opt<bool> cpuReference{
+      "cpu-reference",
+      cl::desc("the CPU backend's plain reference loops instead of its fast "
+               "path (oneDNN GEMMs, threads); also AMPRT_CPU_REFERENCE=1"),
+      cl::cat(category)};
   cl::opt<int64_t> steps{"steps", cl::desc("training steps"), cl::cat(category),
                          cl::init(1)};
   cl::opt<int64_t> batch{"batch",
@@ -257,6 +268,13 @@ struct AmpRunOptions {
 
 int AmpRunOptions::execute() {
   amp::driver::TrainOptions o;
+  auto cpu = amp::driver::configureCpu(threads, cpuReference);
+  if (!cpu) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(cpu.takeError()) << "\n";
+    return 1;
+  }
+  o.cpuInfo = *cpu;
   for (const std::string &m : models)
     if (amp::train::parseAMPMode(m)) {
       llvm::errs() << "amp-run: '" << m << "' is not a model; to choose the "
@@ -490,6 +508,11 @@ int amp::ampRunMain(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --help lists amp-run's options only, not every LLVM library option the
   // linked libraries register (--help-hidden still shows them all).
+  // libLLVM registers a --threads of its own (for its linker's thread
+  // pool, unused here): amp-run's names the CPU backend's threads.
+  auto &registered = cl::getRegisteredOptions();
+  if (auto it = registered.find("threads"); it != registered.end())
+    it->second->removeArgument();
   AmpRunOptions options;
   cl::HideUnrelatedOptions(options.category);
   cl::ParseCommandLineOptions(argc, argv,
