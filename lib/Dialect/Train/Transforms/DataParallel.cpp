@@ -133,6 +133,7 @@ struct TrainDataParallel
   llvm::StringMap<int64_t> ownerOf;
 
   LogicalResult parseOwners(ModuleOp module) {
+    ownerOf.clear();
     if (owners.empty())
       return success();
     if (ranks < 1 || rank < 0 || rank >= ranks)
