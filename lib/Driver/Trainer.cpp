@@ -200,6 +200,9 @@ llvm::Error Trainer::run() {
     status << "amp-run: optimizer state sharded over " << worldSize
            << " ranks: " << here << " of " << all << " bytes on rank " << rank
            << "\n";
+    if (auto e = planGather())
+      return e;
+    status << "amp-run: collectives per step: " << shardedTraffic() << "\n";
   }
   // What the training arena holds where most of it is alive.
   if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))

@@ -10,7 +10,10 @@
 // (train-data-parallel), every rank reads its own part of each global
 // batch (TrainerData.cpp) and takes rank 0's parameters before the first
 // step; the ranks agree on the models, the options and the data, or none
-// trains.
+// trains. With --shard-optimizer (ZeRO stage 1) each trainable parameter
+// has an owner rank: the training graph reduce-scatters the gradients to
+// their owners, each rank's optimizer updates its own parameters, and
+// gatherParameters all-gathers them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,10 +24,21 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 
 using namespace amp;
 using namespace amp::driver;
 using namespace amp::driver::detail;
+
+uint64_t amp::driver::detail::graphFingerprint(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(
+      os,
+      OpPrintingFlags().elideLargeElementsAttrs(16).elideLargeResourceString(
+          64));
+  return llvm::xxh3_64bits(llvm::arrayRefFromStringRef(text));
+}
 
 std::optional<std::pair<int64_t, int64_t>>
 amp::driver::detail::launcherWorld() {
@@ -150,13 +164,15 @@ static bool isOptimizerState(StringRef key, ArrayRef<std::string> trainable) {
 }
 
 /// The state buffers every rank must hold alike: all but the data inputs
-/// (and, sharded, the optimizer state: each rank's own), by name.
+/// (and, sharded, the optimizer state and the gradient buffers: each
+/// rank's own, reduced for the parameters it owns), by name.
 std::vector<std::pair<std::string, DeviceBuffer *>> Trainer::replicatedState() {
   std::vector<std::pair<std::string, DeviceBuffer *>> out;
   for (auto &e : state)
     if (e.getValue() && e.getValue()->bytes &&
         !llvm::is_contained(dataInputs, e.getKey()) &&
-        !(sharded() && isOptimizerState(e.getKey(), trainable)))
+        !(sharded() && (isOptimizerState(e.getKey(), trainable) ||
+                        e.getKey().ends_with("_grad.accumulation.buffer"))))
       out.push_back({e.getKey().str(), e.getValue().get()});
   llvm::sort(out,
              [](const auto &a, const auto &b) { return a.first < b.first; });
@@ -183,12 +199,13 @@ llvm::Error Trainer::agreeAcrossRanks() {
                 "symbolic batch dimension, so every rank would read the "
                 "same samples; export the model with a dynamic batch "
                 "(dim_param) on its data inputs");
-  // The models: every call's kernel and its tensors' shapes and types
-  // (the optimizer's too, unless each rank's updates its own parameters).
-  uint64_t models = 0;
-  SmallVector<Program *, 2> programs = {trainProg.get()};
+  // The models: every call's kernel and its tensors' shapes and types.
+  // Sharded, each rank's programs reduce, check and update its own
+  // parameters: the training graph as imported instead.
+  uint64_t models = trainGraphPrint;
+  SmallVector<Program *, 2> programs;
   if (!sharded())
-    programs.push_back(optProg.get());
+    programs = {trainProg.get(), optProg.get()};
   for (Program *p : programs)
     for (size_t i = 0; i < p->numCalls(); ++i) {
       const Program::CallInfo &c = p->callInfo(i);
@@ -299,13 +316,92 @@ Trainer::shardParameters(ArrayRef<std::pair<std::string, uint64_t>> bytes) {
   return llvm::Error::success();
 }
 
-llvm::Error Trainer::gatherParameters() {
-  if (!sharded())
-    return llvm::Error::success();
-  for (const std::string &name : trainable)
-    if (auto e = broadcastState(name, owner[name], "--shard-optimizer"))
-      return e;
+llvm::Error Trainer::planGather() {
+  for (const std::string &p : trainable) {
+    const DeviceBuffer &b = *state[p];
+    auto it = llvm::find_if(gatherGroups,
+                            [&](const auto &g) { return g->dtype == b.dtype; });
+    if (it == gatherGroups.end()) {
+      gatherGroups.push_back(std::make_unique<GatherGroup>());
+      gatherGroups.back()->dtype = b.dtype;
+      it = std::prev(gatherGroups.end());
+    }
+    (*it)->layout.push_back({p, 0});
+  }
+  for (auto &g : gatherGroups) {
+    // Each parameter after its owner's earlier ones, in `trainable` order.
+    std::vector<int64_t> load(worldSize, 0);
+    size_t esize = amprt_dtype_size(g->dtype);
+    for (auto &[p, at] : g->layout) {
+      at = load[owner[p]];
+      load[owner[p]] += int64_t(state[p]->bytes / esize);
+    }
+    g->part = *std::max_element(load.begin(), load.end());
+    for (auto [b, elems] : {std::pair{&g->send, g->part},
+                            std::pair{&g->recv, g->part * worldSize}}) {
+      b->ctx = ctx;
+      b->dtype = g->dtype;
+      b->bytes = size_t(elems) * esize;
+      b->shape = {elems};
+      if (amprt_malloc(ctx, b->bytes, &b->data) != AMPRT_OK)
+        return fail(Twine("device memory: ") + amprt_last_error(ctx));
+      // The padding after a rank's parameters travels as zeros.
+      amprt_memset(ctx, b->data, 0, b->bytes);
+    }
+  }
   return llvm::Error::success();
+}
+
+llvm::Error Trainer::gatherParameters() {
+  for (auto &g : gatherGroups) {
+    size_t esize = amprt_dtype_size(g->dtype);
+    auto *send = static_cast<char *>(g->send.data),
+         *recv = static_cast<char *>(g->recv.data);
+    for (auto &[p, at] : g->layout)
+      if (owner[p] == rank)
+        amprt_memcpy(ctx, send + at * esize, state[p]->data, state[p]->bytes,
+                     AMPRT_DEVICE_TO_DEVICE);
+    amprt_tensor x = g->send.tensor(), y = g->recv.tensor();
+    if (amprt_all_gather(ctx, &x, &y) != AMPRT_OK)
+      return fail(Twine("--shard-optimizer: gathering the parameters: ") +
+                  amprt_last_error(ctx));
+    for (auto &[p, at] : g->layout)
+      if (owner[p] != rank)
+        amprt_memcpy(ctx, state[p]->data,
+                     recv + (owner[p] * g->part + at) * esize, state[p]->bytes,
+                     AMPRT_DEVICE_TO_DEVICE);
+  }
+  return llvm::Error::success();
+}
+
+std::string Trainer::shardedTraffic() {
+  // The training program's collectives (the flag's all_reduce_many among
+  // them), then the driver's all_gather.
+  std::map<std::string, std::pair<int64_t, uint64_t>> calls;
+  for (size_t i = 0; i < trainProg->numCalls(); ++i) {
+    const Program::CallInfo &c = trainProg->callInfo(i);
+    if (c.kernel != "reduce_scatter" && c.kernel != "all_reduce_many" &&
+        c.kernel != "all_reduce")
+      continue;
+    auto &[n, bytes] = calls[c.kernel];
+    ++n;
+    // What a rank puts in: reduce_scatter's x, all_reduce_many's xs.
+    for (const Program::CallTensor &t : c.tensors)
+      if (t.tensor && (t.param == "x" || t.param == "xs"))
+        bytes += uint64_t(std::accumulate(t.tensor->shape,
+                                          t.tensor->shape + t.tensor->rank,
+                                          int64_t(1), std::multiplies<>())) *
+                 amprt_dtype_size(t.tensor->dtype);
+  }
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  for (auto &[kernel, nb] : calls)
+    os << nb.first << " " << kernel << " of " << nb.second << " bytes, ";
+  uint64_t gathered = 0;
+  for (auto &g : gatherGroups)
+    gathered += g->recv.bytes;
+  os << gatherGroups.size() << " all_gather of " << gathered << " bytes";
+  return out;
 }
 
 std::pair<uint64_t, uint64_t> Trainer::optimizerStateBytes() {

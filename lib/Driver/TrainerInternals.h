@@ -101,6 +101,7 @@ public:
     for (auto &[i, copy] : optSnapshots)
       amprt_free(ctx, copy);
     state.clear();
+    gatherGroups.clear();
     if (scratchData)
       amprt_free(ctx, scratchData);
     trainProg.reset();
@@ -221,8 +222,29 @@ private:
   /// The optimizer state's bytes on this rank, and what they would be
   /// unsharded.
   std::pair<uint64_t, uint64_t> optimizerStateBytes();
-  /// --shard-optimizer: every rank takes each parameter from its owner.
+  /// --shard-optimizer: every rank takes each parameter from its owner
+  /// (all_gather of the parameters packed by owner).
   llvm::Error gatherParameters();
+  /// One all_gather of gatherParameters: the trainable parameters of one
+  /// dtype, each at its element offset in its owner's part; every rank's
+  /// part is `part` elements (the largest owner's), `send` this rank's,
+  /// `recv` all of them in rank order.
+  struct GatherGroup {
+    int32_t dtype = AMPRT_F32;
+    int64_t part = 0;
+    std::vector<std::pair<std::string, int64_t>> layout;
+    DeviceBuffer send, recv;
+  };
+  std::vector<std::unique_ptr<GatherGroup>> gatherGroups;
+  /// Plans gatherGroups (once, before the first step).
+  llvm::Error planGather();
+  /// --shard-optimizer: the collectives of one step and their bytes, for
+  /// the status line.
+  std::string shardedTraffic();
+  /// --shard-optimizer: a fingerprint of the training graph as imported
+  /// (each rank's lowered program differs: it unpacks and checks only its
+  /// own parameters' gradients), which the ranks compare instead.
+  uint64_t trainGraphPrint = 0;
   /// Whether the optimizer state is sharded across more than one rank.
   bool sharded() const { return opts.shardOptimizer && worldSize > 1; }
   /// A checkpoint's file: `path`, or this rank's shard of it.
@@ -278,9 +300,12 @@ private:
   /// A lowered program (amp-run --dump-lowered): its modules and the
   /// training inputs.
   llvm::Error readLoweredProgram(SmallVectorImpl<InputInfo> &inputs);
-  /// The ONNX pair, imported and checked, through the AMP pipeline with
-  /// --amp.
+  /// The ONNX pair, imported and checked.
   llvm::Error importModels();
+  /// The pair through the passes: the AMP pipeline with --amp, the
+  /// data-parallel pass on several ranks (reduce-scattering to the
+  /// parameters' owners with --shard-optimizer).
+  llvm::Error transformModels();
   /// --dims checked against the two graphs' symbolic dims, plus --batch
   /// bound to the leading symbolic dim of `graph`'s inputs: the dims the
   /// lowering binds.
@@ -382,6 +407,10 @@ private:
   /// numClasses of each integer data input, found once.
   llvm::StringMap<int64_t> classCounts;
 };
+
+/// A 64-bit fingerprint of `module`'s structure (its ops, attributes and
+/// types as printed, large constants elided): the same on every host.
+uint64_t graphFingerprint(ModuleOp module);
 
 /// The loss scaler's state (graph inputs of the loss-scaling pass), kept in
 /// an onnxruntime-training checkpoint's property bag under the same names.

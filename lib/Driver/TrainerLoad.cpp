@@ -118,6 +118,11 @@ llvm::Error Trainer::load() {
   if (opts.initSeed && opts.weights.empty() && resumed.empty())
     if (auto e = initParameters(inputs, weights))
       return e;
+  // The passes run once the parameters' owners are known (the
+  // data-parallel pass reduce-scatters to them).
+  if (!isLowered)
+    if (auto e = transformModels())
+      return e;
   if (!isLowered)
     if (auto e = lowerModels(graph, weights, resumed, seqTypes))
       return e;
@@ -214,13 +219,33 @@ llvm::Error Trainer::importModels() {
                 "the eval or forward model)");
   if (!opts.ampRangesPath.empty() && !opts.amp)
     return fail("--amp-ranges is a policy of the AMP pass: give --amp too");
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::transformModels() {
+  // --shard-optimizer: the ranks compare the training graph as imported;
+  // from here on each rank's reduces its own parameters' gradients.
+  if (sharded())
+    trainGraphPrint = graphFingerprint(*trainMod);
+  // The gradients reduced across the ranks: all-reduced, or (sharded)
+  // reduce-scattered to the parameters' owners.
+  std::optional<train::TrainDataParallelOptions> dp;
+  if (worldSize > 1) {
+    dp.emplace();
+    dp->bucketMB = opts.bucketMB;
+    dp->summary = false;
+    if (sharded()) {
+      for (const std::string &p : trainable)
+        dp->owners.push_back(p + "=" + std::to_string(owner[p]));
+      dp->rank = rank;
+      dp->ranks = worldSize;
+    }
+  }
   // Data-parallel fp32: the gradients reduced across the ranks, no AMP.
-  if (!opts.amp && worldSize > 1) {
+  if (!opts.amp && dp) {
     train::AMPPipelineOptions po;
     po.autoMixedPrecision = false;
-    po.dataParallel.emplace();
-    po.dataParallel->bucketMB = opts.bucketMB;
-    po.dataParallel->summary = false;
+    po.dataParallel = dp;
     if (failed(train::runAMPPipeline(*trainMod, po)))
       return fail("the data-parallel pass failed");
   }
@@ -236,11 +261,7 @@ llvm::Error Trainer::importModels() {
     po.lossScaling = *mode == train::AMPMode::FP16;
     // Before loss scaling: its check sees the reduced gradients, so every
     // rank skips a step any rank overflowed in.
-    if (worldSize > 1) {
-      po.dataParallel.emplace();
-      po.dataParallel->bucketMB = opts.bucketMB;
-      po.dataParallel->summary = false;
-    }
+    po.dataParallel = dp;
     if (opts.staticLossScale != 0) {
       if (!po.lossScaling)
         return fail("--loss-scale is a setting of fp16 AMP (bf16 has fp32's "

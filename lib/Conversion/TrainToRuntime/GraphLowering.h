@@ -22,7 +22,8 @@
 //   LowerData.cpp       gather, slice, concat, expand, FusedMatMul, Scale
 //   LowerRecurrent.cpp  LSTM and GRU, their training forms and gradients
 //   LowerComposite.cpp  ops made of existing kernels (Tile, Split, ...)
-//   LowerCollective.cpp org.amp-mlir:AllReduce (data-parallel gradients)
+//   LowerCollective.cpp org.amp-mlir:AllReduce and ReduceScatter (data-
+//                       parallel gradients, the all-finite flag)
 //   NarrowInputs.cpp    f32 data inputs that are only cast to 16 bits,
 //                       taken in that type (the driver converts)
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
@@ -544,9 +545,10 @@ private:
   FailureOr<bool> lowerLoss(StringRef domain, StringRef type);
   /// Optimizers and gradient accumulators (LowerOptimizer.cpp).
   FailureOr<bool> lowerOptimizer(StringRef domain, StringRef type);
-  /// org.amp-mlir:AllReduce, train-data-parallel's buckets
-  /// (LowerCollective.cpp).
+  /// org.amp-mlir:AllReduce and ReduceScatter, train-data-parallel's
+  /// buckets and loss scaling's flag over the ranks (LowerCollective.cpp).
   FailureOr<bool> lowerCollective(StringRef domain, StringRef type);
+  LogicalResult lowerReduceScatter();
   /// Reshape, Flatten, Squeeze, Unsqueeze, Transpose (LowerShape.cpp).
   FailureOr<bool> lowerShape(StringRef domain, StringRef type);
   /// Convolution, pooling, normalization, softmax grad, dropout

@@ -13,8 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/Collectives.h"
 #include "amp/Dialect/Train/IR/OnnxTypes.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
+#include "amp/Dialect/Train/Transforms/CollectiveNodes.h"
 #include "amp/Dialect/Train/Transforms/GraphEditor.h"
 #include "amp/Dialect/Train/Transforms/LossScalingReport.h"
 #include "amp/Dialect/Train/Transforms/LossScalingState.h"
@@ -434,6 +436,22 @@ LogicalResult GraphLossScaler::run() {
     auto nan = named(IsNaNOp::create(b, loc, scalarI1, total), "found_inf");
     flag = named(NotOp::create(b, loc, scalarI1, nan.getResult()), "all_finite")
                .getResult();
+    // Gradients reduce-scattered to their owners (train-data-parallel's
+    // ZeRO form): this rank checked only its part of the reduced
+    // gradients. The flag is the MIN over the ranks, so every rank skips a
+    // step that overflowed in any rank's part and backs off alike.
+    if (llvm::any_of(gradients, isReduceScattered)) {
+      editor.renameValue(
+          flag, editor.uniqueValueName((kAllFiniteName + ".local").str()));
+      MLIRContext *ctx = graph.getContext();
+      flag =
+          createCollective(editor, loc, kAllReduceOpType, {scalarI1}, {flag},
+                           {NamedAttribute(StringAttr::get(ctx, kReductionAttr),
+                                           StringAttr::get(ctx, "min"))},
+                           (kPrefix + "all_finite_over_ranks").str())
+              ->getResult(0);
+      record.flagReduced = true;
+    }
     editor.renameValue(flag, editor.uniqueValueName(kAllFiniteName));
 
     // Gate the uses of the unscaled gradients.
@@ -597,8 +615,11 @@ static void printSummary(llvm::raw_ostream &os, const LossScalingConfig &c,
     }
     os << "loss gradient ";
     llvm::interleaveComma(r.seeds, os);
-    os << " scaled; " << r.unscaled << " gradient(s) unscaled and checked; "
-       << "output " << kAllFiniteName << " gates " << r.accumulators
+    os << " scaled; " << r.unscaled << " gradient(s) unscaled and checked";
+    if (r.flagReduced)
+      os << " (this rank's part of the reduce-scattered gradients; the flag "
+            "is the MIN over the ranks)";
+    os << "; output " << kAllFiniteName << " gates " << r.accumulators
        << " accumulator(s), " << r.optimizers << " optimizer(s), " << r.zeroed
        << " other update(s); " << r.outputs << " gradient output(s) unscaled\n";
   }

@@ -26,6 +26,9 @@ struct LossScalingGraphRecord {
            outputs = 0;
   /// An optimizer-only graph: the flag is a graph input.
   bool flagIsInput = false;
+  /// The gradients are reduce-scattered (ZeRO): the flag is reduced with
+  /// MIN over the data-parallel ranks.
+  bool flagReduced = false;
   /// The graph had no loss gradient, gradients or optimizer.
   bool nothing = false;
 };

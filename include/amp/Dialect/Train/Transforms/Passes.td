@@ -210,6 +210,15 @@ def TrainDataParallel : Pass<"train-data-parallel", "::mlir::ModuleOp"> {
 
     Lowered to the runtime's `all_reduce_many` over the communicator the
     context is given (docs/Distributed.md); in one process it is a copy.
+
+    With `owners` (ZeRO stage 1, amp-run `--shard-optimizer`), each
+    parameter's gradient goes to its owner rank only: a bucket becomes one
+    `org.amp-mlir:ReduceScatter` node per element type, its gradients
+    packed by owner into `ranks` equal parts (padded to the largest) and
+    reduce-scattered (the runtime's `reduce_scatter`); rank `rank`'s
+    accumulators read the reduced gradients it owns, the others' read the
+    rank's own (no optimizer of this rank reads them). loss-scaling then
+    reduces its all-finite flag with MIN over the ranks.
   }];
   let options = [
     Option<"bucketMB", "bucket-mb", "double", /*default=*/"25.0",
@@ -222,6 +231,17 @@ def TrainDataParallel : Pass<"train-data-parallel", "::mlir::ModuleOp"> {
            "over every rank (SyncBatchNorm), so N ranks train as one "
            "process at N times the batch; false: each rank's own batch, "
            "as DDP without SyncBatchNorm">,
+    ListOption<"owners", "owners", "std::string",
+               "ZeRO: each trainable parameter's owner rank, as "
+               "<param>=<rank> (a gradient's parameter: the <param> of the "
+               "<param>_grad.accumulation.buffer it is accumulated into, "
+               "else of its name <param>_grad); with it the buckets are "
+               "reduce-scattered to the owners">,
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "With owners: the rank whose graph this is (it unpacks its "
+           "own part)">,
+    Option<"ranks", "ranks", "int64_t", /*default=*/"0",
+           "With owners: the number of ranks (parts)">,
     Option<"summary", "summary", "bool", /*default=*/"true",
            "Print what was rewritten to stderr">,
   ];
