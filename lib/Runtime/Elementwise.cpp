@@ -28,13 +28,10 @@ amprt_status unaryFloat(amprt_context *ctx, const char *k, T x, T y, F fn) {
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkFloat(ctx, k, "y", y));
   AMPRT_TRY(checkShape(ctx, k, "y", y, shapeOf(x)));
-  F32In in(x);
-  F32Out out(y);
-  parallelElements(numel(x), 8, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out.p[i] = fn(in.p[i]);
+  mapBlocks<1>({x}, y, 8, [&](const float *const *in, float *o, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = fn(in[0][i]);
   });
-  out.commit();
   return AMPRT_OK;
 }
 
@@ -46,13 +43,11 @@ amprt_status gradFloat(amprt_context *ctx, const char *k, T dy, T x, T dx,
   AMPRT_TRY(checkFloat(ctx, k, "dx", dx));
   AMPRT_TRY(checkShape(ctx, k, "x", x, shapeOf(dy)));
   AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(dy)));
-  F32In g(dy), v(x);
-  F32Out out(dx);
-  parallelElements(numel(dy), 8, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i)
-      out.p[i] = fn(g.p[i], v.p[i]);
-  });
-  out.commit();
+  mapBlocks<2>({dy, x}, dx, 8,
+               [&](const float *const *in, float *o, int64_t n) {
+                 for (int64_t i = 0; i < n; ++i)
+                   o[i] = fn(in[0][i], in[1][i]);
+               });
   return AMPRT_OK;
 }
 
@@ -108,6 +103,15 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
       return ctx->fail(AMPRT_ERR_SHAPE, "%s: shapes %s and %s do not broadcast",
                        k, shapeStr(a).c_str(), shapeStr(b).c_str());
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
+    if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype) &&
+        shapeOf(a) == so && shapeOf(b) == so) {
+      mapBlocks<2>({a, b}, y, 4,
+                   [&](const float *const *in, float *o, int64_t n) {
+                     for (int64_t i = 0; i < n; ++i)
+                       o[i] = binaryF(op, in[0][i], in[1][i]);
+                   });
+      return AMPRT_OK;
+    }
     if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype)) {
       F32In ia(a), ib(b);
       F32Out out(y);
@@ -480,10 +484,28 @@ amprt_status amprt_fill(amprt_context *ctx, T y, double value) {
     } else {
       setScalar(&one, v);
     }
-    size_t es = amprt_dtype_size(y->dtype);
-    auto *p = static_cast<char *>(y->data);
-    for (int64_t i = 1; i < n; ++i)
-      std::memcpy(p + i * int64_t(es), p, es);
+    // Element 0 copied to the rest, one store per element of its width.
+    auto spread = [&](auto element) {
+      using E = decltype(element);
+      auto *p = static_cast<E *>(y->data);
+      E first = p[0];
+      parallelElements(n, 1, [&](int64_t lo, int64_t hi) {
+        std::fill(p + std::max<int64_t>(lo, 1), p + hi, first);
+      });
+    };
+    switch (amprt_dtype_size(y->dtype)) {
+    case 1:
+      spread(uint8_t());
+      break;
+    case 2:
+      spread(uint16_t());
+      break;
+    case 4:
+      spread(uint32_t());
+      break;
+    default:
+      spread(uint64_t());
+    }
     return AMPRT_OK;
   });
 }

@@ -20,9 +20,11 @@
 #include "amp/Runtime/Backend/Checks.h"
 #include "amp/Runtime/Math/ElementAccess.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace amprt {
@@ -38,10 +40,10 @@ void toF32(const void *src, int32_t dt, float *dst, int64_t n);
 void fromF32(const float *src, void *dst, int32_t dt, int64_t n);
 
 /// An f32 view of a float tensor: the data itself for f32, else a widened
-/// copy.
+/// copy (in an uninitialized buffer: no zero fill before the conversion).
 struct F32In {
   const float *p = nullptr;
-  std::vector<float> buf;
+  std::unique_ptr<float[]> buf;
   explicit F32In(const amprt_tensor *t) {
     if (!t)
       return;
@@ -50,18 +52,19 @@ struct F32In {
       p = static_cast<const float *>(t->data);
       return;
     }
-    buf.resize(size_t(n));
-    toF32(t->data, t->dtype, buf.data(), n);
-    p = buf.data();
+    buf.reset(new float[size_t(n)]);
+    toF32(t->data, t->dtype, buf.get(), n);
+    p = buf.get();
   }
 };
 
 /// An f32 destination for a float tensor: writes go to the tensor for f32,
 /// else to a buffer rounded once into the tensor by commit(). With
-/// `load`, the buffer starts with the tensor's values (in-place updates).
+/// `load`, the buffer starts with the tensor's values (in-place updates);
+/// without, it starts undefined, as the tensor's own memory does for f32.
 struct F32Out {
   float *p = nullptr;
-  std::vector<float> buf;
+  std::unique_ptr<float[]> buf;
   const amprt_tensor *t = nullptr;
   explicit F32Out(const amprt_tensor *t, bool load = false) : t(t) {
     if (!t)
@@ -71,16 +74,53 @@ struct F32Out {
       p = static_cast<float *>(t->data);
       return;
     }
-    buf.resize(size_t(n));
+    buf.reset(new float[size_t(n)]);
     if (load)
-      toF32(t->data, t->dtype, buf.data(), n);
-    p = buf.data();
+      toF32(t->data, t->dtype, buf.get(), n);
+    p = buf.get();
   }
   void commit() {
     if (t && t->dtype != AMPRT_F32)
-      fromF32(buf.data(), t->data, t->dtype, numel(t));
+      fromF32(buf.get(), t->data, t->dtype, numel(t));
   }
 };
+
+/// Runs fn(in, out, len) over the n elements of dense float tensors of
+/// one element count, `ins` (K of them) and `out`, in blocks on the thread
+/// pool: an f32 tensor is read or written in place, an f16/bf16 one is
+/// widened into (or rounded from) a block on the stack, so 16-bit
+/// operands cost no whole-tensor copies. Each output element is the same
+/// as through F32In/F32Out (computed in f32, rounded once), and out may be
+/// one of the inputs (each block is read before it is written).
+template <int K, typename F>
+void mapBlocks(const amprt_tensor *const (&ins)[K], const amprt_tensor *out,
+               double cost, F &&fn) {
+  constexpr int64_t kBlock = 1024;
+  int64_t n = numel(out);
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  parallelFor(blocks, double(n) * cost, [&](int64_t b0, int64_t b1) {
+    float inBuf[K][kBlock], outBuf[kBlock];
+    for (int64_t b = b0; b < b1; ++b) {
+      int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+      const float *in[K];
+      for (int j = 0; j < K; ++j) {
+        if (ins[j]->dtype == AMPRT_F32) {
+          in[j] = static_cast<const float *>(ins[j]->data) + lo;
+        } else {
+          for (int64_t i = 0; i < len; ++i)
+            inBuf[j][i] = loadF(ins[j]->data, ins[j]->dtype, lo + i);
+          in[j] = inBuf[j];
+        }
+      }
+      bool direct = out->dtype == AMPRT_F32;
+      float *o = direct ? static_cast<float *>(out->data) + lo : outBuf;
+      fn(in, o, len);
+      if (!direct)
+        for (int64_t i = 0; i < len; ++i)
+          storeF(out->data, out->dtype, lo + i, outBuf[i]);
+    }
+  });
+}
 
 /// Index i of an i64 / i32 tensor.
 int64_t indexAt(const amprt_tensor *idx, int64_t i);

@@ -35,17 +35,25 @@ void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
                    int64_t base) {
   size_t es = amprt_dtype_size(x->dtype);
   auto *src = static_cast<const char *>(x->data) + base * int64_t(es);
-  auto *dst = static_cast<char *>(y->data);
   Shape st[1] = {strides};
-  if (es == 4) {
-    forEachBroadcast<1>(so, st, [&](int64_t o, const int64_t *off) {
-      std::memcpy(dst + o * 4, src + off[0] * 4, 4);
-    });
-    return;
+  // One element type per width, so that each copy is a load and a store.
+  auto copy = [&](auto element) {
+    using E = decltype(element);
+    auto *in = reinterpret_cast<const E *>(src);
+    auto *out = static_cast<E *>(y->data);
+    parallelForEachBroadcast<1>(
+        so, st, 1, [&](int64_t o, const int64_t *off) { out[o] = in[off[0]]; });
+  };
+  switch (es) {
+  case 1:
+    return copy(uint8_t());
+  case 2:
+    return copy(uint16_t());
+  case 4:
+    return copy(uint32_t());
+  default:
+    return copy(uint64_t());
   }
-  forEachBroadcast<1>(so, st, [&](int64_t o, const int64_t *off) {
-    std::memcpy(dst + o * int64_t(es), src + off[0] * int64_t(es), es);
-  });
 }
 
 } // namespace

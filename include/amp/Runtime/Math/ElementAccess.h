@@ -110,11 +110,12 @@ AMPRT_HD inline float f16ToF32(uint16_t h) {
 
 /// binary32 -> bfloat16, round to nearest even; NaN stays a quiet NaN.
 AMPRT_HD inline uint16_t f32ToBf16(float f) {
+  // Written as a select, not an early return, so that loops of it
+  // vectorize: NaN keeps its sign and top payload bits, made quiet.
   uint32_t x = bitsOf(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u)
-    return uint16_t((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return uint16_t(x >> 16);
+  uint32_t nan = (x >> 16) | 0x40u;
+  uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return uint16_t((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 AMPRT_HD inline float bf16ToF32(uint16_t b) {
   return floatOf(uint32_t(b) << 16);
