@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -240,8 +241,20 @@ void mpi::abort(amprt_comm *comm, int32_t code) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized)
+  if (initialized && !finalized) {
+    // Name this rank in the job's output ourselves: Open MPI's own report
+    // of an abort goes through its help system, which under load
+    // sometimes fails ("Out of resource") and prints nothing.
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::fprintf(stderr,
+                 "amprt: rank %d of %d (MPI_COMM_WORLD) aborts the job with "
+                 "code %d\n",
+                 rank, size, int(code));
+    std::fflush(stderr);
     MPI_Abort(comm && comm->mpi ? commOf(comm) : MPI_COMM_WORLD, code);
+  }
   std::exit(code);
 }
 

@@ -432,7 +432,8 @@ def run_launch(a):
     if left:
         problems.append("ranks still running: pids %s" % left)
     # Open MPI names the process that failed or aborted (rank `fault` of
-    # MPI_COMM_WORLD) in its report.
+    # MPI_COMM_WORLD) in its report; an abort is also named by the
+    # runtime's own line (Open MPI's report of it can be lost).
     names = [r"rank %d\b" % fault, r"\[\[\d+,\d+\],%d\]" % fault]
     if not any(re.search(n, strip_ours(out)) for n in names):
         problems.append("mpirun's output does not name rank %d" % fault)
@@ -465,8 +466,8 @@ def survivors(tag, grace=5.0):
 
 
 def strip_ours(out):
-    """The job's output without the lines the ranks print themselves (so
-    the rank must be named by mpirun)."""
+    """The job's output without the lines the test's ranks print
+    themselves (so the rank must be named by mpirun or the runtime)."""
     return "\n".join(line for line in out.splitlines()
                      if not line.startswith("rank "))
 

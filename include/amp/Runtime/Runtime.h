@@ -187,8 +187,9 @@ AMPRT_API const char *amprt_comm_engine(const amprt_comm *comm);
 /// "nccl" also needs a CUDA device; NULL or "": any): 1 or 0.
 AMPRT_API int32_t amprt_comm_available(const char *engine);
 /// Ends every rank's process with `code`: what a rank that failed calls so
-/// that no other rank waits for it forever (MPI_Abort; exit(code) when MPI
-/// is not running). comm may be NULL (MPI_COMM_WORLD). Does not return.
+/// that no other rank waits for it forever (MPI_Abort, after a line on
+/// stderr naming the rank; exit(code) when MPI is not running). comm may be
+/// NULL (MPI_COMM_WORLD). Does not return.
 AMPRT_API void amprt_comm_abort(amprt_comm *comm, int32_t code);
 /// The communicator the context's collectives use (NULL: none, a group of
 /// one). The context does not own it; it must outlive its use. A CUDA
