@@ -15,6 +15,7 @@
 #include "Internal.h"
 #include "amp/Runtime/Math/Random.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace amprt;
@@ -400,12 +401,33 @@ amprt_status amprt_sum(amprt_context *ctx, T inputs, int64_t n, T y) {
     if (dense) {
       // Element by element, every input in its own dtype: y may alias any
       // input, and no f32 copy of a large (or 16-bit) input is made.
-      for (int64_t o = 0; o < count; ++o) {
-        float acc = 0.f;
-        for (int64_t i = 0; i < n; ++i)
-          acc += loadF(inputs[i].data, inputs[i].dtype, o);
-        storeF(y->data, y->dtype, o, acc);
-      }
+      // In blocks: every input added into the block's sums in input
+      // order (each element's sum the same as one at a time), then the
+      // block stored (so y may alias an input).
+      constexpr int64_t kBlock = 1024;
+      int64_t blocks = (count + kBlock - 1) / kBlock;
+      parallelFor(blocks, double(count) * n * 2, [&](int64_t b0, int64_t b1) {
+        float acc[kBlock];
+        for (int64_t b = b0; b < b1; ++b) {
+          int64_t lo = b * kBlock, len = std::min(kBlock, count - lo);
+          std::fill(acc, acc + len, 0.f);
+          for (int64_t i = 0; i < n; ++i) {
+            if (inputs[i].dtype == AMPRT_F32) {
+              auto *in = static_cast<const float *>(inputs[i].data) + lo;
+              for (int64_t j = 0; j < len; ++j)
+                acc[j] += in[j];
+            } else {
+              for (int64_t j = 0; j < len; ++j)
+                acc[j] += loadF(inputs[i].data, inputs[i].dtype, lo + j);
+            }
+          }
+          if (y->dtype == AMPRT_F32)
+            std::copy(acc, acc + len, static_cast<float *>(y->data) + lo);
+          else
+            for (int64_t j = 0; j < len; ++j)
+              storeF(y->data, y->dtype, lo + j, acc[j]);
+        }
+      });
       return AMPRT_OK;
     }
     // Broadcast inputs: one f32 scratch, each input added in turn, rounded

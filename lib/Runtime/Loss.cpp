@@ -11,7 +11,9 @@
 
 #include "Internal.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 using namespace amprt;
 
@@ -126,25 +128,47 @@ amprt_status amprt_softmax_cross_entropy_loss(
     if (log_prob)
       AMPRT_TRY(checkShape(ctx, k, "log_prob", log_prob, shapeOf(scores)));
     F32In is(scores);
-    std::vector<float> lp(size_t(numel(scores)));
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t d = 0; d < s.D; ++d) {
-        const float *p = is.p + n * s.C * s.D + d;
-        float mx = -INFINITY;
-        for (int64_t c = 0; c < s.C; ++c)
-          mx = std::fmax(mx, p[c * s.D]);
-        double sum = 0;
-        for (int64_t c = 0; c < s.C; ++c)
-          sum += std::exp(double(p[c * s.D]) - mx);
-        double ls = std::log(sum);
-        for (int64_t c = 0; c < s.C; ++c)
-          lp[size_t(n * s.C * s.D + c * s.D + d)] =
-              float(double(p[c * s.D]) - mx - ls);
-      }
-    AMPRT_TRY(nllReduce(ctx, k, lp.data(), labels, weight, s, reduction,
+    // The log-probabilities go straight into log_prob when it is f32.
+    F32Out lpOut(log_prob);
+    std::unique_ptr<float[]> own;
+    float *lp = lpOut.p;
+    if (!lp) {
+      own.reset(new float[size_t(numel(scores))]);
+      lp = own.get();
+    }
+    // Each (n, d) line is reduced over the classes in class order, by one
+    // thread; kW neighbouring lines together, so that every class reads
+    // one contiguous piece of the scores ([N, C, D]: a line's classes are
+    // D apart).
+    constexpr int64_t kW = 16;
+    int64_t dBlocks = (s.D + kW - 1) / kW;
+    parallelFor(
+        s.N * dBlocks, double(numel(scores)) * 40, [&](int64_t u0, int64_t u1) {
+          for (int64_t u = u0; u < u1; ++u) {
+            int64_t n = u / dBlocks, d0 = u % dBlocks * kW;
+            int64_t w = std::min(kW, s.D - d0);
+            const float *p = is.p + n * s.C * s.D + d0;
+            float *q = lp + n * s.C * s.D + d0;
+            float mx[kW];
+            double sum[kW], ls[kW];
+            for (int64_t j = 0; j < w; ++j)
+              mx[j] = -INFINITY, sum[j] = 0;
+            for (int64_t c = 0; c < s.C; ++c)
+              for (int64_t j = 0; j < w; ++j)
+                mx[j] = std::fmax(mx[j], p[c * s.D + j]);
+            for (int64_t c = 0; c < s.C; ++c)
+              for (int64_t j = 0; j < w; ++j)
+                sum[j] += std::exp(double(p[c * s.D + j]) - mx[j]);
+            for (int64_t j = 0; j < w; ++j)
+              ls[j] = std::log(sum[j]);
+            for (int64_t c = 0; c < s.C; ++c)
+              for (int64_t j = 0; j < w; ++j)
+                q[c * s.D + j] = float(double(p[c * s.D + j]) - mx[j] - ls[j]);
+          }
+        });
+    AMPRT_TRY(nllReduce(ctx, k, lp, labels, weight, s, reduction,
                         has_ignore_index, ignore_index, loss));
-    if (log_prob)
-      fromF32(lp.data(), log_prob->data, log_prob->dtype, numel(scores));
+    lpOut.commit();
     return AMPRT_OK;
   });
 }
@@ -197,24 +221,29 @@ amprt_status amprt_softmax_cross_entropy_loss_grad(amprt_context *ctx, T dloss,
                          (long long)lab, (long long)i, (long long)s.C);
       wsum += weight ? iw.p[lab] : 1.0;
     }
+    // The factor of each (n, d) line, then every element in memory order.
+    std::vector<double> factor(size_t(s.N * s.D), 0.0);
+    for (int64_t i = 0; i < s.N * s.D; ++i) {
+      int64_t lab = labelAt(labels, i);
+      if (has_ignore_index && lab == ignore_index)
+        continue;
+      double w = weight ? iw.p[lab] : 1.0;
+      double g = reduction == 0 ? idl.p[i] : idl.p[0];
+      factor[size_t(i)] =
+          reduction == 2 ? (wsum != 0 ? g * w / wsum : 0) : g * w;
+    }
     F32Out out(dx);
-    for (int64_t n = 0; n < s.N; ++n)
-      for (int64_t d = 0; d < s.D; ++d) {
-        int64_t i = n * s.D + d;
-        int64_t lab = labelAt(labels, i);
-        bool ignored = has_ignore_index && lab == ignore_index;
-        double f = 0;
-        if (!ignored) {
-          double w = weight ? iw.p[lab] : 1.0;
-          double g = reduction == 0 ? idl.p[i] : idl.p[0];
-          f = reduction == 2 ? (wsum != 0 ? g * w / wsum : 0) : g * w;
-        }
-        for (int64_t c = 0; c < s.C; ++c) {
-          int64_t o = n * s.C * s.D + c * s.D + d;
+    parallelFor(s.N * s.C, double(numel(dx)) * 20, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t n = r / s.C, c = r % s.C;
+        for (int64_t d = 0; d < s.D; ++d) {
+          int64_t i = n * s.D + d, o = r * s.D + d;
           double p = std::exp(double(ilp.p[o]));
-          out.p[o] = float(f * (p - (c == lab ? 1.0 : 0.0)));
+          out.p[o] = float(factor[size_t(i)] *
+                           (p - (c == labelAt(labels, i) ? 1.0 : 0.0)));
         }
       }
+    });
     out.commit();
     return AMPRT_OK;
   });

@@ -71,6 +71,15 @@ void forEachParameter(int64_t n, T params, T grads, F &&step) {
   });
 }
 
+/// adamwStep over elements [lo, hi) with the mode a compile-time constant.
+template <int Mode>
+void adamwRange(AdamWStep s, const float *g, float *p, float *m, float *v,
+                int64_t lo, int64_t hi) {
+  s.mode = Mode;
+  for (int64_t j = lo; j < hi; ++j)
+    adamwStep(s, g[j], p[j], m[j], v[j]);
+}
+
 /// A one-element tensor of dtype dt.
 amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
                          T t, int32_t dt, bool optional = false) {
@@ -179,8 +188,16 @@ amprt_status amprt_adamw(amprt_context *ctx, int64_t n, T params, T grads, T m1,
                      [&](int64_t i, const float *g, int64_t lo, int64_t hi) {
                        float *p = f32(&params[i]), *m = f32(&m1[i]),
                              *v = f32(&m2[i]);
-                       for (int64_t j = lo; j < hi; ++j)
-                         adamwStep(s, g[j], p[j], m[j], v[j]);
+                       // One loop per mode, the mode a constant in each, so
+                       // that the loops have no branch and vectorize.
+                       switch (s.mode) {
+                       case 0:
+                         return adamwRange<0>(s, g, p, m, v, lo, hi);
+                       case 1:
+                         return adamwRange<1>(s, g, p, m, v, lo, hi);
+                       default:
+                         return adamwRange<2>(s, g, p, m, v, lo, hi);
+                       }
                      });
     return AMPRT_OK;
   });
