@@ -79,8 +79,11 @@ bool amprt::cpuReference() { return reference.load(std::memory_order_relaxed); }
 void amprt::parallelFor(int64_t n, double work,
                         const std::function<void(int64_t, int64_t)> &f) {
   int64_t t = std::min<int64_t>(cpuThreads(), n);
-  // Below about 2e5 operations the fork and join cost more than they save.
-  if (t < 2 || work < 2e5) {
+  // Below about 2e6 operations the fork and join cost more than they save:
+  // the pool's threads sleep after a short spin, and waking one takes tens
+  // of microseconds (more on a busy machine, where it may wait for a
+  // scheduler slice).
+  if (t < 2 || work < 2e6) {
     f(0, n);
     return;
   }

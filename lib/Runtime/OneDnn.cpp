@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 //
 // Matmul primitives are cached per geometry, dtype, alpha and thread count
-// (a primitive's blocking is chosen for the threads it was made for), the
+// (a primitive's blocking is chosen for the threads it was made for; a
+// small product runs on one thread, threadsFor), the
 // CPU analogue of the CUDA backend's cuBLASLt plan cache. Transposed
 // operands and broadcast batch dims are strides of the memory descriptors,
 // never copies. A geometry oneDNN only has its reference implementation
@@ -54,10 +55,16 @@ namespace {
 using dt = dnnl::memory::data_type;
 using dims = dnnl::memory::dims;
 
+/// The threads for a product of `flops`: one below about 4 MFLOP (a few
+/// microseconds of one core, about what waking the pool costs; on a busy
+/// machine a parallel region can wait a whole scheduler slice for a
+/// descheduled thread), else the pool's.
+int threadsFor(double flops) { return flops < 4e6 ? 1 : cpuThreads(); }
+
 /// oneDNN's OpenMP regions take the calling thread's thread count.
-void useThreads() {
+void useThreads(int threads) {
 #ifdef _OPENMP
-  omp_set_num_threads(cpuThreads());
+  omp_set_num_threads(threads);
 #endif
 }
 
@@ -121,14 +128,15 @@ Shape padBatch(const Shape &b, size_t rank) {
   return out;
 }
 
-std::string planKey(const MatmulGeometry &g, int32_t dtype, float alpha) {
+std::string planKey(const MatmulGeometry &g, int32_t dtype, float alpha,
+                    int threads) {
   std::string key;
   auto add = [&](int64_t v) {
     key += std::to_string(v);
     key += ',';
   };
   add(g.M), add(g.N), add(g.K), add(g.transA), add(g.transB), add(dtype);
-  add(cpuThreads());
+  add(threads);
   uint32_t alphaBits;
   std::memcpy(&alphaBits, &alpha, sizeof(alphaBits));
   add(alphaBits);
@@ -177,10 +185,10 @@ std::shared_ptr<Plan> makePlan(const MatmulGeometry &g, int32_t dtype,
 
 /// The cached plan (shared: a plan in use outlives its eviction).
 std::shared_ptr<const Plan> planFor(const MatmulGeometry &g, int32_t dtype,
-                                    float alpha) {
+                                    float alpha, int threads) {
   static std::mutex mutex;
   static std::unordered_map<std::string, std::shared_ptr<const Plan>> plans;
-  std::string key = planKey(g, dtype, alpha);
+  std::string key = planKey(g, dtype, alpha, threads);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans.find(key);
   if (it != plans.end())
@@ -211,15 +219,17 @@ bool amprt::oneDnnSgemm(bool transA, bool transB, int64_t M, int64_t N,
                         int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C,
                         int64_t ldc) {
-  useThreads();
+  useThreads(threadsFor(2.0 * double(M) * double(N) * double(K)));
   return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A,
                     lda, B, ldb, beta, C, ldc) == dnnl_success;
 }
 
 bool amprt::oneDnnMatmul(const MatmulGeometry &g, const void *a, const void *b,
                          int32_t dtype, float alpha, float *y) {
-  useThreads();
-  std::shared_ptr<const Plan> plan = planFor(g, dtype, alpha);
+  int threads = threadsFor(2.0 * double(g.M) * double(g.N) * double(g.K) *
+                           double(numel(g.bo)));
+  useThreads(threads);
+  std::shared_ptr<const Plan> plan = planFor(g, dtype, alpha, threads);
   if (!plan->usable)
     return false;
   try {
