@@ -6,7 +6,7 @@ prints what the doc tests check, one line each:
     polyline class=<c> run=<r> points=<n>     (utils/plot_loss.py's curves)
     nonfinite run=<r>                         (its non-finite loss markers)
     legend <text>
-    node <title>                              (Graphviz's nodes, with --nodes)
+    node <texts> fill=<colour>                (Graphviz's nodes, with --nodes)
 
     svg_summary.py [--nodes] FILE.svg...
 """
@@ -41,8 +41,13 @@ def main():
                 print(f"legend {e.text}")
         if nodes:
             for g in root.iter(NS + "g"):
-                if g.get("class") == "node":
-                    print(f"node {g.find(NS + 'title').text}")
+                if g.get("class") != "node":
+                    continue
+                texts = " ".join(t.text or "" for t in g.iter(NS + "text"))
+                shape = next(e for e in g.iter() if e.tag in (
+                    NS + "polygon", NS + "ellipse", NS + "path"))
+                fill = shape.get("fill")
+                print(f"node {texts} fill={fill}")
 
 
 if __name__ == "__main__":
