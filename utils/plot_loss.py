@@ -108,6 +108,16 @@ def stroke(i, n):
     return f'stroke-width="{width:.2f}" stroke-opacity="{opacity}"'
 
 
+def line(x1, y1, x2, y2, color, extra=""):
+    return (f'<line x1="{x1:.2f}" y1="{y1:.2f}" x2="{x2:.2f}" y2="{y2:.2f}" '
+            f'stroke="{color}"{extra}/>')
+
+
+def text(x, y, body, anchor="start", extra=""):
+    return (f'<text x="{x:.2f}" y="{y:.2f}" text-anchor="{anchor}"{extra}>'
+            f'{body}</text>')
+
+
 def pt(x, y):
     return f"{x:.2f},{y:.2f}"
 
@@ -134,27 +144,21 @@ class Panel:
         out.append(f'<rect x="{self.left}" y="{self.top}" '
                    f'width="{self.width}" height="{self.height}" '
                    f'fill="none" stroke="#444"/>')
-        for v, text in xticks:
+        for v, label in xticks:
             x = self.x(v)
-            out.append(f'<line x1="{x:.2f}" y1="{bottom}" x2="{x:.2f}" '
-                       f'y2="{bottom + 5}" stroke="#444"/>')
-            out.append(f'<text x="{x:.2f}" y="{bottom + 18}" '
-                       f'text-anchor="middle">{text}</text>')
-        for v, text in yticks:
+            out.append(line(x, bottom, x, bottom + 5, "#444"))
+            out.append(text(x, bottom + 18, label, "middle"))
+        for v, label in yticks:
             y = self.y(v)
-            out.append(f'<line x1="{self.left}" y1="{y:.2f}" x2="{right}" '
-                       f'y2="{y:.2f}" stroke="#ddd"/>')
-            out.append(f'<line x1="{self.left - 5}" y1="{y:.2f}" '
-                       f'x2="{self.left}" y2="{y:.2f}" stroke="#444"/>')
-            out.append(f'<text x="{self.left - 8}" y="{y + 4:.2f}" '
-                       f'text-anchor="end">{text}</text>')
+            out.append(line(self.left, y, right, y, "#ddd"))
+            out.append(line(self.left - 5, y, self.left, y, "#444"))
+            out.append(text(self.left - 8, y + 4, label, "end"))
         mid = self.top + self.height / 2
-        out.append(f'<text x="16" y="{mid:.2f}" text-anchor="middle" '
-                   f'transform="rotate(-90 16 {mid:.2f})">{ylabel}</text>')
+        out.append(text(16, mid, ylabel, "middle",
+                        f' transform="rotate(-90 16 {mid:.2f})"'))
         if xlabel:
-            out.append(f'<text x="{self.left + self.width / 2:.2f}" '
-                       f'y="{bottom + 36}" text-anchor="middle">'
-                       f'{xlabel}</text>')
+            out.append(text(self.left + self.width / 2, bottom + 36, xlabel,
+                            "middle"))
 
 
 def render(runs, title):
@@ -210,11 +214,10 @@ def render(runs, title):
     for i, (label, _) in enumerate(runs):
         y = LOSS_TOP + 22 + 18 * i
         color = COLORS[i % len(COLORS)]
-        out.append(f'<line x1="{lx - box_w + 8}" y1="{y - 4}" '
-                   f'x2="{lx - box_w + 30}" y2="{y - 4}" stroke="{color}" '
-                   f'{stroke(i, len(runs))}/>')
-        out.append(f'<text class="legend" x="{lx - box_w + 36}" y="{y}">'
-                   f'{escape(label)}</text>')
+        out.append(line(lx - box_w + 8, y - 4, lx - box_w + 30, y - 4,
+                        color, " " + stroke(i, len(runs))))
+        out.append(text(lx - box_w + 36, y, escape(label), "start",
+                        ' class="legend"'))
 
     if scaled:
         exps = [math.log2(r[2]) for _, rows in scaled for r in rows]
