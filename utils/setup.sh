@@ -56,6 +56,12 @@ if [ -z "${AMP_SKIP_ORT_TRAINING:-}" ]; then
     | grep -v "Running pip as the 'root' user" || true
 fi
 
+# The venv's absolute path (AMP_ORT_TRAINING_VENV may be either).
+case "$ORT_TRAINING_VENV" in
+  /*) ORT_TRAINING_VENV_ABS=$ORT_TRAINING_VENV ;;
+  *) ORT_TRAINING_VENV_ABS=$PWD/$ORT_TRAINING_VENV ;;
+esac
+
 LAUNCHER=()
 if command -v ccache >/dev/null; then
   LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -66,7 +72,7 @@ cmake -G Ninja -S . -B "$BUILD_DIR" \
   -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
   -DLLVM_USE_LINKER=lld \
   -DAMP_PYTHON="$("$PYTHON" -c "import sys; print(sys.executable)")" \
-  -DAMP_ORT_TRAINING_PYTHON="$PWD/$ORT_TRAINING_VENV/bin/python" \
+  -DAMP_ORT_TRAINING_PYTHON="$ORT_TRAINING_VENV_ABS/bin/python" \
   "${LAUNCHER[@]}" ${AMP_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR"
 
