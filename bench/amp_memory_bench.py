@@ -45,10 +45,10 @@ SEQ = 128
 def make(args) -> int:
     import torch
     import transformers
-    from torch import nn
 
     sys.path.insert(0, str(REPO / "examples" / "fixtures"))
     import gen_fixtures
+    import sweep_models
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -56,18 +56,7 @@ def make(args) -> int:
     cfg = transformers.GPT2Config(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     lm = transformers.GPT2LMHeadModel(cfg)
 
-    class Logits(nn.Module):
-        """input_ids [batch, seq] -> logits [batch, vocab, seq] (ONNX's
-        SoftmaxCrossEntropyLoss takes the classes in dim 1)."""
-
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids):
-            return self.m(input_ids=input_ids, use_cache=False).logits.transpose(1, 2)
-
-    model = Logits(lm).train()
+    model = sweep_models.sequence_logits(lm)
     example = torch.randint(0, cfg.vocab_size, (2, SEQ))
     forward = out / "forward.onnx"
     torch.onnx.export(model, (example,), str(forward), input_names=["input"],

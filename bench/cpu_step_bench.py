@@ -115,7 +115,6 @@ def make_gpt2(work: Path, steps: int) -> None:
     import onnx
     import torch
     import transformers
-    from torch import nn
     import gen_fixtures
     import sweep_models
 
@@ -128,19 +127,7 @@ def make_gpt2(work: Path, steps: int) -> None:
     cfg._attn_implementation = "eager"
     lm = transformers.GPT2LMHeadModel(cfg)
 
-    class Logits(nn.Module):
-        """ids [batch, seq] -> logits [batch, vocab, seq] (the classes in
-        dim 1, as ONNX's cross-entropy takes them)."""
-
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids):
-            return self.m(input_ids=input_ids, use_cache=False).logits \
-                .transpose(1, 2)
-
-    model = Logits(lm).train()
+    model = sweep_models.sequence_logits(lm)
     params = [n for n, _ in model.named_parameters()]
     gen_fixtures.export_torchscript(
         model, torch.randint(0, cfg.vocab_size, (spec["batch"], spec["seq"])),

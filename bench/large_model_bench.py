@@ -186,7 +186,6 @@ def child_make(args) -> int:
     import numpy as np
     import torch
     import transformers
-    from torch import nn
 
     sys.path.insert(0, str(REPO / "examples" / "fixtures"))
     import gen_fixtures
@@ -203,19 +202,7 @@ def child_make(args) -> int:
     t0 = time.monotonic()
     lm = transformers.LlamaForCausalLM(cfg)
 
-    class Logits(nn.Module):
-        """input ids [batch, seq] -> logits [batch, vocab, seq] (ONNX's
-        cross-entropy takes the classes in dim 1)."""
-
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, input_ids):
-            return self.m(input_ids=input_ids, use_cache=False).logits \
-                .transpose(1, 2)
-
-    model = Logits(lm).train()
+    model = sweep_models.sequence_logits(lm)
     params = [n for n, _ in model.named_parameters()]
     count = sum(p.numel() for p in model.parameters())
     param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())

@@ -405,25 +405,6 @@ template <typename V> __device__ __forceinline__ V blockSum(V v, V *part) {
   return t;
 }
 
-/// Calls f(E()) with E the unsigned integer type of `bytes` (8, 4, 2, else
-/// 1): for kernels that move elements of any dtype without reading them as
-/// numbers (where, strided copies, gather).
-template <typename F> void byElementSize(size_t bytes, F &&f) {
-  switch (bytes) {
-  case 8:
-    f(uint64_t());
-    break;
-  case 4:
-    f(uint32_t());
-    break;
-  case 2:
-    f(uint16_t());
-    break;
-  default:
-    f(uint8_t());
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Broadcasting (numpy) index maps, passed by value to kernels
 //===----------------------------------------------------------------------===//

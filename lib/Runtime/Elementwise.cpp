@@ -507,27 +507,14 @@ amprt_status amprt_fill(amprt_context *ctx, T y, double value) {
       setScalar(&one, v);
     }
     // Element 0 copied to the rest, one store per element of its width.
-    auto spread = [&](auto element) {
+    byElementSize(amprt_dtype_size(y->dtype), [&](auto element) {
       using E = decltype(element);
       auto *p = static_cast<E *>(y->data);
       E first = p[0];
       parallelElements(n, 1, [&](int64_t lo, int64_t hi) {
         std::fill(p + std::max<int64_t>(lo, 1), p + hi, first);
       });
-    };
-    switch (amprt_dtype_size(y->dtype)) {
-    case 1:
-      spread(uint8_t());
-      break;
-    case 2:
-      spread(uint16_t());
-      break;
-    case 4:
-      spread(uint32_t());
-      break;
-    default:
-      spread(uint64_t());
-    }
+    });
     return AMPRT_OK;
   });
 }

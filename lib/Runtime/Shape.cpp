@@ -37,23 +37,13 @@ void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
   auto *src = static_cast<const char *>(x->data) + base * int64_t(es);
   Shape st[1] = {strides};
   // One element type per width, so that each copy is a load and a store.
-  auto copy = [&](auto element) {
+  byElementSize(es, [&](auto element) {
     using E = decltype(element);
     auto *in = reinterpret_cast<const E *>(src);
     auto *out = static_cast<E *>(y->data);
     parallelForEachBroadcast<1>(
         so, st, 1, [&](int64_t o, const int64_t *off) { out[o] = in[off[0]]; });
-  };
-  switch (es) {
-  case 1:
-    return copy(uint8_t());
-  case 2:
-    return copy(uint16_t());
-  case 4:
-    return copy(uint32_t());
-  default:
-    return copy(uint64_t());
-  }
+  });
 }
 
 } // namespace

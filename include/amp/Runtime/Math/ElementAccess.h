@@ -269,6 +269,26 @@ AMPRT_HD inline void writeD(void *p, int32_t dt, int64_t i, double v) {
   }
 }
 
+/// Calls f(E()) with E the unsigned integer type of `bytes` (8, 4, 2, else
+/// 1): for kernels that move elements of any dtype without reading them as
+/// numbers (where, strided copies, gather, fill), on either backend's host
+/// side.
+template <typename F> void byElementSize(size_t bytes, F &&f) {
+  switch (bytes) {
+  case 8:
+    f(uint64_t());
+    break;
+  case 4:
+    f(uint32_t());
+    break;
+  case 2:
+    f(uint16_t());
+    break;
+  default:
+    f(uint8_t());
+  }
+}
+
 } // namespace amprt
 
 #endif // AMP_RUNTIME_MATH_ELEMENTACCESS_H
