@@ -115,9 +115,11 @@ if _runtime_says("c = C.c_void_p(); "
 
 # onednn: the runtime library's CPU fast path has oneDNN (libdnnl-dev at
 # build time; test/Runtime/cpu-paths.test).
+# The fast path's description, whatever AMPRT_CPU_REFERENCE says.
 if _runtime_says("L.amprt_cpu_describe.restype = C.c_char_p; "
-                 "sys.exit(0 if b'oneDNN' in L.amprt_cpu_describe() and "
-                 "b'no oneDNN' not in L.amprt_cpu_describe() else 1)"):
+                 "L.amprt_cpu_set_path(0); d = L.amprt_cpu_describe(); "
+                 "sys.exit(0 if b'oneDNN' in d and b'no oneDNN' not in d "
+                 "else 1)"):
     config.available_features.add("onednn")
 
 # mpi: Open MPI's mpirun is on PATH and the runtime library was built with

@@ -85,6 +85,38 @@ struct F32Out {
   }
 };
 
+/// dst[0, len) = elements [lo, lo + len) of a float tensor's data of dtype
+/// dt as f32; one loop per dtype, so that each vectorizes.
+inline void widenBlock(const void *src, int32_t dt, int64_t lo, int64_t len,
+                       float *dst) {
+  auto *s16 = static_cast<const uint16_t *>(src) + lo;
+  if (dt == AMPRT_BF16)
+    for (int64_t i = 0; i < len; ++i)
+      dst[i] = bf16ToF32(s16[i]);
+  else if (dt == AMPRT_F16)
+    for (int64_t i = 0; i < len; ++i)
+      dst[i] = f16ToF32(s16[i]);
+  else
+    for (int64_t i = 0; i < len; ++i)
+      dst[i] = loadF(src, dt, lo + i);
+}
+
+/// Elements [lo, lo + len) of a float tensor's data of dtype dt = src,
+/// rounded once; the inverse of widenBlock.
+inline void narrowBlock(const float *src, void *dst, int32_t dt, int64_t lo,
+                        int64_t len) {
+  auto *d16 = static_cast<uint16_t *>(dst) + lo;
+  if (dt == AMPRT_BF16)
+    for (int64_t i = 0; i < len; ++i)
+      d16[i] = f32ToBf16(src[i]);
+  else if (dt == AMPRT_F16)
+    for (int64_t i = 0; i < len; ++i)
+      d16[i] = f32ToF16(src[i]);
+  else
+    for (int64_t i = 0; i < len; ++i)
+      storeF(dst, dt, lo + i, src[i]);
+}
+
 /// Runs fn(in, out, len) over the n elements of dense float tensors of
 /// one element count, `ins` (K of them) and `out`, in blocks on the thread
 /// pool: an f32 tensor is read or written in place, an f16/bf16 one is
@@ -107,8 +139,7 @@ void mapBlocks(const amprt_tensor *const (&ins)[K], const amprt_tensor *out,
         if (ins[j]->dtype == AMPRT_F32) {
           in[j] = static_cast<const float *>(ins[j]->data) + lo;
         } else {
-          for (int64_t i = 0; i < len; ++i)
-            inBuf[j][i] = loadF(ins[j]->data, ins[j]->dtype, lo + i);
+          widenBlock(ins[j]->data, ins[j]->dtype, lo, len, inBuf[j]);
           in[j] = inBuf[j];
         }
       }
@@ -116,8 +147,7 @@ void mapBlocks(const amprt_tensor *const (&ins)[K], const amprt_tensor *out,
       float *o = direct ? static_cast<float *>(out->data) + lo : outBuf;
       fn(in, o, len);
       if (!direct)
-        for (int64_t i = 0; i < len; ++i)
-          storeF(out->data, out->dtype, lo + i, outBuf[i]);
+        narrowBlock(outBuf, out->data, out->dtype, lo, len);
     }
   });
 }
