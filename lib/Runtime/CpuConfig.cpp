@@ -51,11 +51,17 @@ int machineThreads() {
   return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+/// The most threads the pool is given (a count past what any machine has
+/// is a mistake, and OpenMP would end the process failing to make them).
+constexpr int kMaxThreads = 4096;
+
+/// AMPRT_NUM_THREADS when set to a count in [1, kMaxThreads], else the
+/// machine's.
 int threadsFromEnvironment() {
   if (const char *v = std::getenv("AMPRT_NUM_THREADS")) {
     char *end = nullptr;
     long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n > 0 && n <= 4096)
+    if (end != v && *end == '\0' && n > 0 && n <= kMaxThreads)
       return int(n);
   }
   return machineThreads();
@@ -152,12 +158,12 @@ void amprt::parallelOverTensors(
 extern "C" {
 
 amprt_status amprt_cpu_set_threads(int32_t n) {
-  if (n < 0) {
-    setLastError("amprt_cpu_set_threads: negative thread count " +
-                 std::to_string(n));
+  if (n < 0 || n > kMaxThreads) {
+    setLastError("amprt_cpu_set_threads: thread count " + std::to_string(n) +
+                 " outside [0, " + std::to_string(kMaxThreads) + "]");
     return AMPRT_ERR_INVALID_ARGUMENT;
   }
-  threads.store(n == 0 ? machineThreads() : int(n));
+  threads.store(n == 0 ? threadsFromEnvironment() : int(n));
   return AMPRT_OK;
 }
 

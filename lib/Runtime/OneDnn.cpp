@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -61,10 +62,24 @@ using dims = dnnl::memory::dims;
 /// descheduled thread), else the pool's.
 int threadsFor(double flops) { return flops < 4e6 ? 1 : cpuThreads(); }
 
-/// oneDNN's OpenMP regions take the calling thread's thread count.
-void useThreads(int threads) {
+/// oneDNN's OpenMP regions take the calling thread's thread count: set
+/// for the call, and what it was returned (restoreThreads), so that an
+/// embedding program's own OpenMP regions on this thread keep theirs.
+int useThreads(int threads) {
 #ifdef _OPENMP
+  int previous = omp_get_max_threads();
   omp_set_num_threads(threads);
+  return previous;
+#else
+  return threads;
+#endif
+}
+
+void restoreThreads(int previous) {
+#ifdef _OPENMP
+  omp_set_num_threads(previous);
+#else
+  (void)previous;
 #endif
 }
 
@@ -97,7 +112,7 @@ const char *isaName(dnnl_cpu_isa_t isa) {
 /// only its reference implementation.
 struct Plan {
   bool usable = false;
-  dnnl::memory::desc a, b, y;
+  dnnl::memory::desc a, b, y, scratchpad;
   dnnl::matmul primitive;
 };
 
@@ -157,6 +172,11 @@ std::shared_ptr<Plan> makePlan(const MatmulGeometry &g, int32_t dtype,
   plan->b = operandDesc(padBatch(g.bb, rank), g.K, g.N, g.transB, type);
   plan->y = operandDesc(g.bo, g.M, g.N, false, dt::f32);
   dnnl::primitive_attr attr;
+  // The caller's scratchpad: a library-managed one belongs to the
+  // primitive, and the plans are shared by every thread of the process
+  // (Debian's oneDNN is built without DNNL_ENABLE_CONCURRENT_EXEC), so two
+  // contexts on two threads running one plan would share it.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.f) {
     dnnl::post_ops ops;
 #if DNNL_VERSION_MAJOR >= 3
@@ -176,6 +196,7 @@ std::shared_ptr<Plan> makePlan(const MatmulGeometry &g, int32_t dtype,
     if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
       return plan;
     plan->primitive = dnnl::matmul(pd);
+    plan->scratchpad = pd.scratchpad_desc();
     plan->usable = true;
   } catch (const dnnl::error &) {
     // Unimplemented for this geometry: the caller's loops compute it.
@@ -219,30 +240,44 @@ bool amprt::oneDnnSgemm(bool transA, bool transB, int64_t M, int64_t N,
                         int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C,
                         int64_t ldc) {
-  useThreads(threadsFor(2.0 * double(M) * double(N) * double(K)));
-  return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A,
-                    lda, B, ldb, beta, C, ldc) == dnnl_success;
+  int previous =
+      useThreads(threadsFor(2.0 * double(M) * double(N) * double(K)));
+  bool ok = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha,
+                       A, lda, B, ldb, beta, C, ldc) == dnnl_success;
+  restoreThreads(previous);
+  return ok;
 }
 
 bool amprt::oneDnnMatmul(const MatmulGeometry &g, const void *a, const void *b,
                          int32_t dtype, float alpha, float *y) {
   int threads = threadsFor(2.0 * double(g.M) * double(g.N) * double(g.K) *
                            double(numel(g.bo)));
-  useThreads(threads);
+  int previous = useThreads(threads);
   std::shared_ptr<const Plan> plan = planFor(g, dtype, alpha, threads);
-  if (!plan->usable)
+  if (!plan->usable) {
+    restoreThreads(previous);
     return false;
+  }
+  // This thread's scratchpad, grown to what the plan needs.
+  thread_local std::vector<char> scratch;
   try {
+    size_t need = plan->scratchpad.get_size();
+    if (scratch.size() < need)
+      scratch.resize(need);
     dnnl::memory ma(plan->a, engine(), const_cast<void *>(a));
     dnnl::memory mb(plan->b, engine(), const_cast<void *>(b));
     dnnl::memory my(plan->y, engine(), y);
-    plan->primitive.execute(
-        stream(),
-        {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, my}});
+    dnnl::memory ms(plan->scratchpad, engine(), scratch.data());
+    plan->primitive.execute(stream(), {{DNNL_ARG_SRC, ma},
+                                       {DNNL_ARG_WEIGHTS, mb},
+                                       {DNNL_ARG_DST, my},
+                                       {DNNL_ARG_SCRATCHPAD, ms}});
     stream().wait();
   } catch (const dnnl::error &) {
+    restoreThreads(previous);
     return false;
   }
+  restoreThreads(previous);
   return true;
 }
 

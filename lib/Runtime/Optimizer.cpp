@@ -55,29 +55,37 @@ checkGroup(amprt_context *ctx, const char *k, int64_t n, T params, T grads,
 }
 
 /// Runs step(i, g, lo, hi) over the elements [lo, hi) of parameter i, g
-/// its gradient in f32, the elements of all n parameters split among the
-/// pool's threads (each element's update reads and writes only its own).
+/// its gradient's elements from lo on in f32 (g[j - lo] is element j), the
+/// elements of all n parameters split among the pool's threads (each
+/// element's update reads and writes only its own). A 16-bit gradient is
+/// widened block by block on the stack, never as a whole.
 template <typename F>
 void forEachParameter(int64_t n, T params, T grads, F &&step) {
-  std::vector<F32In> g;
-  g.reserve(size_t(n)); // F32In points into itself: never moved
   std::vector<int64_t> count(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    g.emplace_back(&grads[i]);
+  for (int64_t i = 0; i < n; ++i)
     count[size_t(i)] = numel(&params[i]);
-  }
   parallelOverTensors(count, 20, [&](int64_t i, int64_t lo, int64_t hi) {
-    step(i, g[size_t(i)].p, lo, hi);
+    const amprt_tensor &g = grads[i];
+    if (g.dtype == AMPRT_F32)
+      return step(i, static_cast<const float *>(g.data) + lo, lo, hi);
+    constexpr int64_t kBlock = 1024;
+    float block[kBlock];
+    for (int64_t b = lo; b < hi; b += kBlock) {
+      int64_t len = std::min(kBlock, hi - b);
+      widenBlock(g.data, g.dtype, b, len, block);
+      step(i, block, b, b + len);
+    }
   });
 }
 
-/// adamwStep over elements [lo, hi) with the mode a compile-time constant.
+/// adamwStep over elements [lo, hi) (g from lo on) with the mode a
+/// compile-time constant.
 template <int Mode>
 void adamwRange(AdamWStep s, const float *g, float *p, float *m, float *v,
                 int64_t lo, int64_t hi) {
   s.mode = Mode;
   for (int64_t j = lo; j < hi; ++j)
-    adamwStep(s, g[j], p[j], m[j], v[j]);
+    adamwStep(s, g[j - lo], p[j], m[j], v[j]);
 }
 
 /// A one-element tensor of dtype dt.
@@ -154,14 +162,14 @@ amprt_status amprt_sgd(amprt_context *ctx, int64_t n, T params, T grads,
       return AMPRT_OK;
     SgdStep s = {*f32(lr),     momentum,      dampening,
                  weight_decay, nesterov != 0, step && i64(step) == 0};
-    forEachParameter(n, params, grads,
-                     [&](int64_t i, const float *g, int64_t lo, int64_t hi) {
-                       float *p = f32(&params[i]);
-                       float *buf =
-                           momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
-                       for (int64_t j = lo; j < hi; ++j)
-                         p[j] = sgdStep(s, p[j], g[j], buf ? buf + j : nullptr);
-                     });
+    forEachParameter(
+        n, params, grads,
+        [&](int64_t i, const float *g, int64_t lo, int64_t hi) {
+          float *p = f32(&params[i]);
+          float *buf = momentum != 0.f ? f32(&momentum_bufs[i]) : nullptr;
+          for (int64_t j = lo; j < hi; ++j)
+            p[j] = sgdStep(s, p[j], g[j - lo], buf ? buf + j : nullptr);
+        });
     if (step)
       ++*static_cast<int64_t *>(step->data);
     return AMPRT_OK;
@@ -223,7 +231,8 @@ amprt_status amprt_onnx_adam(amprt_context *ctx, int64_t n, T r, T t, T x, T g,
           float *px = f32(&x[i]), *pv = f32(&v[i]), *ph = f32(&h[i]);
           for (int64_t j = lo; j < hi; ++j)
             onnxAdamStep(rate, alpha, beta, epsilon, norm_coefficient,
-                         norm_coefficient_post, gi[j], px[j], pv[j], ph[j]);
+                         norm_coefficient_post, gi[j - lo], px[j], pv[j],
+                         ph[j]);
         });
     return AMPRT_OK;
   });
@@ -247,8 +256,8 @@ amprt_status amprt_onnx_adagrad(amprt_context *ctx, int64_t n, T r, T t, T x,
                      [&](int64_t i, const float *gi, int64_t lo, int64_t hi) {
                        float *px = f32(&x[i]), *ph = f32(&h[i]);
                        for (int64_t j = lo; j < hi; ++j)
-                         onnxAdagradStep(rate, epsilon, norm_coefficient, gi[j],
-                                         px[j], ph[j]);
+                         onnxAdagradStep(rate, epsilon, norm_coefficient,
+                                         gi[j - lo], px[j], ph[j]);
                      });
     return AMPRT_OK;
   });
@@ -278,7 +287,7 @@ amprt_status amprt_onnx_momentum(amprt_context *ctx, int64_t n, T r, T t, T x,
                        float *px = f32(&x[i]), *pv = f32(&v[i]);
                        for (int64_t j = lo; j < hi; ++j)
                          onnxMomentumStep(rate, alpha, b, norm_coefficient,
-                                          mode, gi[j], px[j], pv[j]);
+                                          mode, gi[j - lo], px[j], pv[j]);
                      });
     return AMPRT_OK;
   });

@@ -17,8 +17,10 @@ thread pool take them:
     path each within the float64 bound of runtime_kernels.py (f32
     accumulation: (K + 4) 2^-24 sum|a||b|, one rounding into the output),
     so within twice that of each other;
-  * thread counts 1 and 2: the reference loops give the same bits, the
-    fast path stays within the same bound.
+  * thread counts 1 and 2 on sizes past the pool's threshold: the same
+    bits for every kernel but the fast path's GEMM, which stays within the
+    same bound;
+  * two contexts on two host threads running one GEMM geometry at once.
 
     runtime_cpu_paths.py --lib libAmpRuntime.so --ops-def Ops.def
 """
@@ -37,7 +39,7 @@ def test_configuration(rt):
     machine = L.amprt_cpu_threads()
     assert machine >= 1
     assert L.amprt_cpu_set_threads(-1) == 1
-    assert b"negative thread count -1" in L.amprt_last_error(None)
+    assert b"thread count -1 outside [0, 4096]" in L.amprt_last_error(None)
     assert L.amprt_cpu_threads() == machine, "a refused count changed it"
     assert L.amprt_cpu_set_threads(3) == 0 and L.amprt_cpu_threads() == 3
     assert b"3 threads" in L.amprt_cpu_describe()
@@ -55,6 +57,8 @@ def test_configuration(rt):
     desc = L.amprt_cpu_describe()
     assert desc.startswith(b"fast: ") and b"oneDNN" in desc, desc
     print("  fast path:", desc.decode())
+    assert L.amprt_cpu_set_threads(4097) == 1
+    assert b"outside [0, 4096]" in L.amprt_last_error(None)
 
 
 def both_paths(rt, run):
@@ -201,34 +205,127 @@ UNIT16 = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
 
 def test_thread_counts(rt):
-    """Reference loops: the same bits at 1 and 2 threads (each element
-    computed by one thread). Fast path: within the f32 bound."""
+    """Reference loops: the same bits at 1 and 2 threads, sizes past the
+    pool's threshold (2e6 operations) so that the loops really split: the
+    GEMM, softmax and its gradient, layer norm and its gradient (dscale
+    summed column by column), a broadcast add, a 16-bit unary op, the
+    cross-entropy loss and AdamW over a bf16 gradient. Fast path: the
+    same kernels within the f32 bound (only the GEMM may differ)."""
+    from runtime_harness import tensor_array
     L = rt.lib
-    a, b = rt.randn((96, 300), "f32"), rt.randn((300, 80), "f32")
-    x = rt.randn((64, 4096), "f32")
+    a, b = rt.randn((96, 300), "f32"), rt.randn((300, 800), "f32")
+    x = rt.randn((64, 8192), "f32")
+    dy = rt.randn((64, 8192), "f32")
+    gamma, beta = rt.randn((8192,), "f32"), rt.randn((8192,), "f32")
+    h = rt.randn((2048, 1024), "bf16")
+    row = rt.randn((1024,), "f32")
+    scores = rt.randn((4, 1000, 128), "f32")
+    labels = rt.buf(rt.rng.integers(0, 1000, (4, 128)), "i64")
+    p0 = rt.randn((1 << 20,), "f32")
+    g16 = rt.randn((1 << 20,), "bf16")
+
+    def run():
+        out = {}
+        y = rt.empty((96, 800), "f32")
+        rt.ok("matmul", a.ref, b.ref, y.ref)
+        out["matmul"] = y.f64()
+        s = rt.empty(x.shape, "f32")
+        rt.ok("softmax", x.ref, -1, s.ref)
+        out["softmax"] = s.f64()
+        ds = rt.empty(x.shape, "f32")
+        rt.ok("softmax_grad", dy.ref, s.ref, -1, ds.ref)
+        out["softmax_grad"] = ds.f64()
+        ln, mu, inv = (rt.empty(x.shape, "f32"), rt.empty((64, 1), "f32"),
+                       rt.empty((64, 1), "f32"))
+        rt.ok("layer_norm", x.ref, gamma.ref, beta.ref, -1, 1e-5, ln.ref,
+              mu.ref, inv.ref)
+        out["layer_norm"] = ln.f64()
+        dx, dg, db = (rt.empty(x.shape, "f32"), rt.empty((8192,), "f32"),
+                      rt.empty((8192,), "f32"))
+        rt.ok("layer_norm_grad", dy.ref, x.ref, gamma.ref, mu.ref, inv.ref,
+              -1, dx.ref, dg.ref, db.ref)
+        out["layer_norm_grad"] = np.concatenate(
+            [dx.f64().ravel(), dg.f64(), db.f64()])
+        z = rt.empty(h.shape, "bf16")
+        rt.ok("add", h.ref, row.ref, z.ref)
+        out["add"] = z.f64()
+        t = rt.empty(h.shape, "bf16")
+        rt.ok("tanh", h.ref, t.ref)
+        out["tanh"] = t.f64()
+        loss, lp = rt.empty((), "f32"), rt.empty(scores.shape, "f32")
+        rt.ok("softmax_cross_entropy_loss", scores.ref, labels.ref, None, 2,
+              0, 0, loss.ref, lp.ref)
+        out["cross_entropy"] = np.concatenate([lp.f64().ravel(),
+                                               [float(loss.f64())]])
+        p = rt.buf(p0.f64(), "f32")
+        m1, m2 = rt.empty(p.shape, "f32", 0.0), rt.empty(p.shape, "f32", 0.0)
+        rt.ok("adamw", 1, tensor_array([p]), tensor_array([g16]),
+              tensor_array([m1]), tensor_array([m2]),
+              rt.buf(np.float32(1e-3), "f32").ref,
+              rt.buf(np.int64(1), "i64").ref, 0.9, 0.999, 1e-8, 0.01, 0, 1,
+              None, None)
+        out["adamw"] = p.f64()
+        return out
+
     for path in (REFERENCE, FAST):
         assert L.amprt_cpu_set_path(path) == 0
-        outs = []
+        runs = []
         for threads in (1, 2):
             assert L.amprt_cpu_set_threads(threads) == 0
-            y = rt.empty((96, 80), "f32")
-            rt.ok("matmul", a.ref, b.ref, y.ref)
-            s = rt.empty((64, 4096), "f32")
-            rt.ok("softmax", x.ref, -1, s.ref)
-            outs.append((y.f64(), s.f64()))
-        (y1, s1), (y2, s2) = outs
-        if path == REFERENCE:
-            rt.equal("reference matmul, 1 vs 2 threads", y1, y2)
-        else:
-            scale = np.abs(a.f64()) @ np.abs(b.f64())
-            assert (np.abs(y1 - y2) <= 2 * 304 * 2.0 ** -24 * scale).all()
-        rt.equal("softmax, 1 vs 2 threads", s1, s2)
+            runs.append(run())
+        one, two = runs
+        for k in one:
+            if path == FAST and k == "matmul":
+                scale = np.abs(a.f64()) @ np.abs(b.f64())
+                assert (np.abs(one[k] - two[k]) <=
+                        2 * 304 * 2.0 ** -24 * scale).all(), k
+            else:
+                rt.equal("%s, 1 vs 2 threads (path %d)" % (k, path), one[k],
+                         two[k])
     assert L.amprt_cpu_set_threads(0) == 0
     assert L.amprt_cpu_set_path(FAST) == 0
 
 
+def test_two_host_threads(rt):
+    """Two contexts on two host threads running the same GEMM geometry at
+    once (an embedding program's threads): each result within the f32
+    bound. The plans are shared by the process; each thread brings its own
+    scratchpad."""
+    import ctypes as C
+    import threading
+    L = rt.lib
+    a = rt.randn((2048, 192), "f32")
+    b = rt.randn((384, 192), "f32")
+    ref = a.f64() @ b.f64().T
+    scale = np.abs(a.f64()) @ np.abs(b.f64()).T
+    worst, errors = [0.0], []
+
+    def work():
+        ctx = C.c_void_p()
+        if L.amprt_context_create(b"cpu", C.byref(ctx)) != 0:
+            errors.append("no context")
+            return
+        for _ in range(20):
+            y = rt.empty((2048, 384), "f32")
+            if L.amprt_fused_matmul(ctx, a.ref, b.ref, y.ref, 0, 1,
+                                    1.0) != 0:
+                errors.append(L.amprt_last_error(ctx))
+                break
+            err = float(np.max(np.abs(y.f64() - ref) / (scale * 2.0 ** -24)))
+            worst[0] = max(worst[0], err)
+        L.amprt_context_destroy(ctx)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert worst[0] <= 2 * (192 + 4), "two host threads: %.1f" % worst[0]
+
+
 TESTS = [test_configuration, test_gemm, test_matmul, test_conv,
-         test_thread_counts]
+         test_thread_counts, test_two_host_threads]
 
 if __name__ == "__main__":
     np.seterr(all="ignore")

@@ -208,18 +208,20 @@ AMPRT_API amprt_status amprt_barrier(amprt_context *ctx);
 /// The CPU backend's arithmetic. FAST: GEMMs, batched GEMMs and the
 /// convolutions' GEMMs through oneDNN when the library was built with it
 /// (f32, and bf16 operands with f32 accumulation on CPUs with AVX-512 BF16
-/// or AMX), the rest of the kernels on the thread pool. REFERENCE: the
-/// plain loops, the numerics reference the fast path is tested against
-/// (docs/RuntimeABI.md, "CPU backend"). The environment variable
-/// AMPRT_CPU_REFERENCE=1 selects REFERENCE when the library loads.
+/// or AMX). REFERENCE: the runtime's own blocked GEMM loops, the numerics
+/// reference the fast path is tested against (docs/RuntimeABI.md, "CPU
+/// backend"). Every other kernel is the same on both, on the thread pool. The
+/// environment variable AMPRT_CPU_REFERENCE=1 selects REFERENCE when the
+/// library loads.
 typedef enum amprt_cpu_path {
   AMPRT_CPU_FAST = 0,
   AMPRT_CPU_REFERENCE = 1
 } amprt_cpu_path;
 
-/// The number of threads the CPU kernels use; 0 (and the start) is the
-/// CPUs this process may run on (its affinity mask), or the environment
-/// variable AMPRT_NUM_THREADS when set. Fails for a negative count.
+/// The number of threads the CPU kernels use, 1 to 4096; 0 is the
+/// default the library starts with: the environment variable
+/// AMPRT_NUM_THREADS when set, else the CPUs this process may run on (its
+/// affinity mask). Fails for a count outside [0, 4096].
 AMPRT_API amprt_status amprt_cpu_set_threads(int32_t threads);
 /// The thread count in force (at least 1).
 AMPRT_API int32_t amprt_cpu_threads(void);

@@ -87,8 +87,8 @@ struct AmpRunOptions {
       cl::cat(category), cl::init(0)};
   cl::opt<bool> cpuReference{
       "cpu-reference",
-      cl::desc("the CPU backend's plain reference loops instead of its fast "
-               "path (oneDNN GEMMs, threads); also AMPRT_CPU_REFERENCE=1"),
+      cl::desc("the CPU backend's reference GEMM loops instead of oneDNN "
+               "(numerics checks; also AMPRT_CPU_REFERENCE=1)"),
       cl::cat(category)};
   cl::opt<int64_t> steps{"steps", cl::desc("training steps"), cl::cat(category),
                          cl::init(1)};
