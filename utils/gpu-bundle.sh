@@ -17,8 +17,9 @@
 #   bin/FileCheck, not, count, lit/  what the lit tests need.
 #   lib/                 libAmpRuntime.so and the shared libraries above that
 #                        such a machine may lack (protobuf 3.21, onnx_proto,
-#                        z3 for FileCheck). CUDA's own libraries are not
-#                        copied: they come from the GPU machine.
+#                        z3 for FileCheck; oneDNN, libgomp and Open MPI for
+#                        the runtime). CUDA's own libraries are not copied:
+#                        they come from the GPU machine.
 #
 # bench/gpu_session.sh runs everything from such a folder. The CUDA build
 # itself is unchanged: this only relinks its objects.
@@ -63,6 +64,17 @@ command -v ld.lld >/dev/null && linker=(-fuse-ld=lld)
 cp "$build/lib/libAmpRuntime.so" "$out/lib/"
 for l in libprotobuf.so.32 libonnx_proto.so.1 libz3.so.4; do
   cp -L "/usr/lib/x86_64-linux-gnu/$l" "$out/lib/"
+done
+# Whatever else the runtime links that such a machine may lack (oneDNN and
+# its OpenCL loader, GCC's OpenMP, Open MPI and what it links): every
+# library ldd resolves, less the C/C++ runtime and CUDA's own.
+ldd "$build/lib/libAmpRuntime.so" | awk '/=> \//{print $3}' | while read -r l; do
+  case "$(basename "$l")" in
+    libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*) ;;
+    libstdc++.so*|libgcc_s.so*|libz.so*|ld-linux*) ;;
+    libcuda*|libcublas*|libcudnn*|libnccl*|libcudart*) ;;
+    *) cp -L "$l" "$out/lib/" ;;
+  esac
 done
 cp -L "$llvm/bin/FileCheck" "$llvm/bin/not" "$llvm/bin/count" "$out/bin/"
 rm -rf "$out/lit"
