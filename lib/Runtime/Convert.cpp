@@ -60,57 +60,25 @@ static void convertLoop(const void *src, size_t srcBytes, const void *dst,
 }
 
 void amprt::toF32(const void *src, int32_t dt, float *dst, int64_t n) {
-  switch (dt) {
-  case AMPRT_F32:
+  if (dt == AMPRT_F32) {
     std::memcpy(dst, src, size_t(n) * 4);
-    break;
-  case AMPRT_F16: {
-    auto *s = static_cast<const uint16_t *>(src);
-    convertLoop(src, 2, dst, 4, n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        dst[i] = f16ToF32(s[i]);
-    });
-    break;
+    return;
   }
-  case AMPRT_BF16: {
-    auto *s = static_cast<const uint16_t *>(src);
-    convertLoop(src, 2, dst, 4, n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        dst[i] = bf16ToF32(s[i]);
-    });
-    break;
-  }
-  default:
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = loadF(src, dt, i);
-  }
+  convertLoop(src, amprt_dtype_size(dt), dst, 4, n,
+              [&](int64_t lo, int64_t hi) {
+                widenBlock(src, dt, lo, hi - lo, dst + lo);
+              });
 }
 
 void amprt::fromF32(const float *src, void *dst, int32_t dt, int64_t n) {
-  switch (dt) {
-  case AMPRT_F32:
+  if (dt == AMPRT_F32) {
     std::memmove(dst, src, size_t(n) * 4);
-    break;
-  case AMPRT_F16: {
-    auto *d = static_cast<uint16_t *>(dst);
-    convertLoop(src, 4, dst, 2, n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        d[i] = f32ToF16(src[i]);
-    });
-    break;
+    return;
   }
-  case AMPRT_BF16: {
-    auto *d = static_cast<uint16_t *>(dst);
-    convertLoop(src, 4, dst, 2, n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        d[i] = f32ToBf16(src[i]);
-    });
-    break;
-  }
-  default:
-    for (int64_t i = 0; i < n; ++i)
-      storeF(dst, dt, i, src[i]);
-  }
+  convertLoop(src, 4, dst, amprt_dtype_size(dt), n,
+              [&](int64_t lo, int64_t hi) {
+                narrowBlock(src + lo, dst, dt, lo, hi - lo);
+              });
 }
 
 namespace {

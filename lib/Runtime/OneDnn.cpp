@@ -63,25 +63,27 @@ using dims = dnnl::memory::dims;
 int threadsFor(double flops) { return flops < 4e6 ? 1 : cpuThreads(); }
 
 /// oneDNN's OpenMP regions take the calling thread's thread count: set
-/// for the call, and what it was returned (restoreThreads), so that an
-/// embedding program's own OpenMP regions on this thread keep theirs.
-int useThreads(int threads) {
+/// for the scope of a call and put back after it, so that an embedding
+/// program's own OpenMP regions on this thread keep theirs.
+class ScopedThreads {
+public:
+  explicit ScopedThreads(int threads) {
 #ifdef _OPENMP
-  int previous = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  return previous;
-#else
-  return threads;
+    previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
 #endif
-}
+  }
+  ~ScopedThreads() {
+#ifdef _OPENMP
+    omp_set_num_threads(previous);
+#endif
+  }
+  ScopedThreads(const ScopedThreads &) = delete;
+  ScopedThreads &operator=(const ScopedThreads &) = delete;
 
-void restoreThreads(int previous) {
-#ifdef _OPENMP
-  omp_set_num_threads(previous);
-#else
-  (void)previous;
-#endif
-}
+private:
+  int previous = 1;
+};
 
 dnnl::engine &engine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
@@ -240,24 +242,19 @@ bool amprt::oneDnnSgemm(bool transA, bool transB, int64_t M, int64_t N,
                         int64_t K, float alpha, const float *A, int64_t lda,
                         const float *B, int64_t ldb, float beta, float *C,
                         int64_t ldc) {
-  int previous =
-      useThreads(threadsFor(2.0 * double(M) * double(N) * double(K)));
-  bool ok = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha,
-                       A, lda, B, ldb, beta, C, ldc) == dnnl_success;
-  restoreThreads(previous);
-  return ok;
+  ScopedThreads scope(threadsFor(2.0 * double(M) * double(N) * double(K)));
+  return dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', M, N, K, alpha, A,
+                    lda, B, ldb, beta, C, ldc) == dnnl_success;
 }
 
 bool amprt::oneDnnMatmul(const MatmulGeometry &g, const void *a, const void *b,
                          int32_t dtype, float alpha, float *y) {
   int threads = threadsFor(2.0 * double(g.M) * double(g.N) * double(g.K) *
                            double(numel(g.bo)));
-  int previous = useThreads(threads);
+  ScopedThreads scope(threads);
   std::shared_ptr<const Plan> plan = planFor(g, dtype, alpha, threads);
-  if (!plan->usable) {
-    restoreThreads(previous);
+  if (!plan->usable)
     return false;
-  }
   // This thread's scratchpad, grown to what the plan needs.
   thread_local std::vector<char> scratch;
   try {
@@ -274,10 +271,8 @@ bool amprt::oneDnnMatmul(const MatmulGeometry &g, const void *a, const void *b,
                                        {DNNL_ARG_SCRATCHPAD, ms}});
     stream().wait();
   } catch (const dnnl::error &) {
-    restoreThreads(previous);
     return false;
   }
-  restoreThreads(previous);
   return true;
 }
 
