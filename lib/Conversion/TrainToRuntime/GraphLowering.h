@@ -1,15 +1,17 @@
-//===- GraphLowering.h - one train.graph to amprt calls (private) -*- C++
-//-*-===//
+//===- GraphLowering.h - the state of lowering one graph ---*- C++ -*-===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// Private to lib/Conversion/TrainToRuntime: the state of lowering one graph
-// node by node into a PlannedProgram (convert-train-to-amprt), and the
-// helpers every op family uses. lowerNode (TrainToRuntime.cpp) folds shape
-// computations (HostFold.cpp), then finds the node's families by (domain,
-// op_type) in LoweringTable.cpp; each family's file lists its ops:
+// Private to lib/Conversion/TrainToRuntime: convert-train-to-amprt is a
+// dialect conversion (TrainToRuntime.cpp) whose patterns lower one graph
+// into the state below, writing the function's IR through the conversion's
+// rewriter as they go: each buffer a memref.alloc (or memref.get_global)
+// when it is made, each call an amprt.call. The node pattern folds shape
+// computations on the host (HostFold.cpp), then finds the node's families
+// by (domain, op_type) in LoweringTable.cpp; each family's file lists its
+// ops:
 //   LowerElementwise.cpp unary/binary math, comparisons, logic, Min/Max/Sum,
 //                       Where, CastLike, activation gradients
 //   LowerMath.cpp       Gemm, MatMul, Reduce*, Softmax, LogSoftmax
@@ -27,8 +29,9 @@
 //   NarrowInputs.cpp    f32 data inputs that are only cast to 16 bits,
 //                       taken in that type (the driver converts)
 //   FiniteCheck.cpp     IsNaN(Sum(ReduceSum(x * 0))) as one all-finite call
-// The rewrites after the conversion (amprt-fuse, amprt-plan-buffers) are
-// PlannedProgram's (PlannedProgram.h); Passes.cpp holds the passes.
+// The rewrites after the conversion (amprt-fuse, amprt-plan-buffers) read
+// the function into a PlannedProgram (PlannedProgram.h); Passes.cpp holds
+// the passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +54,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/DialectConversion.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -73,22 +77,58 @@ std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
                                      ArrayRef<int64_t> axes,
                                      ArrayRef<int64_t> steps, std::string &why);
 
+/// The state of convert-train-to-amprt on one graph, which its conversion
+/// patterns (TrainToRuntime.cpp) lower into: the buffers made so far (each
+/// written into the function as it is made), the host values of folded
+/// shape computations, and the helpers of the op families.
 class GraphLowering : public PlannedProgram {
 public:
-  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims,
-                bool narrowInputs = false)
-      : PlannedProgram(graph.getContext()), graph(graph), dims(dims),
-        narrowInputs(narrowInputs) {}
+  GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
+      : PlannedProgram(graph.getContext()), graph(graph), dims(dims) {}
 
-  /// Lowers the graph node by node into this program (unplanned).
-  LogicalResult run();
+  /// What the patterns need before the conversion starts: the graph
+  /// inputs bound to static shapes, the fused finite checks planned.
+  LogicalResult prepare();
+  /// The conversion's steps, one per pattern; each writes its IR through
+  /// `rewriter`. After an error (reported at the op) every later step only
+  /// erases its op.
+  void convertGraph(ConversionPatternRewriter &rewriter);
+  void convertInitializer(InitializerOp init,
+                          ConversionPatternRewriter &rewriter);
+  void convertReturn(ReturnOp ret, ConversionPatternRewriter &rewriter);
+  /// An ONNX node, or an op no pattern lowers (an error).
+  void convertNode(Operation *op, ConversionPatternRewriter &rewriter);
+  /// Whether a step reported an error.
+  bool failedToLower() const { return hadError; }
+  /// The function the conversion wrote (unplanned).
+  func::FuncOp loweredFunc() const { return func; }
+  /// Whether argument `i` of the lowered function is data: a graph input
+  /// with a dim bound by `dims`, not a weight.
+  bool isDataArg(unsigned i) const {
+    for (const Buffer &b : bufs)
+      if (b.kind == Buffer::Arg && b.argIndex == i)
+        return b.boundDims;
+    return false;
+  }
 
 private:
   GraphOp graph;
   const llvm::StringMap<int64_t> &dims;
-  /// The driver converts f32 data to 16 bits as it fills a batch:
-  /// narrowDataInputs() may run.
-  bool narrowInputs;
+  // --- the IR the conversion writes ------------------------------------------
+  ConversionPatternRewriter *rewriter = nullptr;
+  func::FuncOp func;
+  Block *entry = nullptr;
+  /// The last buffer op written (memref.alloc, memref.get_global): the
+  /// buffers stand at the top of the function in the order they were made,
+  /// the calls after them in the order they were made.
+  Operation *lastBufferOp = nullptr;
+  /// The value of each buffer in the function (an argument's is set when
+  /// the function is made).
+  SmallVector<Value> bufValues;
+  bool hadError = false;
+  void bufferAdded(int id) override;
+  /// Names the temporary `id` after the ONNX value it holds.
+  void nameBuffer(int id, StringRef name);
   DenseMap<Value, int> valueBuf;
   DenseMap<Value, SmallVector<int>> seqBufs;
   DenseMap<Value, ElementsAttr> hostConst;
@@ -110,9 +150,6 @@ private:
   DenseMap<Operation *, SmallVector<Value>> finiteChecks;
   llvm::DenseSet<Operation *> fusedAway;
   void planFiniteChecks();
-  /// f32 data inputs read only through casts to one 16-bit type taken in
-  /// that type (NarrowInputs.cpp).
-  void narrowDataInputs();
 
   LogicalResult lowerFiniteCheck(ArrayRef<Value> checked);
   bool isConstantZero(Value v);
@@ -501,7 +538,9 @@ private:
                      << "' of amprt_" << kernel;
     }
     pc.attrs.set("node", StringAttr::get(ctx, nodeName));
-    calls.push_back(std::move(pc));
+    OpBuilder::InsertionGuard guard(*rewriter);
+    rewriter->setInsertionPointToEnd(entry);
+    writeCall(*rewriter, pc, bufValues);
     return success();
   }
 
@@ -613,6 +652,14 @@ private:
   FailureOr<DictionaryAttr> window(ArrayRef<int64_t> x, ArrayRef<int64_t> k,
                                    bool pool, Shape &outSpatial);
 };
+
+/// convert-train-to-amprt: every train.graph of `module` becomes an
+/// unplanned func.func by a dialect conversion (TrainToRuntime.cpp); with
+/// `narrowInputs`, f32 data inputs that are only cast to 16 bits are taken
+/// in that type (NarrowInputs.cpp).
+LogicalResult convertGraphsToAmpRT(ModuleOp module,
+                                   const llvm::StringMap<int64_t> &dims,
+                                   bool narrowInputs);
 
 } // namespace amp::lowering
 

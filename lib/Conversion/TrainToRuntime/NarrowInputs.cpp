@@ -24,15 +24,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "GraphLowering.h"
+#include "PlannedProgram.h"
 
 using namespace amp::lowering;
 
-void GraphLowering::narrowDataInputs() {
+void PlannedProgram::narrowDataInputs(
+    function_ref<bool(unsigned argIndex)> isData) {
   CallUses u = callUses();
   DenseMap<int, SmallVector<int>> castsOf; // input buffer -> cast calls
   for (auto [x, b] : llvm::enumerate(bufs)) {
-    if (b.kind != Buffer::Arg || !b.boundDims || !b.elem.isF32() ||
+    if (b.kind != Buffer::Arg || !isData(b.argIndex) || !b.elem.isF32() ||
         u.written.contains(int(x)) || u.outputs.contains(int(x)))
       continue;
     Type to;

@@ -47,69 +47,14 @@ struct ConvertTrainToAmpRTPass
     if (failed(train::parseDimBindings(module.getLoc(), getArgument(), dims,
                                        dimMap)))
       return signalPassFailure();
-    SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
-    for (GraphOp g : graphs) {
-      GraphLowering lowering(g, dimMap, narrowInputs);
-      if (failed(lowering.run()))
-        return signalPassFailure();
-      OpBuilder builder(g);
-      lowering.write(builder, g.getSymName(), g.getLoc(), /*planned=*/false);
-      g.erase();
-    }
+    if (failed(convertGraphsToAmpRT(module, dimMap, narrowInputs)))
+      return signalPassFailure();
   }
 };
 
 /// Reads each unplanned function of `module`, lets `rewrite` change it, and
 /// writes it back in its place: planned (with `rewrite`'s arena) or not.
 /// `rewrite` returns whether to write the planned form.
-LogicalResult rewriteUnplanned(
-    ModuleOp module,
-    function_ref<bool(PlannedProgram &, func::FuncOp, int64_t &, int64_t *)>
-        rewrite) {
-  SmallVector<func::FuncOp> funcs;
-  for (auto f : module.getOps<func::FuncOp>())
-    if (f->hasAttr(kUnplannedAttr))
-      funcs.push_back(f);
-  for (func::FuncOp f : funcs) {
-    FailureOr<PlannedProgram> p = PlannedProgram::read(f);
-    if (failed(p))
-      return failure();
-    int64_t arena = 0, split[4] = {0, 0, 0, 0};
-    bool planned = rewrite(*p, f, arena, split);
-    // The function is written again in its place, its constants too
-    // (renumbered for the calls left); a global another op still names
-    // stays.
-    llvm::SetVector<Operation *> globals;
-    SymbolTable symbols(module);
-    f.walk([&](memref::GetGlobalOp g) {
-      if (Operation *global = symbols.lookup(g.getName()))
-        globals.insert(global);
-    });
-    std::string name = f.getSymName().str();
-    Location loc = f.getLoc();
-    OpBuilder builder(f);
-    Block *block = f->getBlock();
-    Operation *next = f->getNextNode();
-    f.erase();
-    for (Operation *g : globals)
-      if (SymbolTable::symbolKnownUseEmpty(g, module))
-        g->erase();
-    if (next)
-      builder.setInsertionPoint(next);
-    else
-      builder.setInsertionPointToEnd(block);
-    p->write(builder, name, loc, planned, arena, split);
-  }
-  return success();
-}
-
-/// Applies the patterns `populate` adds to each unplanned function of
-/// `module` (for which `applies` holds, when given), top-down in call order
-/// without folding (a call is matched again after a pattern changed it),
-/// then erases the buffers nothing names any more, and the globals the
-/// function read that nothing reads then (the driver erases an unused
-/// buffer as it goes, a constant's `memref.get_global` too, but not its
-/// global).
 void applyFusion(ModuleOp module,
                  function_ref<void(RewritePatternSet &)> populate,
                  function_ref<bool(func::FuncOp)> applies = nullptr) {
@@ -177,7 +122,11 @@ struct AmpRTPlanBuffersPass
           << "memory) " << arena << " bytes";
       return true;
     };
-    if (failed(rewriteUnplanned(getOperation(), plan)))
+    SmallVector<func::FuncOp> funcs;
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (f->hasAttr(kUnplannedAttr))
+        funcs.push_back(f);
+    if (failed(rewriteUnplanned(getOperation(), funcs, plan)))
       signalPassFailure();
   }
 };

@@ -198,6 +198,11 @@ inline constexpr const char *kRoleAttr = "amprt.role";
 class PlannedProgram {
 public:
   explicit PlannedProgram(MLIRContext *ctx) : ctx(ctx) {}
+  PlannedProgram(const PlannedProgram &) = default;
+  PlannedProgram(PlannedProgram &&) = default;
+  PlannedProgram &operator=(const PlannedProgram &) = default;
+  PlannedProgram &operator=(PlannedProgram &&) = default;
+  virtual ~PlannedProgram() = default;
 
   /// Reads an unplanned function (kUnplannedAttr): an error at the op that
   /// is not of that form.
@@ -210,6 +215,14 @@ public:
                      bool planned, int64_t arenaBytes = 0,
                      const int64_t *split = nullptr);
 
+  /// `c` as an `amprt.call` at `builder`'s point, on the values of its
+  /// buffers (`values`, by buffer number).
+  static amprt::CallOp writeCall(OpBuilder &builder, const PlannedCall &c,
+                                 ArrayRef<Value> values);
+  /// f32 data inputs that are only cast to one 16-bit type taken in that
+  /// type (NarrowInputs.cpp); `isData` says which arguments are data (a
+  /// dim bound by `dims`), not weights.
+  void narrowDataInputs(function_ref<bool(unsigned argIndex)> isData);
   /// Drops the reshape calls whose output can share its input's memory.
   void aliasReshapes();
   /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
@@ -274,8 +287,13 @@ protected:
 
   int newBuffer(Buffer b) {
     bufs.push_back(std::move(b));
-    return int(bufs.size()) - 1;
+    int id = int(bufs.size()) - 1;
+    bufferAdded(id);
+    return id;
   }
+  /// Called for each new buffer: the conversion (GraphLowering) writes its
+  /// IR as the buffer is made.
+  virtual void bufferAdded(int id) {}
   /// A new temporary of `buf`'s shape and element type.
   int newBufferLike(int buf) {
     Buffer t;
@@ -312,6 +330,15 @@ protected:
   Attribute f64(double v) { return FloatAttr::get(Float64Type::get(ctx), v); }
   Attribute ints(ArrayRef<int64_t> v) { return DenseI64ArrayAttr::get(ctx, v); }
 };
+
+/// Reads each of `funcs` (unplanned functions of `module`), lets `rewrite`
+/// change it (true: planned, with the arena's size and split), and writes
+/// it again in its place with its constants (renumbered for the calls
+/// left; a global another op still names stays).
+LogicalResult rewriteUnplanned(
+    ModuleOp module, ArrayRef<func::FuncOp> funcs,
+    function_ref<bool(PlannedProgram &, func::FuncOp, int64_t &, int64_t *)>
+        rewrite);
 
 } // namespace amp::lowering
 

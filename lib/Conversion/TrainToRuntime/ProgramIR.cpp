@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
 using namespace amp;
@@ -174,6 +175,23 @@ FailureOr<PlannedProgram> PlannedProgram::read(func::FuncOp func) {
   return p;
 }
 
+amprt::CallOp PlannedProgram::writeCall(OpBuilder &builder,
+                                        const PlannedCall &c,
+                                        ArrayRef<Value> values) {
+  SmallVector<Value> operands;
+  SmallVector<int64_t> counts;
+  for (auto &list : c.tensors) {
+    counts.push_back(list.size());
+    for (int b : list)
+      operands.push_back(values[b]);
+  }
+  auto op =
+      amprt::CallOp::create(builder, c.loc, c.sig->name, operands, counts);
+  for (NamedAttribute a : c.attrs)
+    op->setAttr(a.getName(), a.getValue());
+  return op;
+}
+
 func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
                                    Location loc, bool planned,
                                    int64_t arenaBytes, const int64_t *split) {
@@ -274,22 +292,56 @@ func::FuncOp PlannedProgram::write(OpBuilder &builder, StringRef name,
       vals[id] = alloc;
     }
   }
-  for (PlannedCall &c : calls) {
-    SmallVector<Value> operands;
-    SmallVector<int64_t> counts;
-    for (auto &list : c.tensors) {
-      counts.push_back(list.size());
-      for (int b : list)
-        operands.push_back(vals[b]);
-    }
-    auto op =
-        amprt::CallOp::create(builder, c.loc, c.sig->name, operands, counts);
-    for (NamedAttribute a : c.attrs)
-      op->setAttr(a.getName(), a.getValue());
-  }
+  for (PlannedCall &c : calls)
+    writeCall(builder, c, vals);
   SmallVector<Value> rets;
   for (int b : results)
     rets.push_back(vals[b]);
   func::ReturnOp::create(builder, loc, rets);
   return func;
 }
+
+LogicalResult amp::lowering::rewriteUnplanned(
+    ModuleOp module, ArrayRef<func::FuncOp> funcs,
+    function_ref<bool(PlannedProgram &, func::FuncOp, int64_t &, int64_t *)>
+        rewrite) {
+  for (func::FuncOp f : funcs) {
+    FailureOr<PlannedProgram> p = PlannedProgram::read(f);
+    if (failed(p))
+      return failure();
+    int64_t arena = 0, split[4] = {0, 0, 0, 0};
+    bool planned = rewrite(*p, f, arena, split);
+    // The function is written again in its place, its constants too
+    // (renumbered for the calls left); a global another op still names
+    // stays.
+    llvm::SetVector<Operation *> globals;
+    SymbolTable symbols(module);
+    f.walk([&](memref::GetGlobalOp g) {
+      if (Operation *global = symbols.lookup(g.getName()))
+        globals.insert(global);
+    });
+    std::string name = f.getSymName().str();
+    Location loc = f.getLoc();
+    OpBuilder builder(f);
+    Block *block = f->getBlock();
+    Operation *next = f->getNextNode();
+    f.erase();
+    for (Operation *g : globals)
+      if (SymbolTable::symbolKnownUseEmpty(g, module))
+        g->erase();
+    if (next)
+      builder.setInsertionPoint(next);
+    else
+      builder.setInsertionPointToEnd(block);
+    p->write(builder, name, loc, planned, arena, split);
+  }
+  return success();
+}
+
+/// Applies the patterns `populate` adds to each unplanned function of
+/// `module` (for which `applies` holds, when given), top-down in call order
+/// without folding (a call is matched again after a pattern changed it),
+/// then erases the buffers nothing names any more, and the globals the
+/// function read that nothing reads then (the driver erases an unused
+/// buffer as it goes, a constant's `memref.get_global` too, but not its
+/// global).

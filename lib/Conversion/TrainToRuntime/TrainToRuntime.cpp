@@ -1,16 +1,26 @@
-//===- TrainToRuntime.cpp - train graphs to amprt calls on memrefs
-//---------===//
+//===- TrainToRuntime.cpp - train graphs to amprt calls on memrefs -------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// The walk of convert-train-to-amprt: the graph inputs bound to static
-// shapes (bindArgs), then each op in order: initializers become host
-// constants, loss scaling's finite checks one call (FiniteCheck.cpp), every
-// other node the calls of its op family (lowerNode, LoweringTable.cpp),
-// the return the program's results. The kernels and their parameters come
-// from Ops.def (KernelABI.h) only.
+// convert-train-to-amprt as a dialect conversion. Before it, the graph
+// inputs are bound to static shapes (bindArgs) and loss scaling's finite
+// checks planned (FiniteCheck.cpp). Its patterns, applied to the graph's
+// ops in order:
+//   GraphToFunc        train.graph -> func.func, the signature converted
+//                      (each input a memref; a sequence, one per element)
+//   InitializerToHost  an initializer becomes a host value (a constant
+//                      buffer where a call reads it)
+//   NodeToCalls        an ONNX node becomes a host value (HostFold.cpp) or
+//                      the calls of its op families (lowerNode,
+//                      LoweringTable.cpp); any other op is an error
+//   ReturnToFunc       train.return -> func.return of the outputs' buffers
+// Each writes its IR through the rewriter; the node's results are replaced
+// by their buffers. The function is then written again through the
+// PlannedProgram (unused buffers dropped, constants numbered, data inputs
+// narrowed). The kernels and their parameters come from Ops.def
+// (KernelABI.h) only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,76 +143,305 @@ LogicalResult GraphLowering::lowerNode(OnnxNodeOpInterface node) {
   return err() << "no runtime implementation (supported: docs/Lowering.md)";
 }
 
-LogicalResult GraphLowering::run() {
+LogicalResult GraphLowering::prepare() {
   // The casts a pass inserted carry the names the exporter would give them,
   // so the calls (and their diagnostics and profiles) name their node.
   nameUnnamedCasts(graph);
   if (failed(bindArgs()))
     return failure();
   planFiniteChecks();
-  Block &body = graph.getBody().front();
-  for (Operation &op : body) {
-    if (fusedAway.count(&op))
-      continue;
-    current = &op;
-    auto nameAttr = op.getAttrOfType<StringAttr>("train.name");
-    nodeName = nameAttr ? nameAttr.str() : "";
-    if (isa<NoneOp>(op))
-      continue;
-    if (auto init = dyn_cast<InitializerOp>(op)) {
-      auto value = dyn_cast_or_null<ElementsAttr>(init.getValue());
-      if (!value || init.getExternal())
-        return op.emitError() << "initializer '" << init.getName()
-                              << "' has no inline value (external data is "
-                                 "not supported by the lowering yet)";
-      hostConst[init.getResult()] = value;
-      continue;
-    }
-    if (auto ret = dyn_cast<ReturnOp>(op)) {
-      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-        auto rn = graph.getResultAttrOfType<StringAttr>(i, "train.name");
-        std::string name = rn ? rn.str() : ("result" + std::to_string(i));
-        current = &op;
-        nodeName = name;
-        auto b = valueBuf.find(v);
-        if (b == valueBuf.end()) {
-          auto c = hostConst.find(v);
-          if (c == hostConst.end())
-            return op.emitError()
-                   << "graph output '" << name << "' has no buffer";
-          auto id = in(i);
-          if (failed(id))
-            return failure();
-          results.push_back(*id);
-        } else {
-          results.push_back(b->second);
-        }
-        resultNames.push_back(name);
-      }
-      continue;
-    }
-    auto node = dyn_cast<OnnxNodeOpInterface>(op);
-    if (!node)
-      return op.emitError()
-             << "op " << op.getName() << " cannot be lowered to runtime calls";
-    auto check = finiteChecks.find(&op);
-    if (failed(check != finiteChecks.end() ? lowerFiniteCheck(check->second)
-                                           : lowerNode(node)))
-      return failure();
-    // The temporaries the node made hold its outputs: named after them.
-    if (auto outs = op.getAttrOfType<ArrayAttr>(attrs::kOutputNames))
-      for (auto [res, name] : llvm::zip(op.getResults(), outs)) {
-        auto b = valueBuf.find(res);
-        auto s = dyn_cast<StringAttr>(name);
-        if (b != valueBuf.end() && s && bufs[b->second].kind == Buffer::Temp &&
-            bufs[b->second].name.empty())
-          bufs[b->second].name = s.str();
-      }
-  }
-
-  if (narrowInputs)
-    narrowDataInputs();
   return success();
 }
 
+void GraphLowering::bufferAdded(int id) {
+  bufValues.resize(bufs.size());
+  const Buffer &b = bufs[id];
+  if (b.kind == Buffer::Arg) // set when the function is made
+    return;
+  OpBuilder::InsertionGuard guard(*rewriter);
+  if (lastBufferOp)
+    rewriter->setInsertionPointAfter(lastBufferOp);
+  else
+    rewriter->setInsertionPointToStart(entry);
+  Location loc = current ? current->getLoc() : func.getLoc();
+  auto type = MemRefType::get(b.shape, b.elem);
+  if (b.kind == Buffer::Temp) {
+    auto alloc = memref::AllocOp::create(*rewriter, loc, type);
+    alloc->setAttr(kRoleAttr, rewriter->getStringAttr(kArenaRoles[b.role]));
+    if (!b.name.empty())
+      alloc->setAttr(kValueAttr, rewriter->getStringAttr(b.name));
+    lastBufferOp = alloc;
+    bufValues[id] = alloc;
+    return;
+  }
+  // A constant: a global beside the function, named for now (writing the
+  // unplanned function again numbers the ones the calls use).
+  std::string name;
+  auto module = func->getParentOfType<ModuleOp>();
+  for (unsigned k = id;; ++k) {
+    name = (func.getSymName() + "_lowering_const" + Twine(k)).str();
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      break;
+  }
+  {
+    OpBuilder::InsertionGuard moduleGuard(*rewriter);
+    rewriter->setInsertionPoint(func);
+    auto global = memref::GlobalOp::create(
+        *rewriter, loc, name, rewriter->getStringAttr("private"), type, b.value,
+        /*constant=*/true, IntegerAttr());
+    if (b.shared)
+      global->setAttr(kSharedConstAttr, rewriter->getUnitAttr());
+  }
+  auto get = memref::GetGlobalOp::create(*rewriter, loc, type, name);
+  lastBufferOp = get;
+  bufValues[id] = get;
+}
+
+void GraphLowering::nameBuffer(int id, StringRef name) {
+  bufs[id].name = name.str();
+  Operation *alloc = bufValues[id].getDefiningOp();
+  rewriter->modifyOpInPlace(alloc, [&] {
+    alloc->setAttr(kValueAttr, rewriter->getStringAttr(name));
+  });
+}
+
+void GraphLowering::convertGraph(ConversionPatternRewriter &rw) {
+  rewriter = &rw;
+  rw.setInsertionPoint(graph);
+  func = func::FuncOp::create(rw, graph.getLoc(), graph.getSymName(),
+                              rw.getFunctionType(argTypes, {}));
+  for (auto [i, n] : llvm::enumerate(argNames))
+    func.setArgAttr(i, kNameAttr, rw.getStringAttr(n));
+  func->setAttr(kUnplannedAttr, rw.getUnitAttr());
+  Region &body = func.getBody();
+  rw.inlineRegionBefore(graph.getBody(), body, body.end());
+  // Each graph input becomes its buffer's argument; a sequence, one
+  // argument per element.
+  Block &old = body.front();
+  TypeConverter::SignatureConversion signature(old.getNumArguments());
+  for (BlockArgument arg : old.getArguments()) {
+    SmallVector<Type> types;
+    if (auto seq = seqBufs.find(arg); seq != seqBufs.end())
+      for (int b : seq->second)
+        types.push_back(argTypes[bufs[b].argIndex]);
+    else
+      types.push_back(argTypes[bufs[valueBuf.lookup(arg)].argIndex]);
+    signature.addInputs(arg.getArgNumber(), types);
+  }
+  entry = rw.applySignatureConversion(&old, signature);
+  for (auto [id, b] : llvm::enumerate(bufs))
+    if (b.kind == Buffer::Arg)
+      bufValues[id] = entry->getArgument(b.argIndex);
+  rw.eraseOp(graph);
+}
+
+void GraphLowering::convertInitializer(InitializerOp init,
+                                       ConversionPatternRewriter &rw) {
+  rewriter = &rw;
+  auto value = dyn_cast_or_null<ElementsAttr>(init.getValue());
+  if (!hadError && (!value || init.getExternal())) {
+    init.emitError() << "initializer '" << init.getName()
+                     << "' has no inline value (external data is not "
+                        "supported by the lowering yet)";
+    hadError = true;
+  }
+  // A host value: a call that reads it reads it as a constant buffer.
+  if (!hadError)
+    hostConst[init.getResult()] = value;
+  rw.eraseOp(init);
+}
+
+void GraphLowering::convertReturn(ReturnOp ret, ConversionPatternRewriter &rw) {
+  rewriter = &rw;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    if (hadError)
+      break;
+    auto rn = graph.getResultAttrOfType<StringAttr>(i, "train.name");
+    std::string name = rn ? rn.str() : ("result" + std::to_string(i));
+    current = ret;
+    nodeName = name;
+    auto b = valueBuf.find(v);
+    if (b != valueBuf.end()) {
+      results.push_back(b->second);
+    } else if (!hostConst.count(v)) {
+      ret.emitError() << "graph output '" << name << "' has no buffer";
+      hadError = true;
+    } else if (auto id = in(i); succeeded(id)) {
+      results.push_back(*id);
+    } else {
+      hadError = true;
+    }
+    resultNames.push_back(name);
+  }
+  if (!hadError) {
+    SmallVector<Type> types;
+    SmallVector<Value> values;
+    for (int b : results) {
+      types.push_back(MemRefType::get(bufs[b].shape, bufs[b].elem));
+      values.push_back(bufValues[b]);
+    }
+    rw.modifyOpInPlace(func, [&] {
+      func.setFunctionType(rw.getFunctionType(argTypes, types));
+      for (int i : accumulateSignals)
+        func.setArgAttr(i, kAccumulateSignalAttr, rw.getUnitAttr());
+      for (auto [i, n] : llvm::enumerate(resultNames))
+        func.setResultAttr(i, kNameAttr, rw.getStringAttr(n));
+    });
+    rw.setInsertionPointToEnd(entry);
+    func::ReturnOp::create(rw, ret.getLoc(), values);
+  }
+  rw.eraseOp(ret);
+}
+
+void GraphLowering::convertNode(Operation *op, ConversionPatternRewriter &rw) {
+  rewriter = &rw;
+  if (hadError || fusedAway.count(op) || isa<NoneOp>(op)) {
+    rw.eraseOp(op);
+    return;
+  }
+  current = op;
+  auto nameAttr = op->getAttrOfType<StringAttr>("train.name");
+  nodeName = nameAttr ? nameAttr.str() : "";
+  auto node = dyn_cast<OnnxNodeOpInterface>(op);
+  LogicalResult lowered = failure();
+  if (!node)
+    op->emitError() << "op " << op->getName()
+                    << " cannot be lowered to runtime calls";
+  else if (auto check = finiteChecks.find(op); check != finiteChecks.end())
+    lowered = lowerFiniteCheck(check->second);
+  else
+    lowered = lowerNode(node);
+  if (failed(lowered)) {
+    hadError = true;
+    rw.eraseOp(op);
+    return;
+  }
+  // The temporaries the node made hold its outputs: named after them. The
+  // node's results are their buffers (none for a value folded on the host:
+  // its readers read the host value).
+  auto outs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+  SmallVector<SmallVector<Value>> replacements;
+  for (auto [i, res] : llvm::enumerate(op->getResults())) {
+    auto b = valueBuf.find(res);
+    if (b == valueBuf.end()) {
+      replacements.emplace_back();
+      continue;
+    }
+    replacements.push_back({bufValues[b->second]});
+    auto s =
+        outs && i < outs.size() ? dyn_cast<StringAttr>(outs[i]) : StringAttr();
+    if (s && bufs[b->second].kind == Buffer::Temp &&
+        bufs[b->second].name.empty())
+      nameBuffer(b->second, s.getValue());
+  }
+  rw.replaceOpWithMultiple(op, std::move(replacements));
+}
+
 } // namespace amp::lowering
+
+namespace {
+
+/// train.graph -> func.func: the signature converted, the body moved.
+struct GraphToFunc : OpConversionPattern<GraphOp> {
+  GraphToFunc(MLIRContext *ctx, GraphLowering &state)
+      : OpConversionPattern(ctx), state(state) {}
+  LogicalResult
+  matchAndRewrite(GraphOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    state.convertGraph(rewriter);
+    return success();
+  }
+  GraphLowering &state;
+};
+
+/// An initializer: a host value, a constant buffer where a call reads it.
+struct InitializerToHost : OpConversionPattern<InitializerOp> {
+  InitializerToHost(MLIRContext *ctx, GraphLowering &state)
+      : OpConversionPattern(ctx), state(state) {}
+  LogicalResult
+  matchAndRewrite(InitializerOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    state.convertInitializer(op, rewriter);
+    return success();
+  }
+  GraphLowering &state;
+};
+
+/// train.return -> func.return of the outputs' buffers.
+struct ReturnToFunc : OpConversionPattern<ReturnOp> {
+  ReturnToFunc(MLIRContext *ctx, GraphLowering &state)
+      : OpConversionPattern(ctx), state(state) {}
+  LogicalResult
+  matchAndRewrite(ReturnOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    state.convertReturn(op, rewriter);
+    return success();
+  }
+  GraphLowering &state;
+};
+
+/// Every other op of the graph: an ONNX node becomes the calls of its op
+/// families (LoweringTable.cpp), or a host value when it is a shape
+/// computation (HostFold.cpp); anything else is an error at the op.
+struct NodeToCalls : ConversionPattern {
+  NodeToCalls(MLIRContext *ctx, GraphLowering &state)
+      : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/0, ctx),
+        state(state) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<ValueRange>,
+                  ConversionPatternRewriter &rewriter) const override {
+    state.convertNode(op, rewriter);
+    return success();
+  }
+  GraphLowering &state;
+};
+
+} // namespace
+
+LogicalResult amp::lowering::convertGraphsToAmpRT(
+    ModuleOp module, const llvm::StringMap<int64_t> &dims, bool narrowInputs) {
+  MLIRContext *ctx = module.getContext();
+  ConversionTarget target(*ctx);
+  target.addLegalDialect<amprt::AmpRTDialect, memref::MemRefDialect,
+                         func::FuncDialect, arith::ArithDialect>();
+  target.addIllegalDialect<TrainDialect>();
+  ConversionConfig config;
+  // The train ops' folders are train-bind-dims' business; the lowering
+  // folds on the host (HostFold.cpp).
+  config.foldingMode = DialectConversionFoldingMode::Never;
+  SmallVector<func::FuncOp> funcs;
+  SmallVector<SmallVector<bool>> dataArgs;
+  for (GraphOp graph : llvm::to_vector(module.getOps<GraphOp>())) {
+    GraphLowering state(graph, dims);
+    if (failed(state.prepare()))
+      return failure();
+    RewritePatternSet patterns(ctx);
+    patterns.add<GraphToFunc, InitializerToHost, ReturnToFunc, NodeToCalls>(
+        ctx, state);
+    if (failed(applyPartialConversion(graph.getOperation(), target,
+                                      std::move(patterns), config)) ||
+        state.failedToLower())
+      return failure();
+    func::FuncOp f = state.loweredFunc();
+    funcs.push_back(f);
+    SmallVector<bool> data;
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      data.push_back(state.isDataArg(i));
+    dataArgs.push_back(std::move(data));
+  }
+  // Written again through the planned program: the buffers no call uses
+  // go, the constants are numbered; with narrowInputs, the data inputs
+  // that are only cast to 16 bits are taken in that type.
+  DenseMap<Operation *, unsigned> index;
+  for (auto [i, f] : llvm::enumerate(funcs))
+    index[f] = i;
+  return rewriteUnplanned(
+      module, funcs,
+      [&](PlannedProgram &p, func::FuncOp f, int64_t &, int64_t *) {
+        if (narrowInputs) {
+          ArrayRef<bool> data = dataArgs[index.lookup(f)];
+          p.narrowDataInputs([&](unsigned i) { return data[i]; });
+        }
+        return false;
+      });
+}
