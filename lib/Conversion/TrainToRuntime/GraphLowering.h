@@ -66,21 +66,6 @@
 
 namespace amp::lowering {
 
-/// ONNX Slice normalized against a static shape: per dim the first index,
-/// the step and the resulting size.
-struct SliceRange {
-  Shape start, step, shape;
-};
-std::optional<SliceRange> sliceRange(ArrayRef<int64_t> shape,
-                                     ArrayRef<int64_t> starts,
-                                     ArrayRef<int64_t> ends,
-                                     ArrayRef<int64_t> axes,
-                                     ArrayRef<int64_t> steps, std::string &why);
-
-/// The state of convert-train-to-amprt on one graph, which its conversion
-/// patterns (TrainToRuntime.cpp) lower into: the buffers made so far (each
-/// written into the function as it is made), the host values of folded
-/// shape computations, and the helpers of the op families.
 class GraphLowering : public PlannedProgram {
 public:
   GraphLowering(GraphOp graph, const llvm::StringMap<int64_t> &dims)
@@ -308,7 +293,7 @@ private:
   /// Element type of result i, or `fallback` when the result is untyped.
   Type resultElemOr(unsigned i, Type fallback);
   /// Records result i as the host value `h`.
-  void setHost(unsigned i, HostTensor h);
+  void setHost(unsigned i, const HostTensor &h);
 
   Type resultElem(unsigned i) {
     return cast<ShapedType>(current->getResult(i).getType()).getElementType();
@@ -430,9 +415,7 @@ private:
     return getOnnxAttribute(op, n);
   }
   static int64_t attrIntOf(Operation *op, StringRef n, int64_t dflt) {
-    if (auto a = dyn_cast_or_null<IntegerAttr>(nodeAttrOf(op, n)))
-      return a.getInt();
-    return dflt;
+    return getOnnxInt(op, n, dflt);
   }
   Attribute nodeAttr(StringRef n) { return nodeAttrOf(current, n); }
   template <typename T> T attrOf(StringRef n) {
@@ -488,18 +471,7 @@ private:
     return int64_t(h);
   }
   std::optional<SmallVector<int64_t>> attrInts(StringRef n) {
-    if (auto d = attrOf<DenseI64ArrayAttr>(n))
-      return SmallVector<int64_t>(d.asArrayRef());
-    if (auto i = attrOf<IntegerAttr>(n)) // a scalar where a list is meant
-      return SmallVector<int64_t>{i.getInt()};
-    auto a = attrOf<ArrayAttr>(n);
-    if (!a)
-      return std::nullopt;
-    SmallVector<int64_t> v;
-    for (Attribute e : a)
-      if (auto i = dyn_cast<IntegerAttr>(e))
-        v.push_back(i.getInt());
-    return v;
+    return getOnnxInts(current, n);
   }
 
   // --- calls --------------------------------------------------------------
@@ -549,8 +521,6 @@ private:
   /// Evaluates the current node on the host when it is a shape computation
   /// (HostFold.cpp): true when folded, false when it must run on the device.
   FailureOr<bool> tryHostFold(StringRef domain, StringRef type);
-  /// The output shape of Reshape/Flatten/Squeeze/Unsqueeze of `sx`.
-  FailureOr<Shape> reshapedShape(StringRef type, ArrayRef<int64_t> sx);
   // --- op families ---------------------------------------------------------
   // Each lowers the current node (true), declines it (false: the next
   // family listed for its (domain, op_type) is tried), or reports an error.

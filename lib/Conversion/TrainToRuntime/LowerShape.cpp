@@ -14,70 +14,6 @@
 
 namespace amp::lowering {
 
-FailureOr<Shape> GraphLowering::reshapedShape(StringRef type,
-                                              ArrayRef<int64_t> sx) {
-  int64_t rank = sx.size();
-  Shape s;
-  if (type == "Flatten") {
-    int64_t axis = attrInt("axis", 1);
-    if (axis < -rank || axis > rank) {
-      err() << "axis " << axis << " out of range";
-      return failure();
-    }
-    if (axis < 0)
-      axis += rank;
-    s = {numel(sx.take_front(axis)), numel(sx.drop_front(axis))};
-  } else if (type == "Reshape") {
-    auto h = hostInts(1);
-    if (failed(h))
-      return failure();
-    int64_t known = 1, infer = -1;
-    for (auto [i, d] : llvm::enumerate(*h)) {
-      int64_t v = d;
-      if (v == 0 && !attrInt("allowzero", 0))
-        v = int64_t(i) < rank ? sx[i] : 0;
-      if (v < -1 || (v == -1 && infer >= 0)) {
-        err() << "bad target shape entry " << d;
-        return failure();
-      }
-      if (v == -1)
-        infer = i;
-      else
-        known *= v;
-      s.push_back(v);
-    }
-    if (infer >= 0)
-      s[infer] = known ? numel(sx) / known : 0;
-  } else {
-    auto axesOr = axesOf(1);
-    if (failed(axesOr))
-      return failure();
-    SmallVector<int64_t> axes = *axesOr;
-    int64_t outRank = type == "Squeeze" ? rank : rank + int64_t(axes.size());
-    SmallVector<bool> marked(outRank, type == "Squeeze" && axes.empty());
-    for (int64_t a : axes) {
-      if (a < -outRank || a >= outRank) {
-        err() << "axis " << a << " out of range";
-        return failure();
-      }
-      marked[a < 0 ? a + outRank : a] = true;
-    }
-    if (type == "Squeeze") {
-      for (int64_t d = 0; d < rank; ++d)
-        if (!(marked[d] && sx[d] == 1))
-          s.push_back(sx[d]);
-    } else {
-      for (int64_t d = 0, k = 0; d < outRank; ++d)
-        s.push_back(marked[d] ? 1 : sx[k++]);
-    }
-  }
-  if (numel(s) != numel(sx)) {
-    err() << "reshape changes the element count";
-    return failure();
-  }
-  return s;
-}
-
 FailureOr<bool> GraphLowering::lowerShape(StringRef domain, StringRef type) {
   bool onnx = domain.empty() || domain == "ai.onnx";
 
@@ -86,14 +22,21 @@ FailureOr<bool> GraphLowering::lowerShape(StringRef domain, StringRef type) {
     auto sx = shapeOfInput(0);
     if (!sx)
       return err() << "input 0 has no buffer";
-    auto s = reshapedShape(type, *sx);
-    if (failed(s))
-      return failure();
-    if (auto h = hostIn(0)) {
-      h->shape = *s;
-      setHost(0, std::move(*h));
-      return true;
+    // The target shape or the axes: input 1 where the node has it (known
+    // here; a value on the host is folded before, HostFold.cpp).
+    std::optional<SmallVector<int64_t>> input1;
+    if (type == "Reshape" || has(1)) {
+      auto h = hostInts(1);
+      if (failed(h))
+        return failure();
+      input1 = *h;
     }
+    std::string why;
+    std::optional<Shape> s = reshapedShape(
+        current, *sx,
+        input1 ? std::optional<ArrayRef<int64_t>>(*input1) : std::nullopt, why);
+    if (!s)
+      return err() << why;
     auto x = in(0);
     if (failed(x))
       return failure();

@@ -35,6 +35,7 @@
 #include "amp/Dialect/AmpRT/AmpRT.h"
 #include "amp/Dialect/AmpRT/KernelABI.h"
 #include "amp/Dialect/AmpRT/LoweredForm.h"
+#include "amp/Dialect/Train/IR/HostEvaluation.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -132,57 +133,6 @@ inline bool fitsInMemory(ArrayRef<int64_t> shape) {
       return false;
   return true;
 }
-
-inline int64_t numel(ArrayRef<int64_t> s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    n *= d;
-  return n;
-}
-
-inline bool broadcast(ArrayRef<Shape> shapes, Shape &out) {
-  size_t rank = 0;
-  for (const Shape &s : shapes)
-    rank = std::max(rank, s.size());
-  out.assign(rank, 1);
-  for (const Shape &s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t &o = out[rank - s.size() + i];
-      int64_t d = s[i];
-      if (d == o || d == 1)
-        continue;
-      if (o != 1)
-        return false;
-      o = d;
-    }
-  return true;
-}
-
-/// A host value as an int64: exact below 2^53 in magnitude, saturated past
-/// the ends, so INT64_MAX / INT64_MIN (Slice's "to the end"), which become
-/// 2^63 as doubles, come back as themselves instead of overflowing.
-inline int64_t hostInt(double d) {
-  if (d != d)
-    return 0;
-  if (d >= 9223372036854775807.0)
-    return INT64_MAX;
-  if (d <= -9223372036854775808.0)
-    return INT64_MIN;
-  return int64_t(d);
-}
-
-/// A small tensor known at lowering time, values held as doubles (exact for
-/// every integer a shape computation produces and for f32/f16/bf16).
-struct HostTensor {
-  Shape shape;
-  Type elem;
-  SmallVector<double> v;
-};
-/// The values of a dense or dense_resource attribute of at most 64k
-/// elements, or nullopt.
-std::optional<HostTensor> readHost(ElementsAttr attr);
-/// A dense attribute holding `h` (values rounded to h.elem).
-ElementsAttr toAttr(const HostTensor &h);
 
 /// The attribute of an unplanned function's memref.global that
 /// constBuffer() made (unit; PlannedProgram::constBuffers after a read).

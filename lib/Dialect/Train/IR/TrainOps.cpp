@@ -121,6 +121,30 @@ Attribute amp::train::getOnnxAttribute(Operation *op, StringRef name) {
   return op->getAttr(name);
 }
 
+int64_t amp::train::getOnnxInt(Operation *op, StringRef name, int64_t dflt) {
+  if (auto a = dyn_cast_or_null<IntegerAttr>(getOnnxAttribute(op, name)))
+    return a.getInt();
+  return dflt;
+}
+
+std::optional<SmallVector<int64_t>> amp::train::getOnnxInts(Operation *op,
+                                                            StringRef name) {
+  Attribute a = getOnnxAttribute(op, name);
+  if (auto d = dyn_cast_or_null<DenseI64ArrayAttr>(a))
+    return SmallVector<int64_t>(d.asArrayRef());
+  if (auto i =
+          dyn_cast_or_null<IntegerAttr>(a)) // a scalar where a list is meant
+    return SmallVector<int64_t>{i.getInt()};
+  auto list = dyn_cast_or_null<ArrayAttr>(a);
+  if (!list)
+    return std::nullopt;
+  SmallVector<int64_t> v;
+  for (Attribute e : list)
+    if (auto i = dyn_cast<IntegerAttr>(e))
+      v.push_back(i.getInt());
+  return v;
+}
+
 int64_t amp::train::getImportedOpsetVersion(Operation *op, StringRef domain) {
   for (Operation *p = op; p; p = p->getParentOp()) {
     auto list = p->getAttrOfType<ArrayAttr>(attrs::kOpsetImport);

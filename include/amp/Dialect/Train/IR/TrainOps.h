@@ -38,6 +38,12 @@ int64_t getImportedOpsetVersion(mlir::Operation *op, llvm::StringRef domain);
 /// The ONNX attribute `name` of node op `op`: an inherent attribute of a
 /// typed op, an entry of a generic train.node's `attrs`; null if absent.
 mlir::Attribute getOnnxAttribute(mlir::Operation *op, llvm::StringRef name);
+/// The ONNX INT attribute `name` of `op`, or `dflt` when absent.
+int64_t getOnnxInt(mlir::Operation *op, llvm::StringRef name, int64_t dflt);
+/// The ONNX INTS attribute `name` of `op` (a scalar where a list is meant
+/// counts as a list of one), or nullopt when absent.
+std::optional<llvm::SmallVector<int64_t>> getOnnxInts(mlir::Operation *op,
+                                                      llvm::StringRef name);
 } // namespace amp::train
 
 #endif // AMP_DIALECT_TRAIN_IR_TRAINOPS_H
