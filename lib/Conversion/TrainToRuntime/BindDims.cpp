@@ -75,11 +75,14 @@ struct TrainBindDimsPass
             FunctionType::get(&getContext(), body.getArgumentTypes(),
                               g.getFunctionType().getResults())));
     }
-    // The train ops' canonicalization patterns (TrainFolders.cpp): shape
-    // queries of the now static inputs become Constant nodes in place. One
-    // walk, no folding or dead-code removal: nothing else of the graph
-    // changes.
+    // The train dialect's canonicalization patterns (TrainFolders.cpp): the
+    // shape computations that the now static inputs and the constants make
+    // known become Constant nodes in place. One walk in order (a node is
+    // visited after the nodes it reads), no dead-code removal: nothing else
+    // of the graph changes.
     RewritePatternSet set(&getContext());
+    getContext().getLoadedDialect<TrainDialect>()->getCanonicalizationPatterns(
+        set);
     for (RegisteredOperationName op : getContext().getRegisteredOperations())
       if (op.getDialectNamespace() == "train")
         op.getCanonicalizationPatterns(set, &getContext());

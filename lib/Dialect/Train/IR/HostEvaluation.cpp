@@ -351,7 +351,11 @@ FailureOr<bool> evaluateOnHost(Operation *node, const HostOperands &in,
     HostTensor h;
     h.elem = i64;
     if (type == "Size") {
-      h.v = {double(numel(*s))};
+      int64_t n = 1;
+      for (int64_t d : *s)
+        if (d < 0 || __builtin_mul_overflow(n, d, &n))
+          return false;
+      h.v = {double(n)};
     } else {
       int64_t rank = s->size();
       auto norm = [&](int64_t v) {

@@ -1,20 +1,22 @@
-//===- TrainFolders.cpp - shape queries of graph inputs as constants -----===//
+//===- TrainFolders.cpp - shape computations folded to Constant nodes ----===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
-// Canonicalization patterns of the train dialect's shape queries: `Shape`
-// (with ONNX's start/end, clamped) and `Size` of a graph input whose type is
-// static (as train-bind-dims leaves the inputs whose dims it binds) become
-// an ONNX `Constant` node in their place, with their node and output names.
-// Only graph inputs: their types are what the lowering binds buffers from;
-// an intermediate value's declared type is not checked against what its
-// producer computes until the lowering. The op list is
-// utils/gen_onnx_ods.py's CANONICALIZED.
+// The train dialect's canonicalization: an ONNX node that the host
+// evaluation (HostEvaluation.h) computes from what the graph makes known,
+// becomes one Constant node per result in its place, with its node and
+// output names. Known are the values of Constant nodes and inline
+// initializers, and the shapes of constants and of graph inputs whose type
+// is static (as train-bind-dims leaves the inputs whose dims it binds). The
+// declared shape of an intermediate value is not trusted: it is not checked
+// against what its producer computes until the lowering, which folds the
+// rest of the shape computations (HostFold.cpp) with the same evaluation.
 //
 //===----------------------------------------------------------------------===//
 
+#include "amp/Dialect/Train/IR/HostEvaluation.h"
 #include "amp/Dialect/Train/IR/TrainDialect.h"
 #include "amp/Dialect/Train/IR/TrainOps.h"
 
@@ -26,92 +28,126 @@ using namespace mlir;
 using namespace amp::train;
 
 namespace {
-/// The static shape of `v` when it is an input of its train.graph.
-std::optional<ArrayRef<int64_t>> staticInputShape(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg || !isa<GraphOp>(arg.getOwner()->getParentOp()))
-    return std::nullopt;
-  auto t = dyn_cast<RankedTensorType>(v.getType());
-  if (!t || !t.hasStaticShape())
-    return std::nullopt;
-  return t.getShape();
+
+/// What the graph makes known of value `v`: a constant's value, a static
+/// shape (a constant's, or a graph input's), an int or float element type.
+struct Known {
+  ElementsAttr value;
+  std::optional<HostShape> shape;
+  Type elem;
+};
+
+Known knownOf(Value v) {
+  Known k;
+  auto type = dyn_cast<ShapedType>(v.getType());
+  if (type && type.getElementType().isIntOrFloat())
+    k.elem = type.getElementType();
+  Operation *def = v.getDefiningOp();
+  if (auto init = dyn_cast_or_null<InitializerOp>(def)) {
+    if (!init.getExternal())
+      k.value = dyn_cast_or_null<ElementsAttr>(init.getValue());
+  } else if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
+    SmallVector<ElementsAttr> values;
+    std::string why;
+    FailureOr<bool> folded = evaluateOnHost(c, {}, values, why);
+    if (succeeded(folded) && *folded)
+      k.value = values[0];
+  } else if (auto arg = dyn_cast<BlockArgument>(v);
+             arg && isa<GraphOp>(arg.getOwner()->getParentOp()) && type &&
+             type.hasStaticShape()) {
+    k.shape = HostShape(type.getShape());
+  }
+  if (k.value) {
+    auto vt = cast<ShapedType>(k.value.getType());
+    k.shape = HostShape(vt.getShape());
+    k.elem = vt.getElementType();
+  }
+  return k;
 }
 
-/// Replaces `op` (one result) by a Constant node holding `values` as an i64
-/// tensor of `shape`, with op's attributes that name it (train.*), when
-/// op's result may have that type: a shaped type whose element type is i64
-/// or unknown and whose static dims agree, or no shaped type.
-LogicalResult replaceByConstant(Operation *op, ArrayRef<int64_t> shape,
-                                ArrayRef<int64_t> values,
-                                PatternRewriter &rewriter) {
-  Type resultType = op->getResult(0).getType();
-  auto i64 = rewriter.getI64Type();
-  if (auto rt = dyn_cast<ShapedType>(resultType)) {
-    if (rt.getElementType().isIntOrFloat() && rt.getElementType() != i64)
+/// Whether a Constant of `value` may stand for a result of type `t`: a
+/// shaped type whose element type is the value's or unknown and whose
+/// static dims agree, or no shaped type.
+bool mayReplace(Type t, ElementsAttr value) {
+  auto rt = dyn_cast<ShapedType>(t);
+  if (!rt)
+    return true;
+  auto vt = cast<ShapedType>(value.getType());
+  if (rt.getElementType().isIntOrFloat() &&
+      rt.getElementType() != vt.getElementType())
+    return false;
+  if (!rt.hasRank())
+    return true;
+  if (rt.getRank() != vt.getRank())
+    return false;
+  for (auto [a, b] : llvm::zip(rt.getShape(), vt.getShape()))
+    if (!ShapedType::isDynamic(a) && a != b)
+      return false;
+  return true;
+}
+
+struct FoldOnHost : OpInterfaceRewritePattern<OnnxNodeOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(OnnxNodeOpInterface node,
+                                PatternRewriter &rewriter) const override {
+    Operation *op = node;
+    if (isa<ConstantOp>(op) || op->getNumRegions() || !op->getNumOperands())
       return failure();
-    if (rt.hasRank()) {
-      if (rt.getRank() != int64_t(shape.size()))
-        return failure();
-      for (auto [a, b] : llvm::zip(rt.getShape(), shape))
-        if (!ShapedType::isDynamic(a) && a != b)
-          return failure();
+    SmallVector<ElementsAttr> values;
+    SmallVector<std::optional<HostShape>> shapes;
+    SmallVector<Type> elems;
+    for (Value v : op->getOperands()) {
+      Known k = knownOf(v);
+      values.push_back(k.value);
+      shapes.push_back(k.shape);
+      elems.push_back(k.elem);
     }
-  }
-  auto value =
-      DenseElementsAttr::get(RankedTensorType::get(shape, i64), values);
-  SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr("value", value)};
-  for (NamedAttribute a : op->getDiscardableAttrs())
-    if (a.getName().getValue().starts_with("train."))
-      attrs.push_back(a);
-  rewriter.replaceOpWithNewOp<ConstantOp>(op, TypeRange{resultType},
-                                          ValueRange{}, attrs);
-  return success();
-}
-
-struct ShapeOfInput : OpRewritePattern<ShapeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(ShapeOp op,
-                                PatternRewriter &rewriter) const override {
-    std::optional<ArrayRef<int64_t>> s = staticInputShape(op.getData());
-    if (!s)
+    SmallVector<ElementsAttr> results;
+    std::string why;
+    FailureOr<bool> folded =
+        evaluateOnHost(op, {values, shapes, elems}, results, why);
+    // An ill-formed node is the lowering's (or the verifier's) to report.
+    if (failed(folded) || !*folded)
       return failure();
-    int64_t rank = s->size();
-    // ONNX: negative axes count from the end; both clamp to [0, rank].
-    auto axis = [&](std::optional<int64_t> a, int64_t dflt) {
-      int64_t v = a.value_or(dflt);
-      if (v < 0)
-        v += rank;
-      return std::clamp<int64_t>(v, 0, rank);
-    };
-    int64_t start = axis(op.getStart(), 0), end = axis(op.getEnd(), rank);
-    ArrayRef<int64_t> dims =
-        start < end ? s->slice(start, end - start) : ArrayRef<int64_t>();
-    return replaceByConstant(op, {int64_t(dims.size())}, dims, rewriter);
-  }
-};
-
-struct SizeOfInput : OpRewritePattern<SizeOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SizeOp op,
-                                PatternRewriter &rewriter) const override {
-    std::optional<ArrayRef<int64_t>> s = staticInputShape(op.getData());
-    if (!s)
-      return failure();
-    int64_t n = 1;
-    for (int64_t d : *s)
-      if (__builtin_mul_overflow(n, d, &n))
+    for (auto [res, value] : llvm::zip(op->getResults(), results))
+      if (value ? !mayReplace(res.getType(), value) : !res.use_empty())
         return failure();
-    return replaceByConstant(op, {}, {n}, rewriter);
+    // One Constant per result, named after the node and the output.
+    auto outputs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+    auto name = op->getAttrOfType<StringAttr>(attrs::kNodeName);
+    for (auto [i, res, value] : llvm::enumerate(op->getResults(), results)) {
+      if (!value)
+        continue;
+      SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr("value", value)};
+      for (NamedAttribute a : op->getDiscardableAttrs()) {
+        StringRef n = a.getName().getValue();
+        if (!n.starts_with("train.") || n == attrs::kOutputNames ||
+            n == attrs::kNodeName)
+          continue;
+        attrs.push_back(a);
+      }
+      if (outputs && i < outputs.size())
+        attrs.push_back(rewriter.getNamedAttr(
+            attrs::kOutputNames, rewriter.getArrayAttr({outputs[i]})));
+      if (name)
+        attrs.push_back(rewriter.getNamedAttr(
+            attrs::kNodeName,
+            i == 0 ? name
+                   : rewriter.getStringAttr(name.getValue() + "_" +
+                                            std::to_string(i))));
+      auto c =
+          ConstantOp::create(rewriter, op->getLoc(), TypeRange{res.getType()},
+                             ValueRange{}, attrs);
+      rewriter.replaceAllUsesWith(res, c.getResult());
+    }
+    rewriter.eraseOp(op);
+    return success();
   }
 };
+
 } // namespace
 
-void ShapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                          MLIRContext *context) {
-  results.add<ShapeOfInput>(context);
-}
-
-void SizeOp::getCanonicalizationPatterns(RewritePatternSet &results,
-                                         MLIRContext *context) {
-  results.add<SizeOfInput>(context);
+void TrainDialect::getCanonicalizationPatterns(
+    RewritePatternSet &results) const {
+  results.add<FoldOnHost>(getContext());
 }

@@ -24,6 +24,8 @@ def Train_Dialect : Dialect {
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // The folds of shape computations (TrainFolders.cpp).
+  let hasCanonicalizer = 1;
   let dependentDialects = [];
   let extraClassDeclaration = [{
     void registerTypes();

@@ -4476,7 +4476,6 @@ def Train_ShapeOp : Train_OnnxOp<"", "Shape", 25, [], []> {
                        OptionalAttr<I64Attr>:$end,
                        OptionalAttr<I64Attr>:$start);
   let results = (outs AnyType:$shape);
-  let hasCanonicalizer = 1;
   let assemblyFormat = "`(` operands `)` attr-dict `:` functional-type(operands, results)";
 }
 
@@ -4545,7 +4544,6 @@ def Train_SizeOp : Train_OnnxOp<"", "Size", 25, [], []> {
   }];
   let arguments = (ins AnyType:$data);
   let results = (outs AnyType:$size);
-  let hasCanonicalizer = 1;
   let assemblyFormat = "`(` operands `)` attr-dict `:` functional-type(operands, results)";
 }
 
