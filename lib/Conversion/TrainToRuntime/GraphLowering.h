@@ -530,10 +530,15 @@ public:
   using Family = FailureOr<bool> (GraphLowering::*)(StringRef domain,
                                                     StringRef type);
   class FamilyTable;
-
-private:
   /// The families listed for (domain, op_type), in order ("ai.onnx" is "").
   static ArrayRef<Family> familiesOf(StringRef domain, StringRef type);
+  /// Every family, in the order their files were registered: one conversion
+  /// pattern each (TrainToRuntime.cpp).
+  static ArrayRef<Family> allFamilies();
+  /// Adds every family file's ops to `t` (LoweringTable.cpp).
+  static void registerFamilies(FamilyTable &t);
+
+private:
   static void registerResize(FamilyTable &t);
   static void registerNN(FamilyTable &t);
   static void registerData(FamilyTable &t);

@@ -24,6 +24,8 @@ void GraphLowering::FamilyTable::add(StringRef domain,
     if (!llvm::is_contained(list, f))
       list.push_back(f);
   }
+  if (!llvm::is_contained(order, f))
+    order.push_back(f);
 }
 
 ArrayRef<GraphLowering::Family>
@@ -34,16 +36,30 @@ GraphLowering::FamilyTable::lookup(StringRef domain, StringRef type) const {
   return it == map.end() ? ArrayRef<Family>() : ArrayRef<Family>(it->second);
 }
 
-ArrayRef<GraphLowering::Family> GraphLowering::familiesOf(StringRef domain,
-                                                          StringRef type) {
-  static const FamilyTable table = [] {
-    FamilyTable t;
-    for (auto add :
-         {registerResize, registerNN, registerData, registerRecurrent,
-          registerComposite, registerElementwise, registerMath, registerLoss,
-          registerOptimizer, registerShape, registerCollective})
-      add(t);
+namespace {
+const GraphLowering::FamilyTable &familyTable() {
+  static const GraphLowering::FamilyTable table = [] {
+    GraphLowering::FamilyTable t;
+    GraphLowering::registerFamilies(t);
     return t;
   }();
-  return table.lookup(domain, type);
+  return table;
+}
+} // namespace
+
+void GraphLowering::registerFamilies(FamilyTable &t) {
+  for (auto add :
+       {registerResize, registerNN, registerData, registerRecurrent,
+        registerComposite, registerElementwise, registerMath, registerLoss,
+        registerOptimizer, registerShape, registerCollective})
+    add(t);
+}
+
+ArrayRef<GraphLowering::Family> GraphLowering::familiesOf(StringRef domain,
+                                                          StringRef type) {
+  return familyTable().lookup(domain, type);
+}
+
+ArrayRef<GraphLowering::Family> GraphLowering::allFamilies() {
+  return familyTable().families();
 }

@@ -31,9 +31,12 @@ public:
   void add(StringRef domain, ArrayRef<StringRef> types, Family f);
   /// The families of (domain, type), in the order they were added.
   ArrayRef<Family> lookup(StringRef domain, StringRef type) const;
+  /// Every family added, in the order first added.
+  ArrayRef<Family> families() const { return order; }
 
 private:
   llvm::StringMap<SmallVector<Family, 2>> map;
+  SmallVector<Family> order;
 };
 
 } // namespace amp::lowering

@@ -12,9 +12,12 @@
 //                      (each input a memref; a sequence, one per element)
 //   InitializerToHost  an initializer becomes a host value (a constant
 //                      buffer where a call reads it)
-//   NodeToCalls        an ONNX node becomes a host value (HostFold.cpp) or
-//                      the calls of its op families (lowerNode,
-//                      LoweringTable.cpp); any other op is an error
+//   FamilyToCalls      one per op family: the nodes the table
+//                      (LoweringTable.cpp) gives it become a host value
+//                      (HostFold.cpp) or the family's calls (lowerNode)
+//   NodeToCalls        any other node: a host value (Shape, Constant, ...)
+//                      or "no runtime implementation"; any other op is an
+//                      error
 //   ReturnToFunc       train.return -> func.return of the outputs' buffers
 // Each writes its IR through the rewriter; the node's results are replaced
 // by their buffers. The function is then written again through the
@@ -380,9 +383,35 @@ struct ReturnToFunc : OpConversionPattern<ReturnOp> {
   GraphLowering &state;
 };
 
-/// Every other op of the graph: an ONNX node becomes the calls of its op
-/// families (LoweringTable.cpp), or a host value when it is a shape
-/// computation (HostFold.cpp); anything else is an error at the op.
+/// The ONNX nodes of one op family, the first listed for their (domain,
+/// op_type) in the table (LoweringTable.cpp; the family's file lists its
+/// ops): a host value when the node is a shape computation (HostFold.cpp),
+/// else the family's calls (or the next family's, where one declines).
+struct FamilyToCalls : ConversionPattern {
+  FamilyToCalls(MLIRContext *ctx, GraphLowering &state,
+                GraphLowering::Family family)
+      : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        state(state), family(family) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<ValueRange>,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto node = dyn_cast<OnnxNodeOpInterface>(op);
+    ArrayRef<GraphLowering::Family> listed =
+        node ? GraphLowering::familiesOf(node.getOnnxDomain(),
+                                         node.getOnnxOpType())
+             : ArrayRef<GraphLowering::Family>();
+    if (listed.empty() || listed.front() != family)
+      return failure();
+    state.convertNode(op, rewriter);
+    return success();
+  }
+  GraphLowering &state;
+  GraphLowering::Family family;
+};
+
+/// Every other op of the graph: an ONNX node no family lists becomes a host
+/// value when it is a shape computation (Shape, Size, Constant, ...);
+/// anything else is an error at the op.
 struct NodeToCalls : ConversionPattern {
   NodeToCalls(MLIRContext *ctx, GraphLowering &state)
       : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/0, ctx),
@@ -418,6 +447,8 @@ LogicalResult amp::lowering::convertGraphsToAmpRT(
     RewritePatternSet patterns(ctx);
     patterns.add<GraphToFunc, InitializerToHost, ReturnToFunc, NodeToCalls>(
         ctx, state);
+    for (GraphLowering::Family family : GraphLowering::allFamilies())
+      patterns.add<FamilyToCalls>(ctx, state, family);
     if (failed(applyPartialConversion(graph.getOperation(), target,
                                       std::move(patterns), config)) ||
         state.failedToLower())
