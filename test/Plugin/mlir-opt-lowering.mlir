@@ -15,6 +15,10 @@
 // RUN: %mlir_opt --load-dialect-plugin=%amp_plugin --load-pass-plugin=%amp_plugin \
 // RUN:   --pass-pipeline='builtin.module(amprt-plan-buffers)' %t.fused.mlir 2>/dev/null \
 // RUN:   | tee %t.planned.mlir | FileCheck %s --check-prefix=PLAN
+// train-infer-shapes (the lowering's types written back into the graph).
+// RUN: %mlir_opt --load-dialect-plugin=%amp_plugin --load-pass-plugin=%amp_plugin \
+// RUN:   --pass-pipeline='builtin.module(train-infer-shapes{dims=batch=2})' %s \
+// RUN:   | FileCheck %s --check-prefix=INFER
 // The pipeline in one go gives what the four passes gave, and what amp-opt
 // gives.
 // RUN: %mlir_opt --load-dialect-plugin=%amp_plugin --load-pass-plugin=%amp_plugin \
@@ -47,3 +51,6 @@ module attributes {train.opset_import = [["", 17 : i64]]} {
 // PLAN: memref.alloc() {alignment = 64 : i64} : memref<64xi8>
 // PLAN: amprt.call "fused_matmul"
 // PLAN: amprt.call "relu"
+
+// INFER: MatMul(%{{.*}}, %{{.*}}) {{.*}} : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+// INFER: Relu(%{{.*}}) {{.*}} : (tensor<2x3xf32>) -> tensor<2x3xf32>

@@ -26,11 +26,14 @@ def TrainBindDims : Pass<"train-bind-dims", "::mlir::ModuleOp"> {
     is marked `train.bound_dims` (a batch of data, not a weight: the
     lowering's arena report and `narrow-inputs` tell them apart by it).
     Dims `dims` does not name stay dynamic (`convert-train-to-amprt`
-    reports them). Then the train ops' canonicalization patterns run once
-    over each graph: `Shape` and `Size` of a graph input whose type is now
-    static become ONNX `Constant` nodes in their place, with their names
-    (lib/Dialect/Train/IR/TrainFolders.cpp). Shape queries of other values
-    stay; the lowering evaluates them as it binds shapes.
+    reports them). Then the train dialect's canonicalization runs once over
+    each graph, in order: a node computed from what the graph makes known
+    (`Shape`/`Size` of a graph input whose type is now static, Constant
+    nodes, and what is computed from them: Gather, Unsqueeze, Concat,
+    arithmetic, ...) becomes ONNX `Constant` nodes in its place, with its
+    names (lib/Dialect/Train/IR/TrainFolders.cpp). Shape queries of
+    activations stay; the lowering evaluates them as it binds shapes
+    (`train-infer-shapes` writes them back).
 
     ```mlir
     // train-bind-dims{dims=batch=4}
@@ -45,6 +48,42 @@ def TrainBindDims : Pass<"train-bind-dims", "::mlir::ModuleOp"> {
            "Symbolic dims bound to sizes: name=value,... (e.g. batch=64)">,
   ];
   let dependentDialects = ["::amp::train::TrainDialect"];
+}
+
+def TrainInferShapes : Pass<"train-infer-shapes", "::mlir::ModuleOp"> {
+  let summary = "Give every value of the train graphs the static type the "
+                "lowering computes for it, and fold their shape computations "
+                "into Constant nodes";
+  let description = [{
+    Lowers a copy of each `train.graph` with convert-train-to-amprt's rules
+    (the graph inputs' symbolic dims bound by `dims`, or earlier by
+    `train-bind-dims`) and writes back into the graph what the lowering
+    computed: a node whose every used result it knew on the host (a shape
+    computation: `Shape`/`Size` of any value, and what is computed from
+    them) becomes `Constant` nodes, as the train dialect's canonicalization
+    makes them; every other node result gets the static shape of its
+    buffer, and the element type where the graph left it unknown. The
+    graph's result types follow. A graph the lowering rejects is an error,
+    with the lowering's diagnostics.
+
+    ```mlir
+    // amp-opt --train-infer-shapes=dims=batch=8
+    %y = Relu(%x) : (tensor<?x4xf32>) -> tensor<?x?xf32>
+    %s = Shape(%y) : (tensor<?x?xf32>) -> tensor<?xi64>
+    // becomes
+    %y = Relu(%x) : (tensor<8x4xf32>) -> tensor<8x4xf32>
+    %s = Constant() {value = dense<[8, 4]> : tensor<2xi64>} : () -> tensor<?xi64>
+    ```
+  }];
+  let options = [
+    Option<"dims", "dims", "std::string", /*default=*/"\"\"",
+           "Symbolic dims bound to sizes: name=value,... (e.g. batch=64)">,
+  ];
+  let dependentDialects = ["::amp::train::TrainDialect",
+                           "::amp::amprt::AmpRTDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def ConvertTrainToAmpRT : Pass<"convert-train-to-amprt", "::mlir::ModuleOp"> {

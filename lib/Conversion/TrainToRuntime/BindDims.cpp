@@ -9,8 +9,9 @@
 // graph's function type); the input is marked `train.bound_dims`, which
 // the lowering reads as "a batch of data" (the arena's weight copies are
 // casts of inputs without it; narrow-inputs takes only inputs with it).
-// Then the train ops' canonicalization patterns run (TrainFolders.cpp):
-// Shape and Size of the now static inputs become Constant nodes.
+// Then the train dialect's canonicalization runs (TrainFolders.cpp): the
+// shape computations of the now static inputs and of Constant nodes
+// become Constant nodes.
 //
 //===----------------------------------------------------------------------===//
 

@@ -59,6 +59,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <functional>
 #include <map>
@@ -87,6 +88,24 @@ public:
   bool failedToLower() const { return hadError; }
   /// The function the conversion wrote (unplanned).
   func::FuncOp loweredFunc() const { return func; }
+  /// What the lowering computed for graph value `v`: the static shape and
+  /// element type of its buffer, and its value where it was known on the
+  /// host (a folded shape computation); nullopt for a value with neither
+  /// (a sequence, an absent optional).
+  struct ComputedValue {
+    Shape shape;
+    Type elem;
+    ElementsAttr hostValue;
+  };
+  std::optional<ComputedValue> computed(Value v) const {
+    if (auto c = hostConst.find(v); c != hostConst.end()) {
+      auto t = cast<ShapedType>(c->second.getType());
+      return ComputedValue{Shape(t.getShape()), t.getElementType(), c->second};
+    }
+    if (auto b = valueBuf.find(v); b != valueBuf.end())
+      return ComputedValue{bufs[b->second].shape, bufs[b->second].elem, {}};
+    return std::nullopt;
+  }
   /// Whether argument `i` of the lowered function is data: a graph input
   /// with a dim bound by `dims`, not a weight.
   bool isDataArg(unsigned i) const {
@@ -111,6 +130,8 @@ private:
   /// the function is made).
   SmallVector<Value> bufValues;
   bool hadError = false;
+  /// The symbols of the function's module (its constants take others).
+  llvm::StringSet<> symbols;
   void bufferAdded(int id) override;
   /// Names the temporary `id` after the ONNX value it holds.
   void nameBuffer(int id, StringRef name);
@@ -627,6 +648,10 @@ private:
   FailureOr<DictionaryAttr> window(ArrayRef<int64_t> x, ArrayRef<int64_t> k,
                                    bool pool, Shape &outSpatial);
 };
+
+/// Lowers `graph` into `state` (made for it): the graph becomes an
+/// unplanned func.func, not yet written again through the planned program.
+LogicalResult lowerGraph(GraphLowering &state, GraphOp graph);
 
 /// convert-train-to-amprt: every train.graph of `module` becomes an
 /// unplanned func.func by a dialect conversion (TrainToRuntime.cpp); with

@@ -180,10 +180,9 @@ void GraphLowering::bufferAdded(int id) {
   // A constant: a global beside the function, named for now (writing the
   // unplanned function again numbers the ones the calls use).
   std::string name;
-  auto module = func->getParentOfType<ModuleOp>();
   for (unsigned k = id;; ++k) {
     name = (func.getSymName() + "_lowering_const" + Twine(k)).str();
-    if (!SymbolTable::lookupSymbolIn(module, name))
+    if (symbols.insert(name).second)
       break;
   }
   {
@@ -216,6 +215,11 @@ void GraphLowering::convertGraph(ConversionPatternRewriter &rw) {
   for (auto [i, n] : llvm::enumerate(argNames))
     func.setArgAttr(i, kNameAttr, rw.getStringAttr(n));
   func->setAttr(kUnplannedAttr, rw.getUnitAttr());
+  // The symbols beside the function, which its constants must not take.
+  for (Operation &op : *func->getBlock())
+    if (auto name =
+            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
+      symbols.insert(name.getValue());
   Region &body = func.getBody();
   rw.inlineRegionBefore(graph.getBody(), body, body.end());
   // Each graph input becomes its buffer's argument; a sequence, one
@@ -427,31 +431,37 @@ struct NodeToCalls : ConversionPattern {
 
 } // namespace
 
-LogicalResult amp::lowering::convertGraphsToAmpRT(
-    ModuleOp module, const llvm::StringMap<int64_t> &dims, bool narrowInputs) {
-  MLIRContext *ctx = module.getContext();
+LogicalResult amp::lowering::lowerGraph(GraphLowering &state, GraphOp graph) {
+  MLIRContext *ctx = graph.getContext();
+  if (failed(state.prepare()))
+    return failure();
   ConversionTarget target(*ctx);
   target.addLegalDialect<amprt::AmpRTDialect, memref::MemRefDialect,
                          func::FuncDialect, arith::ArithDialect>();
   target.addIllegalDialect<TrainDialect>();
   ConversionConfig config;
-  // The train ops' folders are train-bind-dims' business; the lowering
+  // The train ops' folds are train-bind-dims' business; the lowering
   // folds on the host (HostFold.cpp).
   config.foldingMode = DialectConversionFoldingMode::Never;
+  RewritePatternSet patterns(ctx);
+  patterns.add<GraphToFunc, InitializerToHost, ReturnToFunc, NodeToCalls>(
+      ctx, state);
+  for (GraphLowering::Family family : GraphLowering::allFamilies())
+    patterns.add<FamilyToCalls>(ctx, state, family);
+  if (failed(applyPartialConversion(graph.getOperation(), target,
+                                    std::move(patterns), config)) ||
+      state.failedToLower())
+    return failure();
+  return success();
+}
+
+LogicalResult amp::lowering::convertGraphsToAmpRT(
+    ModuleOp module, const llvm::StringMap<int64_t> &dims, bool narrowInputs) {
   SmallVector<func::FuncOp> funcs;
   SmallVector<SmallVector<bool>> dataArgs;
   for (GraphOp graph : llvm::to_vector(module.getOps<GraphOp>())) {
     GraphLowering state(graph, dims);
-    if (failed(state.prepare()))
-      return failure();
-    RewritePatternSet patterns(ctx);
-    patterns.add<GraphToFunc, InitializerToHost, ReturnToFunc, NodeToCalls>(
-        ctx, state);
-    for (GraphLowering::Family family : GraphLowering::allFamilies())
-      patterns.add<FamilyToCalls>(ctx, state, family);
-    if (failed(applyPartialConversion(graph.getOperation(), target,
-                                      std::move(patterns), config)) ||
-        state.failedToLower())
+    if (failed(lowerGraph(state, graph)))
       return failure();
     func::FuncOp f = state.loweredFunc();
     funcs.push_back(f);

@@ -4,16 +4,17 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The train dialect's canonicalization: an ONNX node that the host
-// evaluation (HostEvaluation.h) computes from what the graph makes known,
-// becomes one Constant node per result in its place, with its node and
-// output names. Known are the values of Constant nodes and inline
-// initializers, and the shapes of constants and of graph inputs whose type
-// is static (as train-bind-dims leaves the inputs whose dims it binds). The
-// declared shape of an intermediate value is not trusted: it is not checked
-// against what its producer computes until the lowering, which folds the
-// rest of the shape computations (HostFold.cpp) with the same evaluation.
-//
+// The train dialect's canonicalization: an ONNX node of a graph that the
+// host evaluation (HostEvaluation.h) computes from what the graph makes
+// known becomes one Constant node per result in its place, with its node
+// and output names. Known are the values of Constant nodes and the shapes of
+// constants and of graph inputs whose type is static (as train-bind-dims
+// leaves the inputs whose dims it binds). Not initializers: they are the
+// model's weights, which a fold must neither copy nor orphan (the lowering
+// folds what reads them, HostFold.cpp). Not the declared shape of an
+// intermediate value: it is not checked against what its producer computes
+// until the lowering, which folds the rest of the shape computations with
+// the same evaluation (train-infer-shapes writes those back).
 //===----------------------------------------------------------------------===//
 
 #include "amp/Dialect/Train/IR/HostEvaluation.h"
@@ -43,10 +44,7 @@ Known knownOf(Value v) {
   if (type && type.getElementType().isIntOrFloat())
     k.elem = type.getElementType();
   Operation *def = v.getDefiningOp();
-  if (auto init = dyn_cast_or_null<InitializerOp>(def)) {
-    if (!init.getExternal())
-      k.value = dyn_cast_or_null<ElementsAttr>(init.getValue());
-  } else if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
+  if (auto c = dyn_cast_or_null<ConstantOp>(def)) {
     SmallVector<ElementsAttr> values;
     std::string why;
     FailureOr<bool> folded = evaluateOnHost(c, {}, values, why);
@@ -65,33 +63,15 @@ Known knownOf(Value v) {
   return k;
 }
 
-/// Whether a Constant of `value` may stand for a result of type `t`: a
-/// shaped type whose element type is the value's or unknown and whose
-/// static dims agree, or no shaped type.
-bool mayReplace(Type t, ElementsAttr value) {
-  auto rt = dyn_cast<ShapedType>(t);
-  if (!rt)
-    return true;
-  auto vt = cast<ShapedType>(value.getType());
-  if (rt.getElementType().isIntOrFloat() &&
-      rt.getElementType() != vt.getElementType())
-    return false;
-  if (!rt.hasRank())
-    return true;
-  if (rt.getRank() != vt.getRank())
-    return false;
-  for (auto [a, b] : llvm::zip(rt.getShape(), vt.getShape()))
-    if (!ShapedType::isDynamic(a) && a != b)
-      return false;
-  return true;
-}
-
 struct FoldOnHost : OpInterfaceRewritePattern<OnnxNodeOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
   LogicalResult matchAndRewrite(OnnxNodeOpInterface node,
                                 PatternRewriter &rewriter) const override {
     Operation *op = node;
-    if (isa<ConstantOp>(op) || op->getNumRegions() || !op->getNumOperands())
+    // Nodes of a graph only: a function's attributes may refer to its
+    // caller's (#train.ref), which the evaluation would read as absent.
+    if (isa<ConstantOp>(op) || op->getNumRegions() || !op->getNumOperands() ||
+        !isa_and_nonnull<GraphOp>(op->getParentOp()))
       return failure();
     SmallVector<ElementsAttr> values;
     SmallVector<std::optional<HostShape>> shapes;
@@ -110,42 +90,68 @@ struct FoldOnHost : OpInterfaceRewritePattern<OnnxNodeOpInterface> {
     if (failed(folded) || !*folded)
       return failure();
     for (auto [res, value] : llvm::zip(op->getResults(), results))
-      if (value ? !mayReplace(res.getType(), value) : !res.use_empty())
+      if (value ? !mayReplaceWithConstant(res.getType(), value)
+                : !res.use_empty())
         return failure();
-    // One Constant per result, named after the node and the output.
-    auto outputs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
-    auto name = op->getAttrOfType<StringAttr>(attrs::kNodeName);
-    for (auto [i, res, value] : llvm::enumerate(op->getResults(), results)) {
-      if (!value)
-        continue;
-      SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr("value", value)};
-      for (NamedAttribute a : op->getDiscardableAttrs()) {
-        StringRef n = a.getName().getValue();
-        if (!n.starts_with("train.") || n == attrs::kOutputNames ||
-            n == attrs::kNodeName)
-          continue;
-        attrs.push_back(a);
-      }
-      if (outputs && i < outputs.size())
-        attrs.push_back(rewriter.getNamedAttr(
-            attrs::kOutputNames, rewriter.getArrayAttr({outputs[i]})));
-      if (name)
-        attrs.push_back(rewriter.getNamedAttr(
-            attrs::kNodeName,
-            i == 0 ? name
-                   : rewriter.getStringAttr(name.getValue() + "_" +
-                                            std::to_string(i))));
-      auto c =
-          ConstantOp::create(rewriter, op->getLoc(), TypeRange{res.getType()},
-                             ValueRange{}, attrs);
-      rewriter.replaceAllUsesWith(res, c.getResult());
-    }
-    rewriter.eraseOp(op);
+    replaceWithConstants(rewriter, op, results);
     return success();
   }
 };
 
 } // namespace
+
+bool amp::train::mayReplaceWithConstant(Type t, ElementsAttr value) {
+  auto rt = dyn_cast<ShapedType>(t);
+  if (!rt)
+    return true;
+  auto vt = cast<ShapedType>(value.getType());
+  if (rt.getElementType().isIntOrFloat() &&
+      rt.getElementType() != vt.getElementType())
+    return false;
+  if (!rt.hasRank())
+    return true;
+  if (rt.getRank() != vt.getRank())
+    return false;
+  for (auto [a, b] : llvm::zip(rt.getShape(), vt.getShape()))
+    if (!ShapedType::isDynamic(a) && a != b)
+      return false;
+  return true;
+}
+
+void amp::train::replaceWithConstants(RewriterBase &rewriter, Operation *op,
+                                      ArrayRef<ElementsAttr> values,
+                                      bool valueTypes) {
+  auto outputs = op->getAttrOfType<ArrayAttr>(attrs::kOutputNames);
+  auto name = op->getAttrOfType<StringAttr>(attrs::kNodeName);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  for (auto [i, res, value] : llvm::enumerate(op->getResults(), values)) {
+    if (!value)
+      continue;
+    SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr("value", value)};
+    for (NamedAttribute a : op->getDiscardableAttrs()) {
+      StringRef n = a.getName().getValue();
+      if (!n.starts_with("train.") || n == attrs::kOutputNames ||
+          n == attrs::kNodeName)
+        continue;
+      attrs.push_back(a);
+    }
+    if (outputs && i < outputs.size())
+      attrs.push_back(rewriter.getNamedAttr(
+          attrs::kOutputNames, rewriter.getArrayAttr({outputs[i]})));
+    if (name)
+      attrs.push_back(rewriter.getNamedAttr(
+          attrs::kNodeName, i == 0
+                                ? name
+                                : rewriter.getStringAttr(name.getValue() + "_" +
+                                                         std::to_string(i))));
+    Type type = valueTypes ? value.getType() : res.getType();
+    auto c = ConstantOp::create(rewriter, op->getLoc(), TypeRange{type},
+                                ValueRange{}, attrs);
+    rewriter.replaceAllUsesWith(res, c.getResult());
+  }
+  rewriter.eraseOp(op);
+}
 
 void TrainDialect::getCanonicalizationPatterns(
     RewritePatternSet &results) const {

@@ -22,6 +22,7 @@
 
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -110,6 +111,21 @@ mlir::FailureOr<bool>
 evaluateOnHost(mlir::Operation *op, const HostOperands &in,
                llvm::SmallVectorImpl<mlir::ElementsAttr> &results,
                std::string &why);
+
+/// Whether a Constant node of `value` may stand for a result of type `t`: a
+/// shaped type whose element type is the value's or unknown and whose static
+/// dims agree, or no shaped type.
+bool mayReplaceWithConstant(mlir::Type t, mlir::ElementsAttr value);
+
+/// Replaces ONNX node `op` by one Constant node per result of `values` (null:
+/// a result without uses, which goes), each with the node's train.*
+/// attributes, named after the node (the second result's `<name>_1`, ...)
+/// and its output, and of the result's type (`valueTypes`: of the value's
+/// type; the caller then updates what must follow, a graph's result types).
+/// The caller checked mayReplaceWithConstant.
+void replaceWithConstants(mlir::RewriterBase &rewriter, mlir::Operation *op,
+                          llvm::ArrayRef<mlir::ElementsAttr> values,
+                          bool valueTypes = false);
 
 } // namespace amp::train
 
