@@ -22,7 +22,8 @@ import sys
 
 ELEM_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4,
               "i8": 1, "ui8": 1, "i1": 1}
-COMPUTE_BOUND = {"gemm", "matmul", "fused_matmul", "conv", "conv_grad"}
+COMPUTE_BOUND = {"gemm", "gemm_relu", "matmul", "fused_matmul", "conv",
+                 "conv_grad"}
 CALL = re.compile(r'amprt\.call "(\w+)".*\} : (.*)$')
 
 

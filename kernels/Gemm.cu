@@ -363,6 +363,16 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
   });
 }
 
+/// gemm then relu in place (the elementwise kernels may alias): the same
+/// bits as the two calls. cuBLASLt's RELU_BIAS epilogue would do both in one
+/// kernel; that awaits a GPU to measure and check it on.
+amprt_status cudaGemmRelu(amprt_context *ctx, T a, T b, T c, T y,
+                          int32_t trans_a, int32_t trans_b, float alpha,
+                          float beta) {
+  AMPRT_TRY(cudaGemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta));
+  return amprt_relu(ctx, y, y);
+}
+
 //===----------------------------------------------------------------------===//
 // matmul, fused_matmul
 //===----------------------------------------------------------------------===//
@@ -438,6 +448,7 @@ amprt_status cudaFusedMatmul(amprt_context *ctx, T a, T b, T y, int32_t trans_a,
 
 void amprt::cuda::registerGemm(KernelTable &t) {
   t.gemm = cudaGemm;
+  t.gemm_relu = cudaGemmRelu;
   t.matmul = cudaMatmul;
   t.fused_matmul = cudaFusedMatmul;
 }

@@ -16,6 +16,7 @@
 
 #include "Internal.h"
 #include "OneDnn.h"
+#include "amp/Runtime/Math/Elementwise.h"
 
 #include <algorithm>
 
@@ -244,13 +245,13 @@ amprt_status amprt::checkMatmul(amprt_context *ctx, const char *k, T a, T b,
   return AMPRT_OK;
 }
 
-extern "C" {
-
-amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
-                        int32_t trans_b, float alpha, float beta) {
-  AMPRT_DISPATCH(gemm, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
-  return guard(ctx, "gemm", [&]() -> amprt_status {
-    const char *k = "gemm";
+/// gemm, and (relu) gemm_relu: the relu applied to the f32 result before
+/// its one rounding, which is what relu computes from the rounded value
+/// (rounding keeps order and sign, and maps 0 to 0).
+static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
+                             T y, int32_t trans_a, int32_t trans_b, float alpha,
+                             float beta, bool relu) {
+  return guard(ctx, k, [&]() -> amprt_status {
     AMPRT_TRY(checkFloat(ctx, k, "a", a));
     AMPRT_TRY(checkFloat(ctx, k, "b", b));
     AMPRT_TRY(checkFloat(ctx, k, "c", c, /*optional=*/true));
@@ -291,13 +292,49 @@ amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
       const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
       sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
     }
-    if (c && beta != 0.f)
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j)
-          out.p[i * N + j] += beta * ic.p[i * stc[0] + j * stc[1]];
+    bool bias = c && beta != 0.f;
+    // Row by row, each loop simple enough to vectorize: the bias (broadcast
+    // along the row, a scalar, or strided), then the relu on the row while
+    // it is in cache.
+    if (bias || relu)
+      parallelFor(M, 2.0 * double(M) * double(N), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          float *o = out.p + i * N;
+          if (bias) {
+            const float *cr = ic.p + i * stc[0];
+            int64_t cs = stc[1];
+            if (cs == 1)
+              for (int64_t j = 0; j < N; ++j)
+                o[j] += beta * cr[j];
+            else
+              for (int64_t j = 0; j < N; ++j)
+                o[j] += beta * cr[j * cs];
+          }
+          if (relu)
+            for (int64_t j = 0; j < N; ++j)
+              o[j] = activation(Act::Relu, o[j], 0.f);
+        }
+      });
     out.commit();
     return AMPRT_OK;
   });
+}
+
+extern "C" {
+
+amprt_status amprt_gemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
+                        int32_t trans_b, float alpha, float beta) {
+  AMPRT_DISPATCH(gemm, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
+  return gemmImpl(ctx, "gemm", a, b, c, y, trans_a, trans_b, alpha, beta,
+                  /*relu=*/false);
+}
+
+amprt_status amprt_gemm_relu(amprt_context *ctx, T a, T b, T c, T y,
+                             int32_t trans_a, int32_t trans_b, float alpha,
+                             float beta) {
+  AMPRT_DISPATCH(gemm_relu, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
+  return gemmImpl(ctx, "gemm_relu", a, b, c, y, trans_a, trans_b, alpha, beta,
+                  /*relu=*/true);
 }
 
 amprt_status amprt_matmul(amprt_context *ctx, T a, T b, T y) {

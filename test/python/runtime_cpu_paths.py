@@ -110,6 +110,58 @@ def test_gemm(rt):
                            K + 1)
 
 
+def test_gemm_relu(rt):
+    """gemm_relu (amprt-fuse's Gemm + Relu) gives, on both paths, the bits of
+    gemm then relu: the relu before the one rounding (NaN kept, -0 to +0),
+    with and without a bias, in every float dtype; and relu(the float64
+    product) within the bound."""
+    nan_ref = []
+    for dt, odt in (("f32", "f32"), ("bf16", "bf16"), ("f16", "f16"),
+                    ("f16", "f32")):
+        for M, N, K in GEMMS[:3]:
+            for ta, tb in ((0, 1), (1, 0)):
+                a = rt.randn((K, M) if ta else (M, K), dt)
+                b = rt.randn((N, K) if tb else (K, N), dt)
+                if not nan_ref:  # a NaN in one row: relu keeps it
+                    a.arr.reshape(-1)[0] = a.arr.dtype.type(np.nan) \
+                        if dt != "bf16" else np.uint16(0x7FC0)
+                    nan_ref.append(True)
+                for c in (rt.randn((N,), "f32"), None):
+                    beta = 0.5 if c else 0.0
+                    cref = c.ref if c else None
+
+                    def unfused():
+                        y = rt.empty((M, N), odt)
+                        z = rt.empty((M, N), odt)
+                        rt.ok("gemm", a.ref, b.ref, cref, y.ref, ta, tb,
+                              0.75, beta)
+                        rt.ok("relu", y.ref, z.ref)
+                        return z
+
+                    def fused():
+                        z = rt.empty((M, N), odt)
+                        rt.ok("gemm_relu", a.ref, b.ref, cref, z.ref, ta, tb,
+                              0.75, beta)
+                        return z
+                    for u, f in zip(both_paths(rt, unfused),
+                                    both_paths(rt, fused)):
+                        assert (u.bits() == f.bits()).all(), \
+                            "gemm_relu %s->%s %dx%dx%d: not gemm then relu" \
+                            % (dt, odt, M, N, K)
+                    A = a.f64().T if ta else a.f64()
+                    B = b.f64().T if tb else b.f64()
+                    with np.errstate(invalid="ignore"):
+                        ref = 0.75 * A @ B
+                        if c:
+                            ref = ref + beta * c.f64()
+                        scale = 0.75 * np.abs(A) @ np.abs(B)
+                    keep = np.isfinite(ref)
+                    z = f.f64()
+                    assert np.isnan(z[~keep]).all(), "a NaN was not kept"
+                    rt.close("gemm_relu", z[keep], np.maximum(ref, 0)[keep],
+                             odt, scale=scale[keep] + 1.0, terms=K + 1)
+
+
 MATMULS = [  # a shape, b shape (broadcast batches, vectors)
     ((4, 33, 65), (65, 40)), ((2, 1, 30, 64), (3, 64, 20)), ((65,), (65, 50)),
     ((3, 40, 65), (65,)), ((6, 32, 16), (6, 16, 32)), ((1, 200, 48), (4, 48, 8))]
@@ -324,7 +376,7 @@ def test_two_host_threads(rt):
     assert worst[0] <= 2 * (192 + 4), "two host threads: %.1f" % worst[0]
 
 
-TESTS = [test_configuration, test_gemm, test_matmul, test_conv,
+TESTS = [test_configuration, test_gemm, test_gemm_relu, test_matmul, test_conv,
          test_thread_counts, test_two_host_threads]
 
 if __name__ == "__main__":

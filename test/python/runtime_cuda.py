@@ -387,6 +387,16 @@ def test_gemm(rt, gpu):
                          c[3], g[3], ulps=1, scale=2 * sc, terms=K)
     both(rt, gpu, "gemm", rt.randn((3, 4), "f32"), rt.randn((5, 6), "f32"),
          None, rt.empty((3, 6), "f32"), 0, 0, C.c_float(1), C.c_float(0))
+    # gemm_relu (amprt-fuse's Gemm + Relu): as gemm, then relu.
+    for dt in FLOATS:
+        M, K, N = 67, 130, 45
+        a, b = rt.randn((M, K), dt), rt.randn((N, K), dt)
+        cc = rt.randn((N,), "f32")
+        c, g, _ = both(rt, gpu, "gemm_relu", a, b, cc, rt.empty((M, N), dt),
+                       0, 1, C.c_float(0.75), C.c_float(1.5))
+        sc = gemm_scale(a, b, 0, 1, 0.75) + 1.5 * np.abs(cc.f64())
+        same(rt, "gemm_relu %s" % dt, c[3], g[3], ulps=1, scale=2 * sc,
+             terms=K)
 
 
 def test_matmul(rt, gpu):

@@ -63,6 +63,9 @@ void populateGatherGradSumsPatterns(mlir::RewritePatternSet &patterns);
 /// Widening casts read by their elementwise consumers, narrowing casts
 /// written by their producer (FoldCasts.cpp).
 void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);
+/// A gemm and the relu that reads its result as one gemm_relu, the
+/// ReluGrads reading the relu's output (FuseGemmRelu.cpp).
+void populateFuseGemmReluPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace amp::lowering
 

@@ -102,6 +102,7 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
     applyFusion(module, populateFoldTransposesPatterns);
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
+    applyFusion(module, populateFuseGemmReluPatterns);
   }
 };
 
