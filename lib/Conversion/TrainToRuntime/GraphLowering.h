@@ -78,7 +78,7 @@ public:
   /// The conversion's steps, one per pattern; each writes its IR through
   /// `rewriter`. After an error (reported at the op) every later step only
   /// erases its op.
-  void convertGraph(ConversionPatternRewriter &rewriter);
+  void convertGraph(GraphOp graph, ConversionPatternRewriter &rewriter);
   void convertInitializer(InitializerOp init,
                           ConversionPatternRewriter &rewriter);
   void convertReturn(ReturnOp ret, ConversionPatternRewriter &rewriter);

@@ -207,7 +207,9 @@ void GraphLowering::nameBuffer(int id, StringRef name) {
   });
 }
 
-void GraphLowering::convertGraph(ConversionPatternRewriter &rw) {
+void GraphLowering::convertGraph(GraphOp op, ConversionPatternRewriter &rw) {
+  assert(op == graph && "the state lowers the graph it was made for");
+  (void)op;
   rewriter = &rw;
   rw.setInsertionPoint(graph);
   func = func::FuncOp::create(rw, graph.getLoc(), graph.getSymName(),
@@ -348,44 +350,27 @@ void GraphLowering::convertNode(Operation *op, ConversionPatternRewriter &rw) {
 
 namespace {
 
-/// train.graph -> func.func: the signature converted, the body moved.
-struct GraphToFunc : OpConversionPattern<GraphOp> {
-  GraphToFunc(MLIRContext *ctx, GraphLowering &state)
-      : OpConversionPattern(ctx), state(state) {}
+/// The conversion of one op by one step of the lowering's state:
+///   GraphToFunc        train.graph -> func.func (convertGraph)
+///   InitializerToHost  an initializer -> a host value (convertInitializer)
+///   ReturnToFunc       train.return -> func.return (convertReturn)
+template <typename Op,
+          void (GraphLowering::*step)(Op, ConversionPatternRewriter &)>
+struct StepPattern : OpConversionPattern<Op> {
+  StepPattern(MLIRContext *ctx, GraphLowering &state)
+      : OpConversionPattern<Op>(ctx), state(state) {}
   LogicalResult
-  matchAndRewrite(GraphOp op, OneToNOpAdaptor,
+  matchAndRewrite(Op op, typename OpConversionPattern<Op>::OneToNOpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    state.convertGraph(rewriter);
+    (state.*step)(op, rewriter);
     return success();
   }
   GraphLowering &state;
 };
-
-/// An initializer: a host value, a constant buffer where a call reads it.
-struct InitializerToHost : OpConversionPattern<InitializerOp> {
-  InitializerToHost(MLIRContext *ctx, GraphLowering &state)
-      : OpConversionPattern(ctx), state(state) {}
-  LogicalResult
-  matchAndRewrite(InitializerOp op, OneToNOpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    state.convertInitializer(op, rewriter);
-    return success();
-  }
-  GraphLowering &state;
-};
-
-/// train.return -> func.return of the outputs' buffers.
-struct ReturnToFunc : OpConversionPattern<ReturnOp> {
-  ReturnToFunc(MLIRContext *ctx, GraphLowering &state)
-      : OpConversionPattern(ctx), state(state) {}
-  LogicalResult
-  matchAndRewrite(ReturnOp op, OneToNOpAdaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    state.convertReturn(op, rewriter);
-    return success();
-  }
-  GraphLowering &state;
-};
+using GraphToFunc = StepPattern<GraphOp, &GraphLowering::convertGraph>;
+using InitializerToHost =
+    StepPattern<InitializerOp, &GraphLowering::convertInitializer>;
+using ReturnToFunc = StepPattern<ReturnOp, &GraphLowering::convertReturn>;
 
 /// The ONNX nodes of one op family, the first listed for their (domain,
 /// op_type) in the table (LoweringTable.cpp; the family's file lists its
