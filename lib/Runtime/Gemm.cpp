@@ -258,7 +258,7 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
     AMPRT_TRY(checkFloat(ctx, k, "y", y));
     if (a->rank != 2 || b->rank != 2)
       return ctx->fail(AMPRT_ERR_SHAPE,
-                       "gemm: a and b must be 2-D, got %s and %s",
+                       "%s: a and b must be 2-D, got %s and %s", k,
                        shapeStr(a).c_str(), shapeStr(b).c_str());
     int64_t M = trans_a ? a->shape[1] : a->shape[0];
     int64_t K = trans_a ? a->shape[0] : a->shape[1];
@@ -266,9 +266,9 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
     int64_t N = trans_b ? b->shape[0] : b->shape[1];
     if (K != Kb)
       return ctx->fail(AMPRT_ERR_SHAPE,
-                       "gemm: inner dimensions differ: a %s (trans_a %d), b "
+                       "%s: inner dimensions differ: a %s (trans_a %d), b "
                        "%s (trans_b %d)",
-                       shapeStr(a).c_str(), trans_a, shapeStr(b).c_str(),
+                       k, shapeStr(a).c_str(), trans_a, shapeStr(b).c_str(),
                        trans_b);
     Shape so = {M, N};
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
@@ -277,7 +277,7 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
       Shape bc;
       if (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)
         return ctx->fail(AMPRT_ERR_SHAPE,
-                         "gemm: c of shape %s does not broadcast to %s",
+                         "%s: c of shape %s does not broadcast to %s", k,
                          shapeStr(c).c_str(), shapeStr(so).c_str());
       stc = broadcastStrides(shapeOf(c), so);
     }

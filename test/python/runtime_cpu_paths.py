@@ -113,53 +113,54 @@ def test_gemm(rt):
 def test_gemm_relu(rt):
     """gemm_relu (amprt-fuse's Gemm + Relu) gives, on both paths, the bits of
     gemm then relu: the relu before the one rounding (NaN kept, -0 to +0),
-    with and without a bias, in every float dtype; and relu(the float64
+    with a bias of each broadcast shape and without, in every float dtype, on
+    one thread and (the last, large case) on the pool; and relu(the float64
     product) within the bound."""
-    nan_ref = []
+    cases = [(M, N, K, (N,)) for M, N, K in GEMMS[:3]] + [
+        (70, 130, 257, None), (70, 130, 257, (70, 1)), (70, 130, 257, (1, 1)),
+        (1100, 1000, 16, (1100, 1))]  # 2 M N above the pool's threshold
     for dt, odt in (("f32", "f32"), ("bf16", "bf16"), ("f16", "f16"),
                     ("f16", "f32")):
-        for M, N, K in GEMMS[:3]:
-            for ta, tb in ((0, 1), (1, 0)):
-                a = rt.randn((K, M) if ta else (M, K), dt)
-                b = rt.randn((N, K) if tb else (K, N), dt)
-                if not nan_ref:  # a NaN in one row: relu keeps it
-                    a.arr.reshape(-1)[0] = a.arr.dtype.type(np.nan) \
-                        if dt != "bf16" else np.uint16(0x7FC0)
-                    nan_ref.append(True)
-                for c in (rt.randn((N,), "f32"), None):
-                    beta = 0.5 if c else 0.0
-                    cref = c.ref if c else None
+        for n, (M, N, K, cshape) in enumerate(cases):
+            ta, tb = n % 2, 1 - n % 2
+            a = rt.randn((K, M) if ta else (M, K), dt)
+            b = rt.randn((N, K) if tb else (K, N), dt)
+            if n == 0:  # a NaN in the product: relu keeps it
+                a.arr.reshape(-1)[0] = (np.uint16(0x7FC0) if dt == "bf16"
+                                        else a.arr.dtype.type(np.nan))
+            c = rt.randn(cshape, "f32") if cshape else None
+            beta = 0.5 if c else 0.0
+            cref = c.ref if c else None
 
-                    def unfused():
-                        y = rt.empty((M, N), odt)
-                        z = rt.empty((M, N), odt)
-                        rt.ok("gemm", a.ref, b.ref, cref, y.ref, ta, tb,
-                              0.75, beta)
-                        rt.ok("relu", y.ref, z.ref)
-                        return z
+            def unfused():
+                y = rt.empty((M, N), odt)
+                z = rt.empty((M, N), odt)
+                rt.ok("gemm", a.ref, b.ref, cref, y.ref, ta, tb, 0.75, beta)
+                rt.ok("relu", y.ref, z.ref)
+                return z
 
-                    def fused():
-                        z = rt.empty((M, N), odt)
-                        rt.ok("gemm_relu", a.ref, b.ref, cref, z.ref, ta, tb,
-                              0.75, beta)
-                        return z
-                    for u, f in zip(both_paths(rt, unfused),
-                                    both_paths(rt, fused)):
-                        assert (u.bits() == f.bits()).all(), \
-                            "gemm_relu %s->%s %dx%dx%d: not gemm then relu" \
-                            % (dt, odt, M, N, K)
-                    A = a.f64().T if ta else a.f64()
-                    B = b.f64().T if tb else b.f64()
-                    with np.errstate(invalid="ignore"):
-                        ref = 0.75 * A @ B
-                        if c:
-                            ref = ref + beta * c.f64()
-                        scale = 0.75 * np.abs(A) @ np.abs(B)
-                    keep = np.isfinite(ref)
-                    z = f.f64()
-                    assert np.isnan(z[~keep]).all(), "a NaN was not kept"
-                    rt.close("gemm_relu", z[keep], np.maximum(ref, 0)[keep],
-                             odt, scale=scale[keep] + 1.0, terms=K + 1)
+            def fused():
+                z = rt.empty((M, N), odt)
+                rt.ok("gemm_relu", a.ref, b.ref, cref, z.ref, ta, tb, 0.75,
+                      beta)
+                return z
+            for u, f in zip(both_paths(rt, unfused), both_paths(rt, fused)):
+                assert (u.bits() == f.bits()).all(), \
+                    "gemm_relu %s->%s %dx%dx%d c %s: not gemm then relu" \
+                    % (dt, odt, M, N, K, cshape)
+            A = a.f64().T if ta else a.f64()
+            B = b.f64().T if tb else b.f64()
+            with np.errstate(invalid="ignore"):
+                ref = 0.75 * A @ B
+                if c:
+                    ref = ref + beta * c.f64()
+                scale = 0.75 * np.abs(A) @ np.abs(B)
+            keep = np.isfinite(ref)
+            z = f.f64()
+            assert n != 0 or (~keep).any(), "no NaN in the first case"
+            assert np.isnan(z[~keep]).all(), "a NaN was not kept"
+            rt.close("gemm_relu", z[keep], np.maximum(ref, 0)[keep], odt,
+                     scale=scale[keep] + 1.0, terms=K + 1)
 
 
 MATMULS = [  # a shape, b shape (broadcast batches, vectors)

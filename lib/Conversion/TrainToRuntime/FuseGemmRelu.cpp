@@ -66,8 +66,11 @@ struct FuseGemmRelu : CallPattern {
     for (BufferUse g : grads)
       if (!relu->isBeforeInBlock(g.call))
         return failure();
-    // z is written where y was; every other reader of z comes after the
-    // relu, so after the gemm too.
+    // z is written where y was: every other call naming z must come after
+    // the relu. Those calls read z: in the unplanned form a temporary is
+    // written by the first call that names it (here the relu) and by calls
+    // that write it in place, which isWrittenInPlace excluded
+    // (exec::Program reads the form the same way).
     for (BufferUse use : bufferUses(z))
       if (use.call != relu && !relu->isBeforeInBlock(use.call))
         return failure();

@@ -35,3 +35,36 @@ module {
     train.return %z1, %s, %y2, %z2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
   }
 }
+
+// -----
+
+// On the unplanned form (amprt-fuse alone): not fused where the Relu writes
+// another dtype (rounding twice is not rounding once: a tiny y > 0 can
+// become z = 0) or where a ReluGrad reads y before the Relu has run.
+// RUN: amp-opt %s --split-input-file --amprt-fuse | FileCheck %s --check-prefix=UNPLANNED
+// UNPLANNED-LABEL: func.func @dtypes
+// UNPLANNED: amprt.call "gemm"(
+// UNPLANNED: amprt.call "relu"(
+// UNPLANNED-LABEL: func.func @order
+// UNPLANNED: amprt.call "gemm"(
+// UNPLANNED: amprt.call "relu_grad"(
+// UNPLANNED: amprt.call "relu"(
+// UNPLANNED-NOT: gemm_relu
+module {
+  func.func @dtypes(%x: memref<4x8xf32> {amprt.name = "x"}, %w: memref<3x8xf32> {amprt.name = "w"}) -> (memref<4x3xf16> {amprt.name = "z"}) attributes {amprt.unplanned} {
+    %y = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %z = memref.alloc() {amprt.role = "activations"} : memref<4x3xf16>
+    amprt.call "gemm"(%x, %w, %y) {alpha = 1.0 : f32, beta = 0.0 : f32, counts = array<i64: 1, 1, 0, 1>, node = "fc", trans_a = 0 : i32, trans_b = 1 : i32} : memref<4x8xf32>, memref<3x8xf32>, memref<4x3xf32>
+    amprt.call "relu"(%y, %z) {counts = array<i64: 1, 1>, node = "relu"} : memref<4x3xf32>, memref<4x3xf16>
+    return %z : memref<4x3xf16>
+  }
+  func.func @order(%x: memref<4x8xf32> {amprt.name = "x"}, %w: memref<3x8xf32> {amprt.name = "w"}, %dz: memref<4x3xf32> {amprt.name = "dz"}) -> (memref<4x3xf32> {amprt.name = "z"}, memref<4x3xf32> {amprt.name = "dy"}) attributes {amprt.unplanned} {
+    %y = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    %dy = memref.alloc() {amprt.role = "gradients"} : memref<4x3xf32>
+    %z = memref.alloc() {amprt.role = "activations"} : memref<4x3xf32>
+    amprt.call "gemm"(%x, %w, %y) {alpha = 1.0 : f32, beta = 0.0 : f32, counts = array<i64: 1, 1, 0, 1>, node = "fc", trans_a = 0 : i32, trans_b = 1 : i32} : memref<4x8xf32>, memref<3x8xf32>, memref<4x3xf32>
+    amprt.call "relu_grad"(%dz, %y, %dy) {counts = array<i64: 1, 1, 1>, node = "relu_grad"} : memref<4x3xf32>, memref<4x3xf32>, memref<4x3xf32>
+    amprt.call "relu"(%y, %z) {counts = array<i64: 1, 1>, node = "relu"} : memref<4x3xf32>, memref<4x3xf32>
+    return %z, %dy : memref<4x3xf32>, memref<4x3xf32>
+  }
+}
