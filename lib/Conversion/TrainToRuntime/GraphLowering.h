@@ -106,13 +106,14 @@ public:
       return ComputedValue{bufs[b->second].shape, bufs[b->second].elem, {}};
     return std::nullopt;
   }
-  /// Whether argument `i` of the lowered function is data: a graph input
-  /// with a dim bound by `dims`, not a weight.
-  bool isDataArg(unsigned i) const {
+  /// Per argument of the lowered function, whether it is data: a graph
+  /// input with a dim bound by `dims`, not a weight.
+  SmallVector<bool> dataArgs() const {
+    SmallVector<bool> data(argTypes.size(), false);
     for (const Buffer &b : bufs)
-      if (b.kind == Buffer::Arg && b.argIndex == i)
-        return b.boundDims;
-    return false;
+      if (b.kind == Buffer::Arg)
+        data[b.argIndex] = b.boundDims;
+    return data;
   }
 
 private:

@@ -450,10 +450,7 @@ LogicalResult amp::lowering::convertGraphsToAmpRT(
       return failure();
     func::FuncOp f = state.loweredFunc();
     funcs.push_back(f);
-    SmallVector<bool> data;
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      data.push_back(state.isDataArg(i));
-    dataArgs.push_back(std::move(data));
+    dataArgs.push_back(state.dataArgs());
   }
   // Written again through the planned program: the buffers no call uses
   // go, the constants are numbered; with narrowInputs, the data inputs
