@@ -13,6 +13,11 @@
 // an f32 product, a bf16 output of an f16 product) the product goes to an
 // f32 buffer and is rounded once into the output by a cast.
 //
+// Gemm's c, when it is a row of N values in the output's dtype added with
+// beta 1 (a layer's bias), goes to cuBLASLt's BIAS epilogue: added in f32 to
+// alpha op(A) op(B) before the single rounding, as Gemm.cpp does, with no
+// [M, N] f32 copy of it. Other c are broadcast into an f32 D first.
+//
 // Row-major Y = op(A) op(B) is the column-major Y^T = op(B)^T op(A)^T, so
 // b is cuBLASLt's A and a its B, with no copies. Batches: a's batch folds
 // into M when b is shared and a not transposed; batch dims that are either
@@ -97,11 +102,13 @@ struct LtPlan {
 
 /// Everything the plan of a product depends on, packed: the compute type,
 /// the transposes, each operand's type, shape, leading dimension, batch
-/// stride and alignment, the batch count and the workspace size.
+/// stride and alignment, the batch count, the workspace size and the bias
+/// epilogue's alignment (0: none).
 std::string planKey(cublasComputeType_t compute, bool transA, bool transB,
                     const Operand *const ops[3], const uint32_t al[3],
-                    int64_t batch, uint64_t ws) {
-  int64_t v[] = {int64_t(compute), transA, transB, batch, int64_t(ws)};
+                    int64_t batch, uint64_t ws, uint32_t biasAlign) {
+  int64_t v[] = {int64_t(compute), transA,   transB, batch,
+                 int64_t(ws),      biasAlign};
   std::string key(reinterpret_cast<const char *>(v), sizeof(v));
   for (int i = 0; i < 3; ++i) {
     const Operand &o = *ops[i];
@@ -119,9 +126,21 @@ amprt_status makePlan(amprt_context *ctx, const char *k, LtPlan &plan,
                       cublasComputeType_t compute, bool transA, bool transB,
                       int64_t m, int64_t n, int64_t kk,
                       const Operand *const ops[3], const uint32_t al[3],
-                      int64_t batch) {
+                      int64_t batch, const void *bias) {
   State &s = state(ctx);
   AMPRT_LT(ctx, k, cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
+  if (bias) {
+    // The bias has D's type (cuBLASLt's default); the heuristic reads its
+    // pointer for the alignment.
+    uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
+    AMPRT_LT(ctx, k,
+             cublasLtMatmulDescSetAttribute(
+                 plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    AMPRT_LT(ctx, k,
+             cublasLtMatmulDescSetAttribute(plan.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &bias, sizeof(bias)));
+  }
   int32_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   int32_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   AMPRT_LT(ctx, k,
@@ -181,13 +200,15 @@ amprt_status makePlan(amprt_context *ctx, const char *k, LtPlan &plan,
   return AMPRT_OK;
 }
 
-/// D = alpha op(A) op(B) + beta C (C = D when beta != 0), `batch` times.
+/// D = alpha op(A) op(B) + beta C (C = D when beta != 0) [+ bias, a vector
+/// of D's rows in D's type, added to every column], `batch` times.
 /// AMPRT_ERR_UNSUPPORTED when cuBLASLt has no algorithm for the problem.
 /// The plan of each distinct problem is made once per context.
 amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
                       bool transB, int64_t m, int64_t n, int64_t kk,
                       const Operand &A, const Operand &B, const Operand &D,
-                      int64_t batch, float alpha, float beta) {
+                      int64_t batch, float alpha, float beta,
+                      const void *bias = nullptr) {
   State &s = state(ctx);
   cublasComputeType_t compute = A.type == CUDA_R_32F && s.allowTf32
                                     ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -196,16 +217,32 @@ amprt_status ltMatmul(amprt_context *ctx, const char *k, bool transA,
   uint32_t al[3];
   for (int i = 0; i < 3; ++i)
     al[i] = alignmentOf(ops[i]->p, ops[i]->stride * ops[i]->elem);
-  std::string key =
-      planKey(compute, transA, transB, ops, al, batch, s.workspaceBytes);
+  uint32_t biasAlign = bias ? alignmentOf(bias, 0) : 0;
+  std::string key = planKey(compute, transA, transB, ops, al, batch,
+                            s.workspaceBytes, biasAlign);
   auto it = s.gemmPlans.find(key);
   if (it == s.gemmPlans.end()) {
     auto plan = std::make_shared<LtPlan>();
-    AMPRT_TRY(makePlan(ctx, k, *plan, compute, transA, transB, m, n, kk, ops,
-                       al, batch));
+    amprt_status st = makePlan(ctx, k, *plan, compute, transA, transB, m, n, kk,
+                               ops, al, batch, bias);
+    if (st == AMPRT_ERR_UNSUPPORTED) // remembered: the heuristic is not free
+      plan.reset();
+    else
+      AMPRT_TRY(st);
     it = s.gemmPlans.emplace(std::move(key), std::move(plan)).first;
+    if (!it->second)
+      return st;
   }
+  if (!it->second)
+    return ctx->fail(AMPRT_ERR_UNSUPPORTED,
+                     "%s: cuBLASLt has no algorithm for m %lld n %lld k %lld",
+                     k, (long long)m, (long long)n, (long long)kk);
   const LtPlan &plan = *static_cast<const LtPlan *>(it->second.get());
+  if (bias) // this call's bias (the plan keeps only its alignment)
+    AMPRT_LT(ctx, k,
+             cublasLtMatmulDescSetAttribute(plan.desc,
+                                            CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                            &bias, sizeof(bias)));
   AMPRT_LT(ctx, k,
            cublasLtMatmul(s.lt, plan.desc, &alpha, A.p, plan.layouts[0], B.p,
                           plan.layouts[1], &beta, D.p, plan.layouts[2],
@@ -278,7 +315,7 @@ amprt_status rowMajorProduct(amprt_context *ctx, const char *k,
                              int64_t M, int64_t N, int64_t K, int64_t offA,
                              int64_t offB, int64_t offD, int64_t strideA,
                              int64_t strideB, int64_t batch, float alpha,
-                             float beta) {
+                             float beta, const void *bias = nullptr) {
   cudaDataType_t ab = cudaType(p.abDt);
   int64_t ea = esize(p.abDt), ed = esize(p.dDt);
   int64_t ra = transA ? K : M, ca = transA ? M : K;
@@ -294,7 +331,8 @@ amprt_status rowMajorProduct(amprt_context *ctx, const char *k,
                N,
                M * N,
                ed};
-  return ltMatmul(ctx, k, transB, transA, N, M, K, A, B, D, batch, alpha, beta);
+  return ltMatmul(ctx, k, transB, transA, N, M, K, A, B, D, batch, alpha, beta,
+                  bias);
 }
 
 } // namespace
@@ -344,6 +382,21 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
     if (M == 0 || N == 0)
       return AMPRT_OK;
     bool withC = c && beta != 0.f;
+    if (withC && beta == 1.f && c->dtype == y->dtype && c->rank >= 1 &&
+        numel(c) == N && c->shape[c->rank - 1] == N) {
+      // A bias row: cuBLASLt's BIAS epilogue, when cuBLASLt writes y
+      // directly and has an algorithm for it.
+      Prepared p;
+      AMPRT_TRY(prepare(ctx, k, a, b, y, false, p));
+      if (!p.narrow) {
+        amprt_status st =
+            rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0, 0, 0, 0, 0,
+                            1, alpha, 0.f, c->data);
+        if (st != AMPRT_ERR_UNSUPPORTED)
+          return st;
+        ctx->error.clear();
+      }
+    }
     Prepared p;
     AMPRT_TRY(prepare(ctx, k, a, b, y, withC, p));
     if (withC) {
@@ -363,9 +416,10 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
   });
 }
 
-/// gemm then relu in place (the elementwise kernels may alias): the same
-/// bits as the two calls. cuBLASLt's RELU_BIAS epilogue would do both in one
-/// kernel; that awaits a GPU to measure and check it on.
+/// gemm (with its bias epilogue) then relu in place (the elementwise kernels
+/// may alias): the same bits as the two calls. cuBLASLt's RELU_BIAS epilogue
+/// is max(x, 0), which turns a NaN into 0 where amprt_relu keeps it (a NaN
+/// activation must reach the loss scaler's check): not used.
 amprt_status cudaGemmRelu(amprt_context *ctx, T a, T b, T c, T y,
                           int32_t trans_a, int32_t trans_b, float alpha,
                           float beta) {

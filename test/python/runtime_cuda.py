@@ -387,16 +387,45 @@ def test_gemm(rt, gpu):
                          c[3], g[3], ulps=1, scale=2 * sc, terms=K)
     both(rt, gpu, "gemm", rt.randn((3, 4), "f32"), rt.randn((5, 6), "f32"),
          None, rt.empty((3, 6), "f32"), 0, 0, C.c_float(1), C.c_float(0))
-    # gemm_relu (amprt-fuse's Gemm + Relu): as gemm, then relu.
+    # A bias row in the output's dtype with beta 1 (a layer's bias): the
+    # CUDA side's cuBLASLt BIAS epilogue, for every output dtype it writes
+    # directly, both transposes of b, and c of shape (N,) and (1, N).
+    for da, dy in (("f32", "f32"), ("f16", "f16"), ("bf16", "bf16"),
+                   ("f16", "f32"), ("bf16", "f32")):
+        for tb in (0, 1):
+            for cshape in ((45,), (1, 45)):
+                M, K, N = 67, 130, 45
+                a = rt.randn((M, K), da)
+                b = rt.randn((N, K) if tb else (K, N), da)
+                cc = rt.randn(cshape, dy)
+                c, g, _ = both(rt, gpu, "gemm", a, b, cc,
+                               rt.empty((M, N), dy), 0, tb, C.c_float(0.75),
+                               C.c_float(1))
+                sc = gemm_scale(a, b, 0, tb, 0.75) + np.abs(cc.f64())
+                same(rt, "gemm bias %s->%s t0%d c%s" % (da, dy, tb, cshape),
+                     c[3], g[3], ulps=1, scale=2 * sc, terms=K)
+    # gemm_relu (amprt-fuse's Gemm + Relu): as gemm, then relu; with an f32
+    # c and beta 1.5 (the broadcast path) and with a bias row in the
+    # output's dtype (the epilogue), a NaN kept.
     for dt in FLOATS:
         M, K, N = 67, 130, 45
-        a, b = rt.randn((M, K), dt), rt.randn((N, K), dt)
-        cc = rt.randn((N,), "f32")
-        c, g, _ = both(rt, gpu, "gemm_relu", a, b, cc, rt.empty((M, N), dt),
-                       0, 1, C.c_float(0.75), C.c_float(1.5))
-        sc = gemm_scale(a, b, 0, 1, 0.75) + 1.5 * np.abs(cc.f64())
-        same(rt, "gemm_relu %s" % dt, c[3], g[3], ulps=1, scale=2 * sc,
-             terms=K)
+        va = rt.rng.standard_normal((M, K))
+        b = rt.randn((N, K), dt)
+        for cc, beta in ((rt.randn((N,), "f32"), 1.5),
+                         (rt.randn((N,), dt), 1.0)):
+            if beta == 1.0:
+                va[5, 7] = np.nan
+            a = rt.buf(va, dt)
+            c, g, _ = both(rt, gpu, "gemm_relu", a, b, cc,
+                           rt.empty((M, N), dt), 0, 1, C.c_float(0.75),
+                           C.c_float(beta))
+            sc = np.nan_to_num(gemm_scale(a, b, 0, 1, 0.75) +
+                               beta * np.abs(cc.f64()))
+            same(rt, "gemm_relu %s beta %g" % (dt, beta), c[3], g[3], ulps=1,
+                 scale=2 * sc, terms=K)
+            if beta == 1.0:
+                assert np.isnan(g[3].f64()[5]).all(), \
+                    "gemm_relu %s: the NaN row was not kept" % dt
 
 
 def test_matmul(rt, gpu):
