@@ -25,9 +25,11 @@
 // A widening cast folds when it widens f16/bf16 to f32, its output is a
 // temporary that is no graph output and that no call writes in place, and
 // every call reading it is a float binary op, a unary float op (not a cast,
-// copy or test), an activation gradient, sum, or softmax_cross_entropy_loss
+// copy or test), an activation gradient, sum, softmax_cross_entropy_loss
 // (its scores: the logits of a language model, cast to f32 for the loss,
-// are the step's largest tensor).
+// are the step's largest tensor), or a float reduction (reduce_sum, _mean,
+// _max, _min read x in its dtype and sum in f64: a Gemm's bias gradient,
+// ReduceSum of the f32 copy of the f16 activation gradient).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +53,12 @@ bool readsAnyFloat(BufferUse use) {
   StringRef k = use.call.getKernel();
   if (isElementwiseFloat(k) || comparisons.contains(k))
     return true;
+  // The reductions read x in its dtype (into an f64 accumulator): the bias
+  // gradient's ReduceSum of a widened f16 activation gradient.
+  static const llvm::StringSet<> reductions = {"reduce_sum", "reduce_mean",
+                                               "reduce_max", "reduce_min"};
+  if (reductions.contains(k))
+    return use.param == "x";
   // The loss reads its scores (the logits) in their dtype: the AMP graph's
   // cast of f16 logits to f32, the step's largest tensor in a language
   // model, folds into it.

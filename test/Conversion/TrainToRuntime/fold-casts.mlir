@@ -19,6 +19,28 @@ module {
 
 // -----
 
+// A Gemm's bias gradient in AMP: ReduceSum of the f32 copy of an f16
+// activation gradient. The reductions read x in its dtype and sum in f64:
+// the cast folds, the reduction reads the f16 value.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "relu_grad"({{.*}}, %[[G:[^)]*]])
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "reduce_sum"(%[[G]], {{.*}} : memref<8x4xf16>, memref<4xf32>
+// CHECK: amprt.call "reduce_max"(%[[G]], {{.*}} : memref<8x4xf16>, memref<1x4xf32>
+module {
+  train.graph @main(%dy: tensor<8x4xf16> {train.name = "dy"}, %y: tensor<8x4xf16> {train.name = "y"}) -> (tensor<4xf32> {train.name = "db"}, tensor<1x4xf32> {train.name = "m"}) {
+    %g = train.ms.ReluGrad(%dy, %y) {train.name = "rg", train.outputs = ["g"]} : (tensor<8x4xf16>, tensor<8x4xf16>) -> tensor<8x4xf16>
+    %c = Cast(%g) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<8x4xf16>) -> tensor<8x4xf32>
+    %axes = Constant() {train.name = "axes", train.outputs = ["axes"], value = dense<0> : tensor<1xi64>} : () -> tensor<1xi64>
+    %db = ReduceSum(%c, %axes) {keepdims = 0 : i64, train.name = "bias_grad", train.outputs = ["db"]} : (tensor<8x4xf32>, tensor<1xi64>) -> tensor<4xf32>
+    %m = ReduceMax(%c, %axes) {train.name = "mx", train.outputs = ["m"]} : (tensor<8x4xf32>, tensor<1xi64>) -> tensor<1x4xf32>
+    train.return %db, %m : tensor<4xf32>, tensor<1x4xf32>
+  }
+}
+
+// -----
+
 // Not folded: a widening cast that a GEMM reads (it needs one dtype), and a
 // cast whose output is a graph output.
 // CHECK-LABEL: func.func @main
