@@ -19,7 +19,7 @@ compared, and each rerunnable call run twice more (once on the fp32 run's
 inputs, once as it was).
 
     bench/compare_cost_bench.py --amp-run build/bin/amp-run \\
-        --inputs test/Inputs/fixtures --batch 64
+        --inputs test/Inputs/fixtures --batch 64 [--device cuda]
 """
 import argparse
 import os
@@ -49,18 +49,20 @@ def main():
     ap.add_argument("--steps", default="2,6", help="N1,N2")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--mode", default="fp16")
+    ap.add_argument("--device", default="cpu", help="amp-run's --device")
     args = ap.parse_args()
     n1, n2 = (int(x) for x in args.steps.split(","))
-    print("compare_cost_bench: %s, batch %d, steps %d..%d, median of %d, "
-          "%d CPU threads available" % (args.mode, args.batch, n1, n2,
-                                        args.repeat, os.cpu_count()))
+    print("compare_cost_bench: %s on %s, batch %d, steps %d..%d, median of "
+          "%d, %d CPU threads available" % (args.mode, args.device,
+                                            args.batch, n1, n2, args.repeat,
+                                            os.cpu_count()))
     worst = 0.0
     for m in args.models.split(","):
         d = os.path.join(args.inputs, m)
         base = [args.amp_run, os.path.join(d, "training_model.onnx"),
                 os.path.join(d, "optimizer_model.onnx"), "--weights",
                 os.path.join(d, "forward.onnx"), "--batch", str(args.batch),
-                "--data", "synthetic:3", "--quiet"]
+                "--data", "synthetic:3", "--device", args.device, "--quiet"]
         per = {}
         for name, extra in (("fp32", []),
                             ("compare", ["--compare-precision=" + args.mode,
@@ -71,6 +73,11 @@ def main():
                 t2 = wall(base + ["--steps", str(n2)] + extra)
                 samples.append((t2 - t1) / (n2 - n1))
             per[name] = statistics.median(samples)
+        if per["fp32"] <= 0 or per["compare"] <= 0:
+            sys.exit("%s: a step cost came out <= 0 (fp32 %.2f ms, "
+                     "comparison %.2f ms): the difference is noise; use more "
+                     "steps or --repeat" % (m, per["fp32"] * 1e3,
+                                            per["compare"] * 1e3))
         ratio = per["compare"] / per["fp32"]
         worst = max(worst, ratio)
         print("%-12s fp32 step %8.2f ms   comparison step %8.2f ms   "

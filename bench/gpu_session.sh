@@ -25,7 +25,11 @@
 #           torch.compile (default and max-autotune) against amp-run --amp;
 #   memcheck runtime_cuda.py under compute-sanitizer's memcheck;
 #   profile amp-run with AMPRT_PROFILE=1 on each of those artifacts, fp32
-#           and AMP, 30 steps: where a step's time goes, kernel by kernel.
+#           and AMP, 30 steps: where a step's time goes, kernel by kernel
+#           (PROFILE_MODELS: a subset of the artifacts' models);
+#   compare-cost bench/compare_cost_bench.py on the device: one step of
+#           --compare-precision against one fp32 step (issue 23), on the
+#           committed fixtures at batch 512.
 # STAGE_TIMEOUT (seconds, default 400) bounds each stage. BUDGET (seconds)
 # bounds them all together: each stage gets at most what is left, and the
 # stages that would start with less than MIN_STAGE (default 40) left are
@@ -46,7 +50,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -202,9 +206,17 @@ stage_memcheck() {
     --ops-def "$repo/include/amp/Runtime/Ops.def" --seed 44
 }
 
+stage_compare-cost() {
+  "$py" "$repo/bench/compare_cost_bench.py" --amp-run "$bundle/bin/amp-run" \
+    --inputs "$repo/test/Inputs/fixtures" --batch 512 --steps 2,8 \
+    --repeat "${COMPARE_REPEAT:-1}" --device cuda
+}
+
 stage_profile() {
   local d m rc=0
   for d in "$bundle"/../artifacts/*/; do
+    [[ -z ${PROFILE_MODELS:-} || " $PROFILE_MODELS " == *" $(basename "$d") "* ]] ||
+      continue
     m=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
           "$bundle/../artifacts/sizes.json" "$(basename "$d")")
     for amp in "" --amp; do
@@ -232,7 +244,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done
