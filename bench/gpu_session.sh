@@ -208,8 +208,8 @@ stage_memcheck() {
 
 stage_compare-cost() {
   "$py" "$repo/bench/compare_cost_bench.py" --amp-run "$bundle/bin/amp-run" \
-    --inputs "$repo/test/Inputs/fixtures" --batch 512 --steps 2,8 \
-    --repeat "${COMPARE_REPEAT:-1}" --device cuda
+    --inputs "$repo/test/Inputs/fixtures" --batch 512 --steps 2,42 \
+    --repeat "${COMPARE_REPEAT:-3}" --device cuda
 }
 
 stage_profile() {

@@ -13,10 +13,12 @@
 // an f32 product, a bf16 output of an f16 product) the product goes to an
 // f32 buffer and is rounded once into the output by a cast.
 //
-// Gemm's c, when it is a row of N values in the output's dtype added with
-// beta 1 (a layer's bias), goes to cuBLASLt's BIAS epilogue: added in f32 to
-// alpha op(A) op(B) before the single rounding, as Gemm.cpp does, with no
-// [M, N] f32 copy of it. Other c are broadcast into an f32 D first.
+// Gemm's c: an f32 bias row of an f32 product goes to cuBLASLt's BIAS
+// epilogue. Into an f16/bf16 y the product goes to an f32 scratch, and one
+// kernel adds beta c, applies gemm_relu's relu and rounds once into y (as
+// Gemm.cpp does; cuBLASLt's own epilogues round the product before adding
+// the bias, and its relu turns NaN into 0). Other c of an f32 y are
+// broadcast into D for the product's beta C.
 //
 // Row-major Y = op(A) op(B) is the column-major Y^T = op(B)^T op(A)^T, so
 // b is cuBLASLt's A and a its B, with no copies. Batches: a's batch folds
@@ -54,6 +56,24 @@ __global__ void broadcastCKernel(const void *c, int32_t dt, int64_t s0,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     d[i] = loadF(c, dt, (i / N) * s0 + (i % N) * s1);
+}
+
+/// y[i, j] = act(d[i, j] + beta c[i * s0 + j * s1]) rounded once into y's
+/// dtype (no c: d alone; act: the relu or none). Gemm's epilogue when
+/// cuBLASLt wrote the product to an f32 scratch.
+__global__ void epilogueKernel(const float *d, const void *c, int32_t cdt,
+                               int64_t s0, int64_t s1, float beta, bool relu,
+                               void *y, int32_t ydt, int64_t M, int64_t N) {
+  int64_t n = M * N;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = d[i];
+    if (c)
+      v += beta * loadF(c, cdt, (i / N) * s0 + (i % N) * s1);
+    if (relu)
+      v = activation(Act::Relu, v, 0.f);
+    storeF(y, ydt, i, v);
+  }
 }
 
 /// Largest power of two (<= 256) dividing the address and every batch step.
@@ -358,12 +378,16 @@ namespace {
 // gemm
 //===----------------------------------------------------------------------===//
 
-amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
-                      int32_t trans_b, float alpha, float beta) {
-  const char *k = "gemm";
+/// gemm, and (relu) gemm_relu, whose relu applies to the f32 result before
+/// its one rounding (Gemm.cpp).
+amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c, T y,
+                      int32_t trans_a, int32_t trans_b, float alpha, float beta,
+                      bool relu) {
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_gemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
+      return relu ? amprt_gemm_relu(ctx, a, b, c, y, trans_a, trans_b, alpha,
+                                    beta)
+                  : amprt_gemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
     };
     if (checkFloat(ctx, k, "a", a) || checkFloat(ctx, k, "b", b) ||
         checkFloat(ctx, k, "c", c, true) || checkFloat(ctx, k, "y", y) ||
@@ -382,49 +406,61 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
     if (M == 0 || N == 0)
       return AMPRT_OK;
     bool withC = c && beta != 0.f;
-    if (withC && beta == 1.f && c->dtype == y->dtype && c->rank >= 1 &&
-        numel(c) == N && c->shape[c->rank - 1] == N) {
-      // A bias row: cuBLASLt's BIAS epilogue, when cuBLASLt writes y
-      // directly and has an algorithm for it.
+    Shape stc = withC ? broadcastStrides(shapeOf(c), so) : Shape{0, 0};
+    auto reluInPlace = [&] { return relu ? amprt_relu(ctx, y, y) : AMPRT_OK; };
+    if (withC && beta == 1.f && y->dtype == AMPRT_F32 &&
+        c->dtype == AMPRT_F32 && stc[0] == 0 && stc[1] == 1) {
+      // An f32 bias row into an f32 y: cuBLASLt's BIAS epilogue, when it has
+      // an algorithm for it. (Into f16/bf16 it adds the bias to the rounded
+      // product: two roundings, not Gemm.cpp's one.)
       Prepared p;
-      AMPRT_TRY(prepare(ctx, k, a, b, y, false, p));
-      if (!p.narrow) {
-        amprt_status st =
-            rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0, 0, 0, 0, 0,
-                            1, alpha, 0.f, c->data);
-        if (st != AMPRT_ERR_UNSUPPORTED)
-          return st;
-        ctx->error.clear();
+      AMPRT_TRY(prepare(ctx, k, a, b, y, true, p));
+      amprt_status st = rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0,
+                                        0, 0, 0, 0, 1, alpha, 0.f, c->data);
+      if (st != AMPRT_ERR_UNSUPPORTED) {
+        AMPRT_TRY(st);
+        return reluInPlace();
       }
+      ctx->error.clear();
     }
     Prepared p;
     AMPRT_TRY(prepare(ctx, k, a, b, y, withC, p));
-    if (withC) {
-      // C = D = c broadcast to [M, N] in f32; the epilogue adds beta C.
-      Shape stc = broadcastStrides(shapeOf(c), so);
+    if (withC && !p.narrow) {
+      // An f32 y: C = D = c broadcast to [M, N]; the epilogue adds beta C.
       broadcastCKernel<<<gridFor(M * N, kThreads, 4), kThreads, 0,
                          stream(ctx)>>>(c->data, c->dtype, stc[0], stc[1],
                                         static_cast<float *>(p.d), M, N);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
-    amprt_status st = rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0,
-                                      0, 0, 0, 0, 1, alpha, withC ? beta : 0.f);
+    amprt_status st =
+        rowMajorProduct(ctx, k, p, trans_a, trans_b, M, N, K, 0, 0, 0, 0, 0, 1,
+                        alpha, withC && !p.narrow ? beta : 0.f);
     if (st == AMPRT_ERR_UNSUPPORTED)
       return onHost(ctx, cpu);
     AMPRT_TRY(st);
-    return finish(ctx, k, y, p);
+    if (!p.narrow)
+      return reluInPlace();
+    // The f32 product, beta c and the relu, rounded once into y.
+    epilogueKernel<<<gridFor(M * N, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        static_cast<const float *>(p.d), withC ? c->data : nullptr,
+        withC ? c->dtype : AMPRT_F32, stc[0], stc[1], beta, relu, y->data,
+        y->dtype, M, N);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
   });
 }
 
-/// gemm (with its bias epilogue) then relu in place (the elementwise kernels
-/// may alias): the same bits as the two calls. cuBLASLt's RELU_BIAS epilogue
-/// is max(x, 0), which turns a NaN into 0 where amprt_relu keeps it (a NaN
-/// activation must reach the loss scaler's check): not used.
+amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
+                      int32_t trans_b, float alpha, float beta) {
+  return gemmImpl(ctx, "gemm", a, b, c, y, trans_a, trans_b, alpha, beta,
+                  false);
+}
+
 amprt_status cudaGemmRelu(amprt_context *ctx, T a, T b, T c, T y,
                           int32_t trans_a, int32_t trans_b, float alpha,
                           float beta) {
-  AMPRT_TRY(cudaGemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta));
-  return amprt_relu(ctx, y, y);
+  return gemmImpl(ctx, "gemm_relu", a, b, c, y, trans_a, trans_b, alpha, beta,
+                  true);
 }
 
 //===----------------------------------------------------------------------===//
