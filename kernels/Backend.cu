@@ -197,6 +197,7 @@ KernelTable makeTable() {
   registerSelect(t);
   registerRecurrent(t);
   registerCollective(t);
+  registerCompare(t);
   return t;
 }
 

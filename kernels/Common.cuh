@@ -470,6 +470,7 @@ void registerRandom(KernelTable &t);        // Random.cu
 void registerSelect(KernelTable &t);        // Select.cu
 void registerRecurrent(KernelTable &t);     // Recurrent.cu
 void registerCollective(KernelTable &t);    // Collective.cu (NCCL)
+void registerCompare(KernelTable &t);       // Compare.cu
 
 } // namespace cuda
 } // namespace amprt

@@ -1839,6 +1839,31 @@ def test_collectives(rt, gpu):
     both(rt, gpu, "reduce_scatter", x, rt.empty((3,), "f16"), 0)
 
 
+def test_compare_stats(rt, gpu):
+    """abs_max_finite exact; compare_stats: counts and the largest errors
+    exact, sums to 1e-9 relative (f64 sums in another order)."""
+    for dt in FLOATS:
+        for n, scale in ((3, 1.0), (100000, 65536.0), (4099, 2.0)):
+            r = rt.rng.standard_normal(n) * 3
+            x = r * (1 + 1e-3 * rt.rng.standard_normal(n)) * scale
+            r[:3] = [np.inf, 0.0, 1e-9] if n > 3 else r[:3]
+            x[1:4] = [np.nan, 0.0, -np.inf] if n > 4 else x[1:4]
+            xb, rb = rt.buf(x, dt), rt.buf(r, "f32")
+            c, g, _ = both(rt, gpu, "abs_max_finite", rb, rt.empty((1,), "f32"))
+            same(rt, "abs_max_finite %s n %d" % (dt, n), c[1], g[1])
+            mx = c[1]
+            c, g, _ = both(rt, gpu, "compare_stats", xb, rb, mx,
+                           C.c_float(scale), rt.empty((13,), "f64"))
+            cs, gs = c[4].arr, g[4].arr
+            exact = [1, 2, 3, 4, 6, 9, 12]
+            assert np.array_equal(cs[exact], gs[exact]), \
+                "compare_stats %s n %d: GPU %s, CPU %s (seed %d)" % (
+                    dt, n, gs, cs, rt.seed)
+            assert np.allclose(gs, cs, rtol=1e-9, atol=1e-300), \
+                "compare_stats %s n %d: GPU %s, CPU %s (seed %d)" % (
+                    dt, n, gs, cs, rt.seed)
+
+
 def test_unaligned(rt, gpu):
     """The element-wise and multi-tensor kernels again with every tensor one
     element off its allocation's alignment: the per-element kernels that
@@ -1863,7 +1888,7 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
          test_average_pool, test_recurrent, test_conv, test_cpu_fallback,
-         test_collectives, test_unaligned]
+         test_collectives, test_compare_stats, test_unaligned]
 
 
 def main():

@@ -997,6 +997,75 @@ def test_reduce(rt):
              match="y is i32, expected i64|y .*i64")
 
 
+def compare_stats_ref(x, r, scale):
+    """compare_stats in float64 numpy (Math/Compare.h's element step)."""
+    x, r = x.reshape(-1), r.reshape(-1)
+    n = r.size
+    stride = max(1, n // 1024)
+    fr = np.isfinite(r)
+    fx = np.isfinite(x)
+    over = int((fr & ~fx).sum())
+    m = fr & fx
+    rm, xm = r[m], x[m]
+    largest = np.max(np.abs(r[fr]), initial=0.0)
+    floor = 1e-3 * np.float64(np.float32(largest))
+    nz = rm != 0
+    counted = nz & (np.abs(rm) >= floor)
+    idx = np.nonzero(m)[0]
+    sampled = (idx % stride == 0) & nz & (xm != 0)
+    out = [np.sum(rm * rm), counted.sum(), nz.sum(), (nz & (xm == 0)).sum(),
+           over, np.sum(np.log(np.abs(xm[sampled] / rm[sampled]))),
+           sampled.sum()]
+    for k, f in enumerate((1.0, 1.0 / scale)):
+        if k == 1 and scale == 1.0:  # the 1/scale slots: unused
+            out += [0.0, 0.0, 0.0]
+            continue
+        d = (xm * f if k else xm) - rm
+        rel = np.abs(d[counted]) / np.abs(rm[counted])
+        out += [np.sum(d * d), np.sum(rel), np.max(rel, initial=0.0)]
+    return np.array(out, np.float64), largest
+
+
+def test_compare_stats(rt):
+    """abs_max_finite and compare_stats (amp-run --compare-precision's
+    per-value statistics) against numpy in float64: counts exact, sums to
+    1e-12 relative (their order differs), the largest error exact."""
+    for dt in FLOATS:
+        for n, scale in ((1, 1.0), (5000, 1.0), (70001, 65536.0),
+                         (9000, 0.5)):
+            r = rt.rng.standard_normal(n) * 3
+            x = r * (1 + 1e-3 * rt.rng.standard_normal(n))
+            x *= scale
+            if n > 10:
+                r[:4] = [np.inf, np.nan, 0.0, 1e-9]
+                x[4:9] = [np.nan, np.inf, 0.0, 0.0, -np.inf]
+                r[9] = 0.0
+            xb = rt.buf(x, dt)
+            rb = rt.buf(r, "f32")
+            mx = rt.empty((1,), "f32")
+            rt.ok("abs_max_finite", rb.ref, mx.ref)
+            want, largest = compare_stats_ref(xb.f64(), rb.f64(), scale)
+            rt.equal("abs_max_finite n %d" % n, mx.arr,
+                     np.array([largest], np.float32))
+            st = rt.empty((13,), "f64")
+            rt.ok("compare_stats", xb.ref, rb.ref, mx.ref, C.c_float(scale),
+                  st.ref)
+            got = st.arr
+            exact = [1, 2, 3, 4, 6, 9, 12]
+            assert np.array_equal(got[exact], want[exact]), \
+                "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
+            assert np.allclose(got, want, rtol=1e-12, atol=1e-300), \
+                "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
+    rt.fails("compare_stats", rt.randn((4,), "f32").ref,
+             rt.randn((5,), "f32").ref, rt.empty((1,), "f32").ref,
+             C.c_float(1), rt.empty((13,), "f64").ref,
+             match="ref has 5 elements|ref .*4")
+    rt.fails("compare_stats", rt.randn((4,), "f32").ref,
+             rt.randn((4,), "f32").ref, rt.empty((1,), "f32").ref,
+             C.c_float(0), rt.empty((13,), "f64").ref,
+             match="scale 0 is not a finite nonzero number")
+
+
 # ---------------------------------------------------------------------------
 # Data movement
 # ---------------------------------------------------------------------------

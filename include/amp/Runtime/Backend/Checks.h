@@ -364,6 +364,17 @@ amprt_status checkLossScalerUpdate(amprt_context *ctx,
                                    int64_t growth_interval, float min_scale,
                                    float max_scale);
 
+/// abs_max_finite's arguments (Compare.cpp): x float, y f32 [1].
+amprt_status checkAbsMaxFinite(amprt_context *ctx, const amprt_tensor *x,
+                               const amprt_tensor *y);
+/// compare_stats's arguments (Compare.cpp): x float, ref f32 of x's element
+/// count, ref_max f32 [1], stats f64 [kCompareStats], a finite nonzero
+/// scale.
+amprt_status checkCompareStats(amprt_context *ctx, const amprt_tensor *x,
+                               const amprt_tensor *ref,
+                               const amprt_tensor *ref_max, float scale,
+                               const amprt_tensor *stats);
+
 //===----------------------------------------------------------------------===//
 // Recurrent layers
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,139 @@
+//===- Compare.cu - a value against its fp32 reference on the device ------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Compare.cpp's abs_max_finite and compare_stats on the device: each block
+// accumulates Math/Compare.h's statistics in f64 over a grid-stride share of
+// the elements and writes them to a scratch row; one thread merges the rows
+// in block order. The grid depends only on the element count, so a result is
+// the same run after run (the f64 sums differ from the CPU's by their order
+// only).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.cuh"
+#include "amp/Runtime/Math/Compare.h"
+
+using namespace amprt;
+using namespace amprt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned compareGrid(int64_t n) {
+  int64_t g = (n + kThreads * 16 - 1) / (kThreads * 16);
+  return unsigned(g < 1 ? 1 : g > 512 ? 512 : g);
+}
+
+__global__ void absMaxKernel(const void *x, int32_t dt, int64_t n,
+                             float *part) {
+  __shared__ float sh[kThreads];
+  float m = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float v = loadF(x, dt, i);
+    if (isfinite(v))
+      m = fmaxf(m, fabsf(v));
+  }
+  sh[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    part[blockIdx.x] = sh[0];
+}
+
+__global__ void absMaxFinish(const float *part, int blocks, float *y) {
+  float m = 0.f;
+  for (int b = 0; b < blocks; ++b)
+    m = fmaxf(m, part[b]);
+  *y = m;
+}
+
+__global__ void compareKernel(const void *x, int32_t dt, const float *ref,
+                              const float *refMax, int64_t n, double inv,
+                              bool two, int64_t stride, double *part) {
+  __shared__ double sh[kThreads][kCompareStats];
+  double acc[kCompareStats] = {};
+  double floor = 1e-3 * double(*refMax);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    compareElement(acc, loadF(x, dt, i), ref[i], floor, inv, two,
+                   i % stride == 0);
+  for (int s = 0; s < kCompareStats; ++s)
+    sh[threadIdx.x][s] = acc[s];
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      compareMerge(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kCompareStats; ++s)
+      part[blockIdx.x * kCompareStats + s] = sh[0][s];
+}
+
+__global__ void compareFinish(const double *part, int blocks, double *out) {
+  double acc[kCompareStats] = {};
+  for (int b = 0; b < blocks; ++b)
+    compareMerge(acc, part + b * kCompareStats);
+  for (int s = 0; s < kCompareStats; ++s)
+    out[s] = acc[s];
+}
+
+amprt_status cudaAbsMaxFinite(amprt_context *ctx, T x, T y) {
+  const char *k = "abs_max_finite";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkAbsMaxFinite(ctx, x, y))
+      return onHost(ctx, [&] { return amprt_abs_max_finite(ctx, x, y); });
+    int64_t n = numel(x);
+    unsigned g = compareGrid(n);
+    Scratch part;
+    AMPRT_TRY(part.get(ctx, k, size_t(g) * sizeof(float)));
+    absMaxKernel<<<g, kThreads, 0, stream(ctx)>>>(x->data, x->dtype, n,
+                                                  static_cast<float *>(part.p));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    absMaxFinish<<<1, 1, 0, stream(ctx)>>>(static_cast<float *>(part.p), int(g),
+                                           static_cast<float *>(y->data));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+amprt_status cudaCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
+                              float scale, T stats) {
+  const char *k = "compare_stats";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkCompareStats(ctx, x, ref, ref_max, scale, stats))
+      return onHost(ctx, [&] {
+        return amprt_compare_stats(ctx, x, ref, ref_max, scale, stats);
+      });
+    int64_t n = numel(x);
+    unsigned g = compareGrid(n);
+    Scratch part;
+    AMPRT_TRY(part.get(ctx, k, size_t(g) * kCompareStats * sizeof(double)));
+    compareKernel<<<g, kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, static_cast<const float *>(ref->data),
+        static_cast<const float *>(ref_max->data), n, 1.0 / double(scale),
+        scale != 1.f, compareSampleStride(n), static_cast<double *>(part.p));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    compareFinish<<<1, 1, 0, stream(ctx)>>>(static_cast<double *>(part.p),
+                                            int(g),
+                                            static_cast<double *>(stats->data));
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
+} // namespace
+
+void amprt::cuda::registerCompare(KernelTable &t) {
+  t.abs_max_finite = cudaAbsMaxFinite;
+  t.compare_stats = cudaCompareStats;
+}

@@ -1,0 +1,113 @@
+//===- Compare.cpp - a value against its fp32 reference -------------------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// The statistics amp-run --compare-precision keeps per value
+// (lib/Driver/PrecisionCompare.cpp), computed where the values are: the
+// AMP run's value is read in its own dtype, the fp32 run's reference stays
+// in a runtime buffer, and only 13 doubles come back. Blocks of kBlock
+// elements on the thread pool, merged in block order (Math/Compare.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "amp/Runtime/Math/Compare.h"
+#include "Internal.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace amprt;
+
+namespace {
+
+using T = const amprt_tensor *;
+constexpr int64_t kBlock = 4096;
+
+} // namespace
+
+amprt_status amprt::checkAbsMaxFinite(amprt_context *ctx, T x, T y) {
+  const char *k = "abs_max_finite";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "y", y, AMPRT_F32));
+  return checkNumel(ctx, k, "y", y, 1);
+}
+
+amprt_status amprt::checkCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
+                                      float scale, T stats) {
+  const char *k = "compare_stats";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkDtype(ctx, k, "ref", ref, AMPRT_F32));
+  AMPRT_TRY(checkNumel(ctx, k, "ref", ref, numel(x)));
+  AMPRT_TRY(checkDtype(ctx, k, "ref_max", ref_max, AMPRT_F32));
+  AMPRT_TRY(checkNumel(ctx, k, "ref_max", ref_max, 1));
+  AMPRT_TRY(checkDtype(ctx, k, "stats", stats, AMPRT_F64));
+  AMPRT_TRY(checkNumel(ctx, k, "stats", stats, kCompareStats));
+  if (!std::isfinite(scale) || scale == 0.f)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: scale %g is not a finite nonzero number", k,
+                     double(scale));
+  return AMPRT_OK;
+}
+
+extern "C" {
+
+amprt_status amprt_abs_max_finite(amprt_context *ctx, T x, T y) {
+  AMPRT_DISPATCH(abs_max_finite, ctx, x, y);
+  return guard(ctx, "abs_max_finite", [&]() -> amprt_status {
+    AMPRT_TRY(checkAbsMaxFinite(ctx, x, y));
+    int64_t n = numel(x), blocks = (n + kBlock - 1) / kBlock;
+    std::vector<float> part(size_t(blocks), 0.f);
+    parallelFor(blocks, double(n), [&](int64_t b0, int64_t b1) {
+      float buf[kBlock];
+      for (int64_t b = b0; b < b1; ++b) {
+        int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        widenBlock(x->data, x->dtype, lo, len, buf);
+        float m = 0.f;
+        for (int64_t i = 0; i < len; ++i)
+          if (std::isfinite(buf[i]))
+            m = std::max(m, std::fabs(buf[i]));
+        part[size_t(b)] = m;
+      }
+    });
+    float m = 0.f;
+    for (float p : part)
+      m = std::max(m, p);
+    *static_cast<float *>(y->data) = m;
+    return AMPRT_OK;
+  });
+}
+
+amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
+                                 float scale, T stats) {
+  AMPRT_DISPATCH(compare_stats, ctx, x, ref, ref_max, scale, stats);
+  return guard(ctx, "compare_stats", [&]() -> amprt_status {
+    AMPRT_TRY(checkCompareStats(ctx, x, ref, ref_max, scale, stats));
+    int64_t n = numel(x), blocks = (n + kBlock - 1) / kBlock;
+    int64_t stride = compareSampleStride(n);
+    double floor = 1e-3 * double(*static_cast<const float *>(ref_max->data));
+    double inv = 1.0 / double(scale);
+    bool two = scale != 1.f;
+    const float *r = static_cast<const float *>(ref->data);
+    std::vector<double> part(size_t(blocks) * kCompareStats, 0.0);
+    parallelFor(blocks, 8.0 * double(n), [&](int64_t b0, int64_t b1) {
+      float buf[kBlock];
+      for (int64_t b = b0; b < b1; ++b) {
+        int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
+        widenBlock(x->data, x->dtype, lo, len, buf);
+        double *acc = part.data() + b * kCompareStats;
+        for (int64_t i = 0; i < len; ++i)
+          compareElement(acc, buf[i], r[lo + i], floor, inv, two,
+                         (lo + i) % stride == 0);
+      }
+    });
+    double out[kCompareStats] = {};
+    for (int64_t b = 0; b < blocks; ++b)
+      compareMerge(out, part.data() + b * kCompareStats);
+    std::copy(out, out + kCompareStats, static_cast<double *>(stats->data));
+    return AMPRT_OK;
+  });
+}
+
+} // extern "C"
