@@ -4,12 +4,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Compare.cpp's abs_max_finite and compare_stats on the device: each block
-// accumulates Math/Compare.h's statistics in f64 over a grid-stride share of
-// the elements and writes them to a scratch row; one thread merges the rows
-// in block order. The grid depends only on the element count, so a result is
-// the same run after run (the f64 sums differ from the CPU's by their order
-// only).
+// Compare.cpp's abs_max_finite and compare_stats on the device: one block
+// takes the sample that says whether x carries the loss scale; then each
+// block accumulates Math/Compare.h's statistics in f64 over a grid-stride
+// share of the elements and writes them to a scratch row; one thread merges
+// the rows in block order. The grid depends only on the element count, so a
+// result is the same run after run (the f64 sums differ from the CPU's by their
+// order only).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,16 +57,44 @@ __global__ void absMaxFinish(const float *part, int blocks, float *y) {
   *y = m;
 }
 
+/// The sample (compareSampleStride) into out's kLogSum, kLogCount and
+/// kCarries: one block, a tree in f64.
+__global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
+                             int64_t n, double scale, double *out) {
+  __shared__ double sh[kThreads][2];
+  double acc[kCompareStats] = {};
+  int64_t stride = compareSampleStride(n);
+  for (int64_t i = threadIdx.x * stride; i < n; i += blockDim.x * stride)
+    compareSample(acc, loadF(x, dt, i), ref[i]);
+  sh[threadIdx.x][0] = acc[kLogSum];
+  sh[threadIdx.x][1] = acc[kLogCount];
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s) {
+      sh[threadIdx.x][0] += sh[threadIdx.x + s][0];
+      sh[threadIdx.x][1] += sh[threadIdx.x + s][1];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    out[kLogSum] = sh[0][0];
+    out[kLogCount] = sh[0][1];
+    out[kCarries] = carriesScale(sh[0][0], sh[0][1], scale);
+  }
+}
+
+/// Each block's statistics of x / (out[kCarries] ? scale : 1) into its row
+/// of part.
 __global__ void compareKernel(const void *x, int32_t dt, const float *ref,
-                              const float *refMax, int64_t n, double inv,
-                              bool two, int64_t stride, double *part) {
+                              const float *refMax, int64_t n, double scale,
+                              const double *out, double *part) {
   __shared__ double sh[kThreads][kCompareStats];
   double acc[kCompareStats] = {};
   double floor = 1e-3 * double(*refMax);
+  double inv = out[kCarries] != 0 ? 1.0 / scale : 1.0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    compareElement(acc, loadF(x, dt, i), ref[i], floor, inv, two,
-                   i % stride == 0);
+    compareElement(acc, loadF(x, dt, i), ref[i], floor, inv);
   for (int s = 0; s < kCompareStats; ++s)
     sh[threadIdx.x][s] = acc[s];
   __syncthreads();
@@ -79,12 +108,14 @@ __global__ void compareKernel(const void *x, int32_t dt, const float *ref,
       part[blockIdx.x * kCompareStats + s] = sh[0][s];
 }
 
+/// out's element statistics = the blocks' rows merged in block order.
 __global__ void compareFinish(const double *part, int blocks, double *out) {
   double acc[kCompareStats] = {};
   for (int b = 0; b < blocks; ++b)
     compareMerge(acc, part + b * kCompareStats);
   for (int s = 0; s < kCompareStats; ++s)
-    out[s] = acc[s];
+    if (s != kLogSum && s != kLogCount && s != kCarries)
+      out[s] = acc[s];
 }
 
 amprt_status cudaAbsMaxFinite(amprt_context *ctx, T x, T y) {
@@ -118,10 +149,15 @@ amprt_status cudaCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
     unsigned g = compareGrid(n);
     Scratch part;
     AMPRT_TRY(part.get(ctx, k, size_t(g) * kCompareStats * sizeof(double)));
+    double *out = static_cast<double *>(stats->data);
+    sampleKernel<<<1, kThreads, 0, stream(ctx)>>>(
+        x->data, x->dtype, static_cast<const float *>(ref->data), n,
+        double(scale), out);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
     compareKernel<<<g, kThreads, 0, stream(ctx)>>>(
         x->data, x->dtype, static_cast<const float *>(ref->data),
-        static_cast<const float *>(ref_max->data), n, 1.0 / double(scale),
-        scale != 1.f, compareSampleStride(n), static_cast<double *>(part.p));
+        static_cast<const float *>(ref_max->data), n, double(scale), out,
+        static_cast<double *>(part.p));
     AMPRT_CUDA_LAUNCHED(ctx, k);
     compareFinish<<<1, 1, 0, stream(ctx)>>>(static_cast<double *>(part.p),
                                             int(g),

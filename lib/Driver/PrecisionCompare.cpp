@@ -10,6 +10,8 @@
 #include "amp/Driver/Lowering.h"
 #include "amp/Driver/RangeCollector.h"
 #include "amp/Driver/TensorRange.h"
+#include "amp/Runtime/Kernels.h"
+#include "amp/Runtime/Math/Compare.h"
 #include "amp/Target/ONNX/ImportONNX.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -28,47 +30,85 @@ using namespace amp::driver;
 
 namespace {
 
-/// A value of the fp32 run: its elements and largest finite magnitude.
+using amprt::CompareStat;
+constexpr int kStats = amprt::kCompareStats;
+
+/// The comparison's own runtime context on the runs' device: it owns the
+/// fp32 run's values, which outlive that run's context, and the buffers
+/// of the reruns. Kernels of either run's context read and write them
+/// (host memory on the CPU, managed memory on CUDA).
+class Memory {
+public:
+  ~Memory() {
+    for (void *p : blocks)
+      amprt_free(ctx, p);
+    if (ctx)
+      amprt_context_destroy(ctx);
+  }
+  llvm::Error open(const std::string &device) {
+    if (amprt_context_create(device.c_str(), &ctx) != AMPRT_OK)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "precision comparison: no %s context: %s",
+                                     device.c_str(), amprt_last_error(nullptr));
+    return llvm::Error::success();
+  }
+  llvm::Expected<void *> alloc(size_t bytes) {
+    void *p = nullptr;
+    if (amprt_malloc(ctx, bytes, &p) != AMPRT_OK)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "precision comparison: %zu bytes not allocated: %s", bytes,
+          amprt_last_error(ctx));
+    blocks.push_back(p);
+    return p;
+  }
+  void release(void *p) {
+    auto it = llvm::find(blocks, p);
+    if (it != blocks.end()) {
+      amprt_free(ctx, *it);
+      blocks.erase(it);
+    }
+  }
+  amprt_context *ctx = nullptr;
+
+private:
+  std::vector<void *> blocks;
+};
+
+/// A value of the fp32 run, kept in the comparison's memory as f32, and
+/// its largest finite magnitude (f32 [1] beside it).
 struct RefValue {
-  std::vector<float> v;
-  float largest = 0;
-  size_t size() const { return v.size(); }
+  std::vector<int64_t> shape;
+  amprt_tensor t{}, max{};
+  int64_t size() const { return numElements(t); }
 };
 using Values = llvm::StringMap<RefValue>;
+
+/// Whether the kernels compare `t`: f32, f16 or bf16.
+bool comparable(const amprt_tensor *t) {
+  return t && (t->dtype == AMPRT_F32 || t->dtype == AMPRT_F16 ||
+               t->dtype == AMPRT_BF16);
+}
 
 /// The error of a value against the fp32 run's: normwise, ||amp - fp32|| /
 /// ||fp32|| over its finite elements (what the tolerance judges); the
 /// largest and the mean elementwise relative error over its significant
 /// elements (|fp32| at least 1e-3 of its largest); nonzero fp32 elements
-/// that became 0; finite ones that became inf or NaN.
+/// that became 0; finite ones that became inf or NaN. From compare_stats
+/// (Math/Compare.h): of the value divided by the loss scale when it carries
+/// it.
 struct Error {
   double maxRel = 0, sumRel = 0, sqDiff = 0, sqRef = 0;
   int64_t counted = 0, nonzero = 0, underflow = 0, overflow = 0;
-  void add(const std::vector<float> &amp, const RefValue &ref, double scale) {
-    double floor = 1e-3 * double(ref.largest), inv = 1.0 / scale;
-    size_t n = std::min(ref.size(), amp.size());
-    const float *pa = amp.data(), *pb = ref.v.data();
-    for (size_t i = 0; i < n; ++i) {
-      double a = double(pa[i]) * inv, b = pb[i];
-      if (!std::isfinite(b))
-        continue;
-      if (!std::isfinite(a)) {
-        ++overflow;
-        continue;
-      }
-      sqDiff += (a - b) * (a - b);
-      sqRef += b * b;
-      if (b != 0) {
-        ++nonzero;
-        underflow += a == 0;
-      }
-      if (b != 0 && std::fabs(b) >= floor) {
-        double rel = std::fabs(a - b) / std::fabs(b);
-        maxRel = std::max(maxRel, rel);
-        sumRel += rel;
-        ++counted;
-      }
-    }
+  void add(const double *st) {
+    maxRel = std::max(maxRel, st[amprt::kMaxRel]);
+    sumRel += st[amprt::kSumRel];
+    sqDiff += st[amprt::kSqDiff];
+    sqRef += st[amprt::kSqRef];
+    counted += int64_t(st[amprt::kCounted]);
+    nonzero += int64_t(st[amprt::kNonzero]);
+    underflow += int64_t(st[amprt::kUnderflow]);
+    overflow += int64_t(st[amprt::kOverflow]);
   }
   void merge(const Error &o) {
     maxRel = std::max(maxRel, o.maxRel);
@@ -115,42 +155,21 @@ const RefValue *refOf(const Values &ref, llvm::StringRef name) {
   return nullptr;
 }
 
-/// Whether `amp` is `ref` times the loss scale `scale` rather than `ref`
-/// itself: the backward's gradients carry the scale until loss scaling's
-/// unscale, the values its gradient subgraphs compute from the forward do
-/// not, and names do not tell them apart. The mean log-ratio over the
-/// elements finite and nonzero in both says which factor is nearer.
-bool carriesScale(const std::vector<float> &amp, const RefValue &refValue,
-                  double scale) {
-  const std::vector<float> &ref = refValue.v;
-  if (scale == 1)
-    return false;
-  double sum = 0;
-  int64_t n = 0;
-  // A sample of at most about 1024 elements says it.
-  size_t size = std::min(amp.size(), ref.size());
-  size_t stride = std::max<size_t>(1, size / 1024);
-  for (size_t i = 0; i < size; i += stride)
-    if (std::isfinite(amp[i]) && std::isfinite(ref[i]) && amp[i] != 0 &&
-        ref[i] != 0) {
-      sum += std::log(std::fabs(double(amp[i]) / double(ref[i])));
-      ++n;
-    }
-  if (n == 0)
-    return false;
-  double mean = sum / double(n);
-  return std::fabs(mean - std::log(scale)) < std::fabs(mean);
-}
+/// Whether the AMP value is the reference times the loss scale rather than
+/// the reference itself: the backward's gradients carry the scale until
+/// loss scaling's unscale, the values its gradient subgraphs compute from
+/// the forward do not, and names do not tell them apart. compare_stats says
+/// it from a sample's mean log-ratio.
+bool carriesScale(const double *st) { return st[amprt::kCarries] != 0; }
 
-bool isFloat(const amprt_tensor *t) { return t && isFloatTensor(*t); }
-
-/// The fp32 run's value of the named float tensor `t`, when of its size.
+/// The fp32 run's value of the named tensor `t`, when the kernels compare
+/// its dtype and it has the same element count.
 const RefValue *sameSizeRef(const Values &ref,
                             const exec::Program::CallTensor &t) {
-  if (t.value.empty() || !isFloat(t.tensor))
+  if (t.value.empty() || !comparable(t.tensor))
     return nullptr;
   const RefValue *r = refOf(ref, t.value);
-  return r && int64_t(r->size()) == numElements(*t.tensor) ? r : nullptr;
+  return r && r->size() == numElements(*t.tensor) ? r : nullptr;
 }
 
 /// Whether call `info` is worth and safe to run twice: it computes in a
@@ -172,8 +191,64 @@ bool rerunnable(const exec::Program::CallInfo &info) {
   return lowPrecision;
 }
 
+llvm::Error kernelError(amprt_context *ctx, const char *what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "precision comparison: %s: %s", what,
+                                 amprt_last_error(ctx));
+}
+
+/// Statistics slots (f64 [kStats] each) in the comparison's memory: the
+/// kernels of one call write them, one copy brings them to the host.
+class Slots {
+public:
+  explicit Slots(Memory &mem) : mem(mem) {}
+  /// Room for `n` slots; between calls (nothing written and unread).
+  llvm::Error reserve(size_t n) {
+    if (n <= capacity)
+      return llvm::Error::success();
+    mem.release(base);
+    capacity = std::max<size_t>(2 * capacity, std::max<size_t>(n, 16));
+    auto p = mem.alloc(capacity * kStats * sizeof(double));
+    if (!p)
+      return p.takeError();
+    base = *p;
+    tensors.assign(capacity, amprt_tensor{});
+    return llvm::Error::success();
+  }
+  /// Slot `i` of the call (i < the reserved count), as a tensor.
+  const amprt_tensor *at(size_t i) {
+    assert(i < capacity && "slot not reserved");
+    amprt_tensor &t = tensors[i];
+    t.data = static_cast<double *>(base) + i * kStats;
+    t.dtype = AMPRT_F64;
+    t.rank = 1;
+    t.shape = &kShape;
+    used = std::max(used, i + 1);
+    return &t;
+  }
+  /// The slots written since the last read, on the host (waits for `ctx`).
+  const double *read(amprt_context *ctx) {
+    host.resize(used * kStats);
+    if (used)
+      amprt_memcpy(ctx, host.data(), base, used * kStats * sizeof(double),
+                   AMPRT_DEVICE_TO_HOST);
+    used = 0;
+    return host.data();
+  }
+
+private:
+  static constexpr int64_t kShape = kStats;
+  Memory &mem;
+  void *base = nullptr;
+  size_t capacity = 0, used = 0;
+  std::vector<amprt_tensor> tensors;
+  std::vector<double> host;
+};
+
 class Comparison {
 public:
+  explicit Comparison(Memory &mem) : mem(mem), slots(mem) {}
+
   /// The fp32 run's values, per (step, optimizer program).
   std::map<std::pair<int64_t, bool>, Values> ref;
   llvm::StringMap<Row> rows;
@@ -183,13 +258,27 @@ public:
   llvm::Error record(exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer) {
     Values &out = ref[{step, optimizer}];
-    auto keep = [&](const amprt_tensor &t, llvm::StringRef value) {
+    // Into the comparison's memory, widened to f32, with its largest
+    // finite magnitude: kernels of the run's context, nothing read back.
+    auto keep = [&](const amprt_tensor &t,
+                    llvm::StringRef value) -> llvm::Error {
       RefValue &r = out[value];
-      readFloats(ctx, t, r.v, scratch);
-      r.largest = 0;
-      for (float x : r.v)
-        if (std::isfinite(x))
-          r.largest = std::max(r.largest, std::fabs(x));
+      if (!r.t.data) {
+        int64_t n = numElements(t);
+        size_t bytes = (size_t(n) * 4 + 63) / 64 * 64;
+        auto p = mem.alloc(bytes + 4);
+        if (!p)
+          return p.takeError();
+        r.shape.assign(t.shape, t.shape + t.rank);
+        r.t = {*p, AMPRT_F32, t.rank, r.shape.data()};
+        r.max = {static_cast<char *>(*p) + bytes, AMPRT_F32, 1, &kOne};
+      }
+      if (amprt_cast(ctx, &t, &r.t) != AMPRT_OK)
+        return kernelError(ctx, "keeping a value");
+      if (amprt_abs_max_finite(ctx, &r.t, &r.max) != AMPRT_OK)
+        return kernelError(ctx, "keeping a value");
+      last = &r;
+      return llvm::Error::success();
     };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
@@ -197,15 +286,22 @@ public:
       // another, a graph input): as the call reads it, so that the AMP
       // run's rerun can read it too.
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.read && !t.written && !t.value.empty() && isFloat(t.tensor) &&
+        if (t.read && !t.written && !t.value.empty() && comparable(t.tensor) &&
             !out.count(t.value))
-          keep(*t.tensor, t.value);
+          if (auto e = keep(*t.tensor, t.value))
+            return e;
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.written && !t.value.empty() && isFloat(t.tensor))
-          keep(*t.tensor, t.value);
+        if (t.written && !t.value.empty() && comparable(t.tensor))
+          if (auto e = keep(*t.tensor, t.value))
+            return e;
     }
+    // The run's context may go before the AMP run reads these: wait for
+    // its kernels.
+    float sink;
+    if (last)
+      amprt_memcpy(ctx, &sink, last->max.data, 4, AMPRT_DEVICE_TO_HOST);
     return llvm::Error::success();
   }
 
@@ -221,6 +317,10 @@ public:
       amprt_memcpy(ctx, &s, prog.inputData(in), 4, AMPRT_DEVICE_TO_HOST);
       scale = s;
     }
+    if (!std::isfinite(scale) || scale == 0)
+      scale = 1;
+    if (auto e = setFactor(ctx, float(scale)))
+      return e;
     // A value written by several calls (a sum scattered into its buffer)
     // is compared as its last call leaves it: each write replaces the
     // step's comparison of it.
@@ -230,35 +330,45 @@ public:
       auto it = scaled.find(name);
       return it != scaled.end() && it->second ? scale : 1.0;
     };
+    // compare_stats of `t` against `r` into the call's next slot.
+    size_t nslots = 0;
+    auto stats = [&](const amprt_tensor *t, const RefValue &r) -> llvm::Error {
+      const amprt_tensor *slot = slots.at(nslots++);
+      amprt_tensor x = *t;
+      if (amprt_compare_stats(ctx, &x, &r.t, &r.max, float(scale), slot) !=
+          AMPRT_OK)
+        return kernelError(ctx, "comparing a value");
+      return llvm::Error::success();
+    };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
       if (auto e = prog.runCall(i))
         return e;
+      // At most a slot per tensor of the call, for each of its batches.
+      if (auto e = slots.reserve(info.tensors.size()))
+        return e;
+      nslots = 0;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
-          readFloats(ctx, *t.tensor, got, scratch);
-          scaled[t.value] = !optimizer && carriesScale(got, *r, scale);
-          Error err;
-          err.add(got, *r, scaleOf(t.value));
-          pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes), err};
-        }
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr)
+          if (auto e = stats(t.tensor, *r))
+            return e;
+      if (nslots) {
+        const double *st = slots.read(ctx);
+        for (const exec::Program::CallTensor &t : info.tensors)
+          if (t.written && sameSizeRef(fp32, t)) {
+            scaled[t.value] = carriesScale(st);
+            Error err;
+            err.add(st);
+            pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes),
+                                err};
+            st += kStats;
+          }
+      }
       // The error the call adds: it runs once more on the fp32 values of
       // its inputs (rounded to its types); then its inputs and outputs are
       // put back as the run left them.
       if (!rerunnable(info))
         continue;
-      size_t nsaved = 0;
-      auto save = [&](const amprt_tensor *t) {
-        if (saved.size() <= nsaved)
-          saved.emplace_back();
-        auto &[tensor, bytes] = saved[nsaved++];
-        tensor = t;
-        bytes.resize(size_t(numElements(*t)) * amprt_dtype_size(t->dtype));
-        amprt_memcpy(ctx, bytes.data(), t->data, bytes.size(),
-                     AMPRT_DEVICE_TO_HOST);
-      };
-      // Outputs first: an output may share its memory with a dying input
-      // (the plan reuses it), which the substitution overwrites.
       // Substituted inputs: those the fp32 run has a value of that size.
       auto substituted = [&](const exec::Program::CallTensor &t) {
         return t.read ? sameSizeRef(fp32, t) : nullptr;
@@ -266,13 +376,10 @@ public:
       // An input kept as it is must still hold what the call read: not
       // when it shares memory with an output (the plan may write an output
       // over a dying input), which the run has overwritten.
-      auto bytesOf = [](const amprt_tensor *t) {
-        return size_t(numElements(*t)) * amprt_dtype_size(t->dtype);
-      };
       auto overlap = [&](const amprt_tensor *a, const amprt_tensor *b) {
         auto *pa = static_cast<const char *>(a->data),
              *pb = static_cast<const char *>(b->data);
-        return pa < pb + bytesOf(b) && pb < pa + bytesOf(a);
+        return pa < pb + bytesOf(*b) && pb < pa + bytesOf(*a);
       };
       bool anyInput = false, clobbered = false;
       for (const exec::Program::CallTensor &t : info.tensors) {
@@ -288,38 +395,72 @@ public:
       }
       if (!anyInput || clobbered)
         continue;
+      // A value no AMP call wrote (a view of another): whether it carries
+      // the loss scale is read from it.
+      if (!optimizer) {
+        nslots = 0;
+        llvm::SmallVector<llvm::StringRef> unknown;
+        for (const exec::Program::CallTensor &t : info.tensors)
+          if (const RefValue *r = substituted(t); r && !scaled.count(t.value)) {
+            if (auto e = stats(t.tensor, *r))
+              return e;
+            unknown.push_back(t.value);
+          }
+        if (nslots) {
+          const double *st = slots.read(ctx);
+          for (llvm::StringRef v : unknown) {
+            scaled[v] = carriesScale(st);
+            st += kStats;
+          }
+        }
+      }
+      // Outputs first: an output may share its memory with a dying input
+      // (the plan reuses it), which the substitution overwrites.
+      size_t nsaved = 0;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written)
-          save(t.tensor);
+          if (auto e = save(ctx, t.tensor, nsaved++))
+            return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = substituted(t)) {
-          // A value no AMP call wrote (a view of another): whether it
-          // carries the loss scale is read from it.
-          if (!optimizer && !scaled.count(t.value)) {
-            readFloats(ctx, *t.tensor, got, scratch);
-            scaled[t.value] = carriesScale(got, *r, scale);
-          }
-          save(t.tensor);
-          // With the factor the AMP run's input has.
-          writeFloats(ctx, *t.tensor, r->v, float(scaleOf(t.value)), scratch);
+          if (auto e = save(ctx, t.tensor, nsaved++))
+            return e;
+          // With the factor the AMP run's input has, rounded once to its
+          // type.
+          amprt_tensor view = r->t;
+          view.rank = t.tensor->rank;
+          view.shape = t.tensor->shape;
+          amprt_tensor dst = *t.tensor;
+          amprt_status st = scaleOf(t.value) != 1.0
+                                ? amprt_scale(ctx, &view, &factor, 0, &dst)
+                                : amprt_cast(ctx, &view, &dst);
+          if (st != AMPRT_OK)
+            return kernelError(ctx, "substituting an input");
         }
       if (auto e = prog.runCall(i))
         return e;
+      nslots = 0;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
-          Row &row = rowFor(t.value, info, optimizer, opTypes);
-          // Its own factor: the run's value may be non-finite, so say it
-          // from this one.
-          readFloats(ctx, *t.tensor, got, scratch);
-          bool carries = !optimizer && carriesScale(got, *r, scale);
-          row.added.add(got, *r, carries ? scale : 1.0);
-          row.hasAdded = true;
-        }
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr)
+          if (auto e = stats(t.tensor, *r))
+            return e;
+      if (nslots) {
+        const double *st = slots.read(ctx);
+        for (const exec::Program::CallTensor &t : info.tensors)
+          if (t.written && sameSizeRef(fp32, t)) {
+            Row &row = rowFor(t.value, info, optimizer, opTypes);
+            // Its own factor: the run's value may be non-finite, so
+            // compare_stats says it from this one.
+            row.added.add(st);
+            row.hasAdded = true;
+            st += kStats;
+          }
+      }
       // Back as the run left them: in reverse, so that of two tensors
       // sharing memory the one saved first (an output) is written last.
       for (size_t k = nsaved; k-- > 0;)
-        amprt_memcpy(ctx, saved[k].first->data, saved[k].second.data(),
-                     saved[k].second.size(), AMPRT_HOST_TO_DEVICE);
+        amprt_memcpy(ctx, saved[k].first->data, saved[k].second,
+                     bytesOf(*saved[k].first), AMPRT_DEVICE_TO_DEVICE);
     }
     for (auto &e : pending)
       e.getValue().first->total.merge(e.getValue().second);
@@ -352,12 +493,55 @@ public:
   }
 
 private:
+  static constexpr int64_t kOne = 1;
+  Memory &mem;
+  Slots slots;
+  const RefValue *last = nullptr;
   llvm::StringMap<bool> scaled;
-  /// Host buffers reused from call to call.
-  std::vector<float> got;
-  std::vector<char> scratch;
-  std::vector<std::pair<const amprt_tensor *, std::vector<char>>> saved;
+  /// The loss scale as an f32 [1] tensor (amprt_scale's factor).
+  amprt_tensor factor{};
+  float factorValue = 0;
+  /// Copies of a rerun call's tensors, reused from call to call: (tensor,
+  /// its bytes in the comparison's memory), and each buffer's capacity.
+  std::vector<std::pair<const amprt_tensor *, void *>> saved;
+  std::vector<size_t> savedBytes;
   int64_t nextOrder = 0;
+
+  static size_t bytesOf(const amprt_tensor &t) {
+    return size_t(numElements(t)) * amprt_dtype_size(t.dtype);
+  }
+  llvm::Error setFactor(amprt_context *ctx, float v) {
+    if (!factor.data) {
+      auto p = mem.alloc(4);
+      if (!p)
+        return p.takeError();
+      factor = {*p, AMPRT_F32, 1, &kOne};
+      factorValue = v + 1; // differs: written below
+    }
+    if (factorValue != v) {
+      amprt_memcpy(ctx, factor.data, &v, 4, AMPRT_HOST_TO_DEVICE);
+      factorValue = v;
+    }
+    return llvm::Error::success();
+  }
+  llvm::Error save(amprt_context *ctx, const amprt_tensor *t, size_t k) {
+    if (saved.size() <= k) {
+      saved.resize(k + 1);
+      savedBytes.resize(k + 1, 0);
+    }
+    size_t bytes = bytesOf(*t);
+    if (savedBytes[k] < bytes) {
+      mem.release(saved[k].second);
+      auto p = mem.alloc(std::max(bytes, 2 * savedBytes[k]));
+      if (!p)
+        return p.takeError();
+      saved[k].second = *p;
+      savedBytes[k] = std::max(bytes, 2 * savedBytes[k]);
+    }
+    saved[k].first = t;
+    amprt_memcpy(ctx, saved[k].second, t->data, bytes, AMPRT_DEVICE_TO_DEVICE);
+    return llvm::Error::success();
+  }
   Row &rowFor(llvm::StringRef value, const exec::Program::CallInfo &info,
               bool optimizer, const llvm::StringMap<std::string> &opTypes) {
     Row &row = rows[(optimizer ? "optimizer:" : "") + value.str()];
@@ -471,7 +655,10 @@ unsigned overTolerance(const Comparison &cmp, double tol) {
 llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
                                           const CompareOptions &opts,
                                           llvm::raw_ostream &status) {
-  Comparison cmp;
+  Memory mem;
+  if (auto e = mem.open(train.device))
+    return e;
+  Comparison cmp(mem);
   TrainOptions a = innerRun(train);
   a.amp = false;
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
@@ -534,7 +721,7 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
     return keep.size() > n;
   };
   unsigned before = overTolerance(cmp, opts.tolerance);
-  Comparison again;
+  Comparison again(mem);
   again.ref = std::move(cmp.ref); // not read again: the rows are kept
   unsigned after = before, rounds = 0;
   double worstAfter = 0;

@@ -85,11 +85,15 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
   return guard(ctx, "compare_stats", [&]() -> amprt_status {
     AMPRT_TRY(checkCompareStats(ctx, x, ref, ref_max, scale, stats));
     int64_t n = numel(x), blocks = (n + kBlock - 1) / kBlock;
-    int64_t stride = compareSampleStride(n);
-    double floor = 1e-3 * double(*static_cast<const float *>(ref_max->data));
-    double inv = 1.0 / double(scale);
-    bool two = scale != 1.f;
     const float *r = static_cast<const float *>(ref->data);
+    double out[kCompareStats] = {};
+    // The sample first: it says which x the errors are of.
+    for (int64_t i = 0, stride = compareSampleStride(n); i < n; i += stride)
+      compareSample(out, loadF(x->data, x->dtype, i), r[i]);
+    bool carries = carriesScale(out[kLogSum], out[kLogCount], scale);
+    out[kCarries] = carries;
+    double floor = 1e-3 * double(*static_cast<const float *>(ref_max->data));
+    double inv = carries ? 1.0 / double(scale) : 1.0;
     std::vector<double> part(size_t(blocks) * kCompareStats, 0.0);
     parallelFor(blocks, 8.0 * double(n), [&](int64_t b0, int64_t b1) {
       float buf[kBlock];
@@ -97,12 +101,11 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
         widenBlock(x->data, x->dtype, lo, len, buf);
         double *acc = part.data() + b * kCompareStats;
+        const float *rb = r + lo;
         for (int64_t i = 0; i < len; ++i)
-          compareElement(acc, buf[i], r[lo + i], floor, inv, two,
-                         (lo + i) % stride == 0);
+          compareElement(acc, buf[i], rb[i], floor, inv);
       }
     });
-    double out[kCompareStats] = {};
     for (int64_t b = 0; b < blocks; ++b)
       compareMerge(out, part.data() + b * kCompareStats);
     std::copy(out, out + kCompareStats, static_cast<double *>(stats->data));

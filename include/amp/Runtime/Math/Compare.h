@@ -5,9 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The element step of compare_stats (amp-run --compare-precision), one
+// The element steps of compare_stats (amp-run --compare-precision), one
 // definition for the CPU kernel (Compare.cpp) and the CUDA kernel
-// (kernels/Compare.cu). Each accumulates in f64; the callers sum blocks in a
+// (kernels/Compare.cu). First a sample of about 1024 elements says whether
+// x carries the loss scale (compareSample, carriesScale); then every
+// element adds to the statistics of x, divided by the scale if it carries
+// it (compareElement). Each accumulates in f64; the callers sum blocks in a
 // fixed order, so a result depends only on the blocking (by the element
 // count), not on the threads.
 //
@@ -23,76 +26,84 @@
 
 namespace amprt {
 
-/// compare_stats's output, f64 [kCompareStats]: the accumulators below, in
-/// this order. The error slots come twice: x as it is (factor 1), then x
-/// divided by the scale (a gradient carrying the loss scale).
+/// compare_stats's output, f64 [kCompareStats], in this order.
 enum CompareStat : int {
   kSqRef,     ///< sum ref^2 over finite ref where x is finite
   kCounted,   ///< elements in the relative errors (|ref| >= floor, != 0)
   kNonzero,   ///< finite nonzero ref where x is finite
   kUnderflow, ///< ... of which x is 0
   kOverflow,  ///< finite ref where x is not finite
-  kLogSum,    ///< sum log|x / ref| over a sample finite and nonzero in both
-  kLogCount,  ///< that sample's size
-  kSqDiff,    ///< sum (x f - ref)^2 (factor 1); kSqDiff + kPerFactor: 1/scale
-  kSumRel,    ///< sum |x f - ref| / |ref| over the counted elements
+  kLogSum,    ///< sum log|x / ref| over the sample, finite nonzero in both
+  kLogCount,  ///< the sample's elements that counted
+  kCarries,   ///< 1: x carries the scale (the errors are of x / scale)
+  kSqDiff,    ///< sum (x' - ref)^2, x' = x or x / scale
+  kSumRel,    ///< sum |x' - ref| / |ref| over the counted elements
   kMaxRel,    ///< the largest of those
-  kPerFactor = 3,
-  kCompareStats = kSqDiff + 2 * kPerFactor,
+  kCompareStats
 };
+
+/// Whether v is finite (v - v is NaN for an infinity or a NaN): one
+/// spelling for the host and the device.
+AMPRT_HD inline bool finiteD(double v) { return v - v == 0.0; }
 
 /// The sample of the scale detection: every stride-th element, about 1024.
 AMPRT_HD inline int64_t compareSampleStride(int64_t n) {
   return n / 1024 > 1 ? n / 1024 : 1;
 }
 
-/// Whether v is finite (v - v is NaN for an infinity or a NaN): one
-/// spelling for the host and the device.
-AMPRT_HD inline bool finiteD(double v) { return v - v == 0.0; }
-
-/// Adds element i (value x, reference r) to acc[kCompareStats]. floor: the
-/// smallest |r| counted in the relative errors; inv: 1 / scale; twoFactors:
-/// whether the 1/scale slots are wanted (scale != 1).
-AMPRT_HD inline void compareElement(double *acc, float xf, float rf,
-                                    double floor, double inv, bool twoFactors,
-                                    bool sampled) {
+/// Adds sampled element (x, r) to kLogSum and kLogCount when both are
+/// finite and nonzero.
+AMPRT_HD inline void compareSample(double *acc, float xf, float rf) {
   double x = xf, r = rf;
-  if (!finiteD(r))
-    return;
-  if (!finiteD(x)) {
-    acc[kOverflow] += 1;
-    return;
-  }
-  acc[kSqRef] += r * r;
-  bool nonzero = r != 0;
-  if (nonzero) {
-    acc[kNonzero] += 1;
-    acc[kUnderflow] += x == 0;
-    if (sampled && x != 0) {
-      acc[kLogSum] += log(fabs(x / r));
-      acc[kLogCount] += 1;
-    }
-  }
-  bool counted = nonzero && fabs(r) >= floor;
-  acc[kCounted] += counted;
-  for (int f = 0; f < (twoFactors ? 2 : 1); ++f) {
-    double d = (f ? x * inv : x) - r;
-    double *a = acc + f * kPerFactor;
-    a[kSqDiff] += d * d;
-    if (counted) {
-      double rel = fabs(d) / fabs(r);
-      a[kSumRel] += rel;
-      a[kMaxRel] = rel > a[kMaxRel] ? rel : a[kMaxRel];
-    }
+  if (finiteD(x) && finiteD(r) && x != 0 && r != 0) {
+    acc[kLogSum] += log(fabs(x / r));
+    acc[kLogCount] += 1;
   }
 }
 
-/// into += from (the largest for the kMaxRel slots).
+/// Whether the sample's mean log-ratio is nearer log(scale) than 0: the
+/// value is the reference times the loss scale (a gradient before
+/// unscaling) rather than the reference itself. Never for scale 1.
+AMPRT_HD inline bool carriesScale(double logSum, double logCount,
+                                  double scale) {
+  if (scale == 1 || logCount == 0)
+    return false;
+  double mean = logSum / logCount;
+  return fabs(mean - log(scale)) < fabs(mean);
+}
+
+/// Adds element (x, r) to acc[kCompareStats] with x' = x * inv. floor: the
+/// smallest |r| counted in the relative errors. Without branches (an
+/// element that does not count adds zeros, which leaves every sum and the
+/// largest error as they are), so that the CPU's loop compiles to selects.
+AMPRT_HD inline void compareElement(double *acc, float xf, float rf,
+                                    double floor, double inv) {
+  double x = xf, r = rf;
+  bool rFinite = finiteD(r), xFinite = finiteD(x), both = rFinite && xFinite;
+  acc[kOverflow] += double(rFinite && !xFinite);
+  r = both ? r : 0.0;
+  x = both ? x : 0.0;
+  acc[kSqRef] += r * r;
+  bool nonzero = r != 0;
+  acc[kNonzero] += double(nonzero);
+  acc[kUnderflow] += double(nonzero && x == 0);
+  bool counted = nonzero && fabs(r) >= floor;
+  acc[kCounted] += double(counted);
+  double d = x * inv - r;
+  acc[kSqDiff] += d * d;
+  double rel = counted ? fabs(d) / (counted ? fabs(r) : 1.0) : 0.0;
+  acc[kSumRel] += rel;
+  acc[kMaxRel] = rel > acc[kMaxRel] ? rel : acc[kMaxRel];
+}
+
+/// into += from over the element statistics (the largest for kMaxRel; the
+/// sample's slots are not touched).
 AMPRT_HD inline void compareMerge(double *into, const double *from) {
   for (int s = 0; s < kCompareStats; ++s)
-    into[s] = s == kMaxRel || s == kMaxRel + kPerFactor
-                  ? (from[s] > into[s] ? from[s] : into[s])
-                  : into[s] + from[s];
+    if (s == kMaxRel)
+      into[s] = from[s] > into[s] ? from[s] : into[s];
+    else if (s != kLogSum && s != kLogCount && s != kCarries)
+      into[s] += from[s];
 }
 
 } // namespace amprt
