@@ -60,7 +60,8 @@ __global__ void absMaxFinish(const float *part, int blocks, float *y) {
 /// The sample (compareSampleStride) into out's kLogSum, kLogCount and
 /// kCarries: one block, a tree in f64.
 __global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
-                             int64_t n, double scale, double *out) {
+                             int64_t n, float scale, double *out,
+                             float *factor) {
   __shared__ double sh[kThreads][2];
   double acc[kCompareStats] = {};
   int64_t stride = compareSampleStride(n);
@@ -79,7 +80,10 @@ __global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
   if (threadIdx.x == 0) {
     out[kLogSum] = sh[0][0];
     out[kLogCount] = sh[0][1];
-    out[kCarries] = carriesScale(sh[0][0], sh[0][1], scale);
+    bool carries = carriesScale(sh[0][0], sh[0][1], scale);
+    out[kCarries] = carries;
+    if (factor)
+      *factor = carries ? scale : 1.f;
   }
 }
 
@@ -138,12 +142,12 @@ amprt_status cudaAbsMaxFinite(amprt_context *ctx, T x, T y) {
 }
 
 amprt_status cudaCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
-                              float scale, T stats) {
+                              float scale, T stats, T factor) {
   const char *k = "compare_stats";
   return guard(ctx, k, [&]() -> amprt_status {
-    if (checkCompareStats(ctx, x, ref, ref_max, scale, stats))
+    if (checkCompareStats(ctx, x, ref, ref_max, scale, stats, factor))
       return onHost(ctx, [&] {
-        return amprt_compare_stats(ctx, x, ref, ref_max, scale, stats);
+        return amprt_compare_stats(ctx, x, ref, ref_max, scale, stats, factor);
       });
     int64_t n = numel(x);
     unsigned g = compareGrid(n);
@@ -151,8 +155,8 @@ amprt_status cudaCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
     AMPRT_TRY(part.get(ctx, k, size_t(g) * kCompareStats * sizeof(double)));
     double *out = static_cast<double *>(stats->data);
     sampleKernel<<<1, kThreads, 0, stream(ctx)>>>(
-        x->data, x->dtype, static_cast<const float *>(ref->data), n,
-        double(scale), out);
+        x->data, x->dtype, static_cast<const float *>(ref->data), n, scale, out,
+        factor ? static_cast<float *>(factor->data) : nullptr);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     compareKernel<<<g, kThreads, 0, stream(ctx)>>>(
         x->data, x->dtype, static_cast<const float *>(ref->data),

@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace amp;
 using namespace amp::driver;
@@ -154,13 +155,6 @@ const RefValue *refOf(const Values &ref, llvm::StringRef name) {
     }
   return nullptr;
 }
-
-/// Whether the AMP value is the reference times the loss scale rather than
-/// the reference itself: the backward's gradients carry the scale until
-/// loss scaling's unscale, the values its gradient subgraphs compute from
-/// the forward do not, and names do not tell them apart. compare_stats says
-/// it from a sample's mean log-ratio.
-bool carriesScale(const double *st) { return st[amprt::kCarries] != 0; }
 
 /// The fp32 run's value of the named tensor `t`, when the kernels compare
 /// its dtype and it has the same element count.
@@ -305,6 +299,11 @@ public:
     return llvm::Error::success();
   }
 
+  /// The AMP run's step, call by call: each named value a call writes is
+  /// compared with the fp32 run's (compare_stats into a slot), and a call
+  /// that computes in 16 bits runs again on the fp32 run's inputs. All of
+  /// it is queued on the run's context; the step's slots come back in one
+  /// copy at its end.
   llvm::Error compare(exec::Program &prog, amprt_context *ctx, int64_t step,
                       bool optimizer,
                       const llvm::StringMap<std::string> &opTypes) {
@@ -319,23 +318,32 @@ public:
     }
     if (!std::isfinite(scale) || scale == 0)
       scale = 1;
-    if (auto e = setFactor(ctx, float(scale)))
-      return e;
-    // A value written by several calls (a sum scattered into its buffer)
-    // is compared as its last call leaves it: each write replaces the
-    // step's comparison of it.
-    llvm::StringMap<std::pair<Row *, Error>> pending;
-    // Each value's factor, as it was written (carriesScale).
-    auto scaleOf = [&](llvm::StringRef name) {
-      auto it = scaled.find(name);
-      return it != scaled.end() && it->second ? scale : 1.0;
+    // The step's comparisons, in order: (row, whether it measures the
+    // error the node adds, else the error its value carries), one slot
+    // each. Every tensor of a call may take three (its write, a view's
+    // factor, the rerun's write).
+    struct Event {
+      Row *row;
+      bool added;
     };
-    // compare_stats of `t` against `r` into the call's next slot.
-    size_t nslots = 0;
-    auto stats = [&](const amprt_tensor *t, const RefValue &r) -> llvm::Error {
-      const amprt_tensor *slot = slots.at(nslots++);
+    std::vector<Event> events;
+    size_t bound = 0;
+    for (size_t i = 0; i < prog.numCalls(); ++i)
+      bound += 3 * prog.callInfo(i).tensors.size();
+    if (auto e = slots.reserve(bound))
+      return e;
+    // compare_stats of `t` against `r` into the next slot; the value's
+    // factor (the loss scale if it carries it, else 1) into its own.
+    auto stats = [&](const amprt_tensor *t, const RefValue &r,
+                     llvm::StringRef value, Row *row,
+                     bool added) -> llvm::Error {
+      const amprt_tensor *slot = slots.at(events.size());
+      events.push_back({row, added});
+      auto f = factorOf(value, optimizer);
+      if (!f)
+        return f.takeError();
       amprt_tensor x = *t;
-      if (amprt_compare_stats(ctx, &x, &r.t, &r.max, float(scale), slot) !=
+      if (amprt_compare_stats(ctx, &x, &r.t, &r.max, float(scale), slot, *f) !=
           AMPRT_OK)
         return kernelError(ctx, "comparing a value");
       return llvm::Error::success();
@@ -344,26 +352,13 @@ public:
       const exec::Program::CallInfo &info = prog.callInfo(i);
       if (auto e = prog.runCall(i))
         return e;
-      // At most a slot per tensor of the call, for each of its batches.
-      if (auto e = slots.reserve(info.tensors.size()))
-        return e;
-      nslots = 0;
       for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr)
-          if (auto e = stats(t.tensor, *r))
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+          written.insert({optimizer, t.value});
+          if (auto e = stats(t.tensor, *r, t.value,
+                             &rowFor(t.value, info, optimizer, opTypes), false))
             return e;
-      if (nslots) {
-        const double *st = slots.read(ctx);
-        for (const exec::Program::CallTensor &t : info.tensors)
-          if (t.written && sameSizeRef(fp32, t)) {
-            scaled[t.value] = carriesScale(st);
-            Error err;
-            err.add(st);
-            pending[t.value] = {&rowFor(t.value, info, optimizer, opTypes),
-                                err};
-            st += kStats;
-          }
-      }
+        }
       // The error the call adds: it runs once more on the fp32 values of
       // its inputs (rounded to its types); then its inputs and outputs are
       // put back as the run left them.
@@ -396,24 +391,12 @@ public:
       if (!anyInput || clobbered)
         continue;
       // A value no AMP call wrote (a view of another): whether it carries
-      // the loss scale is read from it.
-      if (!optimizer) {
-        nslots = 0;
-        llvm::SmallVector<llvm::StringRef> unknown;
-        for (const exec::Program::CallTensor &t : info.tensors)
-          if (const RefValue *r = substituted(t); r && !scaled.count(t.value)) {
-            if (auto e = stats(t.tensor, *r))
-              return e;
-            unknown.push_back(t.value);
-          }
-        if (nslots) {
-          const double *st = slots.read(ctx);
-          for (llvm::StringRef v : unknown) {
-            scaled[v] = carriesScale(st);
-            st += kStats;
-          }
-        }
-      }
+      // the loss scale is read from it, once.
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (const RefValue *r = substituted(t);
+            r && written.insert({optimizer, t.value}).second)
+          if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
+            return e;
       // Outputs first: an output may share its memory with a dying input
       // (the plan reuses it), which the substitution overwrites.
       size_t nsaved = 0;
@@ -425,45 +408,54 @@ public:
         if (const RefValue *r = substituted(t)) {
           if (auto e = save(ctx, t.tensor, nsaved++))
             return e;
-          // With the factor the AMP run's input has, rounded once to its
+          // Times the factor the AMP run's input has, rounded once to its
           // type.
+          auto f = factorOf(t.value, optimizer);
+          if (!f)
+            return f.takeError();
           amprt_tensor view = r->t;
           view.rank = t.tensor->rank;
           view.shape = t.tensor->shape;
           amprt_tensor dst = *t.tensor;
-          amprt_status st = scaleOf(t.value) != 1.0
-                                ? amprt_scale(ctx, &view, &factor, 0, &dst)
-                                : amprt_cast(ctx, &view, &dst);
-          if (st != AMPRT_OK)
+          if (amprt_scale(ctx, &view, *f, 0, &dst) != AMPRT_OK)
             return kernelError(ctx, "substituting an input");
         }
       if (auto e = prog.runCall(i))
         return e;
-      nslots = 0;
+      // The rerun's outputs: the error the node adds. Its own factor: the
+      // run's value may be non-finite, so compare_stats says it from this
+      // one (into a scratch factor, leaving the run's).
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr)
-          if (auto e = stats(t.tensor, *r))
+          if (auto e = stats(t.tensor, *r, "",
+                             &rowFor(t.value, info, optimizer, opTypes), true))
             return e;
-      if (nslots) {
-        const double *st = slots.read(ctx);
-        for (const exec::Program::CallTensor &t : info.tensors)
-          if (t.written && sameSizeRef(fp32, t)) {
-            Row &row = rowFor(t.value, info, optimizer, opTypes);
-            // Its own factor: the run's value may be non-finite, so
-            // compare_stats says it from this one.
-            row.added.add(st);
-            row.hasAdded = true;
-            st += kStats;
-          }
-      }
       // Back as the run left them: in reverse, so that of two tensors
       // sharing memory the one saved first (an output) is written last.
       for (size_t k = nsaved; k-- > 0;)
         amprt_memcpy(ctx, saved[k].first->data, saved[k].second,
                      bytesOf(*saved[k].first), AMPRT_DEVICE_TO_DEVICE);
     }
-    for (auto &e : pending)
-      e.getValue().first->total.merge(e.getValue().second);
+    // The step's statistics, in one copy. A value written by several calls
+    // (a sum scattered into its buffer) is compared as its last call leaves
+    // it: each write replaces the step's comparison of it.
+    const double *st = slots.read(ctx);
+    llvm::DenseMap<Row *, Error> pending;
+    for (size_t k = 0; k < events.size(); ++k, st += kStats) {
+      Row *row = events[k].row;
+      if (!row)
+        continue;
+      Error err;
+      err.add(st);
+      if (events[k].added) {
+        row->added.merge(err);
+        row->hasAdded = true;
+      } else {
+        pending[row] = err;
+      }
+    }
+    for (auto &[row, err] : pending)
+      row->total.merge(err);
     return llvm::Error::success();
   }
 
@@ -497,10 +489,16 @@ private:
   Memory &mem;
   Slots slots;
   const RefValue *last = nullptr;
-  llvm::StringMap<bool> scaled;
-  /// The loss scale as an f32 [1] tensor (amprt_scale's factor).
-  amprt_tensor factor{};
-  float factorValue = 0;
+  /// The named values an AMP call wrote, or whose factor was read from a
+  /// view, per program (optimizer or not), over the steps.
+  std::set<std::pair<bool, std::string>> written;
+  /// Each named value's factor (f32 [1]: the loss scale when it carries
+  /// it, else 1), as compare_stats last wrote it; "" is the rerun's
+  /// scratch. In blocks that never move: kernels queued earlier use them.
+  std::map<std::pair<bool, std::string>, amprt_tensor> factors;
+  std::vector<float *> factorBlocks;
+  size_t factorUsed = 0;
+  static constexpr size_t kFactorBlock = 256;
   /// Copies of a rerun call's tensors, reused from call to call: (tensor,
   /// its bytes in the comparison's memory), and each buffer's capacity.
   std::vector<std::pair<const amprt_tensor *, void *>> saved;
@@ -510,19 +508,23 @@ private:
   static size_t bytesOf(const amprt_tensor &t) {
     return size_t(numElements(t)) * amprt_dtype_size(t.dtype);
   }
-  llvm::Error setFactor(amprt_context *ctx, float v) {
-    if (!factor.data) {
-      auto p = mem.alloc(4);
-      if (!p)
-        return p.takeError();
-      factor = {*p, AMPRT_F32, 1, &kOne};
-      factorValue = v + 1; // differs: written below
+  /// The factor tensor of `value` (a new one starts at 1).
+  llvm::Expected<const amprt_tensor *> factorOf(llvm::StringRef value,
+                                                bool optimizer) {
+    auto [it, isNew] = factors.try_emplace({optimizer, value.str()});
+    if (isNew) {
+      if (factorUsed % kFactorBlock == 0) {
+        auto p = mem.alloc(kFactorBlock * sizeof(float));
+        if (!p)
+          return p.takeError();
+        factorBlocks.push_back(static_cast<float *>(*p));
+      }
+      float *f = factorBlocks.back() + factorUsed++ % kFactorBlock;
+      float one = 1;
+      amprt_memcpy(mem.ctx, f, &one, 4, AMPRT_HOST_TO_DEVICE);
+      it->second = {f, AMPRT_F32, 1, &kOne};
     }
-    if (factorValue != v) {
-      amprt_memcpy(ctx, factor.data, &v, 4, AMPRT_HOST_TO_DEVICE);
-      factorValue = v;
-    }
-    return llvm::Error::success();
+    return &it->second;
   }
   llvm::Error save(amprt_context *ctx, const amprt_tensor *t, size_t k) {
     if (saved.size() <= k) {

@@ -35,7 +35,7 @@ amprt_status amprt::checkAbsMaxFinite(amprt_context *ctx, T x, T y) {
 }
 
 amprt_status amprt::checkCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
-                                      float scale, T stats) {
+                                      float scale, T stats, T factor) {
   const char *k = "compare_stats";
   AMPRT_TRY(checkFloat(ctx, k, "x", x));
   AMPRT_TRY(checkDtype(ctx, k, "ref", ref, AMPRT_F32));
@@ -44,6 +44,10 @@ amprt_status amprt::checkCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
   AMPRT_TRY(checkNumel(ctx, k, "ref_max", ref_max, 1));
   AMPRT_TRY(checkDtype(ctx, k, "stats", stats, AMPRT_F64));
   AMPRT_TRY(checkNumel(ctx, k, "stats", stats, kCompareStats));
+  if (factor) {
+    AMPRT_TRY(checkDtype(ctx, k, "factor", factor, AMPRT_F32));
+    AMPRT_TRY(checkNumel(ctx, k, "factor", factor, 1));
+  }
   if (!std::isfinite(scale) || scale == 0.f)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "%s: scale %g is not a finite nonzero number", k,
@@ -80,10 +84,10 @@ amprt_status amprt_abs_max_finite(amprt_context *ctx, T x, T y) {
 }
 
 amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
-                                 float scale, T stats) {
-  AMPRT_DISPATCH(compare_stats, ctx, x, ref, ref_max, scale, stats);
+                                 float scale, T stats, T factor) {
+  AMPRT_DISPATCH(compare_stats, ctx, x, ref, ref_max, scale, stats, factor);
   return guard(ctx, "compare_stats", [&]() -> amprt_status {
-    AMPRT_TRY(checkCompareStats(ctx, x, ref, ref_max, scale, stats));
+    AMPRT_TRY(checkCompareStats(ctx, x, ref, ref_max, scale, stats, factor));
     int64_t n = numel(x), blocks = (n + kBlock - 1) / kBlock;
     const float *r = static_cast<const float *>(ref->data);
     double out[kCompareStats] = {};
@@ -92,6 +96,8 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
       compareSample(out, loadF(x->data, x->dtype, i), r[i]);
     bool carries = carriesScale(out[kLogSum], out[kLogCount], scale);
     out[kCarries] = carries;
+    if (factor)
+      *static_cast<float *>(factor->data) = carries ? scale : 1.f;
     double floor = 1e-3 * double(*static_cast<const float *>(ref_max->data));
     double inv = carries ? 1.0 / double(scale) : 1.0;
     std::vector<double> part(size_t(blocks) * kCompareStats, 0.0);
@@ -100,10 +106,13 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
       for (int64_t b = b0; b < b1; ++b) {
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
         widenBlock(x->data, x->dtype, lo, len, buf);
-        double *acc = part.data() + b * kCompareStats;
+        // In a local array, which the compiler keeps in registers (the
+        // vector's element would be stored and reloaded per element).
+        double acc[kCompareStats] = {};
         const float *rb = r + lo;
         for (int64_t i = 0; i < len; ++i)
           compareElement(acc, buf[i], rb[i], floor, inv);
+        std::copy(acc, acc + kCompareStats, part.data() + b * kCompareStats);
       }
     });
     for (int64_t b = 0; b < blocks; ++b)

@@ -1853,7 +1853,9 @@ def test_compare_stats(rt, gpu):
             same(rt, "abs_max_finite %s n %d" % (dt, n), c[1], g[1])
             mx = c[1]
             c, g, _ = both(rt, gpu, "compare_stats", xb, rb, mx,
-                           C.c_float(scale), rt.empty((11,), "f64"))
+                           C.c_float(scale), rt.empty((11,), "f64"),
+                           rt.empty((1,), "f32"))
+            same(rt, "compare_stats factor %s n %d" % (dt, n), c[5], g[5])
             cs, gs = c[4].arr, g[4].arr
             exact = [1, 2, 3, 4, 6, 7, 10]
             assert np.array_equal(cs[exact], gs[exact]), \

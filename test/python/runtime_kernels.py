@@ -1048,8 +1048,11 @@ def test_compare_stats(rt):
             rt.equal("abs_max_finite n %d" % n, mx.arr,
                      np.array([largest], np.float32))
             st = rt.empty((11,), "f64")
+            fac = rt.empty((1,), "f32")
             rt.ok("compare_stats", xb.ref, rb.ref, mx.ref, C.c_float(scale),
-                  st.ref)
+                  st.ref, fac.ref)
+            assert fac.arr[0] == (scale if scale != 1.0 else 1.0), \
+                "compare_stats %s n %d: factor %r" % (dt, n, fac.arr[0])
             got = st.arr
             exact = [1, 2, 3, 4, 6, 7, 10]
             assert np.array_equal(got[exact], want[exact]), \
@@ -1060,11 +1063,11 @@ def test_compare_stats(rt):
                 "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
     rt.fails("compare_stats", rt.randn((4,), "f32").ref,
              rt.randn((5,), "f32").ref, rt.empty((1,), "f32").ref,
-             C.c_float(1), rt.empty((11,), "f64").ref,
+             C.c_float(1), rt.empty((11,), "f64").ref, None,
              match="ref has 5 elements|ref .*4")
     rt.fails("compare_stats", rt.randn((4,), "f32").ref,
              rt.randn((4,), "f32").ref, rt.empty((1,), "f32").ref,
-             C.c_float(0), rt.empty((11,), "f64").ref,
+             C.c_float(0), rt.empty((11,), "f64").ref, None,
              match="scale 0 is not a finite nonzero number")
 
 

@@ -369,11 +369,12 @@ amprt_status checkAbsMaxFinite(amprt_context *ctx, const amprt_tensor *x,
                                const amprt_tensor *y);
 /// compare_stats's arguments (Compare.cpp): x float, ref f32 of x's element
 /// count, ref_max f32 [1], stats f64 [kCompareStats], a finite nonzero
-/// scale.
+/// scale, factor absent or f32 [1].
 amprt_status checkCompareStats(amprt_context *ctx, const amprt_tensor *x,
                                const amprt_tensor *ref,
                                const amprt_tensor *ref_max, float scale,
-                               const amprt_tensor *stats);
+                               const amprt_tensor *stats,
+                               const amprt_tensor *factor);
 
 //===----------------------------------------------------------------------===//
 // Recurrent layers
