@@ -22,9 +22,14 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Regex.h"
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 using namespace amp;
 using namespace amp::driver;
@@ -53,7 +58,15 @@ public:
                                      device.c_str(), amprt_last_error(nullptr));
     return llvm::Error::success();
   }
+  /// A buffer of `bytes`: one recycled at that size, else a new one.
   llvm::Expected<void *> alloc(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = spare.find(bytes);
+    if (it != spare.end()) {
+      void *p = it->second;
+      spare.erase(it);
+      return p;
+    }
     void *p = nullptr;
     if (amprt_malloc(ctx, bytes, &p) != AMPRT_OK)
       return llvm::createStringError(
@@ -63,7 +76,14 @@ public:
     blocks.push_back(p);
     return p;
   }
+  /// `p` (of `bytes`) is free for another alloc of that size: a step's
+  /// values for the next step's, which have the same sizes.
+  void recycle(void *p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    spare.emplace(bytes, p);
+  }
   void release(void *p) {
+    std::lock_guard<std::mutex> lock(mutex);
     auto it = llvm::find(blocks, p);
     if (it != blocks.end()) {
       amprt_free(ctx, *it);
@@ -73,7 +93,9 @@ public:
   amprt_context *ctx = nullptr;
 
 private:
+  std::mutex mutex;
   std::vector<void *> blocks;
+  std::multimap<size_t, void *> spare;
 };
 
 /// A value of the fp32 run, kept in the comparison's memory as f32, and
@@ -81,6 +103,7 @@ private:
 struct RefValue {
   std::vector<int64_t> shape;
   amprt_tensor t{}, max{};
+  size_t bytes = 0; ///< its buffer's, t and max together
   int64_t size() const { return numElements(t); }
 };
 using Values = llvm::StringMap<RefValue>;
@@ -243,15 +266,25 @@ class Comparison {
 public:
   explicit Comparison(Memory &mem) : mem(mem), slots(mem) {}
 
-  /// The fp32 run's values, per (step, optimizer program).
-  std::map<std::pair<int64_t, bool>, Values> ref;
   llvm::StringMap<Row> rows;
   /// The AMP run's static loss scale (1: none, or the dynamic scaler's).
   double staticScale = 1;
+  /// Wall seconds per step: the fp32 run's programs with the keeping of
+  /// their values (record), and the AMP run's with the comparisons and the
+  /// reruns (compare); each program's run ends with its results back.
+  std::vector<double> recordSeconds, compareSeconds;
+  static void addTime(std::vector<double> &v, int64_t step,
+                      std::chrono::steady_clock::time_point t0) {
+    if (v.size() <= size_t(step))
+      v.resize(size_t(step) + 1, 0.0);
+    v[size_t(step)] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+  }
 
-  llvm::Error record(exec::Program &prog, amprt_context *ctx, int64_t step,
-                     bool optimizer) {
-    Values &out = ref[{step, optimizer}];
+  /// The fp32 run's program, call by call: every named value it reads or
+  /// writes kept into `out`.
+  llvm::Error record(exec::Program &prog, amprt_context *ctx, Values &out) {
     // Into the comparison's memory, widened to f32, with its largest
     // finite magnitude: kernels of the run's context, nothing read back.
     auto keep = [&](const amprt_tensor &t,
@@ -263,6 +296,7 @@ public:
         auto p = mem.alloc(bytes + 4);
         if (!p)
           return p.takeError();
+        r.bytes = bytes + 4;
         r.shape.assign(t.shape, t.shape + t.rank);
         r.t = {*p, AMPRT_F32, t.rank, r.shape.data()};
         r.max = {static_cast<char *>(*p) + bytes, AMPRT_F32, 1, &kOne};
@@ -304,10 +338,9 @@ public:
   /// that computes in 16 bits runs again on the fp32 run's inputs. All of
   /// it is queued on the run's context; the step's slots come back in one
   /// copy at its end.
-  llvm::Error compare(exec::Program &prog, amprt_context *ctx, int64_t step,
-                      bool optimizer,
+  llvm::Error compare(exec::Program &prog, amprt_context *ctx,
+                      const Values &fp32, bool optimizer,
                       const llvm::StringMap<std::string> &opTypes) {
-    const Values &fp32 = ref[{step, optimizer}];
     // The step's loss scale: the backward's gradients are that much larger.
     // The dynamic scaler's is an input; a static one a graph constant.
     double scale = optimizer ? 1.0 : staticScale;
@@ -582,21 +615,154 @@ std::string formatErr(double v) {
   return s;
 }
 
-/// The AMP run against `cmp.ref`, with the AMP pass keeping `keep` fp32.
-llvm::Error runAMP(const TrainOptions &train, const CompareOptions &opts,
-                   const std::vector<std::string> &keep, Comparison &cmp) {
+/// The fp32 and the AMP run in lockstep: the fp32 run (a thread of its
+/// own) keeps each program's values and waits until the AMP run (the
+/// calling thread) has compared its same program with them; then the
+/// values' buffers serve the next program's. One step's values are kept at
+/// a time, and only one of the two runs computes at a time.
+class Lockstep {
+public:
+  using Key = std::pair<int64_t, bool>; // (step, optimizer program)
+  explicit Lockstep(Memory &mem) : mem(mem) {}
+
+  /// fp32 side: `values` of `key` are ready; waits until they are compared
+  /// (or the AMP run stopped).
+  llvm::Error publish(Key key, Values values) {
+    std::unique_lock<std::mutex> lock(mutex);
+    ready.emplace_back(key, std::move(values));
+    changed.notify_all();
+    changed.wait(lock, [&] { return stopped || !isReady(key); });
+    if (stopped) {
+      // The AMP run ended first (its last programs were not the fp32
+      // run's: a skipped step's optimizer): not a failure of this run.
+      cut = true;
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "precision comparison stopped");
+    }
+    return llvm::Error::success();
+  }
+  /// fp32 side: the run has ended (with `error`, or not).
+  void finish(llvm::Error error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    fp32Error = std::move(error);
+    fp32Done = true;
+    changed.notify_all();
+  }
+  /// AMP side: waits until the fp32 run has kept its first program (so
+  /// that the two runs never set up at once) or ended.
+  void waitFirst() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return fp32Done || !ready.empty(); });
+  }
+  /// AMP side: the fp32 values of `key`, or null when the fp32 run has
+  /// none (its programs were not the AMP run's: one it kept that the AMP
+  /// run does not have is dropped).
+  const Values *acquire(Key key) {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return fp32Done || !ready.empty(); });
+      if (ready.empty())
+        return nullptr;
+      if (ready.front().first == key)
+        return &ready.front().second;
+      if (key < ready.front().first)
+        return nullptr;
+      drop();
+    }
+  }
+  /// AMP side: the values of `key` are compared; the fp32 run goes on.
+  void release(Key key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!ready.empty() && ready.front().first == key)
+      drop();
+  }
+  /// AMP side: the AMP run has ended; the fp32 run stops at its next
+  /// program.
+  void stop() {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopped = true;
+    changed.notify_all();
+  }
+  /// The fp32 run's error, if it failed (not when stop() cut it short).
+  llvm::Error takeFp32Error() {
+    if (cut) {
+      llvm::consumeError(std::move(fp32Error));
+      return llvm::Error::success();
+    }
+    return std::move(fp32Error);
+  }
+
+private:
+  Memory &mem;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<Key, Values>> ready;
+  bool fp32Done = false, stopped = false, cut = false;
+  llvm::Error fp32Error = llvm::Error::success();
+
+  bool isReady(Key key) const {
+    for (const auto &[k, v] : ready)
+      if (k == key)
+        return true;
+    return false;
+  }
+  /// Recycles the first ready program's buffers (called with the lock).
+  void drop() {
+    for (auto &e : ready.front().second)
+      mem.recycle(e.getValue().t.data, e.getValue().bytes);
+    ready.pop_front();
+    changed.notify_all();
+  }
+};
+
+/// One comparison: the fp32 run and the AMP run with the AMP pass keeping
+/// `keep` fp32, in lockstep, into `cmp`'s rows.
+llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
+                        const std::vector<std::string> &keep, Memory &mem,
+                        Comparison &cmp) {
+  Lockstep lockstep(mem);
+  TrainOptions a = innerRun(train);
+  a.amp = false;
+  a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
+                     bool optimizer, const llvm::StringMap<std::string> &) {
+    auto t0 = std::chrono::steady_clock::now();
+    Values values;
+    if (auto e = cmp.record(prog, ctx, values))
+      return e;
+    Comparison::addTime(cmp.recordSeconds, step, t0);
+    return lockstep.publish({step, optimizer}, std::move(values));
+  };
+  std::thread fp32([&] { lockstep.finish(driver::train(a, llvm::nulls())); });
+
   TrainOptions b = innerRun(train);
   b.amp = true;
   b.ampMode = opts.mode;
   b.ampKeepFp32 = keep;
   cmp.rows.clear();
   cmp.staticScale = train.staticLossScale != 0 ? train.staticLossScale : 1.0;
+  static const Values none;
   b.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer,
                      const llvm::StringMap<std::string> &opTypes) {
-    return cmp.compare(prog, ctx, step, optimizer, opTypes);
+    auto t0 = std::chrono::steady_clock::now();
+    const Values *fp32 = lockstep.acquire({step, optimizer});
+    llvm::Error e =
+        cmp.compare(prog, ctx, fp32 ? *fp32 : none, optimizer, opTypes);
+    lockstep.release({step, optimizer});
+    Comparison::addTime(cmp.compareSeconds, step, t0);
+    return e;
   };
-  return driver::train(b, llvm::nulls());
+  lockstep.waitFirst();
+  llvm::Error ampError = driver::train(b, llvm::nulls());
+  lockstep.stop();
+  fp32.join();
+  llvm::Error fp32Error = lockstep.takeFp32Error();
+  // The fp32 run's own failure says more than the AMP run's stop.
+  if (fp32Error) {
+    llvm::consumeError(std::move(ampError));
+    return fp32Error;
+  }
+  return ampError;
 }
 
 /// The training graph with each node filled by the error it adds: green
@@ -661,17 +827,24 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   if (auto e = mem.open(train.device))
     return e;
   Comparison cmp(mem);
-  TrainOptions a = innerRun(train);
-  a.amp = false;
-  a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
-                     bool optimizer, const llvm::StringMap<std::string> &) {
-    return cmp.record(prog, ctx, step, optimizer);
-  };
-  if (auto e = driver::train(a, llvm::nulls()))
-    return e;
-  if (auto e = runAMP(train, opts, {}, cmp))
+  if (auto e = runCompared(train, opts, {}, mem, cmp))
     return e;
 
+  // What a compared step costs: the median over the steps after the first
+  // (whose calls make their plans and caches), or the only one.
+  auto medianMs = [](std::vector<double> v) {
+    if (v.size() > 1)
+      v.erase(v.begin());
+    if (v.empty())
+      return 0.0;
+    llvm::sort(v);
+    return 1e3 * (v.size() % 2 ? v[v.size() / 2]
+                               : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  };
+  double recordMs = medianMs(cmp.recordSeconds),
+         compareMs = medianMs(cmp.compareSeconds);
+  size_t measured = cmp.recordSeconds.size() > 1 ? cmp.recordSeconds.size() - 1
+                                                 : cmp.recordSeconds.size();
   std::vector<const Row *> rows = cmp.sorted();
   status << "amp-run: precision comparison, " << opts.mode
          << " AMP against fp32, " << train.steps << " step"
@@ -704,6 +877,12 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   if (rows.size() > opts.top)
     status << "  ... " << rows.size() - opts.top
            << " more (--compare-report)\n";
+  status << llvm::format("amp-run: a compared step took %.2f ms: the fp32 "
+                         "run with its values kept %.2f ms, the AMP run with "
+                         "the comparisons and reruns %.2f ms (median of %zu "
+                         "step%s)\n",
+                         recordMs + compareMs, recordMs, compareMs, measured,
+                         measured == 1 ? "" : "s");
 
   // Nodes to keep fp32: the error they add themselves is past the
   // tolerance (not the error they inherit). Checked by running again; a
@@ -724,11 +903,10 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   };
   unsigned before = overTolerance(cmp, opts.tolerance);
   Comparison again(mem);
-  again.ref = std::move(cmp.ref); // not read again: the rows are kept
   unsigned after = before, rounds = 0;
   double worstAfter = 0;
   for (const Comparison *last = &cmp; rounds < 4 && extend(*last); ++rounds) {
-    if (auto e = runAMP(train, opts, keep, again))
+    if (auto e = runCompared(train, opts, keep, mem, again))
       return e;
     after = overTolerance(again, opts.tolerance);
     worstAfter = 0;
@@ -778,13 +956,18 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
         o["added"] = err(r->added);
       values.push_back(std::move(o));
     }
-    llvm::json::Object root{{"mode", opts.mode},
-                            {"steps", train.steps},
-                            {"tolerance", opts.tolerance},
-                            {"over_tolerance", before},
-                            {"suggested_keep_fp32", llvm::json::Array(keep)},
-                            {"over_tolerance_with_suggestion", after},
-                            {"values", std::move(values)}};
+    llvm::json::Object root{
+        {"mode", opts.mode},
+        {"steps", train.steps},
+        {"tolerance", opts.tolerance},
+        {"over_tolerance", before},
+        {"suggested_keep_fp32", llvm::json::Array(keep)},
+        {"over_tolerance_with_suggestion", after},
+        {"step_ms", llvm::json::Object{{"total", recordMs + compareMs},
+                                       {"fp32_record", recordMs},
+                                       {"amp_compare", compareMs},
+                                       {"steps_measured", int64_t(measured)}}},
+        {"values", std::move(values)}};
     if (auto e =
             llvm::writeToOutput(opts.reportPath, [&](llvm::raw_ostream &os) {
               os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)))
