@@ -29,7 +29,8 @@
 #           (PROFILE_MODELS: a subset of the artifacts' models);
 #   compare-cost bench/compare_cost_bench.py on the device: one step of
 #           --compare-precision against one fp32 step (issue 23), on the
-#           committed fixtures at batch 512.
+#           artifacts' models at their batches; and the transformer
+#           fixture's comparison on cuda and cpu (compare-<device>.json).
 # STAGE_TIMEOUT (seconds, default 400) bounds each stage. BUDGET (seconds)
 # bounds them all together: each stage gets at most what is left, and the
 # stages that would start with less than MIN_STAGE (default 40) left are
@@ -207,9 +208,26 @@ stage_memcheck() {
 }
 
 stage_compare-cost() {
-  "$py" "$repo/bench/compare_cost_bench.py" --amp-run "$bundle/bin/amp-run" \
-    --inputs "$repo/test/Inputs/fixtures" --batch 512 --steps 2,42 \
-    --repeat "${COMPARE_REPEAT:-3}" --device cuda
+  # Issue 23: one step of --compare-precision against one fp32 step, on the
+  # benchmark models (weights from --init), each at its preset batch; then
+  # the transformer fixture's comparison on cuda and on cpu side by side.
+  local m b rc=0
+  for m in mlp cnn transformer; do
+    b=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
+          "$bundle/../artifacts/sizes.json" "$m")
+    "$py" "$repo/bench/compare_cost_bench.py" --amp-run "$bundle/bin/amp-run" \
+      --inputs "$bundle/../artifacts" --models "$m" --batch "$b" --init 1 \
+      --steps 6 --repeat "${COMPARE_REPEAT:-2}" --device cuda || rc=1
+  done
+  local d=$repo/test/Inputs/fixtures/transformer dev
+  for dev in cuda cpu; do
+    echo "== fixture transformer, --compare-precision on $dev"
+    "$bundle/bin/amp-run" "$d/training_model.onnx" "$d/optimizer_model.onnx" \
+      --weights "$d/forward.onnx" --batch 64 --steps 2 --data synthetic:3 \
+      --device $dev --quiet --compare-precision --compare-top 6 \
+      --compare-report "$out/compare-$dev.json" || rc=1
+  done
+  return $rc
 }
 
 stage_profile() {
