@@ -30,7 +30,9 @@
 #   compare-cost bench/compare_cost_bench.py on the device: one step of
 #           --compare-precision against one fp32 step (issue 23), on the
 #           artifacts' models at their batches; and the transformer
-#           fixture's comparison on cuda and cpu (compare-<device>.json).
+#           fixture's comparison on cuda and cpu (compare-<device>.json);
+#   compare-profile AMPRT_PROFILE=1 on --compare-precision of the artifacts'
+#           PROFILE_MODELS (default mlp), 3 steps.
 # STAGE_TIMEOUT (seconds, default 400) bounds each stage. BUDGET (seconds)
 # bounds them all together: each stage gets at most what is left, and the
 # stages that would start with less than MIN_STAGE (default 40) left are
@@ -51,7 +53,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -230,6 +232,22 @@ stage_compare-cost() {
   return $rc
 }
 
+stage_compare-profile() {
+  # Where a compared step's time goes: AMPRT_PROFILE=1 on --compare-precision
+  # (each of its contexts prints its table when it goes), 3 steps.
+  local m b rc=0
+  for m in ${PROFILE_MODELS:-mlp}; do
+    b=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
+          "$bundle/../artifacts/sizes.json" "$m")
+    echo "== $m --compare-precision, batch $b, AMPRT_PROFILE=1"
+    AMPRT_PROFILE=1 "$bundle/bin/amp-run" "$bundle/../artifacts/$m/training_model.onnx" \
+      "$bundle/../artifacts/$m/optimizer_model.onnx" --init 1 --batch "$b" \
+      --steps 3 --data synthetic:1 --device cuda --quiet --compare-precision \
+      --compare-top 0 2>&1 | grep -v "^  \.\.\." || rc=1
+  done
+  return $rc
+}
+
 stage_profile() {
   local d m rc=0
   for d in "$bundle"/../artifacts/*/; do
@@ -262,7 +280,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

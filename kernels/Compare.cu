@@ -7,8 +7,8 @@
 // Compare.cpp's abs_max_finite and compare_stats on the device: one block
 // takes the sample that says whether x carries the loss scale; then each
 // block accumulates Math/Compare.h's statistics in f64 over a grid-stride
-// share of the elements and writes them to a scratch row; one thread merges
-// the rows in block order. The grid depends only on the element count, so a
+// share of the elements and writes them to a scratch row; one block merges
+// the rows in a fixed order. The grid depends only on the element count, so a
 // result is the same run after run (the f64 sums differ from the CPU's by their
 // order only).
 //
@@ -50,11 +50,22 @@ __global__ void absMaxKernel(const void *x, int32_t dt, int64_t n,
     part[blockIdx.x] = sh[0];
 }
 
+/// y = the largest of the blocks' maxima: one block, each thread a strided
+/// share, then a tree (the largest does not depend on the order).
 __global__ void absMaxFinish(const float *part, int blocks, float *y) {
+  __shared__ float sh[kThreads];
   float m = 0.f;
-  for (int b = 0; b < blocks; ++b)
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x)
     m = fmaxf(m, part[b]);
-  *y = m;
+  sh[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *y = sh[0];
 }
 
 /// The sample (compareSampleStride) into out's kLogSum, kLogCount and
@@ -112,14 +123,27 @@ __global__ void compareKernel(const void *x, int32_t dt, const float *ref,
       part[blockIdx.x * kCompareStats + s] = sh[0][s];
 }
 
-/// out's element statistics = the blocks' rows merged in block order.
+/// out's element statistics = the blocks' rows merged: one block, thread t
+/// merging rows t, t + 256, ... in order, then a tree over the threads (a
+/// fixed order: the same sums run after run). One thread walking all rows
+/// waited on each load in turn (about 100 us for 512 rows).
 __global__ void compareFinish(const double *part, int blocks, double *out) {
+  __shared__ double sh[kThreads][kCompareStats];
   double acc[kCompareStats] = {};
-  for (int b = 0; b < blocks; ++b)
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x)
     compareMerge(acc, part + b * kCompareStats);
   for (int s = 0; s < kCompareStats; ++s)
-    if (s != kLogSum && s != kLogCount && s != kCarries)
-      out[s] = acc[s];
+    sh[threadIdx.x][s] = acc[s];
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      compareMerge(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    for (int s = 0; s < kCompareStats; ++s)
+      if (s != kLogSum && s != kLogCount && s != kCarries)
+        out[s] = sh[0][s];
 }
 
 amprt_status cudaAbsMaxFinite(amprt_context *ctx, T x, T y) {
@@ -134,8 +158,8 @@ amprt_status cudaAbsMaxFinite(amprt_context *ctx, T x, T y) {
     absMaxKernel<<<g, kThreads, 0, stream(ctx)>>>(x->data, x->dtype, n,
                                                   static_cast<float *>(part.p));
     AMPRT_CUDA_LAUNCHED(ctx, k);
-    absMaxFinish<<<1, 1, 0, stream(ctx)>>>(static_cast<float *>(part.p), int(g),
-                                           static_cast<float *>(y->data));
+    absMaxFinish<<<1, kThreads, 0, stream(ctx)>>>(
+        static_cast<float *>(part.p), int(g), static_cast<float *>(y->data));
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -163,9 +187,9 @@ amprt_status cudaCompareStats(amprt_context *ctx, T x, T ref, T ref_max,
         static_cast<const float *>(ref_max->data), n, double(scale), out,
         static_cast<double *>(part.p));
     AMPRT_CUDA_LAUNCHED(ctx, k);
-    compareFinish<<<1, 1, 0, stream(ctx)>>>(static_cast<double *>(part.p),
-                                            int(g),
-                                            static_cast<double *>(stats->data));
+    compareFinish<<<1, kThreads, 0, stream(ctx)>>>(
+        static_cast<double *>(part.p), int(g),
+        static_cast<double *>(stats->data));
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
