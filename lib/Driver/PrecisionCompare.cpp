@@ -649,10 +649,12 @@ public:
     changed.notify_all();
   }
   /// AMP side: waits until the fp32 run has kept its first program (so
-  /// that the two runs never set up at once) or ended.
-  void waitFirst() {
+  /// that the two runs never set up at once) or ended; false when it ended
+  /// without one (it failed: the AMP run would compare nothing).
+  bool waitFirst() {
     std::unique_lock<std::mutex> lock(mutex);
     changed.wait(lock, [&] { return fp32Done || !ready.empty(); });
+    return !ready.empty();
   }
   /// AMP side: the fp32 values of `key`, or null when the fp32 run has
   /// none (its programs were not the AMP run's: one it kept that the AMP
@@ -752,8 +754,8 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
     Comparison::addTime(cmp.compareSeconds, step, t0);
     return e;
   };
-  lockstep.waitFirst();
-  llvm::Error ampError = driver::train(b, llvm::nulls());
+  llvm::Error ampError = lockstep.waitFirst() ? driver::train(b, llvm::nulls())
+                                              : llvm::Error::success();
   lockstep.stop();
   fp32.join();
   llvm::Error fp32Error = lockstep.takeFp32Error();
