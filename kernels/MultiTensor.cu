@@ -278,6 +278,63 @@ amprt_status gate(amprt_context *ctx, const char *k, T x, T inv_scale,
   return AMPRT_OK;
 }
 
+/// unscale_check_accumulate: each element's product tested (as
+/// unscaleKernel) and accumulated (as gateKernel with the gate open) in one
+/// pass over x.
+template <int32_t DX, int32_t DY>
+__global__ void
+checkAccumulateKernel(const void *x, const void *invScale, int32_t scaleDt,
+                      void *y, const uint8_t *overwrite, uint8_t *updated,
+                      uint8_t *flag, int64_t n) {
+  bool ow = ldFlag(overwrite, false);
+  float s = loadF(invScale, scaleDt, 0);
+  int bad = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float xv = loadF(x, DX, i);
+    bad |= nonFiniteF32(xv * s);
+    float old = ow ? 0.f : loadF(y, DY, i);
+    storeF(y, DY, i, unscaleGateStep(xv, old, s, true, ow));
+  }
+  if (__syncthreads_or(bad) && threadIdx.x == 0)
+    *flag = 0;
+  if (updated && blockIdx.x == 0 && threadIdx.x == 0)
+    *updated = 1;
+}
+
+amprt_status cudaUnscaleCheckAccumulate(amprt_context *ctx, T buffer, T x,
+                                        T inv_scale, T all_finite, T overwrite,
+                                        T updated) {
+  const char *k = "unscale_check_accumulate";
+  return guard(ctx, k, [&]() -> amprt_status {
+    if (checkUnscaleCheckAccumulate(ctx, buffer, x, inv_scale, all_finite,
+                                    overwrite, updated))
+      return onHost(ctx, [&] {
+        return amprt_unscale_check_accumulate(ctx, buffer, x, inv_scale,
+                                              all_finite, overwrite, updated);
+      });
+    int64_t n = numel(buffer);
+    if (n == 0) {
+      if (updated)
+        AMPRT_CUDA(ctx, k, cudaMemsetAsync(updated->data, 1, 1, stream(ctx)));
+      return AMPRT_OK;
+    }
+    byFloatDtype(x->dtype, [&](auto dx) {
+      byFloatDtype(buffer->dtype, [&](auto dy) {
+        checkAccumulateKernel<decltype(dx)::value, decltype(dy)::value>
+            <<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+                x->data, inv_scale->data, inv_scale->dtype, buffer->data,
+                overwrite ? static_cast<const uint8_t *>(overwrite->data)
+                          : nullptr,
+                updated ? static_cast<uint8_t *>(updated->data) : nullptr,
+                static_cast<uint8_t *>(all_finite->data), n);
+      });
+    });
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 amprt_status cudaUnscaleGate(amprt_context *ctx, T x, T inv_scale, T g, T y) {
   const char *k = "unscale_gate";
   return guard(ctx, k, [&] {
@@ -368,4 +425,5 @@ void amprt::cuda::registerMultiTensor(KernelTable &t) {
   t.multi_tensor_unscale_check = cudaUnscaleCheck;
   t.unscale_gate = cudaUnscaleGate;
   t.unscale_gate_accumulate = cudaUnscaleGateAccumulate;
+  t.unscale_check_accumulate = cudaUnscaleCheckAccumulate;
 }

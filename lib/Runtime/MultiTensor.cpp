@@ -147,7 +147,46 @@ amprt_status amprt::checkUnscaleGate(amprt_context *ctx, const char *k, T x,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkUnscaleCheckAccumulate(amprt_context *ctx, T buffer,
+                                                T x, T inv_scale, T all_finite,
+                                                T overwrite, T updated) {
+  const char *k = "unscale_check_accumulate";
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  AMPRT_TRY(checkScalar(ctx, k, "inv_scale", inv_scale));
+  AMPRT_TRY(checkFlag(ctx, k, "all_finite", all_finite));
+  AMPRT_TRY(checkFloat(ctx, k, "buffer", buffer));
+  AMPRT_TRY(checkNumel(ctx, k, "x", x, numel(buffer)));
+  AMPRT_TRY(checkFlag(ctx, k, "overwrite", overwrite, true));
+  return checkFlag(ctx, k, "updated", updated, true);
+}
+
 extern "C" {
+
+amprt_status amprt_unscale_check_accumulate(amprt_context *ctx, T buffer, T x,
+                                            T inv_scale, T all_finite,
+                                            T overwrite, T updated) {
+  AMPRT_DISPATCH(unscale_check_accumulate, ctx, buffer, x, inv_scale,
+                 all_finite, overwrite, updated);
+  return guard(ctx, "unscale_check_accumulate", [&]() -> amprt_status {
+    AMPRT_TRY(checkUnscaleCheckAccumulate(ctx, buffer, x, inv_scale, all_finite,
+                                          overwrite, updated));
+    // multi_tensor_unscale_check's test, then unscale_gate_accumulate's
+    // update with the gate open: the same products.
+    float s = float(scalarOf(inv_scale));
+    writeFlag(all_finite, allProductsFinite(x, s), /*reset=*/0);
+    bool ow = overwrite && scalarOf(overwrite) != 0;
+    F32In in(x);
+    F32Out out(buffer, /*load=*/!ow);
+    parallelElements(numel(buffer), 2, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        out.p[i] = unscaleGateStep(in.p[i], out.p[i], s, true, ow);
+    });
+    out.commit();
+    if (updated)
+      *static_cast<uint8_t *>(updated->data) = 1;
+    return AMPRT_OK;
+  });
+}
 
 amprt_status amprt_multi_tensor_unscale(amprt_context *ctx, T ins, T outs,
                                         int64_t n, T inv_scale, T all_finite,

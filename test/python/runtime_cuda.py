@@ -536,6 +536,18 @@ def test_unscale_check_gate(rt, gpu):
                         same(rt, "unscale_gate_accumulate", c[0], g[0])
                         same(rt, "unscale_gate_accumulate updated", c[5],
                              g[5])
+                # The early accumulation's checked accumulation: buffer, flag
+                # and updated exact.
+                for ow in (None, 0, 1):
+                    for start in (0, 1):
+                        o = None if ow is None else Buf(np.array(ow), "bool")
+                        c, g, _ = both(rt, gpu, "unscale_check_accumulate",
+                                       rt.randn((4099,), ydt), x, s,
+                                       Buf(np.array(start), "bool"), o,
+                                       Buf(np.array(0), "bool"))
+                        same(rt, "unscale_check_accumulate", c[0], g[0])
+                        same(rt, "unscale_check_accumulate flag", c[3], g[3])
+                        same(rt, "unscale_check_accumulate updated", c[5], g[5])
     # Bad calls: the CPU's status and message.
     both(rt, gpu, "unscale_gate", rt.randn((3,), "f32"),
          Buf(np.array(1.0, np.float32), "f32"), Buf(np.array(1), "bool"),

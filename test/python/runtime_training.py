@@ -425,9 +425,38 @@ def test_unscale_check_and_gate(rt):
                     assert np.array_equal(buf.bits(), ref_buf.bits()), (
                         "fused and unfused bits differ (%s, ow %s, gate %d)"
                         % (bdt, ow, g))
+        # The early accumulation's checked accumulation: the bits and the
+        # flag of the check (reset 0) followed by the open gate.
+        for bdt in FLOATS:
+            for ow in (None, 0, 1):
+                for start_flag in (0, 1):
+                    start = rt.randn(x.arr.shape, bdt)
+                    owb = flag(ow) if ow is not None else None
+                    buf, fin, upd = rt.buf(start.f64(), bdt), flag(
+                        start_flag), flag(0)
+                    rt.ok("unscale_check_accumulate", buf.ref, x.ref,
+                          f32(inv).ref, fin.ref, owb.ref if owb else None,
+                          upd.ref)
+                    ref_buf, ref_fin = rt.buf(start.f64(), bdt), flag(
+                        start_flag)
+                    rt.ok("multi_tensor_unscale_check", tensor_array([x]), 1,
+                          f32(inv).ref, ref_fin.ref, 0)
+                    rt.ok("unscale_gate_accumulate", ref_buf.ref, x.ref,
+                          f32(inv).ref, flag(1).ref,
+                          owb.ref if owb else None, None)
+                    assert np.array_equal(buf.bits(), ref_buf.bits()), (
+                        "unscale_check_accumulate: not the two calls' bits "
+                        "(%s, ow %s)" % (bdt, ow))
+                    assert fin.arr == ref_fin.arr and upd.arr == 1, (
+                        "unscale_check_accumulate: flag %d (want %d), "
+                        "updated %d" % (fin.arr, ref_fin.arr, upd.arr))
     # Bad arguments: a clear error, nothing written.
     x = rt.randn((4,), "f32")
     y = rt.empty((5,), "f32")
+    rt.fails("unscale_check_accumulate", y.ref, x.ref, f32(1.0).ref,
+             flag(1).ref, None, None, match="x")
+    rt.fails("unscale_check_accumulate", x.ref, x.ref, f32(1.0).ref,
+             f32(1.0).ref, None, None, match="all_finite")
     rt.fails("unscale_gate", x.ref, f32(1.0).ref, flag(1).ref, y.ref,
              match="shape")
     rt.fails("unscale_gate", x.ref, f32([1.0, 2.0]).ref, flag(1).ref,

@@ -19,8 +19,10 @@
 //
 //   first:         fill(flag, true)
 //   for each gradient g, right after it is made:
-//                  multi_tensor_unscale_check([g], inv, flag)   ANDed
-//                  unscale_gate_accumulate(buffer, g, inv, true, ...)
+//                  unscale_check_accumulate(buffer, g, inv, flag, ...)
+//                    (multi_tensor_unscale_check([g], inv, flag), ANDed,
+//                    and unscale_gate_accumulate(buffer, g, inv, true, ...)
+//                    in one pass over g)
 //   at the end:    multi_tensor_zero_unless(buffers, gate)
 //
 // ANDs commute, so ScheduleCalls.cpp orders the checks only after the fill
@@ -39,11 +41,10 @@
 // check's factor, and read by nothing else. The fill goes before the first
 // gradient's producer, each gradient's check and accumulation right after
 // its producer (after those of gradients the producer made before it, in
-// the order of the check's ins), and one zero_unless per gate flag where
-// the last gated accumulation was; the constant true is the function's
-// shared one (createConstantBuffer), and the function is marked
-// kOverwriteAccumulatorsAttr. The pass applies the pattern only to
-// functions not so marked yet.
+// the order of the check's ins), as one unscale_check_accumulate, and one
+// zero_unless per gate flag where the last gated accumulation was; the
+// function is marked kOverwriteAccumulatorsAttr. The pass applies the pattern
+// only to functions not so marked yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,21 +60,14 @@ using namespace amp::lowering;
 
 namespace {
 
-/// Whether `op` is a check (reset 0) or a gated accumulation of a gradient
-/// that `producer` made: one this rewrite put right after `producer`, for
-/// an earlier gradient of the same check or of another check.
+/// Whether `op` is the checked accumulation of a gradient that `producer`
+/// made: one this rewrite put right after `producer`, for an earlier
+/// gradient of the same check or of another check.
 bool madeAfter(Operation *op, Operation *producer) {
   auto call = dyn_cast<amprt::CallOp>(op);
-  if (!call)
+  if (!call || call.getKernel() != "unscale_check_accumulate")
     return false;
-  Value g;
-  if (call.getKernel() == "multi_tensor_unscale_check") {
-    auto reset = call->getAttrOfType<IntegerAttr>("reset");
-    if (reset && reset.getInt() == 0)
-      g = call.getSingleTensor("ins");
-  } else if (call.getKernel() == "unscale_gate_accumulate") {
-    g = call.getSingleTensor("x");
-  }
+  Value g = call.getSingleTensor("x");
   if (!g)
     return false;
   SmallVector<BufferUse, 4> uses = bufferUses(g);
@@ -140,14 +134,9 @@ struct AccumulateEarly : CallPattern {
       grads.push_back(gr);
     }
 
-    HostTensor t;
-    t.elem = rewriter.getI1Type();
-    t.v = {1.0};
-    Value trueFlag =
-        createConstantBuffer(rewriter, func, toAttr(t), /*shared=*/true);
-    // The flag starts true and each gradient's check ANDs into it right
-    // after the gradient is made, with its accumulation: ANDs commute, so
-    // the scheduler may move each with its gradient (ScheduleCalls.cpp).
+    // The flag starts true and each gradient's checked accumulation ANDs
+    // into it right after the gradient is made: ANDs commute, so the
+    // scheduler may move each with its gradient (ScheduleCalls.cpp).
     amprt::CallOp firstProducer = grads.front().producer;
     for (Grad gr : grads)
       if (gr.producer->isBeforeInBlock(firstProducer))
@@ -168,20 +157,13 @@ struct AccumulateEarly : CallPattern {
              madeAfter(after->getNextNode(), gr.producer))
         after = after->getNextNode();
       rewriter.setInsertionPointAfter(after);
-      NamedAttrList checkAttrs(check->getAttrs());
-      checkAttrs.set("n", rewriter.getI64IntegerAttr(1));
-      checkAttrs.set("reset", rewriter.getI32IntegerAttr(0));
-      amprt::createCall(
-          rewriter, check.getLoc(), "multi_tensor_unscale_check",
-          {{"ins", gr.g}, {"inv_scale", inv}, {"all_finite", flag}},
-          checkAttrs);
       Value buffer = gr.gate.getSingleTensor("buffer");
       byGate[gr.gate.getSingleTensor("gate")].push_back(buffer);
-      amprt::createCall(rewriter, gr.gate.getLoc(), "unscale_gate_accumulate",
+      amprt::createCall(rewriter, gr.gate.getLoc(), "unscale_check_accumulate",
                         {{"buffer", buffer},
                          {"x", gr.g},
                          {"inv_scale", inv},
-                         {"gate", trueFlag},
+                         {"all_finite", flag},
                          {"overwrite", gr.gate.getTensorParam("overwrite")},
                          {"updated", gr.gate.getTensorParam("updated")}},
                         gr.gate->getAttrs());

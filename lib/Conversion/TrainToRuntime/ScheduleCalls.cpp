@@ -67,17 +67,18 @@ void PlannedProgram::scheduleForMemory() {
         if (a.empty() || a.back() != int(ci))
           a.push_back(int(ci));
       }
-  // Whether call c only ANDs into flag b (a finite check with reset 0):
-  // such updates commute with each other.
+  // Whether call c only ANDs into flag b (a finite check with reset 0, or
+  // a checked accumulation): such updates commute with each other.
   auto andsInto = [&](int c, int b) {
     const PlannedCall &pc = calls[c];
     StringRef k = pc.sig->name;
-    if (k != "multi_tensor_unscale_check" && k != "multi_tensor_all_finite")
-      return false;
-    auto reset = dyn_cast_or_null<IntegerAttr>(pc.attrs.get("reset"));
+    bool ands = k == "unscale_check_accumulate";
+    if (k == "multi_tensor_unscale_check" || k == "multi_tensor_all_finite") {
+      auto reset = dyn_cast_or_null<IntegerAttr>(pc.attrs.get("reset"));
+      ands = reset && reset.getInt() == 0;
+    }
     int slot = tensorSlot(pc, "all_finite");
-    if (!reset || reset.getInt() != 0 || slot < 0 ||
-        pc.tensors[slot] != ArrayRef<int>{b})
+    if (!ands || slot < 0 || pc.tensors[slot] != ArrayRef<int>{b})
       return false;
     for (auto [i, list] : llvm::enumerate(pc.tensors))
       if (int(i) != slot && llvm::is_contained(list, b))

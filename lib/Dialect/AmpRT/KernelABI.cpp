@@ -119,6 +119,7 @@ bool amp::amprt::isInPlaceParam(llvm::StringRef kernel, llvm::StringRef param) {
   static const llvm::StringMap<llvm::SmallVector<llvm::StringRef, 4>> inPlace =
       {{"inplace_accumulate", {"buffer"}},
        {"unscale_gate_accumulate", {"buffer"}},
+       {"unscale_check_accumulate", {"buffer", "all_finite"}},
        {"sgd", {"params", "momentum_bufs", "step"}},
        {"adamw", {"params", "m1", "m2"}},
        {"onnx_adam", {"x", "v", "h"}},

@@ -361,27 +361,22 @@ module {
 // -----
 
 // With overwrite-accumulators (EarlyAccumulate.cpp), each gradient is
-// checked (reset 0) and accumulated ungated (gate: the constant true) right
-// after the call that makes it, two gradients of one call in the order of
-// the check's ins; the flag is filled true before the first producer, and
-// one multi_tensor_zero_unless where the last gated accumulation was zeroes
-// the buffers unless the step was finite. The function is marked. Without
-// the option, the calls stay.
-// EARLY: memref.global "private" constant @[[$TRUE:early_const[0-9_]*]] : memref<i1> = dense<true>
+// checked (ANDed into the flag) and accumulated ungated by one
+// unscale_check_accumulate right after the call that makes it, two
+// gradients of one call in the order of the check's ins; the flag is filled
+// true before the first producer, and one multi_tensor_zero_unless where
+// the last gated accumulation was zeroes the buffers unless the step was
+// finite. The function is marked. Without the option, the calls stay.
 // EARLY-LABEL: func.func @early
 // EARLY-SAME: (%[[X:[^:]*]]: memref<4x3xf16> {{.*}}, %[[INV:[^:]*]]: memref<f32> {{.*}}, %[[OK:[^:]*]]: memref<i1> {{.*}}, %[[BA:[^:]*]]: memref<4x3xf32> {{.*}}, %[[BS:[^:]*]]: memref<4xf32> {{.*}}, %[[BB:[^:]*]]: memref<4xf32> {{.*}}, %[[RESET:[^:]*]]: memref<1xi1>
 // EARLY-SAME: attributes {amprt.overwrite_accumulators, amprt.unplanned}
-// EARLY: %[[T:.*]] = memref.get_global @[[$TRUE]] : memref<i1>
 // EARLY-NOT: amprt.call
 // EARLY: amprt.call "fill"(%[[F:[^)]*]]) {counts = array<i64: 1>, node = "found_inf", value = 1.000000e+00 : f64} : memref<i1>
 // EARLY-NEXT: amprt.call "relu"(%[[X]], %[[GA:[^)]*]])
-// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[GA]], %[[INV]], %[[F]]) {counts = array<i64: 1, 1, 1>, n = 1 : i64, node = "found_inf", reset = 0 : i32}
-// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BA]], %[[GA]], %[[INV]], %[[T]], %[[RESET]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"}
+// EARLY-NEXT: amprt.call "unscale_check_accumulate"(%[[BA]], %[[GA]], %[[INV]], %[[F]], %[[RESET]], %{{[^)]*}}) {counts = array<i64: 1, 1, 1, 1, 1, 1>, node = "acc_a"}
 // EARLY-NEXT: amprt.call "layer_norm_grad"({{.*}}, %[[DS:[^,]*]], %[[DB:[^)]*]])
-// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DB]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
-// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BB]], %[[DB]], %[[INV]], %[[T]], {{.*}}node = "acc_b"}
-// EARLY-NEXT: amprt.call "multi_tensor_unscale_check"(%[[DS]], %[[INV]], %[[F]]) {{.*}}reset = 0 : i32}
-// EARLY-NEXT: amprt.call "unscale_gate_accumulate"(%[[BS]], %[[DS]], %[[INV]], %[[T]], {{.*}}node = "acc_s"}
+// EARLY-NEXT: amprt.call "unscale_check_accumulate"(%[[BB]], %[[DB]], %[[INV]], %[[F]], {{.*}}node = "acc_b"}
+// EARLY-NEXT: amprt.call "unscale_check_accumulate"(%[[BS]], %[[DS]], %[[INV]], %[[F]], {{.*}}node = "acc_s"}
 // EARLY-NEXT: amprt.call "multi_tensor_zero_unless"(%[[BA]], %[[BB]], %[[BS]], %[[OK]]) {counts = array<i64: 3, 1>, n = 3 : i64, node = "acc_b"}
 // EARLY-NEXT: return
 // CHECK-LABEL: func.func @early

@@ -331,6 +331,13 @@ amprt_status checkUnscaleCheck(amprt_context *ctx, const amprt_tensor *ins,
                                const amprt_tensor *all_finite);
 /// The arguments of unscale_gate (`accumulate` false; `y` the output) and
 /// unscale_gate_accumulate (`y` the buffer updated in place).
+/// unscale_check_accumulate's arguments: x and buffer float of one element
+/// count, inv_scale a float scalar, all_finite a bool flag, overwrite and
+/// updated optional flags.
+amprt_status checkUnscaleCheckAccumulate(
+    amprt_context *ctx, const amprt_tensor *buffer, const amprt_tensor *x,
+    const amprt_tensor *inv_scale, const amprt_tensor *all_finite,
+    const amprt_tensor *overwrite, const amprt_tensor *updated);
 amprt_status checkUnscaleGate(amprt_context *ctx, const char *k,
                               const amprt_tensor *x,
                               const amprt_tensor *inv_scale,
