@@ -68,6 +68,19 @@ __global__ void absMaxFinish(const float *part, int blocks, float *y) {
     *y = sh[0];
 }
 
+/// Merges every thread's statistics `acc` into sh[0] (a tree over the
+/// block's threads: a fixed order).
+__device__ void blockMerge(double (*sh)[kCompareStats], const double *acc) {
+  for (int s = 0; s < kCompareStats; ++s)
+    sh[threadIdx.x][s] = acc[s];
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      compareMerge(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+}
+
 /// The sample (compareSampleStride) into out's kLogSum, kLogCount and
 /// kCarries: one block, a tree in f64.
 __global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
@@ -110,14 +123,7 @@ __global__ void compareKernel(const void *x, int32_t dt, const float *ref,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     compareElement(acc, loadF(x, dt, i), ref[i], floor, inv);
-  for (int s = 0; s < kCompareStats; ++s)
-    sh[threadIdx.x][s] = acc[s];
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s)
-      compareMerge(sh[threadIdx.x], sh[threadIdx.x + s]);
-    __syncthreads();
-  }
+  blockMerge(sh, acc);
   if (threadIdx.x == 0)
     for (int s = 0; s < kCompareStats; ++s)
       part[blockIdx.x * kCompareStats + s] = sh[0][s];
@@ -132,14 +138,7 @@ __global__ void compareFinish(const double *part, int blocks, double *out) {
   double acc[kCompareStats] = {};
   for (int b = threadIdx.x; b < blocks; b += blockDim.x)
     compareMerge(acc, part + b * kCompareStats);
-  for (int s = 0; s < kCompareStats; ++s)
-    sh[threadIdx.x][s] = acc[s];
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s)
-      compareMerge(sh[threadIdx.x], sh[threadIdx.x + s]);
-    __syncthreads();
-  }
+  blockMerge(sh, acc);
   if (threadIdx.x == 0)
     for (int s = 0; s < kCompareStats; ++s)
       if (s != kLogSum && s != kLogCount && s != kCarries)

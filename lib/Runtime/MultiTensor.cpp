@@ -93,15 +93,9 @@ amprt_status checkScalar(amprt_context *ctx, const char *k, const char *what,
   return checkNumel(ctx, k, what, t, 1);
 }
 
-/// unscale_gate and unscale_gate_accumulate: y = v or y = ow ? v : y + v
-/// (Math/Optimizer.h's unscaleGateStep).
-amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
-                         T gate, T y, bool accumulate, T overwrite, T updated) {
-  AMPRT_TRY(checkUnscaleGate(ctx, k, x, inv_scale, gate, y, accumulate,
-                             overwrite, updated));
-  bool ow = !accumulate || (overwrite && scalarOf(overwrite) != 0);
-  bool pass = scalarOf(gate) != 0;
-  float s = float(scalarOf(inv_scale));
+/// y = v or y = ow ? v : y + v with v = pass ? x * s : 0 (Math/Optimizer.h's
+/// unscaleGateStep); updated (optional) set true.
+void gateInto(T x, float s, bool pass, T y, bool ow, T updated) {
   F32In in(x);
   F32Out out(y, /*load=*/!ow);
   parallelElements(numel(y), 2, [&](int64_t lo, int64_t hi) {
@@ -111,6 +105,15 @@ amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
   out.commit();
   if (updated)
     *static_cast<uint8_t *>(updated->data) = 1;
+}
+
+/// unscale_gate and unscale_gate_accumulate.
+amprt_status unscaleGate(amprt_context *ctx, const char *k, T x, T inv_scale,
+                         T gate, T y, bool accumulate, T overwrite, T updated) {
+  AMPRT_TRY(checkUnscaleGate(ctx, k, x, inv_scale, gate, y, accumulate,
+                             overwrite, updated));
+  bool ow = !accumulate || (overwrite && scalarOf(overwrite) != 0);
+  gateInto(x, float(scalarOf(inv_scale)), scalarOf(gate) != 0, y, ow, updated);
   return AMPRT_OK;
 }
 
@@ -174,16 +177,8 @@ amprt_status amprt_unscale_check_accumulate(amprt_context *ctx, T buffer, T x,
     // update with the gate open: the same products.
     float s = float(scalarOf(inv_scale));
     writeFlag(all_finite, allProductsFinite(x, s), /*reset=*/0);
-    bool ow = overwrite && scalarOf(overwrite) != 0;
-    F32In in(x);
-    F32Out out(buffer, /*load=*/!ow);
-    parallelElements(numel(buffer), 2, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        out.p[i] = unscaleGateStep(in.p[i], out.p[i], s, true, ow);
-    });
-    out.commit();
-    if (updated)
-      *static_cast<uint8_t *>(updated->data) = 1;
+    gateInto(x, s, true, buffer, overwrite && scalarOf(overwrite) != 0,
+             updated);
     return AMPRT_OK;
   });
 }
