@@ -29,6 +29,17 @@ unsigned compareGrid(int64_t n) {
   return unsigned(g < 1 ? 1 : g > 512 ? 512 : g);
 }
 
+/// The largest of every thread's m into sh[0] (a tree over the block).
+__device__ void blockMax(float *sh, float m) {
+  sh[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s)
+      sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+}
+
 __global__ void absMaxKernel(const void *x, int32_t dt, int64_t n,
                              float *part) {
   __shared__ float sh[kThreads];
@@ -39,13 +50,7 @@ __global__ void absMaxKernel(const void *x, int32_t dt, int64_t n,
     if (isfinite(v))
       m = fmaxf(m, fabsf(v));
   }
-  sh[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s)
-      sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
-    __syncthreads();
-  }
+  blockMax(sh, m);
   if (threadIdx.x == 0)
     part[blockIdx.x] = sh[0];
 }
@@ -57,13 +62,7 @@ __global__ void absMaxFinish(const float *part, int blocks, float *y) {
   float m = 0.f;
   for (int b = threadIdx.x; b < blocks; b += blockDim.x)
     m = fmaxf(m, part[b]);
-  sh[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (int(threadIdx.x) < s)
-      sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
-    __syncthreads();
-  }
+  blockMax(sh, m);
   if (threadIdx.x == 0)
     *y = sh[0];
 }
