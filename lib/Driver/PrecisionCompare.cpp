@@ -28,7 +28,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 using namespace amp;
@@ -243,13 +242,15 @@ public:
     used = std::max(used, i + 1);
     return &t;
   }
-  /// The slots written since the last read, on the host (waits for `ctx`).
-  const double *read(amprt_context *ctx) {
+  /// The slots written since the last read, on the host (waits for `ctx`;
+  /// an error of a kernel that wrote them is reported here).
+  llvm::Expected<const double *> read(amprt_context *ctx) {
     host.resize(used * kStats);
-    if (used)
-      amprt_memcpy(ctx, host.data(), base, used * kStats * sizeof(double),
-                   AMPRT_DEVICE_TO_HOST);
+    size_t n = used;
     used = 0;
+    if (n && amprt_memcpy(ctx, host.data(), base, n * kStats * sizeof(double),
+                          AMPRT_DEVICE_TO_HOST) != AMPRT_OK)
+      return kernelError(ctx, "reading the statistics");
     return host.data();
   }
 
@@ -305,7 +306,6 @@ public:
         return kernelError(ctx, "keeping a value");
       if (amprt_abs_max_finite(ctx, &r.t, &r.max) != AMPRT_OK)
         return kernelError(ctx, "keeping a value");
-      last = &r;
       return llvm::Error::success();
     };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
@@ -325,11 +325,10 @@ public:
           if (auto e = keep(*t.tensor, t.value))
             return e;
     }
-    // The run's context may go before the AMP run reads these: wait for
-    // its kernels.
-    float sink;
-    if (last)
-      amprt_memcpy(ctx, &sink, last->max.data, 4, AMPRT_DEVICE_TO_HOST);
+    // The AMP run reads these on its own context: wait for this one's
+    // kernels (and hear of their errors).
+    if (amprt_synchronize(ctx) != AMPRT_OK)
+      return kernelError(ctx, "keeping the values");
     return llvm::Error::success();
   }
 
@@ -346,7 +345,9 @@ public:
     double scale = optimizer ? 1.0 : staticScale;
     if (int in = prog.findInput(train::kLossScaleName); in >= 0 && !optimizer) {
       float s = 1;
-      amprt_memcpy(ctx, &s, prog.inputData(in), 4, AMPRT_DEVICE_TO_HOST);
+      if (amprt_memcpy(ctx, &s, prog.inputData(in), 4, AMPRT_DEVICE_TO_HOST) !=
+          AMPRT_OK)
+        return kernelError(ctx, "reading the loss scale");
       scale = s;
     }
     if (!std::isfinite(scale) || scale == 0)
@@ -365,6 +366,9 @@ public:
       bound += 3 * prog.callInfo(i).tensors.size();
     if (auto e = slots.reserve(bound))
       return e;
+    // The named values this program has written, or whose factor was read
+    // from a view of them (the loss scale changes from step to step).
+    llvm::StringSet<> written;
     // compare_stats of `t` against `r` into the next slot; the value's
     // factor (the loss scale if it carries it, else 1) into its own.
     auto stats = [&](const amprt_tensor *t, const RefValue &r,
@@ -387,7 +391,7 @@ public:
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
-          written.insert({optimizer, t.value});
+          written.insert(t.value);
           if (auto e = stats(t.tensor, *r, t.value,
                              &rowFor(t.value, info, optimizer, opTypes), false))
             return e;
@@ -427,7 +431,7 @@ public:
       // the loss scale is read from it, once.
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = substituted(t);
-            r && written.insert({optimizer, t.value}).second)
+            r && written.insert(t.value).second)
           if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
             return e;
       // Outputs first: an output may share its memory with a dying input
@@ -466,13 +470,18 @@ public:
       // Back as the run left them: in reverse, so that of two tensors
       // sharing memory the one saved first (an output) is written last.
       for (size_t k = nsaved; k-- > 0;)
-        amprt_memcpy(ctx, saved[k].first->data, saved[k].second,
-                     bytesOf(*saved[k].first), AMPRT_DEVICE_TO_DEVICE);
+        if (amprt_memcpy(ctx, saved[k].first->data, saved[k].second,
+                         bytesOf(*saved[k].first),
+                         AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
+          return kernelError(ctx, "restoring a rerun's tensors");
     }
     // The step's statistics, in one copy. A value written by several calls
     // (a sum scattered into its buffer) is compared as its last call leaves
     // it: each write replaces the step's comparison of it.
-    const double *st = slots.read(ctx);
+    auto read = slots.read(ctx);
+    if (!read)
+      return read.takeError();
+    const double *st = *read;
     llvm::DenseMap<Row *, Error> pending;
     for (size_t k = 0; k < events.size(); ++k, st += kStats) {
       Row *row = events[k].row;
@@ -521,10 +530,6 @@ private:
   static constexpr int64_t kOne = 1;
   Memory &mem;
   Slots slots;
-  const RefValue *last = nullptr;
-  /// The named values an AMP call wrote, or whose factor was read from a
-  /// view, per program (optimizer or not), over the steps.
-  std::set<std::pair<bool, std::string>> written;
   /// Each named value's factor (f32 [1]: the loss scale when it carries
   /// it, else 1), as compare_stats last wrote it; "" is the rerun's
   /// scratch. In blocks that never move: kernels queued earlier use them.
@@ -554,7 +559,8 @@ private:
       }
       float *f = factorBlocks.back() + factorUsed++ % kFactorBlock;
       float one = 1;
-      amprt_memcpy(mem.ctx, f, &one, 4, AMPRT_HOST_TO_DEVICE);
+      if (amprt_memcpy(mem.ctx, f, &one, 4, AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
+        return kernelError(mem.ctx, "a factor");
       it->second = {f, AMPRT_F32, 1, &kOne};
     }
     return &it->second;
@@ -566,6 +572,9 @@ private:
     }
     size_t bytes = bytesOf(*t);
     if (savedBytes[k] < bytes) {
+      // Its last use, a restore, may still be queued on the run's context.
+      if (amprt_synchronize(ctx) != AMPRT_OK)
+        return kernelError(ctx, "saving a rerun's tensors");
       mem.release(saved[k].second);
       auto p = mem.alloc(std::max(bytes, 2 * savedBytes[k]));
       if (!p)
@@ -574,7 +583,9 @@ private:
       savedBytes[k] = std::max(bytes, 2 * savedBytes[k]);
     }
     saved[k].first = t;
-    amprt_memcpy(ctx, saved[k].second, t->data, bytes, AMPRT_DEVICE_TO_DEVICE);
+    if (amprt_memcpy(ctx, saved[k].second, t->data, bytes,
+                     AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
+      return kernelError(ctx, "saving a rerun's tensors");
     return llvm::Error::success();
   }
   Row &rowFor(llvm::StringRef value, const exec::Program::CallInfo &info,
@@ -644,9 +655,21 @@ public:
   /// fp32 side: the run has ended (with `error`, or not).
   void finish(llvm::Error error) {
     std::lock_guard<std::mutex> lock(mutex);
+    llvm::consumeError(std::move(fp32Error)); // the initial success
+    fp32Failed = bool(error);
     fp32Error = std::move(error);
     fp32Done = true;
     changed.notify_all();
+  }
+  /// Whether the fp32 run has ended with an error (then the AMP run stops:
+  /// it would compare nothing).
+  bool fp32HasFailed() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return fp32Failed && !cut;
+  }
+  ~Lockstep() {
+    while (!ready.empty())
+      drop();
   }
   /// AMP side: waits until the fp32 run has kept its first program (so
   /// that the two runs never set up at once) or ended; false when it ended
@@ -699,7 +722,7 @@ private:
   std::mutex mutex;
   std::condition_variable changed;
   std::deque<std::pair<Key, Values>> ready;
-  bool fp32Done = false, stopped = false, cut = false;
+  bool fp32Done = false, stopped = false, cut = false, fp32Failed = false;
   llvm::Error fp32Error = llvm::Error::success();
 
   bool isReady(Key key) const {
@@ -748,8 +771,14 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
                      const llvm::StringMap<std::string> &opTypes) {
     auto t0 = std::chrono::steady_clock::now();
     const Values *fp32 = lockstep.acquire({step, optimizer});
+    if (!fp32 && lockstep.fp32HasFailed())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the fp32 run failed");
     llvm::Error e =
         cmp.compare(prog, ctx, fp32 ? *fp32 : none, optimizer, opTypes);
+    // Nothing queued may still read the fp32 values when their buffers
+    // serve the next program.
+    amprt_synchronize(ctx);
     lockstep.release({step, optimizer});
     Comparison::addTime(cmp.compareSeconds, step, t0);
     return e;

@@ -7,7 +7,7 @@
 // The statistics amp-run --compare-precision keeps per value
 // (lib/Driver/PrecisionCompare.cpp), computed where the values are: the
 // AMP run's value is read in its own dtype, the fp32 run's reference stays
-// in a runtime buffer, and only 13 doubles come back. Blocks of kBlock
+// in a runtime buffer, and only 11 doubles come back. Blocks of kBlock
 // elements on the thread pool, merged in block order (Math/Compare.h).
 //
 //===----------------------------------------------------------------------===//
