@@ -32,7 +32,8 @@
 #           artifacts' models at their batches; and the transformer
 #           fixture's comparison on cuda and cpu (compare-<device>.json);
 #   compare-profile AMPRT_PROFILE=1 on --compare-precision of the artifacts'
-#           PROFILE_MODELS (default mlp), 3 steps.
+#           PROFILE_MODELS (default mlp), 1 and 4 steps, their difference
+#           per step (bench/profile_diff.py).
 # STAGE_TIMEOUT (seconds, default 400) bounds each stage. BUDGET (seconds)
 # bounds them all together: each stage gets at most what is left, and the
 # stages that would start with less than MIN_STAGE (default 40) left are
@@ -234,16 +235,23 @@ stage_compare-cost() {
 
 stage_compare-profile() {
   # Where a compared step's time goes: AMPRT_PROFILE=1 on --compare-precision
-  # (each of its contexts prints its table when it goes), 3 steps.
-  local m b rc=0
+  # (each of its contexts prints its table when it goes) with 1 and with 4
+  # steps; bench/profile_diff.py gives the kernel calls of one step, the
+  # first step's one-time costs cancelled.
+  local m b n rc=0
   for m in ${PROFILE_MODELS:-mlp}; do
     b=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
           "$bundle/../artifacts/sizes.json" "$m")
-    echo "== $m --compare-precision, batch $b, AMPRT_PROFILE=1"
-    AMPRT_PROFILE=1 "$bundle/bin/amp-run" "$bundle/../artifacts/$m/training_model.onnx" \
-      "$bundle/../artifacts/$m/optimizer_model.onnx" --init 1 --batch "$b" \
-      --steps 3 --data synthetic:1 --device cuda --quiet --compare-precision \
-      --compare-top 0 2>&1 | grep -v "^  \.\.\." || rc=1
+    for n in 1 4; do
+      AMPRT_PROFILE=1 "$bundle/bin/amp-run" "$bundle/../artifacts/$m/training_model.onnx" \
+        "$bundle/../artifacts/$m/optimizer_model.onnx" --init 1 --batch "$b" \
+        --steps $n --data synthetic:1 --device cuda --quiet --compare-precision \
+        --compare-top 0 > "$out/compare-profile-$m-$n.log" 2>&1 || rc=1
+    done
+    echo "== $m --compare-precision, batch $b: kernel calls per step"
+    grep "compared step took" "$out/compare-profile-$m-4.log"
+    "$py" "$repo/bench/profile_diff.py" "$out/compare-profile-$m-1.log" \
+      "$out/compare-profile-$m-4.log" 1 4 || rc=1
   done
   return $rc
 }
