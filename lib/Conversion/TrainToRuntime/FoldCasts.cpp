@@ -27,9 +27,10 @@
 // every call reading it is a float binary op, a unary float op (not a cast,
 // copy or test), an activation gradient, sum, softmax_cross_entropy_loss
 // (its scores: the logits of a language model, cast to f32 for the loss,
-// are the step's largest tensor), or a float reduction (reduce_sum, _mean,
+// are the step's largest tensor), a float reduction (reduce_sum, _mean,
 // _max, _min read x in its dtype and sum in f64: a Gemm's bias gradient,
-// ReduceSum of the f32 copy of the f16 activation gradient).
+// ReduceSum of the f32 copy of the f16 activation gradient), layer_norm and
+// layer_norm_grad (x, dy) or scale (x), which read them the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,11 +55,16 @@ bool readsAnyFloat(BufferUse use) {
   if (isElementwiseFloat(k) || comparisons.contains(k))
     return true;
   // The reductions read x in its dtype (into an f64 accumulator): the bias
-  // gradient's ReduceSum of a widened f16 activation gradient.
+  // gradient's ReduceSum of a widened f16 activation gradient. LayerNorm and
+  // its gradient read x (and dy) in theirs, scale its x: a transformer's f32
+  // LayerNorm of an f16 residual sum.
   static const llvm::StringSet<> reductions = {"reduce_sum", "reduce_mean",
-                                               "reduce_max", "reduce_min"};
+                                               "reduce_max", "reduce_min",
+                                               "layer_norm", "scale"};
   if (reductions.contains(k))
     return use.param == "x";
+  if (k == "layer_norm_grad")
+    return use.param == "x" || use.param == "dy";
   // The loss reads its scores (the logits) in their dtype: the AMP graph's
   // cast of f16 logits to f32, the step's largest tensor in a language
   // model, folds into it.

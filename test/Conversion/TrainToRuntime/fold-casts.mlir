@@ -41,6 +41,21 @@ module {
 
 // -----
 
+// A transformer's f32 LayerNorm of an f16 residual sum: layer_norm reads x
+// in its dtype (statistics in f64), so the widening cast folds into it.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "layer_norm"(%arg0, {{.*}} : memref<4x8xf16>, memref<8xf32>, memref<8xf32>, memref<4x8xf32>
+module {
+  train.graph @main(%x: tensor<4x8xf16> {train.name = "x"}, %g: tensor<8xf32> {train.name = "g"}, %b: tensor<8xf32> {train.name = "b"}) -> (tensor<4x8xf32> {train.name = "y"}) {
+    %c = Cast(%x) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<4x8xf16>) -> tensor<4x8xf32>
+    %y, %m, %s = LayerNormalization(%c, %g, %b) {axis = -1 : i64, epsilon = 9.99999974E-6 : f32, train.name = "ln", train.outputs = ["y", "m", "s"]} : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+    train.return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
 // Not folded: a widening cast that a GEMM reads (it needs one dtype), and a
 // cast whose output is a graph output.
 // CHECK-LABEL: func.func @main
