@@ -210,14 +210,19 @@ stage_memcheck() {
     --ops-def "$repo/include/amp/Runtime/Ops.def" --seed 44
 }
 
+# The preset batch of artifact model $1 (the artifacts' sizes.json).
+batch_of() {
+  "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
+    "$bundle/../artifacts/sizes.json" "$1"
+}
+
 stage_compare-cost() {
   # Issue 23: one step of --compare-precision against one fp32 step, on the
   # benchmark models (weights from --init), each at its preset batch; then
   # the transformer fixture's comparison on cuda and on cpu side by side.
   local m b rc=0
   for m in mlp cnn transformer; do
-    b=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
-          "$bundle/../artifacts/sizes.json" "$m")
+    b=$(batch_of "$m")
     "$py" "$repo/bench/compare_cost_bench.py" --amp-run "$bundle/bin/amp-run" \
       --inputs "$bundle/../artifacts" --models "$m" --batch "$b" --init 1 \
       --steps 6 --repeat "${COMPARE_REPEAT:-2}" --device cuda || rc=1
@@ -240,8 +245,7 @@ stage_compare-profile() {
   # first step's one-time costs cancelled.
   local m b n rc=0
   for m in ${PROFILE_MODELS:-mlp}; do
-    b=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
-          "$bundle/../artifacts/sizes.json" "$m")
+    b=$(batch_of "$m")
     for n in 1 4; do
       AMPRT_PROFILE=1 "$bundle/bin/amp-run" "$bundle/../artifacts/$m/training_model.onnx" \
         "$bundle/../artifacts/$m/optimizer_model.onnx" --init 1 --batch "$b" \
@@ -261,8 +265,7 @@ stage_profile() {
   for d in "$bundle"/../artifacts/*/; do
     [[ -z ${PROFILE_MODELS:-} || " $PROFILE_MODELS " == *" $(basename "$d") "* ]] ||
       continue
-    m=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['models'][sys.argv[2]]['batch'])" \
-          "$bundle/../artifacts/sizes.json" "$(basename "$d")")
+    m=$(batch_of "$(basename "$d")")
     for amp in "" --amp; do
       echo "== $(basename "$d") ${amp:-fp32} batch $m (first step left out)"
       # One step's calls: the count amp-run prints ("N + 1 runtime calls").

@@ -91,7 +91,7 @@ AMPRT_HD inline void compareElement(double *acc, float xf, float rf,
   acc[kCounted] += double(counted);
   double d = x * inv - r;
   acc[kSqDiff] += d * d;
-  double rel = counted ? fabs(d) / (counted ? fabs(r) : 1.0) : 0.0;
+  double rel = counted ? fabs(d) / fabs(r) : 0.0;
   acc[kSumRel] += rel;
   acc[kMaxRel] = rel > acc[kMaxRel] ? rel : acc[kMaxRel];
 }
