@@ -85,6 +85,34 @@ struct F32Out {
   }
 };
 
+/// dst[0, n) = src[0, n) widened from f16: eight at a time with F16C,
+/// exactly as f16ToF32 (which the tail and other hosts use).
+inline void widenF16(const uint16_t *src, float *dst, int64_t n) {
+  int64_t i = 0;
+#ifdef AMPRT_HOST_F16C
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i *>(src + i))));
+#endif
+  for (; i < n; ++i)
+    dst[i] = f16ToF32(src[i]);
+}
+
+/// dst[0, n) = src[0, n) rounded to f16 (nearest even), as f32ToF16. Each
+/// group of eight is read before it is written, so dst may start where
+/// src does (an in-place narrowing, run forwards).
+inline void narrowF16(const float *src, uint16_t *dst, int64_t n) {
+  int64_t i = 0;
+#ifdef AMPRT_HOST_F16C
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i *>(dst + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+  for (; i < n; ++i)
+    dst[i] = f32ToF16(src[i]);
+}
+
 /// dst[0, len) = elements [lo, lo + len) of a float tensor's data of dtype
 /// dt as f32; one loop per dtype, so that each vectorizes.
 inline void widenBlock(const void *src, int32_t dt, int64_t lo, int64_t len,
@@ -94,8 +122,9 @@ inline void widenBlock(const void *src, int32_t dt, int64_t lo, int64_t len,
     for (int64_t i = 0; i < len; ++i)
       dst[i] = bf16ToF32(s16[i]);
   else if (dt == AMPRT_F16)
-    for (int64_t i = 0; i < len; ++i)
-      dst[i] = f16ToF32(s16[i]);
+    widenF16(s16, dst, len);
+  else if (dt == AMPRT_F32)
+    std::memcpy(dst, static_cast<const float *>(src) + lo, size_t(len) * 4);
   else
     for (int64_t i = 0; i < len; ++i)
       dst[i] = loadF(src, dt, lo + i);
@@ -110,8 +139,7 @@ inline void narrowBlock(const float *src, void *dst, int32_t dt, int64_t lo,
     for (int64_t i = 0; i < len; ++i)
       d16[i] = f32ToBf16(src[i]);
   else if (dt == AMPRT_F16)
-    for (int64_t i = 0; i < len; ++i)
-      d16[i] = f32ToF16(src[i]);
+    narrowF16(src, d16, len);
   else
     for (int64_t i = 0; i < len; ++i)
       storeF(dst, dt, lo + i, src[i]);

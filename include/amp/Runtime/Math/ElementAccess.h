@@ -25,6 +25,13 @@
 #ifdef __CUDACC__
 #include <cuda_fp16.h>
 #endif
+// The host's F16C instructions (x86-64-v3, the CPU runtime's -march) round
+// f32 -> f16 to nearest even and widen exactly, as the loops below do; a
+// build without them (another -march, nvcc's host pass) uses the loops.
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
+#define AMPRT_HOST_F16C 1
+#include <immintrin.h>
+#endif
 
 namespace amprt {
 
@@ -60,6 +67,8 @@ AMPRT_HD inline uint16_t f32ToF16(float f) {
   // The hardware conversion rounds the same; only NaN payloads differ.
   if ((x & 0x7fffffffu) <= 0x7f800000u)
     return __half_as_ushort(__float2half_rn(f));
+#elif defined(AMPRT_HOST_F16C)
+  return uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
 #endif
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t ax = x & 0x7fffffffu;
@@ -92,6 +101,8 @@ AMPRT_HD inline uint16_t f32ToF16(float f) {
 AMPRT_HD inline float f16ToF32(uint16_t h) {
 #ifdef __CUDA_ARCH__
   return __half2float(__ushort_as_half(h));
+#elif defined(AMPRT_HOST_F16C)
+  return _cvtsh_ss(h);
 #endif
   uint32_t sign = uint32_t(h & 0x8000u) << 16;
   uint32_t e = (h >> 10) & 0x1fu;
