@@ -25,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace amprt {
@@ -39,11 +40,34 @@ void parallelFor(int64_t n, double work,
 void toF32(const void *src, int32_t dt, float *dst, int64_t n);
 void fromF32(const float *src, void *dst, int32_t dt, int64_t n);
 
+/// An uninitialized f32 buffer of n elements, from the buffers the calling
+/// thread's kernels gave back before (Scratch.cpp), given back when
+/// destroyed: large copies reuse pages instead of faulting in new ones.
+class ScratchFloats {
+public:
+  ScratchFloats() = default;
+  explicit ScratchFloats(int64_t n);
+  ~ScratchFloats();
+  ScratchFloats(ScratchFloats &&o) noexcept
+      : p(std::exchange(o.p, nullptr)), capacity(o.capacity) {}
+  ScratchFloats &operator=(ScratchFloats &&o) noexcept {
+    std::swap(p, o.p);
+    std::swap(capacity, o.capacity);
+    return *this;
+  }
+  float *get() const { return p; }
+  void reset(int64_t n) { *this = ScratchFloats(n); }
+
+private:
+  float *p = nullptr;
+  size_t capacity = 0;
+};
+
 /// An f32 view of a float tensor: the data itself for f32, else a widened
 /// copy (in an uninitialized buffer: no zero fill before the conversion).
 struct F32In {
   const float *p = nullptr;
-  std::unique_ptr<float[]> buf;
+  ScratchFloats buf;
   explicit F32In(const amprt_tensor *t) {
     if (!t)
       return;
@@ -52,7 +76,7 @@ struct F32In {
       p = static_cast<const float *>(t->data);
       return;
     }
-    buf.reset(new float[size_t(n)]);
+    buf.reset(n);
     toF32(t->data, t->dtype, buf.get(), n);
     p = buf.get();
   }
@@ -64,7 +88,7 @@ struct F32In {
 /// without, it starts undefined, as the tensor's own memory does for f32.
 struct F32Out {
   float *p = nullptr;
-  std::unique_ptr<float[]> buf;
+  ScratchFloats buf;
   const amprt_tensor *t = nullptr;
   explicit F32Out(const amprt_tensor *t, bool load = false) : t(t) {
     if (!t)
@@ -74,7 +98,7 @@ struct F32Out {
       p = static_cast<float *>(t->data);
       return;
     }
-    buf.reset(new float[size_t(n)]);
+    buf.reset(n);
     if (load)
       toF32(t->data, t->dtype, buf.get(), n);
     p = buf.get();
