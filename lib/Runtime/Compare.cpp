@@ -16,7 +16,9 @@
 #include "Internal.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 
 using namespace amprt;
 
@@ -24,6 +26,47 @@ namespace {
 
 using T = const amprt_tensor *;
 constexpr int64_t kBlock = 4096;
+
+/// The float elements [lo, lo + len) of x: x's own memory when it is f32,
+/// else widened into buf.
+const float *floatsOf(T x, int64_t lo, int64_t len, float *buf) {
+  if (x->dtype == AMPRT_F32)
+    return static_cast<const float *>(x->data) + lo;
+  widenBlock(x->data, x->dtype, lo, len, buf);
+  return buf;
+}
+
+/// The element statistics of v[0, len) against r[0, len) added to `into`:
+/// four elements at a time as one vector (compareElementsOf on a
+/// CompareVec; one f64 chain per statistic would wait a division's latency
+/// per element), its lanes then the tail merged in order.
+void compareBlock(const float *v, const float *r, int64_t len, double floor,
+                  double inv, double *into) {
+  int64_t i = 0;
+#ifdef AMPRT_COMPARE_VEC
+  constexpr int kLanes = sizeof(CompareVec) / sizeof(double);
+  typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
+  CompareVec acc[kCompareStats] = {};
+  for (; i + kLanes <= len; i += kLanes) {
+    Floats x, y;
+    std::memcpy(&x, v + i, sizeof x);
+    std::memcpy(&y, r + i, sizeof y);
+    compareElementsOf<CompareVec>(acc, __builtin_convertvector(x, CompareVec),
+                                  __builtin_convertvector(y, CompareVec), floor,
+                                  inv);
+  }
+  for (int l = 0; l < kLanes; ++l) {
+    double lane[kCompareStats];
+    for (int s = 0; s < kCompareStats; ++s)
+      lane[s] = acc[s][l];
+    compareMerge(into, lane);
+  }
+#endif
+  double tail[kCompareStats] = {};
+  for (; i < len; ++i)
+    compareElement(tail, v[i], r[i], floor, inv);
+  compareMerge(into, tail);
+}
 
 } // namespace
 
@@ -67,11 +110,15 @@ amprt_status amprt_abs_max_finite(amprt_context *ctx, T x, T y) {
       float buf[kBlock];
       for (int64_t b = b0; b < b1; ++b) {
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        widenBlock(x->data, x->dtype, lo, len, buf);
+        const float *v = floatsOf(x, lo, len, buf);
+        // A select the simd loop reduces (a NaN or an infinity compares
+        // false against the finite bound).
         float m = 0.f;
-        for (int64_t i = 0; i < len; ++i)
-          if (std::isfinite(buf[i]))
-            m = std::max(m, std::fabs(buf[i]));
+#pragma omp simd reduction(max : m)
+        for (int64_t i = 0; i < len; ++i) {
+          float a = std::fabs(v[i]);
+          m = a > m && a <= FLT_MAX ? a : m;
+        }
         part[size_t(b)] = m;
       }
     });
@@ -105,14 +152,8 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
       float buf[kBlock];
       for (int64_t b = b0; b < b1; ++b) {
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        widenBlock(x->data, x->dtype, lo, len, buf);
-        // In a local array, which the compiler keeps in registers (the
-        // vector's element would be stored and reloaded per element).
-        double acc[kCompareStats] = {};
-        const float *rb = r + lo;
-        for (int64_t i = 0; i < len; ++i)
-          compareElement(acc, buf[i], rb[i], floor, inv);
-        std::copy(acc, acc + kCompareStats, part.data() + b * kCompareStats);
+        compareBlock(floatsOf(x, lo, len, buf), r + lo, len, floor, inv,
+                     part.data() + b * kCompareStats);
       }
     });
     for (int64_t b = 0; b < blocks; ++b)

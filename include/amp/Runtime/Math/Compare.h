@@ -72,28 +72,61 @@ AMPRT_HD inline bool carriesScale(double logSum, double logCount,
   return fabs(mean - log(scale)) < fabs(mean);
 }
 
-/// Adds element (x, r) to acc[kCompareStats] with x' = x * inv. floor: the
+/// |v| and a condition as 1 or 0, for compareElementsOf's D = double; the
+/// CPU kernel's vectors have their own (below).
+AMPRT_HD inline double compareAbs(double v) { return fabs(v); }
+AMPRT_HD inline double compareCount(bool c) { return c ? 1.0 : 0.0; }
+
+#if defined(__GNUC__) && defined(__AVX__) && !defined(__CUDACC__)
+#define AMPRT_COMPARE_VEC 1
+/// Four doubles in one AVX register (GCC's and Clang's vector extensions:
+/// arithmetic lanewise, a comparison gives a mask of -1 or 0 per lane, ?:
+/// selects per lane), and the mask a comparison of two gives.
+typedef double CompareVec __attribute__((vector_size(32)));
+typedef int64_t CompareMask __attribute__((vector_size(32)));
+inline CompareVec compareAbs(CompareVec v) {
+  return (CompareVec)((CompareMask)v & INT64_MAX);
+}
+inline CompareVec compareCount(CompareMask c) {
+  return (CompareVec)(c & (CompareMask)(CompareVec() + 1.0));
+}
+#endif
+
+/// Adds element (x, r) to acc[kCompareStats] with x' = x * inv, where D is
+/// a double, or a vector of them whose lanes are elements. floor: the
 /// smallest |r| counted in the relative errors. Without branches (an
 /// element that does not count adds zeros, which leaves every sum and the
-/// largest error as they are), so that the CPU's loop compiles to selects.
-AMPRT_HD inline void compareElement(double *acc, float xf, float rf,
-                                    double floor, double inv) {
-  double x = xf, r = rf;
-  bool rFinite = finiteD(r), xFinite = finiteD(x), both = rFinite && xFinite;
-  acc[kOverflow] += double(rFinite && !xFinite);
-  r = both ? r : 0.0;
-  x = both ? x : 0.0;
+/// largest error as they are): selects, which a vector computes per lane.
+/// acc[s] is a D lvalue.
+template <typename D, typename Acc>
+AMPRT_HD inline void compareElementsOf(Acc &&acc, D x, D r, double floor,
+                                       double inv) {
+  auto rFinite = r - r == D(), xFinite = x - x == D(),
+       xBad = x - x != D(); // NaN or an infinity, as !xFinite
+  auto both = rFinite & xFinite;
+  acc[kOverflow] += compareCount(rFinite & xBad);
+  r = both ? r : D();
+  x = both ? x : D();
   acc[kSqRef] += r * r;
-  bool nonzero = r != 0;
-  acc[kNonzero] += double(nonzero);
-  acc[kUnderflow] += double(nonzero && x == 0);
-  bool counted = nonzero && fabs(r) >= floor;
-  acc[kCounted] += double(counted);
-  double d = x * inv - r;
+  auto nonzero = r != D();
+  acc[kNonzero] += compareCount(nonzero);
+  acc[kUnderflow] += compareCount(nonzero & (x == D()));
+  auto counted = nonzero & (compareAbs(r) >= D() + floor);
+  acc[kCounted] += compareCount(counted);
+  D d = x * inv - r;
   acc[kSqDiff] += d * d;
-  double rel = counted ? fabs(d) / fabs(r) : 0.0;
+  // The division runs for every element (by 1 where it does not count).
+  D rel = compareAbs(d) / (counted ? compareAbs(r) : D() + 1.0);
+  rel = counted ? rel : D();
   acc[kSumRel] += rel;
   acc[kMaxRel] = rel > acc[kMaxRel] ? rel : acc[kMaxRel];
+}
+
+/// One element: acc[s] is a double lvalue (a thread's array on the device).
+template <typename Acc>
+AMPRT_HD inline void compareElement(Acc &&acc, float xf, float rf, double floor,
+                                    double inv) {
+  compareElementsOf<double>(acc, double(xf), double(rf), floor, inv);
 }
 
 /// into += from over the element statistics (the largest for kMaxRel; the
