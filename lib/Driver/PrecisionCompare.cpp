@@ -397,8 +397,7 @@ public:
             return e;
         }
       // The error the call adds: it runs once more on the fp32 values of
-      // its inputs (rounded to its types); then its inputs and outputs are
-      // put back as the run left them.
+      // its inputs (rounded to its types).
       if (!rerunnable(info))
         continue;
       // Substituted inputs: those the fp32 run has a value of that size.
@@ -434,46 +433,48 @@ public:
             r && written.insert(t.value).second)
           if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
             return e;
-      // Outputs first: an output may share its memory with a dying input
-      // (the plan reuses it), which the substitution overwrites.
-      size_t nsaved = 0;
-      for (const exec::Program::CallTensor &t : info.tensors)
+      // The rerun reads its substituted inputs from, and writes its
+      // outputs to, buffers of the comparison's (Program::runCallWith): the
+      // run's own are neither read nor overwritten, so nothing is saved or
+      // put back. (A fresh output is written whole by its call.)
+      std::vector<void *> data(info.tensors.size(), nullptr);
+      size_t nscratch = 0;
+      for (auto [k, t] : llvm::enumerate(info.tensors)) {
+        const RefValue *r = substituted(t);
+        if (!t.written && !r)
+          continue;
+        auto p = scratch(ctx, bytesOf(*t.tensor), nscratch++);
+        if (!p)
+          return p.takeError();
+        data[k] = *p;
         if (t.written)
-          if (auto e = save(ctx, t.tensor, nsaved++))
-            return e;
-      for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = substituted(t)) {
-          if (auto e = save(ctx, t.tensor, nsaved++))
-            return e;
-          // Times the factor the AMP run's input has, rounded once to its
-          // type.
-          auto f = factorOf(t.value, optimizer);
-          if (!f)
-            return f.takeError();
-          amprt_tensor view = r->t;
-          view.rank = t.tensor->rank;
-          view.shape = t.tensor->shape;
-          amprt_tensor dst = *t.tensor;
-          if (amprt_scale(ctx, &view, *f, 0, &dst) != AMPRT_OK)
-            return kernelError(ctx, "substituting an input");
-        }
-      if (auto e = prog.runCall(i))
+          continue;
+        // The fp32 value times the factor the AMP run's input has, rounded
+        // once to its type.
+        auto f = factorOf(t.value, optimizer);
+        if (!f)
+          return f.takeError();
+        amprt_tensor view = r->t;
+        view.rank = t.tensor->rank;
+        view.shape = t.tensor->shape;
+        amprt_tensor dst = *t.tensor;
+        dst.data = *p;
+        if (amprt_scale(ctx, &view, *f, 0, &dst) != AMPRT_OK)
+          return kernelError(ctx, "substituting an input");
+      }
+      if (auto e = prog.runCallWith(i, data))
         return e;
       // The rerun's outputs: the error the node adds. Its own factor: the
       // run's value may be non-finite, so compare_stats says it from this
       // one (into a scratch factor, leaving the run's).
-      for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr)
-          if (auto e = stats(t.tensor, *r, "",
+      for (auto [k, t] : llvm::enumerate(info.tensors))
+        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+          amprt_tensor out = *t.tensor;
+          out.data = data[k];
+          if (auto e = stats(&out, *r, "",
                              &rowFor(t.value, info, optimizer, opTypes), true))
             return e;
-      // Back as the run left them: in reverse, so that of two tensors
-      // sharing memory the one saved first (an output) is written last.
-      for (size_t k = nsaved; k-- > 0;)
-        if (amprt_memcpy(ctx, saved[k].first->data, saved[k].second,
-                         bytesOf(*saved[k].first),
-                         AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
-          return kernelError(ctx, "restoring a rerun's tensors");
+        }
     }
     // The step's statistics, in one copy. A value written by several calls
     // (a sum scattered into its buffer) is compared as its last call leaves
@@ -537,10 +538,10 @@ private:
   std::vector<float *> factorBlocks;
   size_t factorUsed = 0;
   static constexpr size_t kFactorBlock = 256;
-  /// Copies of a rerun call's tensors, reused from call to call: (tensor,
-  /// its bytes in the comparison's memory), and each buffer's capacity.
-  std::vector<std::pair<const amprt_tensor *, void *>> saved;
-  std::vector<size_t> savedBytes;
+  /// A rerun's inputs and outputs, reused from call to call: each buffer
+  /// and its capacity.
+  std::vector<void *> scratchBuffers;
+  std::vector<size_t> scratchBytes;
   int64_t nextOrder = 0;
 
   static size_t bytesOf(const amprt_tensor &t) {
@@ -565,28 +566,27 @@ private:
     }
     return &it->second;
   }
-  llvm::Error save(amprt_context *ctx, const amprt_tensor *t, size_t k) {
-    if (saved.size() <= k) {
-      saved.resize(k + 1);
-      savedBytes.resize(k + 1, 0);
+  /// Scratch buffer k of a rerun, at least `bytes`.
+  llvm::Expected<void *> scratch(amprt_context *ctx, size_t bytes, size_t k) {
+    if (scratchBuffers.size() <= k) {
+      scratchBuffers.resize(k + 1, nullptr);
+      scratchBytes.resize(k + 1, 0);
     }
-    size_t bytes = bytesOf(*t);
-    if (savedBytes[k] < bytes) {
-      // Its last use, a restore, may still be queued on the run's context.
+    if (scratchBytes[k] < bytes) {
+      // Its last use, a rerun or a comparison, may still be queued on the
+      // run's context.
       if (amprt_synchronize(ctx) != AMPRT_OK)
-        return kernelError(ctx, "saving a rerun's tensors");
-      mem.release(saved[k].second);
-      auto p = mem.alloc(std::max(bytes, 2 * savedBytes[k]));
+        return kernelError(ctx, "a rerun's buffers");
+      mem.release(scratchBuffers[k]);
+      scratchBuffers[k] = nullptr;
+      size_t grown = std::max(bytes, 2 * scratchBytes[k]);
+      auto p = mem.alloc(grown);
       if (!p)
         return p.takeError();
-      saved[k].second = *p;
-      savedBytes[k] = std::max(bytes, 2 * savedBytes[k]);
+      scratchBuffers[k] = *p;
+      scratchBytes[k] = grown;
     }
-    saved[k].first = t;
-    if (amprt_memcpy(ctx, saved[k].second, t->data, bytes,
-                     AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
-      return kernelError(ctx, "saving a rerun's tensors");
-    return llvm::Error::success();
+    return scratchBuffers[k];
   }
   Row &rowFor(llvm::StringRef value, const exec::Program::CallInfo &info,
               bool optimizer, const llvm::StringMap<std::string> &opTypes) {

@@ -24,9 +24,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cstring>
 #include <deque>
 #include <type_traits>
@@ -142,6 +145,9 @@ struct Program::Impl {
     const KernelEntry *kernel;
     std::vector<Slot> slots;
     std::string node;
+    /// The descriptor the kernel reads for each of CallInfo::tensors (an
+    /// array's element for a tensor list): what runCallWith redirects.
+    std::vector<amprt_tensor *> tensors;
   };
   std::vector<CallInfo> infos; // per call
   std::vector<unsigned> writtenInputs;
@@ -362,6 +368,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
             if (!d)
               return fail("operand of " + call.getKernel() + " undefined");
             s.p = d;
+            c.tensors.push_back(d);
             if (auto arg = dyn_cast<BlockArgument>(v))
               im.argUses.push_back({arg.getArgNumber(), d});
           } else if (cnt > 1) {
@@ -374,6 +381,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
               if (!d)
                 return fail("operand of " + call.getKernel() + " undefined");
               arr.push_back(*d);
+              c.tensors.push_back(&arr.back());
               if (auto arg = dyn_cast<BlockArgument>(v))
                 im.argUses.push_back({arg.getArgNumber(), &arr.back()});
             }
@@ -481,6 +489,22 @@ llvm::Error Program::runCall(size_t i) {
                               c.kernel->name, int(st),
                               amprt_last_error(impl->ctx)));
   return llvm::Error::success();
+}
+
+llvm::Error Program::runCallWith(size_t i, llvm::ArrayRef<void *> data) {
+  Impl::Call &c = impl->calls[i];
+  assert(data.size() <= c.tensors.size() && "more data than tensors");
+  // Put back in reverse, so that a descriptor named twice ends as it was.
+  llvm::SmallVector<std::pair<amprt_tensor *, void *>, 8> was;
+  for (auto [k, p] : llvm::enumerate(data))
+    if (p) {
+      was.push_back({c.tensors[k], c.tensors[k]->data});
+      c.tensors[k]->data = p;
+    }
+  llvm::Error e = runCall(i);
+  for (auto &[t, p] : llvm::reverse(was))
+    t->data = p;
+  return e;
 }
 
 const Program::CallInfo &Program::callInfo(size_t i) const {

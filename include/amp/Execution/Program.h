@@ -86,6 +86,10 @@ public:
   const CallInfo &callInfo(size_t i) const;
   /// Runs call `i` alone; run() is runCall(0..numCalls()-1).
   llvm::Error runCall(size_t i);
+  /// Runs call `i` alone with the data of some of its tensors replaced,
+  /// for this call only: data[k], when not null, for callInfo(i).tensors[k]
+  /// (a rerun that neither reads nor overwrites the run's buffers).
+  llvm::Error runCallWith(size_t i, llvm::ArrayRef<void *> data);
   /// The inputs some call writes in place (accumulators, running
   /// statistics, optimizer state): a rerun of the program needs them as
   /// they were.
