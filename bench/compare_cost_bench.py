@@ -14,10 +14,11 @@ passes, the lowering and the context creation are not counted:
                    between consecutive steps' results, the first step
                    left out;
   comparison step  amp-run --steps S --compare-precision --compare-report:
-                   its step_ms.total, the median over the steps after the
-                   first of the fp32 run's programs with their values kept
-                   plus the AMP run's with every comparison and rerun (the
-                   two go in lockstep).
+                   its step_ms.total, the median wall time from one
+                   step's start to the next's, the first step left out
+                   (the fp32 run's programs with their values kept and
+                   the AMP run's with every comparison and rerun, which
+                   take turns, and everything between them).
 
 The median of --repeat processes of each is printed, with the ratio.
 
