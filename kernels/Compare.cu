@@ -117,8 +117,8 @@ __global__ void compareKernel(const void *x, int32_t dt, const float *ref,
                               const double *out, double *part) {
   __shared__ double sh[kThreads][kCompareStats];
   double acc[kCompareStats] = {};
-  double floor = 1e-3 * double(*refMax);
-  double inv = out[kCarries] != 0 ? 1.0 / scale : 1.0;
+  float floor = compareFloor(*refMax);
+  float inv = compareInv(out[kCarries] != 0, float(scale));
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     compareElement(acc, loadF(x, dt, i), ref[i], floor, inv);

@@ -36,29 +36,68 @@ const float *floatsOf(T x, int64_t lo, int64_t len, float *buf) {
   return buf;
 }
 
+#ifdef AMPRT_COMPARE_VEC
+using Floats = CompareFloats;
+using Mask = CompareMask;
+/// Four doubles: half of a Floats widened.
+typedef double Doubles __attribute__((vector_size(32)));
+constexpr int kLanes = 8;
+
+/// compareElementsOf's sums over eight elements at a time: the counts as
+/// integers per lane (a mask is -1), the sums in f64 (each half of the
+/// lanes widened), the largest in f32 (exact: a max of floats).
+struct VectorSums {
+  Mask *counts;       // [kCompareStats]
+  Doubles (*sums)[2]; // [kCompareStats][low, high lanes]
+  Floats *largest;
+
+  static Doubles low(Floats v) {
+    return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3),
+                                   Doubles);
+  }
+  static Doubles high(Floats v) {
+    return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7),
+                                   Doubles);
+  }
+  void count(int k, Mask c) const { counts[k] -= c; }
+  void square(int k, Floats v) const {
+    Doubles l = low(v), h = high(v);
+    sums[k][0] += l * l;
+    sums[k][1] += h * h;
+  }
+  void add(int k, Floats v) const {
+    sums[k][0] += low(v);
+    sums[k][1] += high(v);
+  }
+  void max(int, Floats v) const { *largest = v > *largest ? v : *largest; }
+};
+#endif
+
 /// The element statistics of v[0, len) against r[0, len) added to `into`:
-/// four elements at a time as one vector (compareElementsOf on a
-/// CompareVec; one f64 chain per statistic would wait a division's latency
-/// per element), its lanes then the tail merged in order.
-void compareBlock(const float *v, const float *r, int64_t len, double floor,
-                  double inv, double *into) {
+/// eight elements at a time as one vector (compareElementsOf on Floats;
+/// one chain per statistic would wait a division's latency per element),
+/// its lanes then the tail merged in order.
+void compareBlock(const float *v, const float *r, int64_t len, float floor,
+                  float inv, double *into) {
   int64_t i = 0;
 #ifdef AMPRT_COMPARE_VEC
-  constexpr int kLanes = sizeof(CompareVec) / sizeof(double);
-  typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
-  CompareVec acc[kCompareStats] = {};
+  Mask counts[kCompareStats] = {};
+  Doubles sums[kCompareStats][2] = {};
+  Floats largest = {};
+  VectorSums acc{counts, sums, &largest};
   for (; i + kLanes <= len; i += kLanes) {
     Floats x, y;
     std::memcpy(&x, v + i, sizeof x);
     std::memcpy(&y, r + i, sizeof y);
-    compareElementsOf<CompareVec>(acc, __builtin_convertvector(x, CompareVec),
-                                  __builtin_convertvector(y, CompareVec), floor,
-                                  inv);
+    compareElementsOf<Floats>(acc, x, y, floor, inv);
   }
   for (int l = 0; l < kLanes; ++l) {
-    double lane[kCompareStats];
-    for (int s = 0; s < kCompareStats; ++s)
-      lane[s] = acc[s][l];
+    double lane[kCompareStats] = {};
+    for (int k : {kCounted, kNonzero, kUnderflow, kOverflow})
+      lane[k] = double(counts[k][l]);
+    for (int k : {kSqRef, kSqDiff, kSumRel})
+      lane[k] = sums[k][l / 4][l % 4];
+    lane[kMaxRel] = double(largest[l]);
     compareMerge(into, lane);
   }
 #endif
@@ -145,8 +184,8 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
     out[kCarries] = carries;
     if (factor)
       *static_cast<float *>(factor->data) = carries ? scale : 1.f;
-    double floor = 1e-3 * double(*static_cast<const float *>(ref_max->data));
-    double inv = carries ? 1.0 / double(scale) : 1.0;
+    float floor = compareFloor(*static_cast<const float *>(ref_max->data));
+    float inv = compareInv(carries, scale);
     std::vector<double> part(size_t(blocks) * kCompareStats, 0.0);
     parallelFor(blocks, 8.0 * double(n), [&](int64_t b0, int64_t b1) {
       float buf[kBlock];

@@ -998,7 +998,9 @@ def test_reduce(rt):
 
 
 def compare_stats_ref(x, r, scale):
-    """compare_stats in float64 numpy (Math/Compare.h)."""
+    """compare_stats in numpy (Math/Compare.h): each element's arithmetic
+    in float32 as the kernel's (x * inv - r and |d| / |r| rounded once,
+    the floor rounded up to a float), the sums in float64."""
     x, r = x.reshape(-1), r.reshape(-1)
     n = r.size
     stride = max(1, n // 1024)
@@ -1015,11 +1017,17 @@ def compare_stats_ref(x, r, scale):
     m = fr & fx
     rm, xm = r[m], x[m]
     largest = np.max(np.abs(r[fr]), initial=0.0)
-    floor = 1e-3 * np.float64(np.float32(largest))
-    nz = rm != 0
-    counted = nz & (np.abs(rm) >= floor)
-    d = (xm * (1.0 / scale) if carries else xm) - rm
-    rel = np.abs(d[counted]) / np.abs(rm[counted])
+    bound = 1e-3 * np.float64(np.float32(largest))
+    floor = np.float32(bound)
+    if np.float64(floor) < bound:
+        floor = np.nextafter(floor, np.float32(np.inf))
+    r32, x32 = rm.astype(np.float32), xm.astype(np.float32)
+    nz = r32 != 0
+    counted = nz & (np.abs(r32) >= floor)
+    inv = np.float32(1.0 / scale) if carries else np.float32(1.0)
+    d = x32 * inv - r32
+    rel = (np.abs(d[counted]) / np.abs(r32[counted])).astype(np.float64)
+    d = d.astype(np.float64)
     out = [np.sum(rm * rm), counted.sum(), nz.sum(), (nz & (xm == 0)).sum(),
            over, log_sum, log_count, float(carries), np.sum(d * d),
            np.sum(rel), np.max(rel, initial=0.0)]
@@ -1028,7 +1036,8 @@ def compare_stats_ref(x, r, scale):
 
 def test_compare_stats(rt):
     """abs_max_finite and compare_stats (amp-run --compare-precision's
-    per-value statistics) against numpy in float64: counts exact, sums to
+    per-value statistics) against numpy (the element's arithmetic in
+    float32, the sums in float64, as the kernel's): counts exact, sums to
     1e-12 relative (their order differs), the largest error exact."""
     for dt in FLOATS:
         for n, scale in ((1, 1.0), (5000, 1.0), (70001, 65536.0),

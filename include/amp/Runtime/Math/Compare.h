@@ -10,9 +10,9 @@
 // (kernels/Compare.cu). First a sample of about 1024 elements says whether
 // x carries the loss scale (compareSample, carriesScale); then every
 // element adds to the statistics of x, divided by the scale if it carries
-// it (compareElement). Each accumulates in f64; the callers sum blocks in a
-// fixed order, so a result depends only on the blocking (by the element
-// count), not on the threads.
+// it (compareElement: the element's arithmetic in f32, its sums in f64);
+// the callers sum blocks in a fixed order, so a result depends only on the
+// blocking (by the element count), not on the threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,61 +72,85 @@ AMPRT_HD inline bool carriesScale(double logSum, double logCount,
   return fabs(mean - log(scale)) < fabs(mean);
 }
 
-/// |v| and a condition as 1 or 0, for compareElementsOf's D = double; the
-/// CPU kernel's vectors have their own (below).
-AMPRT_HD inline double compareAbs(double v) { return fabs(v); }
-AMPRT_HD inline double compareCount(bool c) { return c ? 1.0 : 0.0; }
+/// The smallest |r| counted in the relative errors, 1e-3 of the largest
+/// finite |ref|, rounded up to a float: for every float r, |r| >= it
+/// exactly when |r| >= 1e-3 refMax.
+AMPRT_HD inline float compareFloor(float refMax) {
+  double bound = 1e-3 * double(refMax);
+  float f = float(bound);
+  return double(f) < bound ? nextafterf(f, INFINITY) : f;
+}
+
+/// What x is multiplied by before it is compared: 1 / scale when it
+/// carries the loss scale (exact for a power of two, as the dynamic
+/// scaler's are), else 1.
+AMPRT_HD inline float compareInv(bool carries, float scale) {
+  return carries ? float(1.0 / double(scale)) : 1.f;
+}
+
+/// |v| of a float, for compareElementsOf's F = float.
+AMPRT_HD inline float compareAbs(float v) { return fabsf(v); }
 
 #if defined(__GNUC__) && defined(__AVX__) && !defined(__CUDACC__)
 #define AMPRT_COMPARE_VEC 1
-/// Four doubles in one AVX register (GCC's and Clang's vector extensions:
-/// arithmetic lanewise, a comparison gives a mask of -1 or 0 per lane, ?:
-/// selects per lane), and the mask a comparison of two gives.
-typedef double CompareVec __attribute__((vector_size(32)));
-typedef int64_t CompareMask __attribute__((vector_size(32)));
-inline CompareVec compareAbs(CompareVec v) {
-  return (CompareVec)((CompareMask)v & INT64_MAX);
-}
-inline CompareVec compareCount(CompareMask c) {
-  return (CompareVec)(c & (CompareMask)(CompareVec() + 1.0));
+/// The CPU kernel's F (Compare.cpp): eight floats in one AVX register
+/// (GCC's and Clang's vector extensions: arithmetic lanewise, a comparison
+/// gives a mask of -1 or 0 per lane, ?: selects per lane), and the mask.
+typedef float CompareFloats __attribute__((vector_size(32)));
+typedef int32_t CompareMask __attribute__((vector_size(32)));
+inline CompareFloats compareAbs(CompareFloats v) {
+  return (CompareFloats)((CompareMask)v & INT32_MAX);
 }
 #endif
 
-/// Adds element (x, r) to acc[kCompareStats] with x' = x * inv, where D is
-/// a double, or a vector of them whose lanes are elements. floor: the
-/// smallest |r| counted in the relative errors. Without branches (an
-/// element that does not count adds zeros, which leaves every sum and the
-/// largest error as they are): selects, which a vector computes per lane.
-/// acc[s] is a D lvalue.
-template <typename D, typename Acc>
-AMPRT_HD inline void compareElementsOf(Acc &&acc, D x, D r, double floor,
-                                       double inv) {
-  auto rFinite = r - r == D(), xFinite = x - x == D(),
-       xBad = x - x != D(); // NaN or an infinity, as !xFinite
+/// compareElementsOf's sums for one element at a time (a thread's on the
+/// device, the CPU's tail): the statistics in f64.
+struct CompareSums {
+  double *s;
+  AMPRT_HD void count(int k, bool c) const { s[k] += c ? 1.0 : 0.0; }
+  AMPRT_HD void square(int k, float v) const { s[k] += double(v) * double(v); }
+  AMPRT_HD void add(int k, float v) const { s[k] += double(v); }
+  AMPRT_HD void max(int k, float v) const {
+    s[k] = double(v) > s[k] ? double(v) : s[k];
+  }
+};
+
+/// Adds element (x, r) to the statistics with x' = x * inv, where F is a
+/// float, or a vector of them whose lanes are elements (the CPU kernel's).
+/// floor: compareFloor. The element's arithmetic is in f32 (x, r and x' are
+/// floats; x' - r and |x' - r| / |r| are rounded once), the sums in f64
+/// (acc's count, square, add and max; a square is of the f32 value widened,
+/// so it cannot overflow). Without branches (an element that does not count
+/// adds zeros, which leaves every sum and the largest error as they are):
+/// selects, which a vector computes per lane.
+template <typename F, typename Acc>
+AMPRT_HD inline void compareElementsOf(const Acc &acc, F x, F r, float floor,
+                                       float inv) {
+  auto rFinite = r - r == F(), xFinite = x - x == F(),
+       xBad = x - x != F(); // NaN or an infinity, as !xFinite
   auto both = rFinite & xFinite;
-  acc[kOverflow] += compareCount(rFinite & xBad);
-  r = both ? r : D();
-  x = both ? x : D();
-  acc[kSqRef] += r * r;
-  auto nonzero = r != D();
-  acc[kNonzero] += compareCount(nonzero);
-  acc[kUnderflow] += compareCount(nonzero & (x == D()));
-  auto counted = nonzero & (compareAbs(r) >= D() + floor);
-  acc[kCounted] += compareCount(counted);
-  D d = x * inv - r;
-  acc[kSqDiff] += d * d;
+  acc.count(kOverflow, rFinite & xBad);
+  r = both ? r : F();
+  x = both ? x : F();
+  acc.square(kSqRef, r);
+  auto nonzero = r != F();
+  acc.count(kNonzero, nonzero);
+  acc.count(kUnderflow, nonzero & (x == F()));
+  auto counted = nonzero & (compareAbs(r) >= F() + floor);
+  acc.count(kCounted, counted);
+  F d = x * inv - r;
+  acc.square(kSqDiff, d);
   // The division runs for every element (by 1 where it does not count).
-  D rel = compareAbs(d) / (counted ? compareAbs(r) : D() + 1.0);
-  rel = counted ? rel : D();
-  acc[kSumRel] += rel;
-  acc[kMaxRel] = rel > acc[kMaxRel] ? rel : acc[kMaxRel];
+  F rel = compareAbs(d) / (counted ? compareAbs(r) : F() + 1.f);
+  rel = counted ? rel : F();
+  acc.add(kSumRel, rel);
+  acc.max(kMaxRel, rel);
 }
 
-/// One element: acc[s] is a double lvalue (a thread's array on the device).
-template <typename Acc>
-AMPRT_HD inline void compareElement(Acc &&acc, float xf, float rf, double floor,
-                                    double inv) {
-  compareElementsOf<double>(acc, double(xf), double(rf), floor, inv);
+/// One element into acc[kCompareStats] (f64).
+AMPRT_HD inline void compareElement(double *acc, float x, float r, float floor,
+                                    float inv) {
+  compareElementsOf<float>(CompareSums{acc}, x, r, floor, inv);
 }
 
 /// into += from over the element statistics (the largest for kMaxRel; the
