@@ -28,7 +28,7 @@ void amp::driver::loadDialects(MLIRContext &ctx) {
 llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
                                         llvm::StringRef what,
                                         bool overwriteAccumulators,
-                                        bool narrowInputs) {
+                                        bool narrowInputs, bool keepValues) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
@@ -39,6 +39,7 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
   options.dims = dims.str();
   options.overwriteAccumulators = overwriteAccumulators;
   options.narrowInputs = narrowInputs;
+  options.keepValues = keepValues;
   buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(

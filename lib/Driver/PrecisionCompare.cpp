@@ -102,7 +102,11 @@ private:
 struct RefValue {
   std::vector<int64_t> shape;
   amprt_tensor t{}, max{};
-  size_t bytes = 0; ///< its buffer's, t and max together
+  /// Its buffer in the comparison's memory and the buffer's bytes: t and
+  /// max together, or max alone when t is read in place (the fp32 run's
+  /// arena, lowered with keep-values).
+  void *owned = nullptr;
+  size_t bytes = 0;
   int64_t size() const { return numElements(t); }
 };
 using Values = llvm::StringMap<RefValue>;
@@ -287,26 +291,36 @@ public:
             .count();
   }
 
+  /// The fp32 program's temporaries stay in its arena until the AMP run has
+  /// compared them (the program is lowered with keep-values, and the fp32
+  /// run waits): an f32 one is read there, not copied.
+  bool temporariesInPlace = false;
+
   /// The fp32 run's program, call by call: every named value it reads or
   /// writes kept into `out`.
   llvm::Error record(exec::Program &prog, amprt_context *ctx, Values &out) {
-    // Into the comparison's memory, widened to f32, with its largest
-    // finite magnitude: kernels of the run's context, nothing read back.
-    auto keep = [&](const amprt_tensor &t,
-                    llvm::StringRef value) -> llvm::Error {
-      RefValue &r = out[value];
-      if (!r.t.data) {
+    // Into the comparison's memory, widened to f32 (or, for a temporary
+    // left in place, only referred to), with its largest finite magnitude:
+    // kernels of the run's context, nothing read back.
+    auto keep = [&](const exec::Program::CallTensor &ct) -> llvm::Error {
+      const amprt_tensor &t = *ct.tensor;
+      RefValue &r = out[ct.value];
+      bool inPlace = temporariesInPlace && ct.input < 0 && t.dtype == AMPRT_F32;
+      if (!r.owned) {
         int64_t n = numElements(t);
-        size_t bytes = (size_t(n) * 4 + 63) / 64 * 64;
+        size_t bytes = inPlace ? 0 : (size_t(n) * 4 + 63) / 64 * 64;
         auto p = mem.alloc(bytes + 4);
         if (!p)
           return p.takeError();
+        r.owned = *p;
         r.bytes = bytes + 4;
         r.shape.assign(t.shape, t.shape + t.rank);
         r.t = {*p, AMPRT_F32, t.rank, r.shape.data()};
         r.max = {static_cast<char *>(*p) + bytes, AMPRT_F32, 1, &kOne};
       }
-      if (amprt_cast(ctx, &t, &r.t) != AMPRT_OK)
+      if (inPlace)
+        r.t.data = t.data;
+      else if (amprt_cast(ctx, &t, &r.t) != AMPRT_OK)
         return kernelError(ctx, "keeping a value");
       if (amprt_abs_max_finite(ctx, &r.t, &r.max) != AMPRT_OK)
         return kernelError(ctx, "keeping a value");
@@ -320,13 +334,13 @@ public:
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.read && !t.written && !t.value.empty() && comparable(t.tensor) &&
             !out.count(t.value))
-          if (auto e = keep(*t.tensor, t.value))
+          if (auto e = keep(t))
             return e;
       if (auto e = prog.runCall(i))
         return e;
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.written && !t.value.empty() && comparable(t.tensor))
-          if (auto e = keep(*t.tensor, t.value))
+          if (auto e = keep(t))
             return e;
     }
     // The AMP run reads these on its own context: wait for this one's
@@ -738,7 +752,7 @@ private:
   /// Recycles the first ready program's buffers (called with the lock).
   void drop() {
     for (auto &e : ready.front().second)
-      mem.recycle(e.getValue().t.data, e.getValue().bytes);
+      mem.recycle(e.getValue().owned, e.getValue().bytes);
     ready.pop_front();
     changed.notify_all();
   }
@@ -752,6 +766,8 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   Lockstep lockstep(mem);
   TrainOptions a = innerRun(train);
   a.amp = false;
+  a.keepValues = true;
+  cmp.temporariesInPlace = true;
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
     auto t0 = std::chrono::steady_clock::now();

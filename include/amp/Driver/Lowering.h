@@ -28,13 +28,14 @@ void loadDialects(mlir::MLIRContext &ctx);
 /// Lowers every train.graph of `module` to runtime calls
 /// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
 /// the caller overwrites the gradient accumulators every step, and
-/// `narrow-inputs` when it converts its f32 batches to 16 bits); the
-/// lowering's errors are diagnostics, its arena remarks are dropped.
-/// `what` names the model in the error.
+/// `narrow-inputs` when it converts its f32 batches to 16 bits, and
+/// `keep-values` when it reads every value after the run); the lowering's
+/// errors are diagnostics, its arena remarks are dropped. `what` names the
+/// model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
                            llvm::StringRef what,
                            bool overwriteAccumulators = false,
-                           bool narrowInputs = false);
+                           bool narrowInputs = false, bool keepValues = false);
 
 } // namespace amp::driver
 

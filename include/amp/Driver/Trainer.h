@@ -116,6 +116,10 @@ struct TrainOptions {
                             int64_t step, bool optimizer,
                             const llvm::StringMap<std::string> &opTypes)>
       stepRunner;
+  /// Lower with every temporary in its own place to the program's end
+  /// (keep-values): a stepRunner may read each value after the program ran
+  /// (--compare-precision's fp32 run); more memory.
+  bool keepValues = false;
   /// With amp: value ranges (--collect-ranges) the AMP pass keeps the
   /// nodes that would overflow or underflow fp32 by (its ranges= option).
   std::string ampRangesPath;

@@ -114,10 +114,12 @@ struct AmpRTPlanBuffersPass
                     int64_t *split) {
       if (schedule)
         p.scheduleForMemory();
-      p.rematerializeCasts();
+      if (!keepValues)
+        p.rematerializeCasts();
       p.aliasReshapes();
-      p.reuseInputs();
-      p.planArena(arena, split);
+      if (!keepValues)
+        p.reuseInputs();
+      p.planArena(arena, split, keepValues);
       emitRemark(f.getLoc())
           << "graph @" << f.getSymName() << ": arena (peak activation "
           << "memory) " << arena << " bytes";
@@ -143,6 +145,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                                        "holds less memory (off: the graph's "
                                        "node order)"),
                         llvm::cl::init(true)};
+  Option<bool> keepValues{
+      *this, "keep-values",
+      llvm::cl::desc("Every temporary keeps its place to the function's end: "
+                     "each value can be read after the run"),
+      llvm::cl::init(false)};
   Option<bool> overwriteAccumulators{
       *this, "overwrite-accumulators",
       llvm::cl::desc("The driver overwrites the gradient accumulators every "
@@ -165,7 +172,7 @@ void amp::buildConvertTrainToRuntimePipeline(
   pm.addPass(createTrainBindDims({options.dims}));
   pm.addPass(createConvertTrainToAmpRT({options.dims, options.narrowInputs}));
   pm.addPass(createAmpRTFuse({options.overwriteAccumulators}));
-  pm.addPass(createAmpRTPlanBuffers({options.schedule}));
+  pm.addPass(createAmpRTPlanBuffers({options.schedule, options.keepValues}));
 }
 
 void amp::registerConvertTrainToRuntimePasses() {
@@ -179,6 +186,7 @@ void amp::registerConvertTrainToRuntimePasses() {
         TrainToRuntimeOptions options;
         options.dims = o.dims;
         options.schedule = o.schedule;
+        options.keepValues = o.keepValues;
         options.overwriteAccumulators = o.overwriteAccumulators;
         options.narrowInputs = o.narrowInputs;
         buildConvertTrainToRuntimePipeline(pm, options);

@@ -88,8 +88,10 @@ int64_t placeInOrder(ArrayRef<Buffer> bufs, ArrayRef<int> ids,
 constexpr size_t kMaxGreedyBuffers = 20000;
 } // namespace
 
-void PlannedProgram::planArena(int64_t &arenaBytes, int64_t split[4]) {
-  // Liveness over call indices; outputs live to the end.
+void PlannedProgram::planArena(int64_t &arenaBytes, int64_t split[4],
+                               bool keepAll) {
+  // Liveness over call indices; outputs (with keepAll, every temporary)
+  // live to the end.
   int end = calls.size();
   auto touch = [&](int b, int ci) {
     for (int id = b; id >= 0; id = bufs[id].aliasOf) {
@@ -104,6 +106,10 @@ void PlannedProgram::planArena(int64_t &arenaBytes, int64_t split[4]) {
         touch(b, int(ci));
   for (int b : results)
     touch(b, end);
+  if (keepAll)
+    for (auto [id, b] : llvm::enumerate(bufs))
+      if (b.kind == Buffer::Temp && b.first >= 0)
+        touch(int(id), end);
 
   SmallVector<int> order;
   for (auto [i, b] : llvm::enumerate(bufs))
