@@ -387,6 +387,10 @@ public:
     // The named values this program has written, or whose factor was read
     // from a view of them (the loss scale changes from step to step).
     llvm::StringSet<> written;
+    // The value each written address last received, with its element
+    // count: what a view at that address (a reshape the plan made a view
+    // of its input, alive only while its input is) holds.
+    llvm::DenseMap<const void *, std::pair<llvm::StringRef, int64_t>> lastWrite;
     // compare_stats of `t` against `r` into the next slot; the value's
     // factor (the loss scale if it carries it, else 1) into its own.
     auto stats = [&](const amprt_tensor *t, const RefValue &r,
@@ -410,6 +414,7 @@ public:
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
           written.insert(t.value);
+          lastWrite[t.tensor->data] = {t.value, numElements(*t.tensor)};
           if (auto e = stats(t.tensor, *r, t.value,
                              &rowFor(t.value, info, optimizer, opTypes), false))
             return e;
@@ -444,13 +449,24 @@ public:
       }
       if (!anyInput || clobbered)
         continue;
-      // A value no AMP call wrote (a view of another): whether it carries
-      // the loss scale is read from it, once.
+      // A value no AMP call wrote: a view of a written one has its factor
+      // (the same bytes); of another (a graph input), whether it carries the
+      // loss scale is read from it, once.
       for (const exec::Program::CallTensor &t : info.tensors)
         if (const RefValue *r = substituted(t);
-            r && written.insert(t.value).second)
+            r && written.insert(t.value).second) {
+          auto base = lastWrite.find(t.tensor->data);
+          if (base != lastWrite.end() &&
+              base->second.second == numElements(*t.tensor)) {
+            auto f = factorOf(base->second.first, optimizer);
+            if (!f)
+              return f.takeError();
+            factors[{optimizer, t.value}] = **f;
+            continue;
+          }
           if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
             return e;
+        }
       // The rerun reads its substituted inputs from, and writes its
       // outputs to, buffers of the comparison's (Program::runCallWith): the
       // run's own are neither read nor overwritten, so nothing is saved or
