@@ -291,10 +291,13 @@ public:
             .count();
   }
 
-  /// The fp32 program's temporaries stay in its arena until the AMP run has
-  /// compared them (the program is lowered with keep-values, and the fp32
-  /// run waits): an f32 one is read there, not copied.
-  bool temporariesInPlace = false;
+  /// The fp32 program's values stay where they are until the AMP run has
+  /// compared them: its temporaries in its arena (the program is lowered
+  /// with keep-values), its inputs in the trainer's buffers (nothing
+  /// writes them while the fp32 run waits for the comparison). An f32 one
+  /// is read there, not copied; its last content is the value compared, as
+  /// a copy after each write would be.
+  bool valuesInPlace = false;
 
   /// The fp32 run's program, call by call: every named value it reads or
   /// writes kept into `out`.
@@ -305,7 +308,7 @@ public:
     auto keep = [&](const exec::Program::CallTensor &ct) -> llvm::Error {
       const amprt_tensor &t = *ct.tensor;
       RefValue &r = out[ct.value];
-      bool inPlace = temporariesInPlace && ct.input < 0 && t.dtype == AMPRT_F32;
+      bool inPlace = valuesInPlace && t.dtype == AMPRT_F32;
       if (!r.owned) {
         int64_t n = numElements(t);
         size_t bytes = inPlace ? 0 : (size_t(n) * 4 + 63) / 64 * 64;
@@ -783,7 +786,7 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   TrainOptions a = innerRun(train);
   a.amp = false;
   a.keepValues = true;
-  cmp.temporariesInPlace = true;
+  cmp.valuesInPlace = true;
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
     auto t0 = std::chrono::steady_clock::now();
