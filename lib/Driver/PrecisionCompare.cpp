@@ -303,8 +303,8 @@ public:
   /// The fp32 run's program, call by call: every named value it reads or
   /// writes kept into `out`.
   llvm::Error record(exec::Program &prog, amprt_context *ctx, Values &out) {
-    // Into the comparison's memory, widened to f32 (or, for a temporary
-    // left in place, only referred to), with its largest finite magnitude:
+    // Into the comparison's memory, widened to f32 (or, for an f32 value
+    // read in place, only referred to), with its largest finite magnitude:
     // kernels of the run's context, nothing read back.
     auto keep = [&](const exec::Program::CallTensor &ct) -> llvm::Error {
       const amprt_tensor &t = *ct.tensor;

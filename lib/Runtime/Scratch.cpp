@@ -25,7 +25,7 @@ using namespace amprt;
 namespace {
 
 constexpr size_t kKeepBuffers = 16;
-constexpr size_t kKeepBytes = size_t(1) << 30;
+constexpr size_t kKeepBytes = size_t(256) << 20;
 constexpr std::align_val_t kAlign{64};
 
 /// A thread's kept buffers: (memory, capacity in floats), oldest first.
