@@ -275,19 +275,18 @@ public:
   llvm::StringMap<Row> rows;
   /// The AMP run's static loss scale (1: none, or the dynamic scaler's).
   double staticScale = 1;
-  /// Wall seconds per step: the fp32 run's programs with the keeping of
-  /// their values (record), and the AMP run's with the comparisons and the
-  /// reruns (compare); each program's run ends with its results back.
-  std::vector<double> recordSeconds, compareSeconds;
+  /// Wall seconds per step (by step number: a resumed run starts past 0):
+  /// the fp32 run's programs with the keeping of their values (record), and
+  /// the AMP run's with the comparisons and the reruns (compare); each
+  /// program's run ends with its results back.
+  std::map<int64_t, double> recordSeconds, compareSeconds;
   /// When each step's training program reached the AMP run: a step's wall
   /// time is the time to the next one's (both runs, whatever each does
   /// between its programs, and their handing over).
-  std::vector<std::chrono::steady_clock::time_point> stepStarts;
-  static void addTime(std::vector<double> &v, int64_t step,
+  std::map<int64_t, std::chrono::steady_clock::time_point> stepStarts;
+  static void addTime(std::map<int64_t, double> &v, int64_t step,
                       std::chrono::steady_clock::time_point t0) {
-    if (v.size() <= size_t(step))
-      v.resize(size_t(step) + 1, 0.0);
-    v[size_t(step)] +=
+    v[step] +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();
   }
@@ -393,8 +392,12 @@ public:
     llvm::StringSet<> written;
     // The value each written address last received, with its element
     // count: what a view at that address (a reshape the plan made a view
-    // of its input, alive only while its input is) holds.
+    // of its input, alive only while its input is) holds. A call's writes
+    // enter it after its own rerun has looked its inputs up (an output may
+    // lie over a dying input); a write without an fp32 value clears it.
     llvm::DenseMap<const void *, std::pair<llvm::StringRef, int64_t>> lastWrite;
+    std::vector<std::pair<const void *, std::pair<llvm::StringRef, int64_t>>>
+        callWrites;
     // compare_stats of `t` against `r` into the next slot; the value's
     // factor (the loss scale if it carries it, else 1) into its own.
     auto stats = [&](const amprt_tensor *t, const RefValue &r,
@@ -413,16 +416,28 @@ public:
     };
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
+      for (const auto &[address, value] : callWrites)
+        if (value.first.empty())
+          lastWrite.erase(address);
+        else
+          lastWrite[address] = value;
+      callWrites.clear();
       if (auto e = prog.runCall(i))
         return e;
-      for (const exec::Program::CallTensor &t : info.tensors)
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+      for (const exec::Program::CallTensor &t : info.tensors) {
+        if (!t.written || !t.tensor)
+          continue;
+        const RefValue *r = sameSizeRef(fp32, t);
+        callWrites.push_back(
+            {t.tensor->data,
+             {r ? llvm::StringRef(t.value) : "", numElements(*t.tensor)}});
+        if (r) {
           written.insert(t.value);
-          lastWrite[t.tensor->data] = {t.value, numElements(*t.tensor)};
           if (auto e = stats(t.tensor, *r, t.value,
                              &rowFor(t.value, info, optimizer, opTypes), false))
             return e;
         }
+      }
       // The error the call adds: it runs once more on the fp32 values of
       // its inputs (rounded to its types).
       if (!rerunnable(info))
@@ -462,10 +477,17 @@ public:
           auto base = lastWrite.find(t.tensor->data);
           if (base != lastWrite.end() &&
               base->second.second == numElements(*t.tensor)) {
-            auto f = factorOf(base->second.first, optimizer);
-            if (!f)
-              return f.takeError();
-            factors[{optimizer, t.value}] = **f;
+            // Copied into the view's own factor, which a later round (another
+            // plan) may measure.
+            auto from = factorOf(base->second.first, optimizer);
+            if (!from)
+              return from.takeError();
+            auto to = factorOf(t.value, optimizer);
+            if (!to)
+              return to.takeError();
+            if (amprt_memcpy(ctx, (*to)->data, (*from)->data, sizeof(float),
+                             AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
+              return kernelError(ctx, "a view's factor");
             continue;
           }
           if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
@@ -836,8 +858,8 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   b.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer,
                      const llvm::StringMap<std::string> &opTypes) {
-    if (!optimizer && size_t(step) == cmp.stepStarts.size())
-      cmp.stepStarts.push_back(std::chrono::steady_clock::now());
+    if (!optimizer)
+      cmp.stepStarts.try_emplace(step, std::chrono::steady_clock::now());
     const Values *fp32 = lockstep.acquire({step, optimizer});
     // Timed from here: the wait for the fp32 run is its record's time.
     auto t0 = std::chrono::steady_clock::now();
@@ -942,17 +964,23 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
     return 1e3 * (v.size() % 2 ? v[v.size() / 2]
                                : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
   };
-  double recordMs = medianMs(cmp.recordSeconds),
-         compareMs = medianMs(cmp.compareSeconds);
+  auto seconds = [](const std::map<int64_t, double> &m) {
+    std::vector<double> v;
+    for (const auto &[step, s] : m)
+      v.push_back(s);
+    return v;
+  };
+  double recordMs = medianMs(seconds(cmp.recordSeconds)),
+         compareMs = medianMs(seconds(cmp.compareSeconds));
   size_t measured = cmp.recordSeconds.size() > 1 ? cmp.recordSeconds.size() - 1
                                                  : cmp.recordSeconds.size();
   // The step's wall time, from one step's start to the next's; with one
   // step (no next start), its two runs' programs.
   std::vector<double> walls;
-  for (size_t i = 1; i < cmp.stepStarts.size(); ++i)
-    walls.push_back(
-        std::chrono::duration<double>(cmp.stepStarts[i] - cmp.stepStarts[i - 1])
-            .count());
+  for (auto it = cmp.stepStarts.begin(); it != cmp.stepStarts.end(); ++it)
+    if (auto next = std::next(it); next != cmp.stepStarts.end())
+      walls.push_back(
+          std::chrono::duration<double>(next->second - it->second).count());
   double totalMs = walls.empty() ? recordMs + compareMs : medianMs(walls);
   if (!walls.empty())
     measured = walls.size() > 1 ? walls.size() - 1 : 1;

@@ -33,6 +33,11 @@ struct Kept {
   std::vector<std::pair<float *, size_t>> buffers;
   size_t bytes = 0;
 
+  /// Room for one past the most kept, reserved up front: a buffer given
+  /// back (in a destructor, maybe while an exception unwinds) never makes
+  /// the vector allocate.
+  Kept() { buffers.reserve(kKeepBuffers + 1); }
+
   void dropOldest() {
     bytes -= buffers.front().second * sizeof(float);
     ::operator delete[](buffers.front().first, kAlign);
