@@ -25,6 +25,8 @@ wait4, is its own):
            their checkpoint, the same batches (--data DIR --no-shuffle),
            step times from its --log --log-time;
   bf16     the same with --amp=bf16;
+  fp16     the same with --amp=fp16 (dynamic loss scaling; no target: the
+           CPU computes f16 in f32 and converts with F16C);
   ref      (--reference) amp-run --cpu-reference: the plain loops.
 A step's time is the median over the timed steps. The fp32 losses are
 checked against ORT's (the same computation: within 1e-4 relative over
@@ -254,6 +256,7 @@ def measure(args, model: str) -> dict:
                   "rss": rss}
     res["fp32"] = amp_run(args, model, [])
     res["bf16"] = amp_run(args, model, ["--amp=bf16"])
+    res["fp16"] = amp_run(args, model, ["--amp=fp16"])
     if args.reference:
         res["ref"] = amp_run(args, model, ["--cpu-reference"])
     ref, got = res["ort"]["losses"], res["fp32"]["losses"]
@@ -293,23 +296,25 @@ def report(args, results: dict) -> str:
     say(f"amp-run: {first['fp32']['status'].split('; cpu ')[-1]}")
     say("")
     head = ("| model | batch | ORT fp32 ms | ours fp32 ms | ours/ORT | "
-            "ours bf16 ms | bf16/fp32 | "
+            "ours bf16 ms | bf16/fp32 | ours fp16 ms | fp16/fp32 | "
             + ("reference ms | " if args.reference else "")
             + "RSS ORT MB | RSS ours MB | RSS ours/ORT | fp32 loss vs ORT |")
     say(head)
     say("|" + "|".join(["---"] * (head.count("|") - 1)) + "|")
     ok_speed = ok_bf16 = ok_rss = True
     for name, r in results.items():
-        o, f, b = r["ort"], r["fp32"], r["bf16"]
+        o, f, b, h = r["ort"], r["fp32"], r["bf16"], r["fp16"]
         ratio = f["step_s"] / o["step_s"]
         bf = b["step_s"] / f["step_s"]
+        hf = h["step_s"] / f["step_s"]
         rss = f["rss"] / o["rss"]
         ok_speed &= ratio <= 1.0
         ok_bf16 &= bf < 1.0
         ok_rss &= rss <= 1.0
         row = (f"| {name} | {r['batch']} | {o['step_s'] * 1e3:.1f} | "
                f"{f['step_s'] * 1e3:.1f} | {ratio:.2f}x | "
-               f"{b['step_s'] * 1e3:.1f} | {bf:.2f}x | ")
+               f"{b['step_s'] * 1e3:.1f} | {bf:.2f}x | "
+               f"{h['step_s'] * 1e3:.1f} | {hf:.2f}x | ")
         if args.reference:
             row += f"{r['ref']['step_s'] * 1e3:.1f} | "
         row += (f"{o['rss'] / 2**20:.0f} | {f['rss'] / 2**20:.0f} | "
