@@ -150,17 +150,19 @@ def AmpRTPlanBuffers : Pass<"amprt-plan-buffers", "::mlir::ModuleOp"> {
     greedy by area; the smallest wins): the allocs become `memref.view`s of
     one `memref.alloc`, the function gets `amprt.arena_bytes` and
     `amprt.arena_split` (the peak's bytes by role) and a remark says the
-    arena's size. With `keep-values`, every temporary lives to the end
-    and only the placement runs: each value is still in the arena after the
-    function returns.
+    arena's size. With `keep-values`, every temporary that holds an ONNX
+    value (`amprt.value`) lives to the end, and no cast is rematerialized
+    and no output written over a dying input: each value is still in the
+    arena after the function returns (a lowering's own intermediates keep
+    their liveness).
   }];
   let options = [
     Option<"schedule", "schedule", "bool", /*default=*/"true",
            "Reorder the calls where the step then holds less memory (off: "
            "the graph's node order)">,
     Option<"keepValues", "keep-values", "bool", /*default=*/"false",
-           "Every temporary keeps its place to the function's end (no "
-           "memory shared, no output written over a dying input, no cast "
+           "Every temporary holding an ONNX value keeps its place to the "
+           "function's end (no output written over a dying input, no cast "
            "repeated): each value can be read after the run "
            "(amp-run --compare-precision's fp32 run)">,
   ];

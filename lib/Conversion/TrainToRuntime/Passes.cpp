@@ -147,8 +147,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                         llvm::cl::init(true)};
   Option<bool> keepValues{
       *this, "keep-values",
-      llvm::cl::desc("Every temporary keeps its place to the function's end: "
-                     "each value can be read after the run"),
+      llvm::cl::desc("Every temporary holding an ONNX value keeps its place "
+                     "to the function's end: each value can be read after "
+                     "the run"),
       llvm::cl::init(false)};
   Option<bool> overwriteAccumulators{
       *this, "overwrite-accumulators",

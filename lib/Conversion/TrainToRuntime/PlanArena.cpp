@@ -106,9 +106,11 @@ void PlannedProgram::planArena(int64_t &arenaBytes, int64_t split[4],
         touch(b, int(ci));
   for (int b : results)
     touch(b, end);
+  // A lowering's own intermediates (no ONNX value: an im2col, a
+  // transposed copy) are never read after the run and keep their liveness.
   if (keepAll)
     for (auto [id, b] : llvm::enumerate(bufs))
-      if (b.kind == Buffer::Temp && b.first >= 0)
+      if (b.kind == Buffer::Temp && b.first >= 0 && !b.name.empty())
         touch(int(id), end);
 
   SmallVector<int> order;

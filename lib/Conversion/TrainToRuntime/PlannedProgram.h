@@ -185,7 +185,7 @@ public:
   void rematerializeCasts();
   /// Liveness and offsets of the temporaries in one arena (PlanArena.cpp):
   /// its size, and the bytes alive at its peak by Buffer::Role. With
-  /// `keepAll`, every temporary lives to the end.
+  /// `keepAll`, every temporary that holds an ONNX value lives to the end.
   void planArena(int64_t &arenaBytes, int64_t split[4], bool keepAll = false);
 
   /// The function assumes its accumulators are overwritten every step

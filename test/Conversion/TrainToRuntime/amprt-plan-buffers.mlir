@@ -1,7 +1,6 @@
 // RUN: amp-opt %s --split-input-file --amprt-plan-buffers=schedule=false 2>%t.err | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REMARK < %t.err
 // RUN: amp-opt %s --split-input-file --amprt-fuse --amprt-plan-buffers 2>/dev/null | FileCheck %s --check-prefix=SHARED
-// RUN: amp-opt %s --split-input-file --amprt-plan-buffers="schedule=false keep-values=true" 2>/dev/null | FileCheck %s --check-prefix=KEEP
 
 // Liveness over the call order and first fit in one 64-byte aligned arena:
 // %a (256 B) dies at the cast, so %c (256 B), made at the next call, takes
@@ -29,22 +28,6 @@
 // CHECK-NOT: "reshape"
 // CHECK: amprt.call "matmul"(%[[BR]], %arg1, %[[M]])
 // CHECK: return %[[C]], %[[M]]
-// With keep-values every temporary lives to the end: %c no longer takes
-// %a's offset, and each value is in the arena after the function returns
-// (the view %br still shares %b's place: the same bytes).
-// KEEP-LABEL: func.func @main
-// KEEP-SAME: amprt.arena_bytes = 768 : i64
-// KEEP: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<768xi8>
-// KEEP: %[[C0:.*]] = arith.constant 0 : index
-// KEEP: memref.view %[[ARENA]][%[[C0]]][] : memref<768xi8> to memref<64xf32>
-// KEEP: %[[C256:.*]] = arith.constant 256 : index
-// KEEP: memref.view %[[ARENA]][%[[C256]]][] : memref<768xi8> to memref<64xf16>
-// KEEP: %[[C384:.*]] = arith.constant 384 : index
-// KEEP: memref.view %[[ARENA]][%[[C384]]][] : memref<768xi8> to memref<64xf32>
-// KEEP: %[[C256B:.*]] = arith.constant 256 : index
-// KEEP: memref.view %[[ARENA]][%[[C256B]]][] {amprt.alias} : memref<768xi8> to memref<8x8xf16>
-// KEEP: %[[C640:.*]] = arith.constant 640 : index
-// KEEP: memref.view %[[ARENA]][%[[C640]]][] : memref<768xi8> to memref<8x8xf16>
 module {
   func.func @main(%x: memref<64xf32> {amprt.name = "x"}, %s: memref<8x8xf16> {amprt.name = "s"}) -> (memref<64xf32> {amprt.name = "c"}, memref<8x8xf16> {amprt.name = "m"}) attributes {amprt.unplanned} {
     %a = memref.alloc() {amprt.role = "activations"} : memref<64xf32>

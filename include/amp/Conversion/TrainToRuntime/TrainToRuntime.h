@@ -33,8 +33,9 @@ struct TrainToRuntimeOptions {
   /// (docs/Lowering.md); off keeps the graph's node order (for tests of
   /// the other rewrites).
   bool schedule = true;
-  /// Every temporary keeps its own place in the arena to the function's
-  /// end, so that each value can be read after the run (amp-run
+  /// Every temporary holding an ONNX value keeps its own place in the arena
+  /// to the function's end, so that each value can be read after the run
+  /// (amp-run
   /// --compare-precision's fp32 run; amprt-plan-buffers' keep-values).
   bool keepValues = false;
   /// The caller overwrites the gradient accumulators every step (feeds
