@@ -146,6 +146,8 @@ amprt_status cudaOpen(amprt_context *ctx) {
       return cudaFail(ctx, k, st.what, st.err);
     }
   s->workspaceBytes = kWorkspaceBytes;
+  // The workspace is the context's too (amprt_memory_stats).
+  ctx->memory.take(kWorkspaceBytes);
   // Scratch (Scratch, cudaMallocAsync) comes from the device's default
   // pool, which by default returns freed memory to the driver at every
   // synchronization, so each training step would allocate it afresh
@@ -164,6 +166,15 @@ amprt_status cudaOpen(amprt_context *ctx) {
                      int(b));
   }
   return AMPRT_OK;
+}
+
+void cudaMemInfo(amprt_context *ctx, uint64_t *freeBytes, uint64_t *total) {
+  size_t f = 0, t = 0;
+  cudaSetDevice(state(ctx).device);
+  if (cudaMemGetInfo(&f, &t) != cudaSuccess)
+    cudaGetLastError();
+  *freeBytes = f;
+  *total = t;
 }
 
 /// An "nccl" communicator's collectives run on its GPU, which must be the
@@ -343,8 +354,9 @@ const Backend *amprt::cudaBackend(std::string &why) {
     return nullptr;
   }
   static const KernelTable table = makeTable();
-  static const Backend backend = {
-      "cuda",   cudaAllocManaged, cudaRelease, cudaCopy,  cudaSet,
-      cudaSync, &table,           cudaOpen,    cudaClose, cudaAcceptComm};
+  static const Backend backend = {"cuda",         cudaAllocManaged, cudaRelease,
+                                  cudaCopy,       cudaSet,          cudaSync,
+                                  &table,         cudaOpen,         cudaClose,
+                                  cudaAcceptComm, cudaMemInfo};
   return &backend;
 }

@@ -133,19 +133,38 @@ amprt_status indicesInRange(amprt_context *ctx, const char *k, T indices,
 
 /// Stream-ordered scratch memory, released when the object dies (after the
 /// kernels queued before the release).
+/// It counts in the context's memory (amprt_memory_stats) while it lives,
+/// and is refused past the context's limit.
 struct Scratch {
   amprt_context *ctx = nullptr;
   void *p = nullptr;
+  size_t counted = 0;
   Scratch() = default;
   Scratch(const Scratch &) = delete;
   Scratch &operator=(const Scratch &) = delete;
   ~Scratch() {
     if (p)
       cudaFreeAsync(p, stream(ctx));
+    if (ctx)
+      ctx->memory.give(counted);
   }
   amprt_status get(amprt_context *c, const char *k, size_t bytes) {
     ctx = c;
-    AMPRT_CUDA(c, k, cudaMallocAsync(&p, bytes ? bytes : 16, stream(c)));
+    size_t n = bytes ? bytes : 16;
+    if (!c->memory.take(n))
+      return c->fail(AMPRT_ERR_OUT_OF_MEMORY,
+                     "%s: %zu bytes of scratch would pass the context's "
+                     "memory limit (%llu bytes)",
+                     k, n, (unsigned long long)c->memory.limit);
+    cudaError_t e = cudaMallocAsync(&p, n, stream(c));
+    if (e != cudaSuccess) {
+      p = nullptr;
+      c->memory.give(n);
+      if (e == cudaErrorMemoryAllocation)
+        ++c->memory.refused;
+      return cudaFail(c, k, "cudaMallocAsync", e);
+    }
+    counted = n;
     return AMPRT_OK;
   }
 };

@@ -478,6 +478,12 @@ llvm::Error Trainer::run() {
       if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone + 1))
         return e;
   }
+  if (opts.progress && opts.steps > 0) {
+    MemoryUse use = memoryUse();
+    status << "amp-run: device memory at its peak: " << use.peak << " bytes ("
+           << llvm::format("%.2f", double(use.peak) / double(1 << 20))
+           << " MiB; state, arenas, data and the backend's workspace)\n";
+  }
   if (log) {
     log->close();
     if (log->has_error())
@@ -510,13 +516,27 @@ double amp::driver::initialLossScale(const TrainOptions &options) {
                                       : kInitialLossScale;
 }
 
+MemoryUse Trainer::memoryUse() const {
+  MemoryUse use;
+  amprt_memory_stats m;
+  if (ctx && amprt_memory_stats_get(ctx, &m) == AMPRT_OK) {
+    use.peak = m.peak;
+    use.refused = m.refused;
+    use.deviceFree = m.device_free;
+    use.deviceTotal = m.device_total;
+  }
+  return use;
+}
+
 llvm::Error amp::driver::train(const TrainOptions &options,
-                               llvm::raw_ostream &status) {
+                               llvm::raw_ostream &status, MemoryUse *memory) {
   // Data-parallel training: rank 0 reports progress, the others run quiet.
   std::optional<std::pair<int64_t, int64_t>> world = launcherWorld();
   bool quiet = world && world->first > 1 && world->second != 0;
   Trainer t(options, quiet ? llvm::nulls() : status);
   llvm::Error e = t.run();
+  if (memory)
+    *memory = t.memoryUse();
   if (e) {
     // No other rank may wait for this one in a collective: every rank
     // ends, the launcher naming this one.

@@ -115,6 +115,8 @@ public:
   }
   llvm::Error run();
   bool isDataParallel() const { return comm && worldSize > 1; }
+  /// What the run's context held (zeros before it has one).
+  MemoryUse memoryUse() const;
   /// Data-parallel training: after an error on this rank, ends every rank
   /// (no other rank waits in a collective for it forever).
   void abortRanks(int32_t code) {
@@ -281,19 +283,26 @@ private:
                it->second->bytes == amprt_dtype_size(dtype);
     return one ? it->second.get() : nullptr;
   }
-  DeviceBuffer &alloc(StringRef name, const Port &p) {
+  /// The buffer of state `name` (made, zeroed, on first use), or the
+  /// device's refusal.
+  llvm::Expected<DeviceBuffer *> alloc(StringRef name, const Port &p) {
     auto &slot = state[name];
     if (!slot) {
-      slot = std::make_unique<DeviceBuffer>();
-      slot->ctx = ctx;
-      slot->bytes = p.bytes();
-      slot->dtype = p.dtype;
-      slot->fedAs = p.fedAs;
-      slot->shape = p.shape;
-      amprt_malloc(ctx, slot->bytes, &slot->data);
-      amprt_memset(ctx, slot->data, 0, slot->bytes);
+      auto b = std::make_unique<DeviceBuffer>();
+      b->ctx = ctx;
+      b->bytes = p.bytes();
+      b->dtype = p.dtype;
+      b->fedAs = p.fedAs;
+      b->shape = p.shape;
+      if (amprt_malloc(ctx, b->bytes, &b->data) != AMPRT_OK) {
+        state.erase(name);
+        return fail("'" + name + "' (" + Twine(b->bytes) +
+                    " bytes): " + amprt_last_error(ctx));
+      }
+      amprt_memset(ctx, b->data, 0, b->bytes);
+      slot = std::move(b);
     }
-    return *slot;
+    return slot.get();
   }
   // load() and its steps, in their order (TrainerLoad.cpp).
   llvm::Error load();

@@ -337,6 +337,9 @@ llvm::Expected<std::string> Trainer::bindDims(train::GraphOp graph) {
               dims += (dims.empty() ? "" : ",") + s.str() + "=" +
                       std::to_string(opts.batch);
             }
+    if (seen.empty() && opts.requireBatchDim)
+      return fail("no input of the training graph has a symbolic leading "
+                  "dim for the batch to bind: its batch is fixed");
   }
   return dims;
 }
@@ -530,6 +533,9 @@ llvm::Error Trainer::createPrograms() {
   // The runtime says why a backend is missing (not built, or no device).
   if (amprt_context_create(opts.device.c_str(), &ctx) != AMPRT_OK)
     return fail("--device " + opts.device + ": " + amprt_last_error(nullptr));
+  if (opts.memoryLimit &&
+      amprt_set_memory_limit(ctx, opts.memoryLimit) != AMPRT_OK)
+    return fail(Twine("memory limit: ") + amprt_last_error(ctx));
   // The training program's collectives reduce over the ranks.
   if (comm && amprt_context_set_comm(ctx, comm) != AMPRT_OK)
     return fail(Twine("data parallel: ") + amprt_last_error(ctx));
@@ -551,7 +557,10 @@ Trainer::bindTrainingInputs(std::map<std::string, StoredTensor> &weights) {
   // data.
   auto trainMain = trainLowered.lookupSymbol<func::FuncOp>("main");
   for (auto [i, p] : llvm::enumerate(trainProg->inputs())) {
-    DeviceBuffer &b = alloc(p.name, p);
+    auto made = alloc(p.name, p);
+    if (!made)
+      return made.takeError();
+    DeviceBuffer &b = **made;
     trainProg->bind(i, b.data);
     bool isParam = llvm::is_contained(params, p.name);
     if (isParam) {
@@ -628,7 +637,10 @@ llvm::Error Trainer::bindOptimizerInputs() {
         StringRef(key).ends_with("_grad.accumulation.buffer"))
       return fail("optimizer gradient '" + key +
                   "' is not an input of the training graph");
-    DeviceBuffer &b = alloc(key, p);
+    auto made = alloc(key, p);
+    if (!made)
+      return made.takeError();
+    DeviceBuffer &b = **made;
     if (b.bytes != p.bytes())
       return fail("optimizer input '" + p.name + "' does not match '" + key +
                   "'");

@@ -1,14 +1,15 @@
-//===- Context.cpp - contexts, backends, errors, memory -------------------===//
+//===- Context.cpp - contexts, backends, errors, copies -------------------===//
 //
 // Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
 //
 //===----------------------------------------------------------------------===//
 //
 // A context binds a backend (its allocator, copies and kernel overrides) and
-// keeps the last error message. Backends are chosen by name at run time; the
-// CPU backend is always present, the CUDA backend (kernels/) is registered
-// when the library is built with it (AMPRT_HAVE_CUDA) and answers only when
-// a device is present (docs/RuntimeABI.md, "CUDA backend").
+// keeps the last error message; what it allocates is counted in Memory.cpp.
+// Backends are chosen by name at run time; the CPU backend is always present,
+// the CUDA backend (kernels/) is registered when the library is built with it
+// (AMPRT_HAVE_CUDA) and answers only when a device is present
+// (docs/RuntimeABI.md, "CUDA backend").
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
 
 using namespace amprt;
 
@@ -55,11 +57,18 @@ amprt_status cpuSet(amprt_context *, void *dst, int value, size_t bytes) {
   return AMPRT_OK;
 }
 amprt_status cpuSync(amprt_context *) { return AMPRT_OK; }
+void cpuMemInfo(amprt_context *, uint64_t *freeBytes, uint64_t *total) {
+  long page = sysconf(_SC_PAGESIZE);
+  long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
+  *freeBytes = page > 0 && avail > 0 ? uint64_t(avail) * uint64_t(page) : 0;
+  *total = page > 0 && phys > 0 ? uint64_t(phys) * uint64_t(page) : 0;
+}
 
 // The CPU backend overrides nothing: every entry is the reference kernel.
 const KernelTable cpuKernels = {};
-const Backend cpu = {"cpu",   cpuAlloc,    cpuRelease, cpuCopy, cpuSet,
-                     cpuSync, &cpuKernels, nullptr,    nullptr, nullptr};
+const Backend cpu = {"cpu",   cpuAlloc, cpuRelease,  cpuCopy,
+                     cpuSet,  cpuSync,  &cpuKernels, nullptr,
+                     nullptr, nullptr,  cpuMemInfo};
 
 #ifdef AMPRT_HAVE_CUDA
 constexpr const char *kBackends = "cpu, cuda";
@@ -141,27 +150,6 @@ const char *amprt_backend_name(const amprt_context *ctx) {
 
 const char *amprt_last_error(const amprt_context *ctx) {
   return ctx ? ctx->error.c_str() : createError.c_str();
-}
-
-amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
-  if (!ctx)
-    return AMPRT_ERR_INVALID_ARGUMENT;
-  ctx->error.clear();
-  if (!out)
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "amprt_malloc: out is NULL");
-  *out = ctx->backend->alloc(ctx, bytes);
-  if (!*out)
-    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
-                     "amprt_malloc: cannot allocate %zu bytes", bytes);
-  return AMPRT_OK;
-}
-
-amprt_status amprt_free(amprt_context *ctx, void *ptr) {
-  if (!ctx)
-    return AMPRT_ERR_INVALID_ARGUMENT;
-  ctx->error.clear();
-  ctx->backend->release(ctx, ptr);
-  return AMPRT_OK;
 }
 
 amprt_status amprt_memcpy(amprt_context *ctx, void *dst, const void *src,

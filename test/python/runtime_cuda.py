@@ -69,8 +69,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from runtime_harness import (Runtime, Buf, Tensor, tensor_array, i64s,
-                             window, NP_STORAGE, bf16_bits_to_f32)
+from runtime_harness import (Runtime, Buf, MemoryStats, Tensor, tensor_array,
+                             i64s, window, NP_STORAGE, bf16_bits_to_f32)
 
 FLOATS = ("f32", "f16", "bf16")
 PREC = {"f32": (24, -126), "f16": (11, -14), "bf16": (8, -126),
@@ -1878,6 +1878,47 @@ def test_compare_stats(rt, gpu):
                     dt, n, gs, cs, rt.seed)
 
 
+def test_memory_accounting(rt, gpu):
+    """amprt_memory_stats on the device context: the workspace counts from
+    the start, buffers while they live, a kernel's stream-ordered scratch
+    against the limit (refused cleanly, then the same call runs without)."""
+    L = rt.lib
+    st = MemoryStats()
+    gpu.free_all()
+
+    def stats():
+        assert L.amprt_memory_stats_get(gpu.ctx, C.byref(st)) == 0
+        return st.in_use
+    base = stats()
+    assert st.device_total > 0 and 0 < st.device_free <= st.device_total
+    if gpu.backend == "cuda":
+        assert base >= 32 << 20, "the 32 MiB workspace is not counted"
+    x, y = rt.buf(rt.rng.standard_normal(1 << 20), "f32"), rt.empty((1,), "f32")
+    tx, _ = gpu.upload(x)
+    ty, back = gpu.upload(y)
+    held = stats()
+    assert held == base + x.arr.nbytes + 64 + y.arr.nbytes + 64, (held, base)
+    # abs_max_finite's per-block partial maxima are scratch on the device:
+    # with no room left, the call is refused and counted.
+    assert L.amprt_set_memory_limit(gpu.ctx, held) == 0
+    refused = st.refused
+    status = L.amprt_abs_max_finite(gpu.ctx, C.byref(tx), C.byref(ty))
+    if gpu.backend == "cuda":
+        assert status == 5, (status, gpu.err())
+        assert "memory limit" in gpu.err(), gpu.err()
+        stats()
+        assert st.refused == refused + 1 and st.in_use == held
+    assert L.amprt_set_memory_limit(gpu.ctx, 0) == 0
+    assert L.amprt_abs_max_finite(gpu.ctx, C.byref(tx), C.byref(ty)) == 0
+    gpu.download(ty, back)
+    same(rt, "abs_max_finite after the limit", back,
+         Buf(np.array([np.max(np.abs(x.arr))], np.float32), "f32"))
+    assert L.amprt_synchronize(gpu.ctx) == 0 and stats() == held
+    assert st.peak > held or gpu.backend != "cuda"
+    gpu.free_all()
+    assert stats() == base
+
+
 def test_unaligned(rt, gpu):
     """The element-wise and multi-tensor kernels again with every tensor one
     element off its allocation's alignment: the per-element kernels that
@@ -1902,7 +1943,8 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
          test_average_pool, test_recurrent, test_conv, test_cpu_fallback,
-         test_collectives, test_compare_stats, test_unaligned]
+         test_collectives, test_compare_stats, test_memory_accounting,
+         test_unaligned]
 
 
 def main():

@@ -34,6 +34,13 @@ TINY = {"f32": 2.0 ** -150, "f16": 2.0 ** -25, "bf16": 2.0 ** -134,
         "f64": 2.0 ** -1075}
 
 
+class MemoryStats(C.Structure):
+    """amprt_memory_stats (Runtime.h, ABI 7)."""
+    _fields_ = [("in_use", C.c_uint64), ("peak", C.c_uint64),
+                ("limit", C.c_uint64), ("refused", C.c_uint64),
+                ("device_free", C.c_uint64), ("device_total", C.c_uint64)]
+
+
 class Tensor(C.Structure):
     _fields_ = [("data", C.c_void_p), ("dtype", C.c_int32),
                 ("rank", C.c_int32), ("shape", C.POINTER(C.c_int64))]
@@ -236,6 +243,11 @@ class Runtime:
         L.amprt_cpu_set_path.argtypes = [C.c_int32]
         L.amprt_cpu_path_in_force.restype = C.c_int32
         L.amprt_cpu_describe.restype = C.c_char_p
+        # Memory accounting (ABI 7).
+        L.amprt_memory_stats_get.argtypes = [C.c_void_p,
+                                             C.POINTER(MemoryStats)]
+        L.amprt_memory_reset_peak.argtypes = [C.c_void_p]
+        L.amprt_set_memory_limit.argtypes = [C.c_void_p, C.c_uint64]
         for name, (kind, args) in self.ops.items():
             f = getattr(L, "amprt_" + name)
             f.argtypes = args

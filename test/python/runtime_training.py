@@ -19,7 +19,8 @@ import sys
 
 import numpy as np
 
-from runtime_harness import Runtime, Buf, Tensor, tensor_array, i64s, window
+from runtime_harness import (Runtime, Buf, MemoryStats, Tensor, tensor_array,
+                             i64s, window)
 
 FLOATS = ("f32", "f16", "bf16")
 
@@ -588,9 +589,56 @@ def test_error_paths(rt):
     assert L.amprt_relu(None, x.ref, x.ref) == 1
 
 
+def test_memory_accounting(rt):
+    """amprt_memory_stats: what a context holds, its peak and its limit."""
+    L = rt.lib
+    ctx = C.c_void_p()
+    assert L.amprt_context_create(b"cpu", C.byref(ctx)) == 0
+    st = MemoryStats()
+
+    def stats():
+        assert L.amprt_memory_stats_get(ctx, C.byref(st)) == 0
+        return st.in_use, st.peak, st.limit, st.refused
+
+    assert stats() == (0, 0, 0, 0)
+    assert st.device_total > 0 and 0 < st.device_free <= st.device_total
+    a, b = C.c_void_p(), C.c_void_p()
+    assert L.amprt_malloc(ctx, 1000, C.byref(a)) == 0
+    assert L.amprt_malloc(ctx, 3000, C.byref(b)) == 0
+    assert stats() == (4000, 4000, 0, 0)
+    assert L.amprt_free(ctx, a) == 0
+    assert stats() == (3000, 4000, 0, 0)
+    # NULL and a second free of nothing count nothing.
+    assert L.amprt_free(ctx, None) == 0
+    assert stats() == (3000, 4000, 0, 0)
+    assert L.amprt_memory_reset_peak(ctx) == 0
+    assert stats() == (3000, 3000, 0, 0)
+    # The limit refuses what would pass it, as a full device would, and
+    # counts the refusal; what fits still fits.
+    assert L.amprt_set_memory_limit(ctx, 5000) == 0
+    assert L.amprt_malloc(ctx, 2001, C.byref(a)) == 5 and not a.value
+    assert "memory limit (5000 bytes, 3000 in use)" in \
+        L.amprt_last_error(ctx).decode()
+    assert stats() == (3000, 3000, 5000, 1)
+    assert L.amprt_malloc(ctx, 2000, C.byref(a)) == 0
+    assert stats() == (5000, 5000, 5000, 1)
+    assert L.amprt_free(ctx, a) == 0
+    assert L.amprt_set_memory_limit(ctx, 0) == 0
+    big = C.c_void_p()
+    assert L.amprt_malloc(ctx, 1 << 20, C.byref(big)) == 0
+    assert stats()[:3] == (3000 + (1 << 20), 3000 + (1 << 20), 0)
+    L.amprt_free(ctx, big)
+    L.amprt_free(ctx, b)
+    assert stats()[0] == 0
+    assert L.amprt_memory_stats_get(ctx, None) == 1
+    assert L.amprt_memory_stats_get(None, C.byref(st)) == 1
+    assert L.amprt_context_destroy(ctx) == 0
+    print("  memory accounting: in use, peak, reset, limit and refusals")
+
+
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 6
+    assert L.amprt_abi_version() == 7
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -648,7 +696,9 @@ def test_abi_and_memory(rt):
             "context_set_comm", "barrier",
             # The CPU backend's threads and arithmetic (ABI 4).
             "cpu_set_threads", "cpu_threads", "cpu_set_path",
-            "cpu_path_in_force", "cpu_describe"}
+            "cpu_path_in_force", "cpu_describe",
+            # Memory accounting (ABI 7).
+            "memory_stats_get", "memory_reset_peak", "set_memory_limit"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)

@@ -128,11 +128,28 @@ struct TrainOptions {
   /// default, so that a log is the same bytes run after run.
   bool logTime = false;
   bool progress = true;
+  /// The most device memory the run may hold (amprt_set_memory_limit;
+  /// 0: the device's): past it an allocation fails as on a full device.
+  uint64_t memoryLimit = 0;
+  /// Fail, rather than train at the model's own size, when --batch binds
+  /// no graph input's leading dim (the batch search needs one to vary).
+  bool requireBatchDim = false;
+};
+
+/// The device memory a run held (amprt_memory_stats of its context).
+struct MemoryUse {
+  uint64_t peak = 0;
+  /// Allocations refused by the limit or the device: a run that failed
+  /// with refusals did not fit.
+  uint64_t refused = 0;
+  uint64_t deviceFree = 0, deviceTotal = 0;
 };
 
 /// Trains as `options` say; progress to `status`. Returns the first error;
 /// no output file (weights, checkpoint, log) is left half-written.
-llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status);
+/// With `memory`, what the run held (also after a failure).
+llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status,
+                  MemoryUse *memory = nullptr);
 
 /// The loss scale of step 0 that `options` give: the static scale, else
 /// the dynamic scaler's initial one (kInitialLossScale).

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 6
+#define AMPRT_ABI_VERSION 7
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8
@@ -123,6 +123,32 @@ AMPRT_API const char *amprt_last_error(const amprt_context *ctx);
 AMPRT_API amprt_status amprt_malloc(amprt_context *ctx, size_t bytes,
                                     void **out);
 AMPRT_API amprt_status amprt_free(amprt_context *ctx, void *ptr);
+
+/// The device memory a context holds (ABI 7): every amprt_malloc buffer
+/// and the backend's own workspace and scratch (the CUDA backend's
+/// cuBLASLt/cuDNN workspace and its kernels' stream-ordered temporaries,
+/// counted while they live on the host's timeline), not the memory the
+/// device's driver and libraries keep for themselves. The CPU backend's
+/// per-thread conversion scratch is not the context's and is not counted.
+typedef struct amprt_memory_stats {
+  uint64_t in_use;       /* bytes held now */
+  uint64_t peak;         /* the most held since creation or the last reset */
+  uint64_t limit;        /* amprt_set_memory_limit's bytes; 0: none */
+  uint64_t refused;      /* allocations refused: by the limit, the device or the
+                            host (a kernel's own memory) */
+  uint64_t device_free;  /* the device's free memory now (CPU: available
+                            physical memory) */
+  uint64_t device_total; /* the device's memory (CPU: physical memory) */
+} amprt_memory_stats;
+AMPRT_API amprt_status amprt_memory_stats_get(amprt_context *ctx,
+                                              amprt_memory_stats *out);
+/// Starts the peak again from what the context holds now.
+AMPRT_API amprt_status amprt_memory_reset_peak(amprt_context *ctx);
+/// An allocation that would take the context past `bytes` fails with
+/// AMPRT_ERR_OUT_OF_MEMORY, as if the device had no more (0: no limit):
+/// what a run would need on a smaller device, found on a larger one.
+AMPRT_API amprt_status amprt_set_memory_limit(amprt_context *ctx,
+                                              uint64_t bytes);
 /// Copies `bytes` after the work queued on the context. A DEVICE_TO_DEVICE
 /// copy may be queued like a kernel; the other kinds are complete on return
 /// (the host may read `dst` and reuse `src`).

@@ -14,6 +14,7 @@
 
 #include "amp/Tools/amp-run/AmpRunMain.h"
 #include "amp/Dialect/Train/Transforms/AMPPolicy.h"
+#include "amp/Driver/BatchSearch.h"
 #include "amp/Driver/CpuSetup.h"
 #include "amp/Driver/GraphRunner.h"
 #include "amp/Driver/OrtCheckpoint.h"
@@ -258,7 +259,17 @@ struct AmpRunOptions {
       cl::desc("gradient accumulation: one optimizer step every N training "
                "steps, on their summed gradients (--steps a multiple of N)"),
       cl::cat(category), cl::init(1)};
+  cl::opt<std::string> maxBatch{
+      "max-batch", cl::ValueOptional, cl::value_desc("bytes"),
+      cl::desc("find the largest batch whose training step fits in this "
+               "much device memory (8GiB, 1.5GB, 300MiB, bytes; without a "
+               "value: the device's free memory), one step per probed "
+               "batch; prints it on stdout and writes nothing else"),
+      cl::cat(category)};
   cl::opt<bool> quiet{"quiet", cl::desc("no progress line"), cl::cat(category)};
+
+  /// --max-batch: the search instead of training.
+  int searchBatch(const amp::driver::TrainOptions &o);
 
   /// Runs what the parsed options say; returns the exit code.
   int execute();
@@ -310,7 +321,8 @@ int AmpRunOptions::execute() {
                                              &localize,
                                              &collectRanges,
                                              &ampRanges,
-                                             &accumulate})
+                                             &accumulate,
+                                             &maxBatch})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
                      << " is a training option; --run runs a graph once\n";
@@ -475,7 +487,8 @@ int AmpRunOptions::execute() {
     cl::Option *const notWritten[] = {
         &out,           &log,       &checkpoint,
         &ortCheckpoint, &lowered,   &localize,
-        &collectRanges, &ampRanges, std::addressof(ampKeep)};
+        &collectRanges, &ampRanges, std::addressof(ampKeep),
+        &maxBatch};
     for (cl::Option *opt : notWritten)
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
@@ -496,11 +509,65 @@ int AmpRunOptions::execute() {
     }
     return 0;
   }
+  if (maxBatch.getNumOccurrences())
+    return searchBatch(o);
   if (llvm::Error e = amp::driver::train(o, llvm::errs())) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
         << llvm::toString(std::move(e)) << "\n";
     return 1;
   }
+  return 0;
+}
+
+int AmpRunOptions::searchBatch(const amp::driver::TrainOptions &o) {
+  // Each probe is one step; what the run would write is not written.
+  cl::Option *const notWritten[] = {
+      &out,           &log,   &checkpoint, &ortCheckpoint,   &lowered,
+      &collectRanges, &steps, &accumulate, &checkpointEvery, &inject};
+  for (cl::Option *opt : notWritten)
+    if (opt->getNumOccurrences()) {
+      llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
+                   << opt->ArgStr
+                   << " does not go with --max-batch (which runs one step "
+                      "per probed batch and writes nothing)\n";
+      return 1;
+    }
+  uint64_t limit = 0;
+  if (!maxBatch.empty()) {
+    std::optional<uint64_t> bytes = amp::driver::parseByteSize(maxBatch);
+    if (!bytes) {
+      llvm::errs() << "amp-run: --max-batch takes a memory size (8GiB, "
+                      "1.5GB, 300MiB, bytes), not '"
+                   << maxBatch << "'\n";
+      return 1;
+    }
+    limit = *bytes;
+  }
+  auto r = amp::driver::findMaxBatch(o, limit, llvm::errs());
+  if (!r) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << llvm::toString(r.takeError()) << "\n";
+    return 1;
+  }
+  auto mib = [](uint64_t b) {
+    return llvm::format("%.2f MiB", double(b) / double(1 << 20));
+  };
+  if (!r->batch) {
+    llvm::WithColor::error(llvm::errs(), "amp-run")
+        << "--max-batch: not even batch 1 fits in " << r->limit << " bytes ("
+        << mib(r->limit) << ")\n";
+    return 1;
+  }
+  if (!quiet) {
+    llvm::errs() << "amp-run: the largest batch that fits in " << r->limit
+                 << " bytes (" << mib(r->limit) << "): " << r->batch
+                 << ", its step's peak " << r->peak << " bytes ("
+                 << mib(r->peak) << ")";
+    if (r->firstMiss)
+      llvm::errs() << "; batch " << r->firstMiss << " does not fit";
+    llvm::errs() << " (" << r->probes << " probed batches)\n";
+  }
+  llvm::outs() << r->batch << "\n";
   return 0;
 }
 

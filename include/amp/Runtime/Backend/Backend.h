@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <new>
 #include <string>
+#include <unordered_map>
 
 namespace amprt {
 
@@ -51,6 +52,34 @@ struct Backend {
   /// engine and device must suit the backend); on refusal records a message
   /// in ctx. NULL: every communicator is accepted.
   amprt_status (*acceptComm)(amprt_context *ctx, const amprt_comm *comm);
+  /// The memory of the context's device: free and total bytes (the CPU:
+  /// available and installed physical memory).
+  void (*memInfo)(amprt_context *ctx, uint64_t *free, uint64_t *total);
+};
+
+/// What a context holds of its device's memory (amprt_memory_stats,
+/// Memory.cpp): every amprt_malloc buffer and the backend's own workspace
+/// and stream-ordered scratch, against an optional limit.
+struct MemoryAccount {
+  uint64_t inUse = 0, peak = 0;
+  uint64_t limit = 0; ///< 0: none
+  /// Allocations refused: by the limit, the device or the host.
+  uint64_t refused = 0;
+  /// The size each live amprt_malloc buffer was counted with.
+  std::unordered_map<const void *, uint64_t> sizes;
+  /// Counts `bytes` in, or (past the limit) counts a refusal and returns
+  /// false.
+  bool take(uint64_t bytes) {
+    if (limit && (inUse > limit || bytes > limit - inUse)) {
+      ++refused;
+      return false;
+    }
+    inUse += bytes;
+    if (inUse > peak)
+      peak = inUse;
+    return true;
+  }
+  void give(uint64_t bytes) { inUse -= bytes < inUse ? bytes : inUse; }
 };
 
 const Backend *cpuBackend();
@@ -80,6 +109,8 @@ struct amprt_context {
   /// amprt_context_set_comm: what the collectives reduce over (not owned;
   /// NULL: a group of one rank).
   amprt_comm *comm = nullptr;
+  /// The device memory the context holds (amprt_memory_stats).
+  amprt::MemoryAccount memory;
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
       __attribute__((format(printf, 3, 4)));
@@ -98,6 +129,7 @@ amprt_status guard(amprt_context *ctx, const char *kernel, F &&body) {
   try {
     return body();
   } catch (const std::bad_alloc &) {
+    ++ctx->memory.refused;
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: out of memory", kernel);
   } catch (...) {
     return ctx->fail(AMPRT_ERR_INTERNAL, "%s: internal error", kernel);
