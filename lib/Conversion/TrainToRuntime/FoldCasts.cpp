@@ -30,7 +30,9 @@
 // are the step's largest tensor), a float reduction (reduce_sum, _mean,
 // _max, _min read x in its dtype and sum in f64: a Gemm's bias gradient,
 // ReduceSum of the f32 copy of the f16 activation gradient), layer_norm and
-// layer_norm_grad (x, dy) or scale (x), which read them the same way.
+// layer_norm_grad (x, dy) or scale (x), or inplace_accumulate (value: a
+// weight gradient into its f32 buffer in bf16, where no loss scaler's
+// accumulation takes it), which read them the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,7 +70,12 @@ bool readsAnyFloat(BufferUse use) {
   // The loss reads its scores (the logits) in their dtype: the AMP graph's
   // cast of f16 logits to f32, the step's largest tensor in a language
   // model, folds into it.
-  return k == "softmax_cross_entropy_loss" && use.param == "scores";
+  if (k == "softmax_cross_entropy_loss")
+    return use.param == "scores";
+  // An accumulator adds its value in f32 whatever its dtype: the bf16
+  // weight gradient widened for its f32 gradient buffer (no loss scaler to
+  // fuse it into) goes in as it is.
+  return k == "inplace_accumulate" && use.param == "value";
 }
 
 /// Whether `use`'s kernel writes that float output in any of f32, f16 and

@@ -56,6 +56,25 @@ module {
 
 // -----
 
+// bf16 AMP has no loss scaler to accumulate a weight gradient: its widening
+// cast for the f32 gradient buffer folds into the accumulator, which adds
+// the bf16 value in f32 (exact), so no f32 copy of the gradient is made.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "gemm"({{.*}}, %[[W:[^)]*]]) {{.*}} : memref<8x4xbf16>, memref<8x3xbf16>, memref<4x3xbf16>
+// CHECK-NOT: amprt.call "cast"
+// CHECK: amprt.call "inplace_accumulate"(%arg2, %[[W]], %arg3, {{.*}} : memref<4x3xf32>, memref<4x3xbf16>, memref<1xi1>, memref<1xi1>
+module {
+  train.graph @main(%a: tensor<8x4xbf16> {train.name = "a"}, %dy: tensor<8x3xbf16> {train.name = "dy"}, %buf: tensor<4x3xf32> {train.name = "w_grad.accumulation.buffer"}, %reset: tensor<1xi1> {train.name = "lazy_reset_grad"}) -> (tensor<1xi1> {train.name = "w_grad.accumulation.out"}) {
+    %n = none
+    %g = Gemm(%a, %dy, %n) {transA = 1 : i64, train.name = "wgrad", train.outputs = ["g"]} : (tensor<8x4xbf16>, tensor<8x3xbf16>, none) -> tensor<4x3xbf16>
+    %c = Cast(%g) {to = 1 : i64, train.name = "widen", train.outputs = ["c"]} : (tensor<4x3xbf16>) -> tensor<4x3xf32>
+    %f, %none = train.ms.InPlaceAccumulatorV2(%buf, %c, %reset) {train.name = "acc", train.outputs = ["acc_out"]} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<1xi1>) -> (tensor<1xi1>, none)
+    train.return %f : tensor<1xi1>
+  }
+}
+
+// -----
+
 // Not folded: a widening cast that a GEMM reads (it needs one dtype), and a
 // cast whose output is a graph output.
 // CHECK-LABEL: func.func @main
