@@ -110,16 +110,34 @@ struct AmpRTPlanBuffersPass
     : public amp::impl::AmpRTPlanBuffersBase<AmpRTPlanBuffersPass> {
   using Base::Base;
   void runOnOperation() override {
-    auto plan = [&](PlannedProgram &p, func::FuncOp f, int64_t &arena,
-                    int64_t *split) {
-      if (schedule)
-        p.scheduleForMemory();
+    auto place = [&](PlannedProgram &p, int64_t &arena, int64_t *split) {
       if (!keepValues)
         p.rematerializeCasts();
       p.aliasReshapes();
       if (!keepValues)
         p.reuseInputs();
       p.planArena(arena, split, keepValues);
+    };
+    auto plan = [&](PlannedProgram &p, func::FuncOp f, int64_t &arena,
+                    int64_t *split) {
+      if (schedule) {
+        // The schedule is a greedy search, and the later rewrites and the
+        // placement move its result: both of its group rules are planned
+        // through, and the smaller arena is kept.
+        PlannedProgram alone = p;
+        int64_t aloneArena = 0, aloneSplit[4] = {0, 0, 0, 0};
+        alone.scheduleForMemory(/*pullAlong=*/false);
+        place(alone, aloneArena, aloneSplit);
+        p.scheduleForMemory(/*pullAlong=*/true);
+        place(p, arena, split);
+        if (aloneArena <= arena) {
+          p = std::move(alone);
+          arena = aloneArena;
+          std::copy(aloneSplit, aloneSplit + 4, split);
+        }
+      } else {
+        place(p, arena, split);
+      }
       emitRemark(f.getLoc())
           << "graph @" << f.getSymName() << ": arena (peak activation "
           << "memory) " << arena << " bytes";

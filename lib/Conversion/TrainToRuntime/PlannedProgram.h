@@ -178,8 +178,9 @@ public:
   /// Elementwise outputs written over a dying input (ReuseInputs.cpp).
   void reuseInputs();
   /// Moves calls earlier where that lowers the step's peak memory
-  /// (ScheduleCalls.cpp).
-  void scheduleForMemory();
+  /// (ScheduleCalls.cpp); with `pullAlong`, a moved group also takes the
+  /// dependencies of its dependents that can come along.
+  void scheduleForMemory(bool pullAlong = true);
   /// Casts again where a cast's copy would otherwise stay alive, unused,
   /// between far-apart readers (RematerializeCasts.cpp).
   void rematerializeCasts();

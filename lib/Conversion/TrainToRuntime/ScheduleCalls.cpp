@@ -21,6 +21,14 @@
 // kept when the simulated peak of live temporaries falls (or stays and their
 // bytes-times-calls area falls). The weight-gradient GEMM and its
 // accumulator move up together, freeing the layer's input and gradient.
+// With pullAlong, a dependent whose other dependencies are not done yet
+// still joins the group when each of those can come along (its own
+// dependencies are done, or in the group): a weight-gradient GEMM of a
+// batched MatMul reads two 2-d reshapes that ORT put at the end, one of
+// the activation and one of the output gradient, and neither reshape alone
+// is worth moving. The pipeline (Passes.cpp) plans both rules through
+// and keeps the smaller arena: a greedy schedule that looks better in the
+// simulation can place worse (reshapes become views after it).
 //
 // Dependencies are by buffer: the calls touching one buffer keep their
 // order (conservatively, every access may write: kernels do not say which
@@ -51,7 +59,7 @@ struct Simulation {
 };
 } // namespace
 
-void PlannedProgram::scheduleForMemory() {
+void PlannedProgram::scheduleForMemory(bool pullAlong) {
   size_t n = calls.size();
   if (n < 3 || n > kMaxCalls)
     return;
@@ -175,24 +183,50 @@ void PlannedProgram::scheduleForMemory() {
     if (earliest >= pos[c])
       continue;
     // The group: c, then calls after it that depend on the group and
-    // whose other dependencies are done before `earliest`.
+    // whose other dependencies are done before `earliest` or can come
+    // along: a dependency whose own ones are all done there or in the
+    // group (a weight-gradient GEMM that reads two reshapes, each made
+    // late: neither reshape alone is worth moving, the three together
+    // free the layer's input and output gradient).
     group.clear();
     group.insert(int(c));
     SmallVector<int, 16> members{int(c)};
+    SmallVector<int, 4> along;
     for (int at = pos[c] + 1; at < int(n) && members.size() < kMaxGroup; ++at) {
       int d = order[at];
+      if (group.contains(d))
+        continue;
       bool fromGroup = false, ready = true;
+      along.clear();
       for (int p : preds[d]) {
-        if (group.contains(p))
+        if (group.contains(p)) {
           fromGroup = true;
-        else if (pos[p] >= earliest)
+          continue;
+        }
+        if (pos[p] < earliest)
+          continue;
+        bool movable = pullAlong && !llvm::is_contained(along, p);
+        for (int q : preds[p])
+          if (!group.contains(q) && pos[q] >= earliest)
+            movable = false;
+        if (!movable) {
           ready = false;
+          break;
+        }
+        along.push_back(p);
       }
-      if (fromGroup && ready) {
-        group.insert(d);
-        members.push_back(d);
+      if (!fromGroup || !ready || members.size() + along.size() + 1 > kMaxGroup)
+        continue;
+      for (int p : along) {
+        group.insert(p);
+        members.push_back(p);
       }
+      group.insert(d);
+      members.push_back(d);
     }
+    // In their present order, which keeps every dependency inside the
+    // group before its dependent.
+    llvm::sort(members, [&](int a, int b) { return pos[a] < pos[b]; });
     trialOrder.clear();
     trialOrder.append(order.begin(), order.begin() + earliest);
     trialOrder.append(members.begin(), members.end());
