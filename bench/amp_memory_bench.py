@@ -75,14 +75,14 @@ def make(args) -> int:
     return 0
 
 
-def lower(amp_run: str, model_dir: Path, batch: int, amp: bool, dims: str | None) -> dict:
+def lower(amp_run: str, model_dir: Path, batch: int, amp: str | None, dims: str | None) -> dict:
     """amp-run's arena line and split for one lowering."""
     argv = [amp_run, str(model_dir / "training_model.onnx"), str(model_dir / "optimizer_model.onnx"),
             "--batch", str(batch), "--steps", "0", "--data", "synthetic:1", "--quiet"]
     if dims:
         argv += ["--dims", dims]
     if amp:
-        argv.append("--amp")
+        argv.append(f"--amp={amp}")
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr[-2000:]}")
@@ -101,37 +101,109 @@ def mib(n: int) -> str:
 
 
 def run(args) -> int:
-    models = [(n, FIXTURES / n, (8, 16), None) for n in ("mlp", "cnn", "transformer")]
+    names = args.models.split(",")
+    models = [(n, FIXTURES / n, (8, 16), None) for n in ("mlp", "cnn", "transformer")
+              if n in names]
     if args.gpt2:
         models.append(("gpt2-small", Path(args.gpt2), (2, 8), None))
     rows, failed = [], []
     for name, d, (b1, b2), dims in models:
-        r = {(b, amp): lower(args.amp_run, d, b, amp, dims) for b in (b1, b2) for amp in (False, True)}
-        for b in (b1, b2):
-            f32, amp = r[(b, False)]["arena"], r[(b, True)]["arena"]
-            split = r[(b, True)]["split"]
-            rows.append((name, b, f32, amp, amp / f32, split))
-            print(f"{name:12} batch {b:3}: fp32 {f32:>11} AMP {amp:>11} bytes = {amp / f32:.3f}x; "
-                  f"AMP peak: " + ", ".join(f"{k} {v}" for k, v in split.items()))
-            if amp > f32:
-                failed.append(f"{name} batch {b}: AMP arena {amp} > fp32 {f32}")
-        g32 = (r[(b2, False)]["arena"] - r[(b1, False)]["arena"]) / (b2 - b1)
-        g16 = (r[(b2, True)]["arena"] - r[(b1, True)]["arena"]) / (b2 - b1)
-        ratio = g16 / g32 if g32 else float("nan")
-        print(f"{name:12} growth per sample: fp32 {g32:.0f} AMP {g16:.0f} bytes = {ratio:.3f}x")
-        rows.append((name, "per sample", g32, g16, ratio, None))
-        if not ratio <= 0.6:
-            failed.append(f"{name}: growth per sample {ratio:.3f}x fp32's (target 0.6)")
+        for mode in args.modes.split(","):
+            r = {(b, amp): lower(args.amp_run, d, b, amp, dims)
+                 for b in (b1, b2) for amp in (None, mode)}
+            for b in (b1, b2):
+                f32, amp = r[(b, None)]["arena"], r[(b, mode)]["arena"]
+                split = r[(b, mode)]["split"]
+                rows.append((name, mode, b, f32, amp, amp / f32, split))
+                print(f"{name:12} {mode} batch {b:3}: fp32 {f32:>11} AMP {amp:>11} bytes = "
+                      f"{amp / f32:.3f}x; AMP peak: "
+                      + ", ".join(f"{k} {v}" for k, v in split.items()))
+                if amp > f32:
+                    failed.append(f"{name} {mode} batch {b}: AMP arena {amp} > fp32 {f32}")
+            g32 = (r[(b2, None)]["arena"] - r[(b1, None)]["arena"]) / (b2 - b1)
+            g16 = (r[(b2, mode)]["arena"] - r[(b1, mode)]["arena"]) / (b2 - b1)
+            ratio = g16 / g32 if g32 else float("nan")
+            print(f"{name:12} {mode} growth per sample: fp32 {g32:.0f} AMP {g16:.0f} bytes "
+                  f"= {ratio:.3f}x")
+            rows.append((name, mode, "per sample", g32, g16, ratio, None))
+            if not ratio <= 0.6:
+                failed.append(f"{name} {mode}: growth per sample {ratio:.3f}x fp32's "
+                              f"(target 0.6)")
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("| model | batch | fp32 arena | AMP arena | AMP / fp32 | AMP peak split |\n")
-            f.write("|---|---|---|---|---|---|\n")
-            for name, b, f32, amp, ratio, split in rows:
+            f.write("| model | AMP | batch | fp32 arena | AMP arena | AMP / fp32 | AMP peak split |\n")
+            f.write("|---|---|---|---|---|---|---|\n")
+            for name, mode, b, f32, amp, ratio, split in rows:
                 s = ", ".join(f"{k} {v}" for k, v in split.items()) if split else ""
-                f.write(f"| {name} | {b} | {f32:.0f} | {amp:.0f} | {ratio:.3f} | {s} |\n")
+                f.write(f"| {name} | {mode} | {b} | {f32:.0f} | {amp:.0f} | {ratio:.3f} | {s} |\n")
     for f in failed:
         print(f"MISSED {f}")
     print(f"amp-memory: {len(models)} models, {len(failed)} targets missed")
+    return 1 if failed else 0
+
+
+def step_peak(args, model_dir: Path, batch: int, mode: str | None) -> int:
+    """The device memory a one-step run of `model_dir` holds at its peak."""
+    argv = [args.amp_run, str(model_dir / "training_model.onnx"),
+            str(model_dir / "optimizer_model.onnx"), "--init", "1", "--batch", str(batch),
+            "--steps", "1", "--device", args.device]
+    if mode:
+        argv.append(f"--amp={mode}")
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"device memory at its peak: (\d+) bytes", p.stderr)
+    if p.returncode != 0 or not m:
+        raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def max_batch(args, model_dir: Path, mode: str | None) -> int:
+    argv = [args.amp_run, str(model_dir / "training_model.onnx"),
+            str(model_dir / "optimizer_model.onnx"), "--init", "1", "--device", args.device,
+            "--quiet", "--max-batch" + (f"={args.limit}" if args.limit else "")]
+    if mode:
+        argv.append(f"--amp={mode}")
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr[-2000:]}")
+    return int(p.stdout.strip())
+
+
+def device(args) -> int:
+    """Issue 26's memory targets on the train_step_bench models: an AMP
+    step's peak device memory against fp32's at the benchmark batch, and the
+    largest batch that fits, AMP against fp32."""
+    import json
+
+    inputs = Path(args.inputs)
+    sizes = json.loads((inputs / "sizes.json").read_text())["models"]
+    modes = args.modes.split(",")
+    failed = []
+    print(f"device {args.device}; peaks of one step at the preset's batch; "
+          f"largest batches within {args.limit or 'the free device memory'}")
+    for name in args.models.split(","):
+        d, batch = inputs / name, sizes[name]["batch"]
+        f32 = step_peak(args, d, batch, None)
+        line = f"{name:12} batch {batch}: fp32 peak {f32} bytes"
+        for mode in modes:
+            amp = step_peak(args, d, batch, mode)
+            line += f"; {mode} {amp} = {amp / f32:.3f}x"
+            if amp / f32 > 0.55:
+                failed.append(f"{name} {mode}: peak {amp / f32:.3f}x fp32's at batch {batch} "
+                              f"(target 0.55)")
+        print(line)
+        if args.search:
+            b32 = max_batch(args, d, None)
+            line = f"{name:12} largest batch: fp32 {b32}"
+            for mode in modes:
+                b = max_batch(args, d, mode)
+                line += f"; {mode} {b} = {b / b32:.2f}x"
+                if b / b32 < 1.8:
+                    failed.append(f"{name} {mode}: largest batch {b / b32:.2f}x fp32's "
+                                  f"(target 1.8)")
+            print(line)
+    for f in failed:
+        print(f"MISSED {f}")
+    print(f"amp-device-memory: {len(failed)} targets missed")
     return 1 if failed else 0
 
 
@@ -143,9 +215,21 @@ def main() -> int:
     p = sub.add_parser("run", help="lower each model in fp32 and AMP and compare arenas")
     p.add_argument("--amp-run", default=str(REPO / "build" / "bin" / "amp-run"))
     p.add_argument("--gpt2", help="the folder `make` wrote")
+    p.add_argument("--models", default="mlp,cnn,transformer", help="fixtures to lower")
+    p.add_argument("--modes", default="fp16,bf16")
     p.add_argument("--markdown")
+    p = sub.add_parser("device", help="issue 26: peak device memory and largest batch, "
+                       "AMP against fp32, on train_step_bench.py make's models")
+    p.add_argument("--amp-run", default=str(REPO / "build" / "bin" / "amp-run"))
+    p.add_argument("--inputs", required=True, help="train_step_bench.py make --out")
+    p.add_argument("--models", default="mlp,cnn,transformer")
+    p.add_argument("--modes", default="fp16,bf16")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--search", action="store_true",
+                   help="also search the largest batch (amp-run --max-batch)")
+    p.add_argument("--limit", help="--max-batch's memory (default: the device's free memory)")
     args = parser.parse_args()
-    return make(args) if args.cmd == "make" else run(args)
+    return {"make": make, "run": run, "device": device}[args.cmd](args)
 
 
 if __name__ == "__main__":
