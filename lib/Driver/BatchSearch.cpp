@@ -46,21 +46,14 @@ struct Probe {
 /// refused allocation explains is returned as an error.
 llvm::Expected<Probe> probe(const TrainOptions &base, int64_t batch,
                             uint64_t limit) {
-  TrainOptions o = base;
+  // Nothing is written: the search only runs.
+  TrainOptions o = withoutOutputs(base);
   o.batch = batch;
   o.steps = 1;
   o.accumulate = 1;
   o.checkpointEvery = 0;
-  o.progress = false;
   o.logTime = false;
   o.injectNonFiniteStep = -1;
-  // Nothing is written: the search only runs.
-  o.outPath.clear();
-  o.logPath.clear();
-  o.checkpointPath.clear();
-  o.ortCheckpointPath.clear();
-  o.loweredPath.clear();
-  o.collectRangesPath.clear();
   o.memoryLimit = limit;
   o.requireBatchDim = true;
   std::string text;

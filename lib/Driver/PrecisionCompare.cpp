@@ -666,15 +666,8 @@ private:
 /// The options of an inner run: the model, data and steps of `train`, no
 /// file written, no progress.
 TrainOptions innerRun(const TrainOptions &train) {
-  TrainOptions o = train;
-  o.logPath.clear();
-  o.outPath.clear();
-  o.checkpointPath.clear();
-  o.ortCheckpointPath.clear();
-  o.loweredPath.clear();
-  o.collectRangesPath.clear();
+  TrainOptions o = withoutOutputs(train);
   o.localizeNonfinite = false;
-  o.progress = false;
   return o;
 }
 

@@ -511,6 +511,18 @@ llvm::Error Trainer::run() {
   return llvm::Error::success();
 }
 
+TrainOptions amp::driver::withoutOutputs(const TrainOptions &options) {
+  TrainOptions o = options;
+  o.logPath.clear();
+  o.outPath.clear();
+  o.checkpointPath.clear();
+  o.ortCheckpointPath.clear();
+  o.loweredPath.clear();
+  o.collectRangesPath.clear();
+  o.progress = false;
+  return o;
+}
+
 double amp::driver::initialLossScale(const TrainOptions &options) {
   return options.staticLossScale != 0 ? options.staticLossScale
                                       : kInitialLossScale;

@@ -151,6 +151,11 @@ struct MemoryUse {
 llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status,
                   MemoryUse *memory = nullptr);
 
+/// `options` with no file written (-o, the log, checkpoints, the lowered
+/// dump, the ranges) and no progress: a run inside another one (a
+/// comparison's, a batch search's probe).
+TrainOptions withoutOutputs(const TrainOptions &options);
+
 /// The loss scale of step 0 that `options` give: the static scale, else
 /// the dynamic scaler's initial one (kInitialLossScale).
 double initialLossScale(const TrainOptions &options);

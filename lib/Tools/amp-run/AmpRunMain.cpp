@@ -58,6 +58,20 @@ int runOnce(llvm::ArrayRef<std::string> models, llvm::StringRef dir,
   return *ok ? 0 : 1;
 }
 
+/// 1 after naming the first of `opts` given on the command line, which
+/// does not go with `mode` (`why`), else 0.
+int refuseWith(llvm::ArrayRef<cl::Option *> opts, llvm::StringRef mode,
+               llvm::StringRef why) {
+  for (cl::Option *opt : opts)
+    if (opt->getNumOccurrences()) {
+      llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
+                   << opt->ArgStr << " does not go with " << mode << " (" << why
+                   << ")\n";
+      return 1;
+    }
+  return 0;
+}
+
 /// amp-run's options, in one category (its --help lists that one only).
 struct AmpRunOptions {
   cl::OptionCategory category{"amp-run options"};
@@ -489,14 +503,9 @@ int AmpRunOptions::execute() {
         &ortCheckpoint, &lowered,   &localize,
         &collectRanges, &ampRanges, std::addressof(ampKeep),
         &maxBatch};
-    for (cl::Option *opt : notWritten)
-      if (opt->getNumOccurrences()) {
-        llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
-                     << opt->ArgStr
-                     << " does not go with --compare-precision (which "
-                        "writes only --compare-report and --compare-dot)\n";
-        return 1;
-      }
+    if (refuseWith(notWritten, "--compare-precision",
+                   "which writes only --compare-report and --compare-dot"))
+      return 1;
     c.mode = amp::train::getAMPModeName(*mode).str();
     c.reportPath = compareReport;
     c.dotPath = compareDot;
@@ -524,14 +533,9 @@ int AmpRunOptions::searchBatch(const amp::driver::TrainOptions &o) {
   cl::Option *const notWritten[] = {
       &out,           &log,   &checkpoint, &ortCheckpoint,   &lowered,
       &collectRanges, &steps, &accumulate, &checkpointEvery, &inject};
-  for (cl::Option *opt : notWritten)
-    if (opt->getNumOccurrences()) {
-      llvm::errs() << "amp-run: " << (opt->ArgStr.size() == 1 ? "-" : "--")
-                   << opt->ArgStr
-                   << " does not go with --max-batch (which runs one step "
-                      "per probed batch and writes nothing)\n";
-      return 1;
-    }
+  if (refuseWith(notWritten, "--max-batch",
+                 "which runs one step per probed batch and writes nothing"))
+    return 1;
   uint64_t limit = 0;
   if (!maxBatch.empty()) {
     std::optional<uint64_t> bytes = amp::driver::parseByteSize(maxBatch);
