@@ -21,12 +21,10 @@
 #include "amp/Runtime/Runtime.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 using namespace amp::driver;
 
@@ -66,10 +64,6 @@ llvm::Expected<Probe> probe(const TrainOptions &base, int64_t batch,
   if (use.refused)
     return Probe{false, use.peak, msg};
   return fail("batch " + llvm::Twine(batch) + ": " + msg);
-}
-
-std::string mib(uint64_t bytes) {
-  return llvm::formatv("{0:F2} MiB", double(bytes) / double(1 << 20)).str();
 }
 
 } // namespace
@@ -133,23 +127,23 @@ amp::driver::findMaxBatch(const TrainOptions &options, uint64_t limit,
     limit = m.device_free;
     if (options.progress)
       status << "amp-run: --max-batch: within the device's free memory, "
-             << limit << " bytes (" << mib(limit) << ")\n";
+             << limit << " bytes (" << formatMiB(limit) << ")\n";
   }
   r.limit = limit;
-  // lo fits, hi does not (0: none known).
-  int64_t lo = 0, hi = 0;
-  std::map<int64_t, uint64_t> fitting;
+  // lo fits (r.batch, its peak r.peak), hi does not (0: none known); the
+  // batch that fitted before lo, and its peak (0: none).
+  int64_t lo = 0, hi = 0, before = 0;
+  uint64_t beforePeak = 0;
   constexpr int64_t kMaxBatch = int64_t(1) << 40;
   constexpr unsigned kMaxProbes = 48;
   auto guess = [&]() -> int64_t {
     int64_t g = 0;
-    if (fitting.size() >= 2) {
-      auto top = std::prev(fitting.end()), below = std::prev(top);
-      double slope = (double(top->second) - double(below->second)) /
-                     double(top->first - below->first);
+    if (before) {
+      double slope =
+          (double(r.peak) - double(beforePeak)) / double(lo - before);
       if (slope > 0) {
-        double line = double(top->first) +
-                      std::floor((double(limit) - double(top->second)) / slope);
+        double line =
+            double(lo) + std::floor((double(limit) - double(r.peak)) / slope);
         g = int64_t(std::clamp(line, 1.0, double(kMaxBatch)));
       }
     }
@@ -180,16 +174,16 @@ amp::driver::findMaxBatch(const TrainOptions &options, uint64_t limit,
     if (options.progress) {
       status << "amp-run: --max-batch: batch " << b << ": ";
       if (p->fits)
-        status << "fits, peak " << p->peak << " bytes (" << mib(p->peak)
+        status << "fits, peak " << p->peak << " bytes (" << formatMiB(p->peak)
                << ")\n";
       else
         status << "does not fit (" << p->why << ")\n";
       status.flush();
     }
     if (p->fits) {
-      lo = b;
-      fitting[b] = p->peak;
-      r.batch = b;
+      before = lo;
+      beforePeak = r.peak;
+      lo = r.batch = b;
       r.peak = p->peak;
     } else {
       hi = b;

@@ -291,14 +291,6 @@ public:
             .count();
   }
 
-  /// The fp32 program's values stay where they are until the AMP run has
-  /// compared them: its temporaries in its arena (the program is lowered
-  /// with keep-values), its inputs in the trainer's buffers (nothing
-  /// writes them while the fp32 run waits for the comparison). An f32 one
-  /// is read there, not copied; its last content is the value compared, as
-  /// a copy after each write would be.
-  bool valuesInPlace = false;
-
   /// The fp32 run's program, call by call: every named value it reads or
   /// writes kept into `out`.
   llvm::Error record(exec::Program &prog, amprt_context *ctx, Values &out) {
@@ -308,7 +300,13 @@ public:
     auto keep = [&](const exec::Program::CallTensor &ct) -> llvm::Error {
       const amprt_tensor &t = *ct.tensor;
       RefValue &r = out[ct.value];
-      bool inPlace = valuesInPlace && t.dtype == AMPRT_F32;
+      // The fp32 program's values stay where they are until the AMP run
+      // has compared them: its temporaries in its arena (runCompared
+      // lowers it with keep-values), its inputs in the trainer's buffers
+      // (nothing writes them while the fp32 run waits for the
+      // comparison). An f32 one is read there, not copied; its last
+      // content is the value compared, as a copy after each write would be.
+      bool inPlace = t.dtype == AMPRT_F32;
       if (!r.owned) {
         int64_t n = numElements(t);
         size_t bytes = inPlace ? 0 : (size_t(n) * 4 + 63) / 64 * 64;
@@ -828,8 +826,7 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   Lockstep lockstep(mem);
   TrainOptions a = innerRun(train);
   a.amp = false;
-  a.keepValues = true;
-  cmp.valuesInPlace = true;
+  a.keepValues = true; // record() reads the f32 values in place
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
     auto t0 = std::chrono::steady_clock::now();
@@ -965,8 +962,6 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   };
   double recordMs = medianMs(seconds(cmp.recordSeconds)),
          compareMs = medianMs(seconds(cmp.compareSeconds));
-  size_t measured = cmp.recordSeconds.size() > 1 ? cmp.recordSeconds.size() - 1
-                                                 : cmp.recordSeconds.size();
   // The step's wall time, from one step's start to the next's; with one
   // step (no next start), its two runs' programs.
   std::vector<double> walls;
@@ -975,8 +970,9 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
       walls.push_back(
           std::chrono::duration<double>(next->second - it->second).count());
   double totalMs = walls.empty() ? recordMs + compareMs : medianMs(walls);
-  if (!walls.empty())
-    measured = walls.size() > 1 ? walls.size() - 1 : 1;
+  // The steps the medians are of: all but the first (warm-up) of several.
+  size_t series = walls.empty() ? cmp.recordSeconds.size() : walls.size();
+  size_t measured = series > 1 ? series - 1 : series;
   std::vector<const Row *> rows = cmp.sorted();
   status << "amp-run: precision comparison, " << opts.mode
          << " AMP against fp32, " << train.steps << " step"

@@ -481,8 +481,8 @@ llvm::Error Trainer::run() {
   if (opts.progress && opts.steps > 0) {
     MemoryUse use = memoryUse();
     status << "amp-run: device memory at its peak: " << use.peak << " bytes ("
-           << llvm::format("%.2f", double(use.peak) / double(1 << 20))
-           << " MiB; state, arenas, data and the backend's workspace)\n";
+           << formatMiB(use.peak)
+           << "; state, arenas, data and the backend's workspace)\n";
   }
   if (log) {
     log->close();
@@ -509,6 +509,13 @@ llvm::Error Trainer::run() {
     if (auto e = writeWeights(opts.outPath))
       return e;
   return llvm::Error::success();
+}
+
+std::string amp::driver::formatMiB(uint64_t bytes) {
+  std::string s;
+  llvm::raw_string_ostream(s)
+      << llvm::format("%.2f MiB", double(bytes) / double(1 << 20));
+  return s;
 }
 
 TrainOptions amp::driver::withoutOutputs(const TrainOptions &options) {

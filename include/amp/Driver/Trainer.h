@@ -151,6 +151,9 @@ struct MemoryUse {
 llvm::Error train(const TrainOptions &options, llvm::raw_ostream &status,
                   MemoryUse *memory = nullptr);
 
+/// `bytes` as "12.34 MiB", for messages.
+std::string formatMiB(uint64_t bytes);
+
 /// `options` with no file written (-o, the log, checkpoints, the lowered
 /// dump, the ranges) and no progress: a run inside another one (a
 /// comparison's, a batch search's probe).

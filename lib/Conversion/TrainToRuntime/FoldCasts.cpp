@@ -60,10 +60,10 @@ bool readsAnyFloat(BufferUse use) {
   // gradient's ReduceSum of a widened f16 activation gradient. LayerNorm and
   // its gradient read x (and dy) in theirs, scale its x: a transformer's f32
   // LayerNorm of an f16 residual sum.
-  static const llvm::StringSet<> reductions = {"reduce_sum", "reduce_mean",
-                                               "reduce_max", "reduce_min",
-                                               "layer_norm", "scale"};
-  if (reductions.contains(k))
+  static const llvm::StringSet<> readXAsItIs = {"reduce_sum", "reduce_mean",
+                                                "reduce_max", "reduce_min",
+                                                "layer_norm", "scale"};
+  if (readXAsItIs.contains(k))
     return use.param == "x";
   if (k == "layer_norm_grad")
     return use.param == "x" || use.param == "dy";

@@ -25,6 +25,8 @@
 
 #include "llvm/ADT/SetVector.h"
 
+#include <optional>
+
 namespace amp {
 #define GEN_PASS_DEF_CONVERTTRAINTOAMPRT
 #define GEN_PASS_DEF_AMPRTFUSE
@@ -120,23 +122,26 @@ struct AmpRTPlanBuffersPass
     };
     auto plan = [&](PlannedProgram &p, func::FuncOp f, int64_t &arena,
                     int64_t *split) {
+      // The schedule is a greedy search, and the later rewrites and the
+      // placement move its result: when its rule with the calls that come
+      // along took any, the rule without them is planned through too, and
+      // the smaller arena is kept.
+      std::optional<PlannedProgram> alone;
       if (schedule) {
-        // The schedule is a greedy search, and the later rewrites and the
-        // placement move its result: both of its group rules are planned
-        // through, and the smaller arena is kept.
-        PlannedProgram alone = p;
+        alone = p;
+        if (!p.scheduleForMemory(/*pullAlong=*/true))
+          alone.reset();
+      }
+      place(p, arena, split);
+      if (alone) {
         int64_t aloneArena = 0, aloneSplit[4] = {0, 0, 0, 0};
-        alone.scheduleForMemory(/*pullAlong=*/false);
-        place(alone, aloneArena, aloneSplit);
-        p.scheduleForMemory(/*pullAlong=*/true);
-        place(p, arena, split);
+        alone->scheduleForMemory(/*pullAlong=*/false);
+        place(*alone, aloneArena, aloneSplit);
         if (aloneArena <= arena) {
-          p = std::move(alone);
+          p = std::move(*alone);
           arena = aloneArena;
           std::copy(aloneSplit, aloneSplit + 4, split);
         }
-      } else {
-        place(p, arena, split);
       }
       emitRemark(f.getLoc())
           << "graph @" << f.getSymName() << ": arena (peak activation "

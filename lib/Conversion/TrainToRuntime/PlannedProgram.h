@@ -179,8 +179,9 @@ public:
   void reuseInputs();
   /// Moves calls earlier where that lowers the step's peak memory
   /// (ScheduleCalls.cpp); with `pullAlong`, a moved group also takes the
-  /// dependencies of its dependents that can come along.
-  void scheduleForMemory(bool pullAlong = true);
+  /// dependencies of its dependents that can come along. Returns whether a
+  /// group took one along (else the order is the one without pullAlong).
+  bool scheduleForMemory(bool pullAlong = true);
   /// Casts again where a cast's copy would otherwise stay alive, unused,
   /// between far-apart readers (RematerializeCasts.cpp).
   void rematerializeCasts();

@@ -59,10 +59,11 @@ struct Simulation {
 };
 } // namespace
 
-void PlannedProgram::scheduleForMemory(bool pullAlong) {
+bool PlannedProgram::scheduleForMemory(bool pullAlong) {
   size_t n = calls.size();
   if (n < 3 || n > kMaxCalls)
-    return;
+    return false;
+  bool pulled = false;
   llvm::DenseSet<int> written = buffersWrittenInPlace();
   llvm::DenseSet<int> outputs(results.begin(), results.end());
 
@@ -205,7 +206,7 @@ void PlannedProgram::scheduleForMemory(bool pullAlong) {
         }
         if (pos[p] < earliest)
           continue;
-        bool movable = pullAlong && !llvm::is_contained(along, p);
+        bool movable = pullAlong;
         for (int q : preds[p])
           if (!group.contains(q) && pos[q] >= earliest)
             movable = false;
@@ -217,6 +218,7 @@ void PlannedProgram::scheduleForMemory(bool pullAlong) {
       }
       if (!fromGroup || !ready || members.size() + along.size() + 1 > kMaxGroup)
         continue;
+      pulled |= !along.empty();
       for (int p : along) {
         group.insert(p);
         members.push_back(p);
@@ -288,4 +290,5 @@ void PlannedProgram::scheduleForMemory(bool pullAlong) {
     scheduled.push_back(std::move(calls[c]));
   }
   calls = std::move(scheduled);
+  return pulled;
 }

@@ -553,20 +553,17 @@ int AmpRunOptions::searchBatch(const amp::driver::TrainOptions &o) {
         << llvm::toString(r.takeError()) << "\n";
     return 1;
   }
-  auto mib = [](uint64_t b) {
-    return llvm::format("%.2f MiB", double(b) / double(1 << 20));
-  };
   if (!r->batch) {
     llvm::WithColor::error(llvm::errs(), "amp-run")
         << "--max-batch: not even batch 1 fits in " << r->limit << " bytes ("
-        << mib(r->limit) << ")\n";
+        << amp::driver::formatMiB(r->limit) << ")\n";
     return 1;
   }
   if (!quiet) {
     llvm::errs() << "amp-run: the largest batch that fits in " << r->limit
-                 << " bytes (" << mib(r->limit) << "): " << r->batch
-                 << ", its step's peak " << r->peak << " bytes ("
-                 << mib(r->peak) << ")";
+                 << " bytes (" << amp::driver::formatMiB(r->limit)
+                 << "): " << r->batch << ", its step's peak " << r->peak
+                 << " bytes (" << amp::driver::formatMiB(r->peak) << ")";
     if (r->firstMiss)
       llvm::errs() << "; batch " << r->firstMiss << " does not fit";
     llvm::errs() << " (" << r->probes << " probed batches)\n";
