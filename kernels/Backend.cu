@@ -147,7 +147,7 @@ amprt_status cudaOpen(amprt_context *ctx) {
     }
   s->workspaceBytes = kWorkspaceBytes;
   // The workspace is the context's too (amprt_memory_stats).
-  ctx->memory.take(kWorkspaceBytes);
+  ctx->memory.add(kWorkspaceBytes);
   // Scratch (Scratch, cudaMallocAsync) comes from the device's default
   // pool, which by default returns freed memory to the driver at every
   // synchronization, so each training step would allocate it afresh

@@ -151,7 +151,7 @@ struct Scratch {
   amprt_status get(amprt_context *c, const char *k, size_t bytes) {
     ctx = c;
     size_t n = bytes ? bytes : 16;
-    if (!c->memory.take(n))
+    if (!c->memory.admits(n))
       return c->fail(AMPRT_ERR_OUT_OF_MEMORY,
                      "%s: %zu bytes of scratch would pass the context's "
                      "memory limit (%llu bytes)",
@@ -159,11 +159,11 @@ struct Scratch {
     cudaError_t e = cudaMallocAsync(&p, n, stream(c));
     if (e != cudaSuccess) {
       p = nullptr;
-      c->memory.give(n);
       if (e == cudaErrorMemoryAllocation)
         ++c->memory.refused;
       return cudaFail(c, k, "cudaMallocAsync", e);
     }
+    c->memory.add(n);
     counted = n;
     return AMPRT_OK;
   }

@@ -26,7 +26,7 @@ amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "amprt_malloc: out is NULL");
   *out = nullptr;
   MemoryAccount &m = ctx->memory;
-  if (!m.take(bytes))
+  if (!m.admits(bytes))
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
                      "amprt_malloc: %zu bytes would pass the context's memory "
                      "limit (%llu bytes, %llu in use)",
@@ -34,7 +34,6 @@ amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
                      (unsigned long long)m.inUse);
   void *p = ctx->backend->alloc(ctx, bytes);
   if (!p) {
-    m.give(bytes);
     ++m.refused;
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
                      "amprt_malloc: cannot allocate %zu bytes", bytes);
@@ -43,9 +42,9 @@ amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
     m.sizes[p] = bytes;
   } catch (...) {
     ctx->backend->release(ctx, p);
-    m.give(bytes);
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "amprt_malloc: out of memory");
   }
+  m.add(bytes);
   *out = p;
   return AMPRT_OK;
 }

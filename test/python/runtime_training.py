@@ -628,6 +628,12 @@ def test_memory_accounting(rt):
     assert L.amprt_malloc(ctx, 1 << 20, C.byref(big)) == 0
     assert stats()[:3] == (3000 + (1 << 20), 3000 + (1 << 20), 0)
     L.amprt_free(ctx, big)
+    # An allocation the device (here the host) refuses counts as refused
+    # and never reaches the peak.
+    assert L.amprt_memory_reset_peak(ctx) == 0
+    assert L.amprt_malloc(ctx, 1 << 62, C.byref(big)) == 5 and not big.value
+    assert "cannot allocate" in L.amprt_last_error(ctx).decode()
+    assert stats() == (3000, 3000, 0, 2)
     L.amprt_free(ctx, b)
     assert stats()[0] == 0
     assert L.amprt_memory_stats_get(ctx, None) == 1

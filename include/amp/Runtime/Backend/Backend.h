@@ -59,7 +59,9 @@ struct Backend {
 
 /// What a context holds of its device's memory (amprt_memory_stats,
 /// Memory.cpp): every amprt_malloc buffer and the backend's own workspace
-/// and stream-ordered scratch, against an optional limit.
+/// and stream-ordered scratch, against an optional limit. An allocation
+/// asks admits() first and is add()ed once it succeeded, so a failed one
+/// never reaches the peak.
 struct MemoryAccount {
   uint64_t inUse = 0, peak = 0;
   uint64_t limit = 0; ///< 0: none
@@ -67,17 +69,19 @@ struct MemoryAccount {
   uint64_t refused = 0;
   /// The size each live amprt_malloc buffer was counted with.
   std::unordered_map<const void *, uint64_t> sizes;
-  /// Counts `bytes` in, or (past the limit) counts a refusal and returns
-  /// false.
-  bool take(uint64_t bytes) {
+  /// Whether `bytes` more stay within the limit; a refusal is counted.
+  bool admits(uint64_t bytes) {
     if (limit && (inUse > limit || bytes > limit - inUse)) {
       ++refused;
       return false;
     }
+    return true;
+  }
+  /// Counts `bytes` in, once they are allocated.
+  void add(uint64_t bytes) {
     inUse += bytes;
     if (inUse > peak)
       peak = inUse;
-    return true;
   }
   void give(uint64_t bytes) { inUse -= bytes < inUse ? bytes : inUse; }
 };
