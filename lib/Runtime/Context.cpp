@@ -58,10 +58,24 @@ amprt_status cpuSet(amprt_context *, void *dst, int value, size_t bytes) {
 }
 amprt_status cpuSync(amprt_context *) { return AMPRT_OK; }
 void cpuMemInfo(amprt_context *, uint64_t *freeBytes, uint64_t *total) {
-  long page = sysconf(_SC_PAGESIZE);
-  long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES);
-  *freeBytes = page > 0 && avail > 0 ? uint64_t(avail) * uint64_t(page) : 0;
+  long page = sysconf(_SC_PAGESIZE), phys = sysconf(_SC_PHYS_PAGES);
   *total = page > 0 && phys > 0 ? uint64_t(phys) * uint64_t(page) : 0;
+  // Linux's MemAvailable: free memory plus what the kernel can reclaim
+  // (the page cache); sysconf's free pages alone leave the cache out.
+  *freeBytes = 0;
+  if (FILE *f = std::fopen("/proc/meminfo", "r")) {
+    char line[128];
+    unsigned long long kib;
+    while (std::fgets(line, sizeof(line), f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+        *freeBytes = uint64_t(kib) * 1024;
+        break;
+      }
+    std::fclose(f);
+  }
+  long avail = sysconf(_SC_AVPHYS_PAGES);
+  if (!*freeBytes && page > 0 && avail > 0)
+    *freeBytes = uint64_t(avail) * uint64_t(page);
 }
 
 // The CPU backend overrides nothing: every entry is the reference kernel.
