@@ -644,7 +644,7 @@ def test_memory_accounting(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 7
+    assert L.amprt_abi_version() == 8
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -719,6 +719,109 @@ def test_abi_and_memory(rt):
     print("  %d kernels in Ops.def, %d exported amprt_ symbols"
           % (len(rt.ops), len(exported)))
 
+
+
+def attention_reference(q, k, v, bias, scale, k_trans):
+    """attention's values in float64: p, y and lse (Ops.def)."""
+    kr = np.swapaxes(k, -1, -2) if k_trans else k  # [.., Sk, D]
+    s = scale * q @ np.swapaxes(kr, -1, -2)
+    if bias is not None:
+        s = s + bias
+    m = s.max(-1, keepdims=True)
+    e = np.exp(s - m)
+    total = e.sum(-1, keepdims=True)
+    p = e / total
+    return p, p @ v, (m + np.log(total))[..., 0]
+
+
+def test_attention(rt):
+    """attention and attention_grad (the fused attention of amprt-fuse)
+    against float64: y, lse and the three gradients, each dtype, k in
+    both layouts, a bias broadcast over batch and heads, a key mask."""
+    t = lambda a: np.swapaxes(a, -1, -2)  # noqa: E731
+    cases = [  # dt, q shape, sk, dv, k_trans, bias shape, scale
+        ("f32", (2, 3, 5, 4), 7, 6, 0, None, 0.5),
+        ("f16", (2, 3, 5, 8), 9, 8, 1, (1, 3, 5, 9), 0.125),
+        ("bf16", (4, 9, 8), 9, 4, 0, (1, 9), 0.35),
+        ("f16", (2, 2, 16, 16), 16, 16, 0, (2, 1, 1, 16), 0.25),
+    ]
+    for dt, qs, sk, dv, k_trans, bs, scale in cases:
+        lead, sq, d = qs[:-2], qs[-2], qs[-1]
+        q = rt.randn(qs, dt)
+        k = rt.randn(lead + ((d, sk) if k_trans else (sk, d)), dt)
+        v = rt.randn(lead + (sk, dv), dt)
+        bias = None
+        if bs is not None:
+            b = rt.rng.standard_normal(bs)
+            if bs[-2] == 1:  # a key padding mask: the last keys masked out
+                b[..., -2:] = -1e4 if dt != "f16" else -6e4
+            bias = rt.buf(b, dt)
+        y, lse = rt.empty(lead + (sq, dv), dt), rt.empty(lead + (sq,), "f32")
+        br = bias.ref if bias else None
+        rt.ok("attention", q.ref, k.ref, v.ref, br, y.ref, lse.ref,
+              C.c_float(scale), k_trans)
+        qf, kf, vf = q.f64(), k.f64(), v.f64()
+        bf = bias.f64() if bias else None
+        p, yr, lr = attention_reference(qf, kf, vf, bf, scale, k_trans)
+        kr = t(kf) if k_trans else kf
+        terms = sk + d + 16
+        rt.close("attention y", y, yr, dt, scale=np.abs(p) @ np.abs(vf),
+                 terms=terms)
+        smag = abs(scale) * np.abs(qf) @ np.abs(t(kr)) + 1.0
+        rt.close("attention lse", lse, lr, "f32", scale=smag.max(-1),
+                 terms=terms)
+        # No lse: the same y.
+        y2 = rt.empty(lead + (sq, dv), dt)
+        rt.ok("attention", q.ref, k.ref, v.ref, br, y2.ref, None,
+              C.c_float(scale), k_trans)
+        rt.equal("attention without lse", y2.bits(), y.bits())
+        # The gradient.
+        dy = rt.randn(lead + (sq, dv), dt)
+        dq, dk, dv_ = (rt.empty(x.shape, dt) for x in (q, k, v))
+        rt.ok("attention_grad", q.ref, k.ref, v.ref, br, y.ref, lse.ref,
+              dy.ref, dq.ref, dk.ref, dv_.ref, C.c_float(scale), k_trans)
+        dyf = dy.f64()
+        dp = dyf @ t(vf)
+        rowsum = (p * dp).sum(-1, keepdims=True)
+        ds = p * (dp - rowsum)
+        dsmag = p * (np.abs(dp) + np.abs(rowsum))
+        dkr = scale * t(ds) @ qf
+        gterms = 4 * (sk + d + dv + sq) + 16
+        rt.close("attention_grad dv", dv_, t(p) @ dyf, dt,
+                 scale=t(p) @ np.abs(dyf), terms=gterms)
+        rt.close("attention_grad dq", dq, scale * ds @ kr, dt,
+                 scale=abs(scale) * dsmag @ np.abs(kr), terms=gterms)
+        rt.close("attention_grad dk", dk, t(dkr) if k_trans else dkr, dt,
+                 scale=(lambda m: t(m) if k_trans else m)(
+                     abs(scale) * t(dsmag) @ np.abs(qf)), terms=gterms)
+    # Bad arguments: a message naming the argument, no crash.
+    q = rt.randn((2, 4, 8), "f16")
+    k = rt.randn((2, 6, 8), "f16")
+    v = rt.randn((2, 6, 3), "f16")
+    y = rt.empty((2, 4, 3), "f16")
+    f = C.c_float(1.0)
+    rt.fails("attention", rt.randn((4, 8), "f16").ref, k.ref, v.ref, None,
+             y.ref, None, f, 0, match="rank 3 or more")
+    rt.fails("attention", q.ref, rt.randn((2, 6, 7), "f16").ref, v.ref, None,
+             y.ref, None, f, 0, match="k has shape")
+    rt.fails("attention", q.ref, k.ref, rt.randn((2, 5, 3), "f16").ref, None,
+             y.ref, None, f, 0, match="v has shape")
+    rt.fails("attention", q.ref, k.ref, v.ref, rt.randn((3, 6), "f16").ref,
+             y.ref, None, f, 0, match="does not broadcast")
+    rt.fails("attention", q.ref, k.ref, rt.randn((2, 6, 3), "bf16").ref,
+             None, y.ref, None, f, 0, match="v has dtype bf16")
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref,
+             rt.empty((2, 4), "f16").ref, f, 0, match="lse")
+    lse = rt.empty((2, 4), "f32")
+    rt.ok("attention", q.ref, k.ref, v.ref, None, y.ref, lse.ref, f, 0)
+    rt.fails("attention_grad", q.ref, k.ref, v.ref, None, y.ref, lse.ref,
+             y.ref, rt.empty((2, 4, 7), "f16").ref, rt.empty((2, 6, 8),
+                                                         "f16").ref,
+             rt.empty((2, 6, 3), "f16").ref, f, 0, match="dq has shape")
+    rt.fails("attention_grad", q.ref, k.ref, v.ref, None, y.ref, None,
+             y.ref, q.ref, k.ref, v.ref, f, 0, match="lse is NULL")
+    print("  4 geometries (f32, f16, bf16; k in both layouts; biases "
+          "broadcast, masked keys) against float64; 8 bad arguments")
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 

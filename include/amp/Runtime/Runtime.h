@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 7
+#define AMPRT_ABI_VERSION 8
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8

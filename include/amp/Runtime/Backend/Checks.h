@@ -148,6 +148,34 @@ amprt_status checkMatmul(amprt_context *ctx, const char *k,
                          const amprt_tensor *y, bool transA, bool transB,
                          MatmulGeometry &g);
 
+/// attention's geometry: `batch` products over the leading dims `lead`
+/// of q [.., sq, d], k, v [.., sk, dv]; the bias's element strides seen
+/// through its broadcast to [lead.., sq, sk] (empty: no bias).
+struct AttentionGeometry {
+  Shape lead;
+  int64_t batch = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  Shape biasStrides;
+};
+/// attention's checks (Attention.cpp): q, k, v, y float of one dtype and
+/// rank >= 3 with equal leading dims, k's and v's shapes against q's, y of
+/// [.., sq, dv], bias float broadcasting to [.., sq, sk], lse f32 [.., sq];
+/// lse may be NULL when `lseOptional`.
+amprt_status checkAttention(amprt_context *ctx, const char *k,
+                            const amprt_tensor *q, const amprt_tensor *key,
+                            const amprt_tensor *v, const amprt_tensor *bias,
+                            const amprt_tensor *y, const amprt_tensor *lse,
+                            bool kTrans, bool lseOptional,
+                            AttentionGeometry &g);
+/// attention_grad's checks: attention's, then dy of y's shape and dq, dk,
+/// dv of q's, k's and v's shapes, all of q's dtype.
+amprt_status checkAttentionGrad(amprt_context *ctx, const amprt_tensor *q,
+                                const amprt_tensor *key, const amprt_tensor *v,
+                                const amprt_tensor *bias, const amprt_tensor *y,
+                                const amprt_tensor *lse, const amprt_tensor *dy,
+                                const amprt_tensor *dq, const amprt_tensor *dk,
+                                const amprt_tensor *dv, bool kTrans,
+                                AttentionGeometry &g);
+
 //===----------------------------------------------------------------------===//
 // Random numbers
 //===----------------------------------------------------------------------===//
