@@ -28,7 +28,8 @@ void amp::driver::loadDialects(MLIRContext &ctx) {
 llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
                                         llvm::StringRef what,
                                         bool overwriteAccumulators,
-                                        bool narrowInputs, bool keepValues) {
+                                        bool narrowInputs, bool keepValues,
+                                        bool fuseAttention) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
@@ -40,6 +41,9 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
   options.overwriteAccumulators = overwriteAccumulators;
   options.narrowInputs = narrowInputs;
   options.keepValues = keepValues;
+  // A run that reads every value afterwards needs the scores and
+  // probabilities that fused attention never stores.
+  options.fuseAttention = fuseAttention && !keepValues;
   buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(

@@ -501,7 +501,8 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // The trainer fills every batch itself: f32 data that the graph only casts
   // to 16 bits is converted as it is copied (narrow-inputs).
   return lowerToRuntime(module, loweringDims, what, opts.accumulate == 1,
-                        /*narrowInputs=*/true, opts.keepValues);
+                        /*narrowInputs=*/true, opts.keepValues,
+                        opts.fuseAttention);
 }
 
 llvm::Error Trainer::dumpLowered() {

@@ -124,9 +124,13 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     loss scaling's unscale, check and gate fused into one multi-tensor call
     each; with `overwrite-accumulators`, gradients checked and accumulated
     as they come (the function gets `amprt.overwrite_accumulators`);
-    transposes of GEMM operands and results folded into trans flags; sums of
-    GatherGrads as scatters into one buffer; widening casts read by their
-    elementwise consumers. Results are bit-identical to the calls before.
+    transposes of GEMM operands and results folded into trans flags; with
+    `fuse-attention`, attention in 16 bits (scores, softmax, output product
+    and their gradient) as one `attention` and one `attention_grad` call;
+    sums of GatherGrads as scatters into one buffer; widening casts read by
+    their elementwise consumers; a gemm and the relu reading it as one
+    `gemm_relu`. Results are bit-identical to the calls before, except
+    attention's: its scores and probabilities stay f32 inside the call.
   }];
   let options = [
     Option<"overwriteAccumulators", "overwrite-accumulators", "bool",
@@ -134,6 +138,9 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
            "The driver overwrites the gradient accumulators every step "
            "(lazy_reset_grad always true): loss scaling's gate may then "
            "follow the gradients' accumulation">,
+    Option<"fuseAttention", "fuse-attention", "bool", /*default=*/"true",
+           "Attention in f16/bf16 and its gradient as fused attention "
+           "calls (scores and probabilities never stored)">,
   ];
   let dependentDialects = ["::amp::amprt::AmpRTDialect"];
 }

@@ -29,13 +29,15 @@ void loadDialects(mlir::MLIRContext &ctx);
 /// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
 /// the caller overwrites the gradient accumulators every step, and
 /// `narrow-inputs` when it converts its f32 batches to 16 bits, and
-/// `keep-values` when it reads every value after the run); the lowering's
-/// errors are diagnostics, its arena remarks are dropped. `what` names the
-/// model in the error.
+/// `keep-values` when it reads every value after the run, and
+/// `fuse-attention` unless `fuseAttention` is false or keepValues is true);
+/// the lowering's errors are diagnostics, its arena remarks are dropped.
+/// `what` names the model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
                            llvm::StringRef what,
                            bool overwriteAccumulators = false,
-                           bool narrowInputs = false, bool keepValues = false);
+                           bool narrowInputs = false, bool keepValues = false,
+                           bool fuseAttention = true);
 
 } // namespace amp::driver
 

@@ -120,6 +120,9 @@ struct TrainOptions {
   /// (keep-values): a stepRunner may read each value after the program ran
   /// (--compare-precision's fp32 run); more memory.
   bool keepValues = false;
+  /// Attention in f16/bf16 and its gradient as fused calls (amprt-fuse's
+  /// fuse-attention; off with keepValues, whose values they never store).
+  bool fuseAttention = true;
   /// With amp: value ranges (--collect-ranges) the AMP pass keeps the
   /// nodes that would overflow or underflow fp32 by (its ranges= option).
   std::string ampRangesPath;

@@ -43,11 +43,10 @@
 
 #include "BufferFacts.h"
 #include "FusePatterns.h"
+#include "Products.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-
-#include <optional>
 
 using namespace mlir;
 using namespace amp;
@@ -66,84 +65,6 @@ bool swapsLastTwo(amprt::CallOp transpose) {
     if (p[i] != i)
       return false;
   return p[r - 2] == r - 1 && p[r - 1] == r - 2;
-}
-
-bool isProduct(amprt::CallOp call) {
-  StringRef k = call.getKernel();
-  return k == "matmul" || k == "fused_matmul" || k == "gemm";
-}
-
-/// A product in fused_matmul's or gemm's form: operands, flags, alpha (and
-/// gemm's c and beta).
-struct Product {
-  Value a, b, c, y;
-  int64_t ta = 0, tb = 0;
-  double alpha = 1.0, beta = 0.0;
-};
-
-int64_t rank(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getRank();
-}
-
-/// `call` (a product) as a Product, or nullopt where an operand or the
-/// result is no single buffer or an operand has rank < 2 (matmul's 1-D
-/// promotion: not a flag).
-std::optional<Product> productOf(amprt::CallOp call) {
-  Product p;
-  p.a = call.getSingleTensor("a");
-  p.b = call.getSingleTensor("b");
-  p.y = call.getSingleTensor("y");
-  if (!p.a || !p.b || !p.y || rank(p.a) < 2 || rank(p.b) < 2)
-    return std::nullopt;
-  auto flag = [&](StringRef n) -> int64_t {
-    auto a = call->getAttrOfType<IntegerAttr>(n);
-    return a ? a.getInt() : 0;
-  };
-  auto real = [&](StringRef n, double d) {
-    auto a = call->getAttrOfType<FloatAttr>(n);
-    return a ? a.getValueAsDouble() : d;
-  };
-  p.ta = flag("trans_a");
-  p.tb = flag("trans_b");
-  p.alpha = real("alpha", 1.0);
-  if (call.getKernel() == "gemm") {
-    OperandRange c = call.getTensorParam("c");
-    if (!c.empty())
-      p.c = c.front();
-    p.beta = real("beta", 0.0);
-  }
-  return p;
-}
-
-/// Replaces the product `like` by `p`, in its place: a gemm for a gemm, else
-/// a fused_matmul, named after `like`'s node.
-void replaceProduct(PatternRewriter &rewriter, amprt::CallOp like,
-                    const Product &p) {
-  Type f32 = rewriter.getF32Type();
-  SmallVector<NamedAttribute> attrs;
-  if (Attribute node = like->getAttr("node"))
-    attrs.push_back(rewriter.getNamedAttr("node", node));
-  attrs.push_back(
-      rewriter.getNamedAttr("trans_a", rewriter.getI32IntegerAttr(p.ta)));
-  attrs.push_back(
-      rewriter.getNamedAttr("trans_b", rewriter.getI32IntegerAttr(p.tb)));
-  attrs.push_back(
-      rewriter.getNamedAttr("alpha", rewriter.getFloatAttr(f32, p.alpha)));
-  rewriter.setInsertionPoint(like);
-  if (like.getKernel() == "gemm") {
-    attrs.push_back(
-        rewriter.getNamedAttr("beta", rewriter.getFloatAttr(f32, p.beta)));
-    amprt::createCall(rewriter, like.getLoc(), "gemm",
-                      {{"a", p.a},
-                       {"b", p.b},
-                       {"c", p.c ? ValueRange(p.c) : ValueRange()},
-                       {"y", p.y}},
-                      attrs);
-  } else {
-    amprt::createCall(rewriter, like.getLoc(), "fused_matmul",
-                      {{"a", p.a}, {"b", p.b}, {"y", p.y}}, attrs);
-  }
-  rewriter.eraseOp(like);
 }
 
 struct FoldTranspose : CallPattern {

@@ -57,6 +57,10 @@ void populateAccumulateEarlyPatterns(mlir::RewritePatternSet &patterns);
 /// Transposes of GEMM operands and results as trans flags
 /// (FoldTransposes.cpp).
 void populateFoldTransposesPatterns(mlir::RewritePatternSet &patterns);
+/// Attention in 16 bits (scores, softmax, output product and their
+/// gradient) as one attention and one attention_grad call
+/// (FuseAttention.cpp).
+void populateFuseAttentionPatterns(mlir::RewritePatternSet &patterns);
 /// Sums of GatherGrads at distinct scalar indices as scatters into one
 /// buffer (GatherGradSums.cpp).
 void populateGatherGradSumsPatterns(mlir::RewritePatternSet &patterns);

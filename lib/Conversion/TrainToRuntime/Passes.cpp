@@ -102,6 +102,8 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
         return !f->hasAttr(kOverwriteAccumulatorsAttr);
       });
     applyFusion(module, populateFoldTransposesPatterns);
+    if (fuseAttention)
+      applyFusion(module, populateFuseAttentionPatterns);
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
     applyFusion(module, populateFuseGemmReluPatterns);
@@ -180,6 +182,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "step (lazy_reset_grad always true): loss scaling's "
                      "gate may then follow the gradients' accumulation"),
       llvm::cl::init(false)};
+  Option<bool> fuseAttention{
+      *this, "fuse-attention",
+      llvm::cl::desc("Attention in f16/bf16 and its gradient as fused "
+                     "attention calls (scores and probabilities never "
+                     "stored)"),
+      llvm::cl::init(true)};
   Option<bool> narrowInputs{
       *this, "narrow-inputs",
       llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
@@ -195,7 +203,8 @@ void amp::buildConvertTrainToRuntimePipeline(
     OpPassManager &pm, const TrainToRuntimeOptions &options) {
   pm.addPass(createTrainBindDims({options.dims}));
   pm.addPass(createConvertTrainToAmpRT({options.dims, options.narrowInputs}));
-  pm.addPass(createAmpRTFuse({options.overwriteAccumulators}));
+  pm.addPass(
+      createAmpRTFuse({options.overwriteAccumulators, options.fuseAttention}));
   pm.addPass(createAmpRTPlanBuffers({options.schedule, options.keepValues}));
 }
 
@@ -213,6 +222,7 @@ void amp::registerConvertTrainToRuntimePasses() {
         options.keepValues = o.keepValues;
         options.overwriteAccumulators = o.overwriteAccumulators;
         options.narrowInputs = o.narrowInputs;
+        options.fuseAttention = o.fuseAttention;
         buildConvertTrainToRuntimePipeline(pm, options);
       });
 }

@@ -105,6 +105,12 @@ struct AmpRunOptions {
       cl::desc("the CPU backend's reference GEMM loops instead of oneDNN "
                "(numerics checks; also AMPRT_CPU_REFERENCE=1)"),
       cl::cat(category)};
+  cl::opt<bool> fuseAttention{
+      "fuse-attention",
+      cl::desc("attention in f16/bf16 and its gradient as fused calls, "
+               "scores and probabilities never stored (=false: the graph's "
+               "separate calls)"),
+      cl::cat(category), cl::init(true)};
   cl::opt<int64_t> steps{"steps", cl::desc("training steps"), cl::cat(category),
                          cl::init(1)};
   cl::opt<int64_t> batch{"batch",
@@ -425,6 +431,7 @@ int AmpRunOptions::execute() {
   o.lrGiven = lr.getNumOccurrences() > 0;
   o.logPath = log;
   o.logTime = logTime;
+  o.fuseAttention = fuseAttention;
   o.outPath = out;
   o.checkpointPath = checkpoint;
   o.resumePath = resume;

@@ -44,6 +44,9 @@ struct TrainToRuntimeOptions {
   /// for the all-finite flag (docs/Lowering.md). The lowered function then
   /// has kOverwriteAccumulatorsAttr.
   bool overwriteAccumulators = false;
+  /// Attention in f16/bf16 and its gradient become fused `attention` and
+  /// `attention_grad` calls (amprt-fuse's fuse-attention; docs/Lowering.md).
+  bool fuseAttention = true;
   /// The caller fills the batches of data itself and can convert f32
   /// samples to f16/bf16 (round to nearest even) as it copies them: an f32
   /// data input (a dim bound by `dims`) that the graph only casts to one
