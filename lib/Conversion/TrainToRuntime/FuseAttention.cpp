@@ -37,9 +37,11 @@
 //  * s, s', s", p, dp, ds", ds are temporaries, no graph outputs, written by
 //    no call in place, and named only by the calls above (so no dropout on
 //    p, no gradient for the bias, nothing else reading the scores);
-//  * the backward's scale is the forward's (alpha c, within 1e-6), its
-//    products read the forward's q, k, v, and neither side's operands are
-//    written in place between them;
+//  * the backward's scale is the forward's (alpha c, within 1e-6) and its
+//    products read the forward's q, k and v;
+//  * no call writes q, k, v or the bias in place, nor y where there is a
+//    backward (the fused calls read them later than some calls they
+//    replace);
 //  * a softmax whose p only the forward product reads (no gradient) makes
 //    attention without lse.
 // attention takes the forward product's place, attention_grad the place of
@@ -236,9 +238,12 @@ bool matchForward(amprt::CallOp softmax, Attention &m) {
   if (!is16Bit(t) || elementType(m.k) != t || elementType(m.v) != t ||
       elementType(m.y) != t)
     return false;
-  if (!softmax->isBeforeInBlock(m.output))
-    return false;
-  return true;
+  // The fused call reads q, k and the bias where the output product was:
+  // none may change after the calls that read them before.
+  for (Value x : {m.q, m.k, m.v, m.bias})
+    if (x && isWrittenInPlace(x))
+      return false;
+  return softmax->isBeforeInBlock(m.output);
 }
 
 /// The backward, from the softmax_grad reading p; false where it is not
@@ -315,11 +320,10 @@ bool matchBackward(amprt::CallOp grad, Attention &m) {
   for (Value g : {m.dy, m.dq, m.dk, m.dv})
     if (elementType(g) != t)
       return false;
-  // The gradient reads the forward's operands and result: none may change
-  // in between.
-  for (Value x : {m.q, m.k, m.v, m.bias, m.y})
-    if (x && isWrittenInPlace(x))
-      return false;
+  // The gradient reads the forward's operands (matchForward: written in
+  // place by no call) and result: none may change in between.
+  if (isWrittenInPlace(m.y))
+    return false;
   return m.output->isBeforeInBlock(m.dpProduct) &&
          m.output->isBeforeInBlock(m.dvProduct);
 }

@@ -83,7 +83,9 @@ module {
 // Not fused: attention in f32 (the unfused calls' bits are kept); a softmax
 // along another axis; probabilities that something else reads too (dropout
 // on p); scores that are a graph output; a batch broadcast in the scores'
-// product; a backward scaled by another constant than the forward.
+// product; q written in place between the scores' product and the output
+// product (the fused call would read it after the write); a backward scaled
+// by another constant than the forward.
 // CHECK-LABEL: func.func @f32
 // CHECK: amprt.call "softmax"
 // CHECK-LABEL: func.func @axis
@@ -93,6 +95,8 @@ module {
 // CHECK-LABEL: func.func @scores_out
 // CHECK: amprt.call "softmax"
 // CHECK-LABEL: func.func @broadcast
+// CHECK: amprt.call "softmax"
+// CHECK-LABEL: func.func @inplace
 // CHECK: amprt.call "softmax"
 // CHECK-LABEL: func.func @other_scale
 // CHECK: amprt.call "softmax"
@@ -142,6 +146,16 @@ module {
     %p = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
     %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4xf16>
     amprt.call "fused_matmul"(%q, %k, %s) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "qk", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x8xf16>, memref<1x7x8xf16>, memref<2x5x7xf16>
+    amprt.call "softmax"(%s, %p) {axis = -1 : i64, counts = array<i64: 1, 1>, node = "sm"} : memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "matmul"(%p, %v, %y) {counts = array<i64: 1, 1, 1>, node = "pv"} : memref<2x5x7xf16>, memref<2x7x4xf16>, memref<2x5x4xf16>
+    return %y : memref<2x5x4xf16>
+  }
+  func.func @inplace(%q: memref<2x5x8xf16>, %k: memref<2x7x8xf16>, %v: memref<2x7x4xf16>, %g: memref<2x5x8xf16>) -> memref<2x5x4xf16> attributes {amprt.unplanned} {
+    %s = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %p = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4xf16>
+    amprt.call "fused_matmul"(%q, %k, %s) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "qk", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x5x7xf16>
+    amprt.call "inplace_accumulate"(%q, %g) {counts = array<i64: 1, 1, 0, 0>, node = "acc"} : memref<2x5x8xf16>, memref<2x5x8xf16>
     amprt.call "softmax"(%s, %p) {axis = -1 : i64, counts = array<i64: 1, 1>, node = "sm"} : memref<2x5x7xf16>, memref<2x5x7xf16>
     amprt.call "matmul"(%p, %v, %y) {counts = array<i64: 1, 1, 1>, node = "pv"} : memref<2x5x7xf16>, memref<2x7x4xf16>, memref<2x5x4xf16>
     return %y : memref<2x5x4xf16>
