@@ -16,7 +16,8 @@
 //
 //   dp  = dy v^T, dv = p^T dy            two products reading p and dy
 //   ds" = softmax_grad(dp, p)
-//   ds  = ds" * c (or / c)               where the forward scaled s
+//   ds  = ds" * c (or / c)               where the forward scaled s (and
+//                                        identities: an Add's gradient)
 //   dq  = alpha ds k, dk = alpha ds^T q  two products (dk in k's layout)
 //
 // Each side becomes one call, attention and attention_grad (Ops.def): s and
@@ -145,7 +146,10 @@ struct Attention {
   bool kTrans = false;
   double factor = 1.0;
   // The backward (grad null: none).
-  amprt::CallOp grad, dpProduct, dvProduct, dsScale, dqProduct, dkProduct;
+  amprt::CallOp grad, dpProduct, dvProduct, dqProduct, dkProduct;
+  /// The identities and the scaling between the softmax_grad and the
+  /// products of dq and dk.
+  SmallVector<amprt::CallOp, 2> dsChain;
   Value dy, dq, dk, dv;
 };
 
@@ -276,24 +280,35 @@ bool matchBackward(amprt::CallOp grad, Attention &m) {
   }
   if (!m.dvProduct)
     return false;
-  // ds = ds" (times the forward's constant where it scaled s).
+  // ds = ds" (times the forward's constant where it scaled s), through the
+  // identities ONNX Runtime writes for the gradient of an Add.
   Value ds = ds2;
   double factor = 1.0;
+  bool scaled = false;
   amprt::CallOp dsWriter = grad;
-  if (m.scale) {
-    SmallVector<BufferUse, 4> uses = bufferUses(ds2);
-    if (uses.size() != 2)
+  while (true) {
+    SmallVector<BufferUse, 4> uses = bufferUses(ds);
+    if (uses.size() != 2 || uses[0].call != dsWriter)
+      break;
+    amprt::CallOp next = uses[1].call;
+    std::optional<std::pair<Value, double>> sc = scaling(next);
+    bool identity = next.getKernel() == "identity" && uses[1].param == "x";
+    if (!identity && !(sc && m.scale && !scaled && sc->first == ds))
+      break;
+    Value out = next.getSingleTensor("y");
+    if (!out || elementType(out) != elementType(ds) ||
+        shapeOf(out) != shapeOf(ds) || !privateTo(ds, {dsWriter, next}))
       return false;
-    auto sc = scaling(uses[1].call);
-    if (!sc || sc->first != ds2 || !privateTo(ds2, {grad, uses[1].call}))
-      return false;
-    m.dsScale = uses[1].call;
-    factor = sc->second;
-    ds = m.dsScale.getSingleTensor("y");
-    dsWriter = m.dsScale;
-    if (!ds)
-      return false;
+    if (sc && !identity) {
+      scaled = true;
+      factor = sc->second;
+    }
+    m.dsChain.push_back(next);
+    dsWriter = next;
+    ds = out;
   }
+  if (bool(m.scale) != scaled)
+    return false;
   // dq = alpha ds k, dk = alpha ds^T q (k's layout: alpha q^T ds).
   for (const BufferUse &use : bufferUses(ds)) {
     if (use.call == dsWriter)
@@ -405,8 +420,8 @@ struct FuseAttention : CallPattern {
                          {"dk", m.dk},
                          {"dv", m.dv}},
                         attrs(grad->getAttrOfType<StringAttr>("node")));
-      erased.append({grad, m.dpProduct, m.dvProduct, m.dsScale, m.dqProduct,
-                     m.dkProduct});
+      erased.append({grad, m.dpProduct, m.dvProduct, m.dqProduct, m.dkProduct});
+      erased.append(m.dsChain.begin(), m.dsChain.end());
     }
     for (amprt::CallOp call : erased)
       if (call)

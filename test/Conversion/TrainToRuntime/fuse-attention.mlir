@@ -6,7 +6,8 @@
 // Attention in f16 with its gradient, as ONNX Runtime writes it: scores
 // q k^T (k untransposed, trans_b), scaled by a constant, plus a mask
 // broadcast over the heads, softmax, p v; dp = dy v^T, dv = p^T dy,
-// softmax_grad, the same scaling, dq = ds k, dk = ds^T q. One attention
+// softmax_grad, the mask Add's gradient (an identity), the same scaling,
+// dq = ds k, dk = ds^T q. One attention
 // writes y and the scores' log-sum-exp (a new f32 buffer), one
 // attention_grad in the place of the first backward product writes dq, dk
 // and dv; the scale is alpha times the constant.
@@ -20,6 +21,7 @@
 // CHECK-NOT: amprt.call "fused_matmul"
 // CHECK-NOT: amprt.call "softmax
 // CHECK-NOT: amprt.call "mul"
+// CHECK-NOT: amprt.call "identity"
 // CHECK: return %[[Y]], %[[DQ]], %[[DK]], %[[DV]]
 module {
   memref.global "private" constant @half : memref<f16> = dense<5.000000e-01>
@@ -34,6 +36,7 @@ module {
     %dp = memref.alloc() {amprt.role = "gradients"} : memref<2x3x5x7xf16>
     %dv = memref.alloc() {amprt.role = "gradients"} : memref<2x3x7x4xf16>
     %ds2 = memref.alloc() {amprt.role = "gradients"} : memref<2x3x5x7xf16>
+    %ds1 = memref.alloc() {amprt.role = "gradients"} : memref<2x3x5x7xf16>
     %ds = memref.alloc() {amprt.role = "gradients"} : memref<2x3x5x7xf16>
     %dq = memref.alloc() {amprt.role = "gradients"} : memref<2x3x5x8xf16>
     %dk = memref.alloc() {amprt.role = "gradients"} : memref<2x3x7x8xf16>
@@ -46,7 +49,8 @@ module {
     amprt.call "fused_matmul"(%dy, %v, %dp) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dp", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x3x5x4xf16>, memref<2x3x7x4xf16>, memref<2x3x5x7xf16>
     amprt.call "fused_matmul"(%p, %dy, %dv) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dv", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x3x5x7xf16>, memref<2x3x5x4xf16>, memref<2x3x7x4xf16>
     amprt.call "softmax_grad"(%dp, %p, %ds2) {axis = 3 : i64, counts = array<i64: 1, 1, 1>, node = "smg"} : memref<2x3x5x7xf16>, memref<2x3x5x7xf16>, memref<2x3x5x7xf16>
-    amprt.call "mul"(%ds2, %c, %ds) {counts = array<i64: 1, 1, 1>, node = "dscale"} : memref<2x3x5x7xf16>, memref<f16>, memref<2x3x5x7xf16>
+    amprt.call "identity"(%ds2, %ds1) {counts = array<i64: 1, 1>, node = "mask_grad"} : memref<2x3x5x7xf16>, memref<2x3x5x7xf16>
+    amprt.call "mul"(%ds1, %c, %ds) {counts = array<i64: 1, 1, 1>, node = "dscale"} : memref<2x3x5x7xf16>, memref<f16>, memref<2x3x5x7xf16>
     amprt.call "fused_matmul"(%ds, %k, %dq) {alpha = 0.5 : f32, counts = array<i64: 1, 1, 1>, node = "dq", trans_a = 0 : i32, trans_b = 0 : i32} : memref<2x3x5x7xf16>, memref<2x3x7x8xf16>, memref<2x3x5x8xf16>
     amprt.call "fused_matmul"(%ds, %q, %dk) {alpha = 0.5 : f32, counts = array<i64: 1, 1, 1>, node = "dk", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x3x5x7xf16>, memref<2x3x5x8xf16>, memref<2x3x7x8xf16>
     return %y, %dq, %dk, %dv : memref<2x3x5x4xf16>, memref<2x3x5x8xf16>, memref<2x3x7x8xf16>, memref<2x3x7x4xf16>
