@@ -41,6 +41,46 @@ PYTHON=${PYTHON:-python3}
 "$PYTHON" -m pip install -q --disable-pip-version-check \
   -r utils/requirements-test.txt 2>&1 | grep -v "Running pip as the 'root' user" || true
 
+# cuDNN's frontend, the header-only C++ API over cuDNN's graph API that the
+# CUDA backend's fused attention uses (kernels/Attention.cu): the include/
+# folder of its PyPI wheel (one pinned file, checked by its hash), unpacked
+# into .deps/cudnn-frontend (gitignored). Without it the build still
+# succeeds, and attention runs on the host.
+CUDNN_FE_VERSION=1.32.0
+CUDNN_FE_SHA256=c6006556017a4d1c914c52a556c71b1267f2d6a0500f742e7b4edef539878df0
+CUDNN_FE_DIR=.deps/cudnn-frontend
+if [ "$(cat "$CUDNN_FE_DIR/VERSION" 2>/dev/null)" != "$CUDNN_FE_VERSION" ] \
+   || [ ! -f "$CUDNN_FE_DIR/include/cudnn_frontend.h" ]; then
+  fe_tmp=$(mktemp -d)
+  echo "nvidia-cudnn-frontend==$CUDNN_FE_VERSION --hash=sha256:$CUDNN_FE_SHA256" \
+    > "$fe_tmp/requirements.txt"
+  # The wheel holds a Python module too; only its headers are used, so the
+  # one wheel (CPython 3.11, x86-64) serves every host.
+  "$PYTHON" -m pip download -q --disable-pip-version-check --no-deps \
+    --only-binary=:all: --platform manylinux_2_28_x86_64 \
+    --python-version 3.11 --implementation cp --abi cp311 \
+    -d "$fe_tmp" -r "$fe_tmp/requirements.txt" 2>&1 \
+    | grep -v "Running pip as the 'root' user" || true
+  fe_whl=$(ls "$fe_tmp"/nvidia_cudnn_frontend-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -n "$fe_whl" ]; then
+    "$PYTHON" - "$fe_whl" "$fe_tmp/out" <<'EOF'
+import sys
+import zipfile
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2], [n for n in z.namelist()
+                               if n.startswith("include/")])
+EOF
+    rm -rf "$CUDNN_FE_DIR"
+    mkdir -p "$CUDNN_FE_DIR"
+    mv "$fe_tmp/out/include" "$CUDNN_FE_DIR/include"
+    echo "$CUDNN_FE_VERSION" > "$CUDNN_FE_DIR/VERSION"
+  else
+    echo "setup: nvidia-cudnn-frontend $CUDNN_FE_VERSION not downloaded;" \
+         "the CUDA backend's attention will run on the host"
+  fi
+  rm -rf "$fe_tmp"
+fi
+
 # ONNX Runtime's training build (the com.microsoft gradient, accumulator and
 # optimizer kernels) runs the rewritten training graphs in the loss-scaling
 # tests. It cannot share an environment with the plain onnxruntime above, so
