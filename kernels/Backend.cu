@@ -91,6 +91,7 @@ void cudaClose(amprt_context *ctx) {
   if (s->stream)
     cudaStreamSynchronize(s->stream);
 #ifdef AMPRT_HAVE_CUDNN
+  s->attentionPlans.clear(); // their plans go before the handle
   if (s->cudnn)
     cudnnDestroy(s->cudnn);
 #endif
@@ -209,6 +210,7 @@ KernelTable makeTable() {
   registerRecurrent(t);
   registerCollective(t);
   registerCompare(t);
+  registerAttention(t);
   return t;
 }
 

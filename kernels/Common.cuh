@@ -82,6 +82,10 @@ struct State {
   /// The cuDNN algorithm that ran each convolution problem (Conv.cu's key:
   /// direction, dtype, geometry): later calls skip the heuristics.
   std::map<std::string, int> convAlgos;
+  /// Attention.cu's cuDNN frontend graphs by problem, built on first use;
+  /// null for a problem cuDNN turned down (it runs on the host).
+  /// Type-erased, as gemmPlans; released before the handle.
+  std::map<std::string, std::shared_ptr<void>> attentionPlans;
 #endif
 };
 
@@ -490,6 +494,7 @@ void registerSelect(KernelTable &t);        // Select.cu
 void registerRecurrent(KernelTable &t);     // Recurrent.cu
 void registerCollective(KernelTable &t);    // Collective.cu (NCCL)
 void registerCompare(KernelTable &t);       // Compare.cu
+void registerAttention(KernelTable &t);     // Attention.cu (cuDNN frontend)
 
 } // namespace cuda
 } // namespace amprt

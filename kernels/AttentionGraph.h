@@ -1,0 +1,71 @@
+//===- AttentionGraph.h - cuDNN frontend graphs of attention ----*- C++ -*-===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to kernels/: what Attention.cu (the calls, their kernels) asks of
+// AttentionGraph.cpp (the cuDNN frontend's fused-attention graphs). The
+// frontend's headers are compiled there by the host C++ compiler alone:
+// under nvcc, which parses them once per GPU architecture, they take
+// minutes. Plain C++ (no CUDA syntax), so both sides include it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AMP_KERNELS_ATTENTIONGRAPH_H
+#define AMP_KERNELS_ATTENTIONGRAPH_H
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace amprt {
+namespace cuda {
+namespace attention {
+
+/// One attention problem as cuDNN sees it: every operand a [b, h, s, d]
+/// tensor with packed strides, Stats [b, h, sq, 1] f32.
+struct Problem {
+  bool f16 = true; // else bf16
+  int64_t b = 0, h = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  float scale = 0;
+  bool stats = false; // the forward writes lse
+  /// The bias, when `bias`: [bb, bh, sq, sk] with element strides
+  /// `bstride` (bstride[3] is 1).
+  bool bias = false;
+  int64_t bb = 1, bh = 1;
+  int64_t bstride[4] = {};
+};
+
+/// The UIDs of the graphs' tensors, the keys of runPlan's pointers.
+enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kBias, kDO, kDQ, kDK, kDV };
+
+/// A built graph (opaque here).
+struct Plan;
+
+/// Builds the forward (sdpa: q, k, v, bias -> o, stats) or, with
+/// `backward`, the backward graph (sdpa_backward: q, k, v, bias, o, do,
+/// stats -> dq, dk, dv) of p on handle h, and its execution plan. Null when
+/// the frontend or cuDNN turns the problem down at any step (validation, no
+/// engine, an engine that does not support it) or throws.
+std::shared_ptr<Plan> buildPlan(cudnnHandle_t h, const Problem &p,
+                                bool backward);
+
+/// The device workspace, in bytes, that running the plan needs.
+int64_t planWorkspace(const Plan &plan);
+
+/// Queues the plan on h's stream with the tensors' device pointers by Uid
+/// and `workspace` (planWorkspace bytes); an empty string when it was
+/// queued, else the frontend's message.
+std::string runPlan(const Plan &plan, cudnnHandle_t h,
+                    std::unordered_map<int64_t, void *> &pointers,
+                    void *workspace);
+
+} // namespace attention
+} // namespace cuda
+} // namespace amprt
+
+#endif // AMP_KERNELS_ATTENTIONGRAPH_H
