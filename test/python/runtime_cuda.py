@@ -51,7 +51,10 @@ dtype's ulp at the larger of the two values:
       68 2^-24 (max|out| + 1);
   gemm / matmul / fused_matmul: 1 ulp + 2 (K + 4) 2^-24 |A||B| (f32
       accumulation in a different order; TF32 is off unless
-      AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses).
+      AMPRT_CUDA_ALLOW_TF32 is set, which this test refuses);
+  attention / attention_grad (cuDNN's fused attention, which rounds p to
+      f16/bf16 before p v): 1 ulp + rel max|out|, rel 2e-3 in f16 and
+      1.6e-2 in bf16; exact where they run on the host.
 
 Kernels without a CUDA override run the CPU code on managed memory; a few
 of them are run too, to check that path. Without a device the script prints
@@ -1785,6 +1788,108 @@ def test_conv(rt, gpu):
                  terms=K * ws[0], atol=atol)
 
 
+def test_attention(rt, gpu):
+    """attention, then attention_grad from the CPU's y and lse (so each is
+    compared alone), on cuDNN's fused attention (Attention.cu) against
+    Attention.cpp. The flash kernels round p to f16/bf16 before p v and
+    take rowsum(dy y) for rowsum(p dp); the CPU keeps p in f32. So y, lse,
+    dq, dk and dv may differ by 1 ulp plus rel max|out| (rel 2e-3 in f16,
+    1.6e-2 in bf16: 2 to 4 ulp of the largest element). What cuDNN does not
+    take runs the CPU code on the host, exactly: f32, a head dim that is not
+    a multiple of 8, a bias of another dtype, unaligned tensors."""
+    rel = {"f16": 2e-3, "bf16": 1.6e-2}
+    # (q's shape, Sk, Dv, k_trans, bias shape or None, bias dtype or None).
+    cases = [((2, 3, 64, 64), 64, 64, 0, None, None),
+             # k_trans (k and dk through transposed copies), Sk != Sq.
+             ((2, 3, 64, 64), 80, 64, 1, None, None),
+             # A bias cuDNN reads in place: [1, 1, Sq, Sk], [1, h, Sq, Sk].
+             ((2, 3, 64, 64), 64, 64, 0, (1, 1, 64, 64), None),
+             ((2, 3, 32, 64), 48, 64, 0, (3, 32, 48), None),
+             # Broadcast over Sq (a key padding mask), rows of Sk = 20 (not
+             # 16-byte aligned): expanded first, into rows of 24.
+             ((2, 3, 48, 32), 40, 32, 0, (2, 1, 1, 40), None),
+             ((2, 2, 20, 32), 20, 32, 0, (2, 2, 20, 20), None),
+             # Rank 3 (h = 1), Dv != D, k_trans with a bias; rank 5 with a
+             # bias over the first two dims (folded into cuDNN's b).
+             ((4, 40, 16), 40, 24, 1, (40, 40), None),
+             ((2, 2, 2, 24, 32), 24, 32, 0, (2, 2, 1, 24, 24), None),
+             # The host: an odd head dim, a bias of another dtype.
+             ((2, 3, 16, 20), 16, 20, 0, None, None),
+             ((2, 3, 16, 32), 16, 32, 0, (16, 16), "f32")]
+    ran = []
+    for dt in ("f16", "bf16", "f32"):
+        for qs, sk, dv, kt, bs, bdt in cases:
+            lead, sq, d = qs[:-2], qs[-2], qs[-1]
+            q = rt.randn(qs, dt)
+            k = rt.randn(lead + ((d, sk) if kt else (sk, d)), dt)
+            v = rt.randn(lead + (sk, dv), dt)
+            bias = rt.randn(bs, bdt or dt) if bs else None
+            scale = C.c_float(1 / np.sqrt(d))
+            exact = dt == "f32" or d % 8 != 0 or (bdt or dt) != dt
+            what = "attention %s q%s sk %d dv %d k_trans %d bias %s" % (
+                dt, qs, sk, dv, kt, bs)
+
+            def check(name, c, g):
+                if exact:
+                    same(rt, name, c, g)
+                else:
+                    m = np.max(np.abs(decode(c)), initial=0)
+                    same(rt, name, c, g, ulps=1, atol=rel[dt] * m)
+            ys, ls = lead + (sq, dv), lead + (sq,)
+            c, g, _ = both(rt, gpu, "attention", q, k, v, bias,
+                           rt.empty(ys, dt), rt.empty(ls, "f32"), scale, kt)
+            check(what + " y", c[4], g[4])
+            check(what + " lse", c[5], g[5])
+            if not exact and dt == "f16" and qs == (2, 3, 64, 64):
+                ran.append(not np.array_equal(c[4].bits(), g[4].bits()))
+            y, lse = c[4], c[5]
+            # Without lse (inference): y alone.
+            c2, g2, _ = both(rt, gpu, "attention", q, k, v, bias,
+                             rt.empty(ys, dt), None, scale, kt)
+            check(what + " y (no lse)", c2[4], g2[4])
+            dy = rt.randn(ys, dt)
+            c3, g3, _ = both(rt, gpu, "attention_grad", q, k, v, bias, y, lse,
+                             dy, rt.empty(qs, dt), rt.empty(k.shape, dt),
+                             rt.empty(v.shape, dt), scale, kt)
+            for j, name in ((7, "dq"), (8, "dk"), (9, "dv")):
+                check(what + " " + name, c3[j], g3[j])
+    # Unaligned tensors (one element past the allocations' alignment): the
+    # host, exactly.
+    gpu.offset = 1
+    try:
+        q, k, v = (rt.randn((2, 3, 32, 32), "f16") for _ in range(3))
+        c, g, _ = both(rt, gpu, "attention", q, k, v, None,
+                       rt.empty((2, 3, 32, 32), "f16"),
+                       rt.empty((2, 3, 32), "f32"), C.c_float(0.125), 0)
+        same(rt, "attention unaligned y", c[4], g[4])
+        same(rt, "attention unaligned lse", c[5], g[5])
+        c, g, _ = both(rt, gpu, "attention_grad", q, k, v, None, c[4], c[5],
+                       rt.randn((2, 3, 32, 32), "f16"),
+                       *(rt.empty((2, 3, 32, 32), "f16") for _ in range(3)),
+                       C.c_float(0.125), 0)
+        for j, name in ((7, "dq"), (8, "dk"), (9, "dv")):
+            same(rt, "attention_grad unaligned " + name, c[j], g[j])
+    finally:
+        gpu.offset = 0
+    # Bad calls: the CPU's status and message.
+    q = rt.randn((2, 4, 8), "f16")
+    both(rt, gpu, "attention", q, rt.randn((2, 5, 8), "f16"),
+         rt.randn((2, 6, 8), "f16"), None, rt.empty((2, 4, 8), "f16"), None,
+         C.c_float(1), 0)
+    both(rt, gpu, "attention", q, rt.randn((2, 5, 8), "f16"),
+         rt.randn((2, 5, 8), "bf16"), None, rt.empty((2, 4, 8), "f16"), None,
+         C.c_float(1), 0)
+    both(rt, gpu, "attention_grad", q, q, q, None, rt.randn((2, 4, 8), "f16"),
+         rt.empty((2, 4), "f32"), rt.randn((2, 4, 8), "f16"),
+         rt.empty((2, 4, 8), "f16"), rt.empty((2, 4, 8), "f16"),
+         rt.empty((2, 4, 7), "f16"), C.c_float(1), 0)
+    # Whether the device path ran (not an error: a build without cuDNN's
+    # frontend runs attention on the host, bit for bit).
+    if gpu.backend != "cpu":
+        print("  attention f16: %s" % ("the device path ran" if all(ran)
+                                       else "ran on the host"))
+
+
 def test_cpu_fallback(rt, gpu):
     # Kernels without a CUDA override run the CPU code on managed memory.
     x = rt.randn((4, 6, 5), "f16")
@@ -1942,7 +2047,8 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_index64,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
-         test_average_pool, test_recurrent, test_conv, test_cpu_fallback,
+         test_average_pool, test_recurrent, test_conv, test_attention,
+         test_cpu_fallback,
          test_collectives, test_compare_stats, test_memory_accounting,
          test_unaligned]
 
