@@ -344,15 +344,18 @@ amprt_status dnnAttentionGrad(amprt_context *ctx, const AttentionGeometry &g,
 #endif // AMPRT_HAVE_CUDNN_FRONTEND
 
 amprt_status cudaAttention(amprt_context *ctx, T q, T key, T v, T bias, T y,
-                           T lse, float scale, int32_t k_trans) {
+                           T lse, float scale, int32_t k_trans,
+                           const int64_t *views, int64_t nviews) {
   const char *k = "attention";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
-      return amprt_attention(ctx, q, key, v, bias, y, lse, scale, k_trans);
+      return amprt_attention(ctx, q, key, v, bias, y, lse, scale, k_trans,
+                             views, nviews);
     };
     AttentionGeometry g;
-    if (checkAttention(ctx, k, q, key, v, bias, y, lse, k_trans != 0,
-                       /*lseOptional=*/true, g))
+    // Strided views run on the host for now.
+    if (nviews || checkAttention(ctx, k, q, key, v, bias, y, lse, k_trans != 0,
+                                 /*lseOptional=*/true, views, nviews, g))
       return onHost(ctx, cpu);
 #ifdef AMPRT_HAVE_CUDNN_FRONTEND
     bool ran;
@@ -367,16 +370,17 @@ amprt_status cudaAttention(amprt_context *ctx, T q, T key, T v, T bias, T y,
 
 amprt_status cudaAttentionGrad(amprt_context *ctx, T q, T key, T v, T bias, T y,
                                T lse, T dy, T dq, T dk, T dv, float scale,
-                               int32_t k_trans) {
+                               int32_t k_trans, const int64_t *views,
+                               int64_t nviews) {
   const char *k = "attention_grad";
   return guard(ctx, k, [&]() -> amprt_status {
     auto cpu = [&] {
       return amprt_attention_grad(ctx, q, key, v, bias, y, lse, dy, dq, dk, dv,
-                                  scale, k_trans);
+                                  scale, k_trans, views, nviews);
     };
     AttentionGeometry g;
-    if (checkAttentionGrad(ctx, q, key, v, bias, y, lse, dy, dq, dk, dv,
-                           k_trans != 0, g))
+    if (nviews || checkAttentionGrad(ctx, q, key, v, bias, y, lse, dy, dq, dk,
+                                     dv, k_trans != 0, views, nviews, g))
       return onHost(ctx, cpu);
 #ifdef AMPRT_HAVE_CUDNN_FRONTEND
     bool ran;

@@ -14,13 +14,19 @@
 // forward's log-sum-exp instead of reading a stored p, as flash attention
 // and cuDNN's fused attention do.
 //
-// The products are amprt::sgemm's (f32 accumulation); the batches are split
-// over the thread pool, each thread's products then run on that thread.
+// Each operand is read and written through its view (AttentionView: an
+// offset and strides into its buffer, the packed ones without `views`), a
+// batch's matrix at a time: gathered into f32 scratch, results rounded once
+// and scattered. The products are amprt::sgemm's (f32 accumulation); the
+// batches are split over the thread pool, each thread's products then run
+// on that thread.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Internal.h"
+#include "amp/Runtime/Math/ElementAccess.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -30,62 +36,170 @@ namespace {
 
 using T = const amprt_tensor *;
 
-/// Element offset of batch `i` (a flat index over g.lead) into a tensor
-/// whose leading dims have element strides `strides` (aligned to lead).
-int64_t batchOffset(const AttentionGeometry &g, const Shape &strides,
-                    int64_t i) {
-  int64_t off = 0;
-  for (int64_t j = int64_t(g.lead.size()) - 1; j >= 0; --j) {
-    off += (i % g.lead[size_t(j)]) * strides[size_t(j)];
-    i /= g.lead[size_t(j)];
+/// The operands in the order of Ops.def's views.
+enum Operand { Q, K, V, Y, DY, DQ, DK, DV };
+const char *const kNames[] = {"q", "k", "v", "y", "dy", "dq", "dk", "dv"};
+
+/// Batch i's [rows, cols] matrix of operand `t` through view `w`, widened
+/// into dst (row-major, ld cols).
+void gather(T t, const AttentionView &w, const Shape &lead, int64_t i,
+            float *dst) {
+  size_t r = lead.size();
+  int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
+          rs = w.strides[r], cs = w.strides[r + 1];
+  size_t esize = amprt_dtype_size(t->dtype);
+  const char *p = static_cast<const char *>(t->data);
+  for (int64_t a = 0; a < rows; ++a) {
+    int64_t o = base + a * rs;
+    if (cs == 1) {
+      toF32(p + size_t(o) * esize, t->dtype, dst + a * cols, cols);
+      continue;
+    }
+    for (int64_t b = 0; b < cols; ++b)
+      dst[a * cols + b] = loadF(t->data, t->dtype, o + b * cs);
   }
-  return off;
 }
 
-/// s[sq, sk] = scale * q kt + bias for one batch, kt [d, sk] (ld sk).
+/// The inverse of gather: src rounded once into batch i's matrix of `t`.
+void scatter(const float *src, T t, const AttentionView &w, const Shape &lead,
+             int64_t i) {
+  size_t r = lead.size();
+  int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
+          rs = w.strides[r], cs = w.strides[r + 1];
+  size_t esize = amprt_dtype_size(t->dtype);
+  char *p = static_cast<char *>(t->data);
+  for (int64_t a = 0; a < rows; ++a) {
+    int64_t o = base + a * rs;
+    if (cs == 1) {
+      fromF32(src + a * cols, p + size_t(o) * esize, t->dtype, cols);
+      continue;
+    }
+    for (int64_t b = 0; b < cols; ++b)
+      storeF(t->data, t->dtype, o + b * cs, src[a * cols + b]);
+  }
+}
+
+/// s[sq, sk] = scale * q kt + bias for batch i, kt [d, sk] (ld sk).
 void scores(const AttentionGeometry &g, float scale, const float *q,
             const float *kt, const float *bias, int64_t i, float *s) {
   sgemm(g.sq, g.sk, g.d, scale, q, g.d, kt, g.sk, false, s, g.sk);
   if (!bias)
     return;
   size_t r = g.lead.size();
-  int64_t base = batchOffset(g, g.biasStrides, i);
+  int64_t base = 0;
+  for (int64_t j = int64_t(r) - 1, rest = i; j >= 0; --j) {
+    base += (rest % g.lead[size_t(j)]) * g.biasStrides[size_t(j)];
+    rest /= g.lead[size_t(j)];
+  }
   int64_t rs = g.biasStrides[r], cs = g.biasStrides[r + 1];
   for (int64_t a = 0; a < g.sq; ++a)
     for (int64_t b = 0; b < g.sk; ++b)
       s[a * g.sk + b] += bias[base + a * rs + b * cs];
 }
 
-/// kt [d, sk] of one batch's k: the data itself with k_trans, else a
-/// transposed copy in `buf`.
-const float *keyColumns(const AttentionGeometry &g, const float *k, bool kTrans,
-                        std::vector<float> &buf) {
-  if (kTrans)
-    return k;
-  buf.resize(size_t(g.d * g.sk));
-  transpose2d(k, g.sk, g.d, buf.data());
-  return buf.data();
+/// A view's checks against its buffer `t`: non-negative offset, dims and
+/// strides, every element inside the buffer, and (`distinct`, an output)
+/// no element reached twice: with the dims of more than one element in
+/// ascending order of stride, each stride passes the last element that the
+/// smaller ones reach.
+amprt_status checkView(amprt_context *ctx, const char *k, const char *name, T t,
+                       const AttentionView &w, bool distinct) {
+  int64_t last = w.offset;
+  bool empty = false;
+  std::vector<std::pair<int64_t, int64_t>> order;
+  for (size_t j = 0; j < w.dims.size(); ++j) {
+    if (w.dims[j] < 0 || w.strides[j] < 0)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: %s's view has a negative dim or stride", k, name);
+    empty = empty || w.dims[j] == 0;
+    if (w.dims[j] > 1) {
+      last += (w.dims[j] - 1) * w.strides[j];
+      order.emplace_back(w.strides[j], w.dims[j]);
+    }
+  }
+  if (w.offset < 0 || (!empty && last >= numel(t)))
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: %s's view (offset %lld, dims %s) reaches element "
+                     "%lld of a buffer of %lld",
+                     k, name, (long long)w.offset, shapeStr(w.dims).c_str(),
+                     (long long)last, (long long)numel(t));
+  if (!distinct || empty)
+    return AMPRT_OK;
+  std::sort(order.begin(), order.end());
+  int64_t reach = 0; // the largest offset the smaller strides reach
+  for (auto [stride, dim] : order) {
+    if (stride <= reach)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: %s's view writes an element twice (dims %s)", k,
+                       name, shapeStr(w.dims).c_str());
+    reach += (dim - 1) * stride;
+  }
+  return AMPRT_OK;
+}
+
+/// The views of `ts` (in Operand order) from Ops.def's `views`, or their
+/// shapes and packed strides when nviews is 0.
+amprt_status readViews(amprt_context *ctx, const char *k,
+                       std::initializer_list<T> ts, const int64_t *views,
+                       int64_t nviews, AttentionGeometry &g) {
+  int64_t n = int64_t(ts.size());
+  if (nviews == 0) {
+    int i = 0;
+    for (T t : ts) {
+      AttentionView &w = g.view[i++];
+      w.offset = 0;
+      w.dims = shapeOf(t);
+      w.strides = stridesOf(w.dims);
+    }
+    return AMPRT_OK;
+  }
+  int64_t per = nviews / n, r = (per - 1) / 2;
+  if (!views || nviews < 0 || nviews % n || per % 2 == 0 || r < 3 ||
+      r > AMPRT_MAX_RANK)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: %lld view values for %lld operands: expected "
+                     "(1 + 2 r) each, 3 <= r <= %d",
+                     k, (long long)nviews, (long long)n, AMPRT_MAX_RANK);
+  int i = 0;
+  for (T t : ts) {
+    AttentionView &w = g.view[i];
+    const int64_t *e = views + i * per;
+    w.offset = e[0];
+    w.dims.assign(e + 1, e + 1 + r);
+    w.strides.assign(e + 1 + r, e + 1 + 2 * r);
+    AMPRT_TRY(checkView(ctx, k, kNames[i], t, w, i == Y || i >= DQ));
+    ++i;
+  }
+  return AMPRT_OK;
 }
 
 } // namespace
 
-amprt_status amprt::checkAttention(amprt_context *ctx, const char *k, T q,
-                                   T key, T v, T bias, T y, T lse, bool kTrans,
-                                   bool lseOptional, AttentionGeometry &g) {
+int64_t AttentionView::batchOffset(const Shape &lead, int64_t i) const {
+  int64_t off = offset;
+  for (int64_t j = int64_t(lead.size()) - 1; j >= 0; --j) {
+    off += (i % lead[size_t(j)]) * strides[size_t(j)];
+    i /= lead[size_t(j)];
+  }
+  return off;
+}
+
+/// The checks of attention's operands once their views are read: dtypes,
+/// the logical shapes, the bias and lse.
+static amprt_status checkOperands(amprt_context *ctx, const char *k, T q, T key,
+                                  T v, T bias, T y, T lse, bool kTrans,
+                                  bool lseOptional, AttentionGeometry &g) {
   AMPRT_TRY(checkFloat(ctx, k, "q", q));
-  AMPRT_TRY(checkFloat(ctx, k, "k", key));
-  AMPRT_TRY(checkFloat(ctx, k, "v", v));
-  AMPRT_TRY(checkFloat(ctx, k, "y", y));
   for (auto [name, t] : {std::pair{"k", key}, {"v", v}, {"y", y}})
     if (t->dtype != q->dtype)
       return ctx->fail(AMPRT_ERR_DTYPE, "%s: %s has dtype %s, q %s", k, name,
                        amprt_dtype_name(t->dtype), amprt_dtype_name(q->dtype));
-  if (q->rank < 3)
+  const Shape &sq = g.view[Q].dims, &sk = g.view[K].dims, &sv = g.view[V].dims;
+  if (sq.size() < 3)
     return ctx->fail(AMPRT_ERR_SHAPE,
                      "%s: q has shape %s, expected rank 3 or more", k,
-                     shapeStr(q).c_str());
-  Shape sq = shapeOf(q), sk = shapeOf(key), sv = shapeOf(v);
-  size_t r = size_t(q->rank) - 2;
+                     shapeStr(sq).c_str());
+  size_t r = sq.size() - 2;
   g.lead.assign(sq.begin(), sq.begin() + long(r));
   g.sq = sq[r];
   g.d = sq[r + 1];
@@ -107,7 +221,9 @@ amprt_status amprt::checkAttention(amprt_context *ctx, const char *k, T q,
   Shape want = g.lead;
   want.push_back(g.sq);
   want.push_back(g.dv);
-  AMPRT_TRY(checkShape(ctx, k, "y", y, want));
+  if (g.view[Y].dims != want)
+    return ctx->fail(AMPRT_ERR_SHAPE, "%s: y has shape %s, expected %s", k,
+                     shapeStr(g.view[Y].dims).c_str(), shapeStr(want).c_str());
   g.batch = numel(g.lead);
   Shape s = g.lead;
   s.push_back(g.sq);
@@ -131,19 +247,36 @@ amprt_status amprt::checkAttention(amprt_context *ctx, const char *k, T q,
   return checkShape(ctx, k, "lse", lse, rows);
 }
 
+amprt_status amprt::checkAttention(amprt_context *ctx, const char *k, T q,
+                                   T key, T v, T bias, T y, T lse, bool kTrans,
+                                   bool lseOptional, const int64_t *views,
+                                   int64_t nviews, AttentionGeometry &g) {
+  int i = 0;
+  for (T t : {q, key, v, y})
+    AMPRT_TRY(checkFloat(ctx, k, kNames[i++], t));
+  AMPRT_TRY(readViews(ctx, k, {q, key, v, y}, views, nviews, g));
+  return checkOperands(ctx, k, q, key, v, bias, y, lse, kTrans, lseOptional, g);
+}
+
 amprt_status amprt::checkAttentionGrad(amprt_context *ctx, T q, T key, T v,
                                        T bias, T y, T lse, T dy, T dq, T dk,
-                                       T dv, bool kTrans,
-                                       AttentionGeometry &g) {
+                                       T dv, bool kTrans, const int64_t *views,
+                                       int64_t nviews, AttentionGeometry &g) {
   const char *k = "attention_grad";
-  AMPRT_TRY(checkAttention(ctx, k, q, key, v, bias, y, lse, kTrans,
-                           /*lseOptional=*/false, g));
-  for (auto [name, t, like] : {std::tuple{"dy", dy, y},
-                               {"dq", dq, q},
-                               {"dk", dk, key},
-                               {"dv", dv, v}}) {
-    AMPRT_TRY(checkDtype(ctx, k, name, t, q->dtype));
-    AMPRT_TRY(checkShape(ctx, k, name, t, shapeOf(like)));
+  int i = 0;
+  for (T t : {q, key, v, y, dy, dq, dk, dv})
+    AMPRT_TRY(checkFloat(ctx, k, kNames[i++], t));
+  AMPRT_TRY(
+      readViews(ctx, k, {q, key, v, y, dy, dq, dk, dv}, views, nviews, g));
+  AMPRT_TRY(checkOperands(ctx, k, q, key, v, bias, y, lse, kTrans,
+                          /*lseOptional=*/false, g));
+  for (auto [j, t, like] :
+       {std::tuple{DY, dy, Y}, {DQ, dq, Q}, {DK, dk, K}, {DV, dv, V}}) {
+    AMPRT_TRY(checkDtype(ctx, k, kNames[j], t, q->dtype));
+    if (g.view[j].dims != g.view[like].dims)
+      return ctx->fail(AMPRT_ERR_SHAPE, "%s: %s has shape %s, expected %s", k,
+                       kNames[j], shapeStr(g.view[j].dims).c_str(),
+                       shapeStr(g.view[like].dims).c_str());
   }
   return AMPRT_OK;
 }
@@ -151,23 +284,33 @@ amprt_status amprt::checkAttentionGrad(amprt_context *ctx, T q, T key, T v,
 extern "C" {
 
 amprt_status amprt_attention(amprt_context *ctx, T q, T k, T v, T bias, T y,
-                             T lse, float scale, int32_t k_trans) {
-  AMPRT_DISPATCH(attention, ctx, q, k, v, bias, y, lse, scale, k_trans);
+                             T lse, float scale, int32_t k_trans,
+                             const int64_t *views, int64_t nviews) {
+  AMPRT_DISPATCH(attention, ctx, q, k, v, bias, y, lse, scale, k_trans, views,
+                 nviews);
   return guard(ctx, "attention", [&]() -> amprt_status {
     AttentionGeometry g;
     AMPRT_TRY(checkAttention(ctx, "attention", q, k, v, bias, y, lse,
-                             k_trans != 0, /*lseOptional=*/true, g));
-    F32In iq(q), ik(k), iv(v), ib(bias);
-    F32Out out(y);
+                             k_trans != 0, /*lseOptional=*/true, views, nviews,
+                             g));
+    F32In ib(bias);
     float *lp = lse ? static_cast<float *>(lse->data) : nullptr;
     double work =
         double(g.batch) * double(g.sq) * double(g.sk) * double(g.d + g.dv) * 2;
     parallelFor(g.batch, work, [&](int64_t i0, int64_t i1) {
-      std::vector<float> kt, s(size_t(g.sq * g.sk));
+      std::vector<float> qb(size_t(g.sq * g.d)), kb(size_t(g.sk * g.d)),
+          kt(size_t(g.d * g.sk)), vb(size_t(g.sk * g.dv)),
+          yb(size_t(g.sq * g.dv)), s(size_t(g.sq * g.sk));
       for (int64_t i = i0; i < i1; ++i) {
-        const float *kb =
-            keyColumns(g, ik.p + i * g.sk * g.d, k_trans != 0, kt);
-        scores(g, scale, iq.p + i * g.sq * g.d, kb, ib.p, i, s.data());
+        gather(q, g.view[Q], g.lead, i, qb.data());
+        gather(v, g.view[V], g.lead, i, vb.data());
+        if (k_trans) {
+          gather(k, g.view[K], g.lead, i, kt.data());
+        } else {
+          gather(k, g.view[K], g.lead, i, kb.data());
+          transpose2d(kb.data(), g.sk, g.d, kt.data());
+        }
+        scores(g, scale, qb.data(), kt.data(), ib.p, i, s.data());
         for (int64_t a = 0; a < g.sq; ++a) {
           float *row = s.data() + a * g.sk;
           float m = -std::numeric_limits<float>::infinity();
@@ -181,40 +324,49 @@ amprt_status amprt_attention(amprt_context *ctx, T q, T k, T v, T bias, T y,
           if (lp)
             lp[i * g.sq + a] = m + std::log(sum);
         }
-        sgemm(g.sq, g.dv, g.sk, 1.f, s.data(), g.sk, iv.p + i * g.sk * g.dv,
-              g.dv, false, out.p + i * g.sq * g.dv, g.dv);
+        sgemm(g.sq, g.dv, g.sk, 1.f, s.data(), g.sk, vb.data(), g.dv, false,
+              yb.data(), g.dv);
+        scatter(yb.data(), y, g.view[Y], g.lead, i);
       }
     });
-    out.commit();
     return AMPRT_OK;
   });
 }
 
 amprt_status amprt_attention_grad(amprt_context *ctx, T q, T k, T v, T bias,
                                   T y, T lse, T dy, T dq, T dk, T dv,
-                                  float scale, int32_t k_trans) {
+                                  float scale, int32_t k_trans,
+                                  const int64_t *views, int64_t nviews) {
   AMPRT_DISPATCH(attention_grad, ctx, q, k, v, bias, y, lse, dy, dq, dk, dv,
-                 scale, k_trans);
+                 scale, k_trans, views, nviews);
   return guard(ctx, "attention_grad", [&]() -> amprt_status {
     AttentionGeometry g;
     AMPRT_TRY(checkAttentionGrad(ctx, q, k, v, bias, y, lse, dy, dq, dk, dv,
-                                 k_trans != 0, g));
+                                 k_trans != 0, views, nviews, g));
     bool kTrans = k_trans != 0;
-    F32In iq(q), ik(k), iv(v), ib(bias), idy(dy);
-    F32Out oq(dq), ok(dk), ov(dv);
+    F32In ib(bias);
     const float *lp = static_cast<const float *>(lse->data);
     double work = double(g.batch) * double(g.sq) * double(g.sk) *
                   double(3 * g.d + 2 * g.dv) * 2;
     parallelFor(g.batch, work, [&](int64_t i0, int64_t i1) {
-      size_t ss = size_t(g.sq * g.sk);
-      std::vector<float> kt, p(ss), dp(ss), t(ss), m;
+      size_t ss = size_t(g.sq * g.sk), kd = size_t(g.sk * g.d);
+      std::vector<float> qb(size_t(g.sq * g.d)), kb(kd), kt(kd),
+          vb(size_t(g.sk * g.dv)), dyb(size_t(g.sq * g.dv)), p(ss), dp(ss),
+          t(ss), m, out;
       for (int64_t i = i0; i < i1; ++i) {
-        const float *qb = iq.p + i * g.sq * g.d;
-        const float *kb = ik.p + i * g.sk * g.d;
-        const float *vb = iv.p + i * g.sk * g.dv;
-        const float *dyb = idy.p + i * g.sq * g.dv;
+        gather(q, g.view[Q], g.lead, i, qb.data());
+        gather(v, g.view[V], g.lead, i, vb.data());
+        gather(dy, g.view[DY], g.lead, i, dyb.data());
+        // kb: k as [sk, d]; kt: as [d, sk].
+        if (kTrans) {
+          gather(k, g.view[K], g.lead, i, kt.data());
+          transpose2d(kt.data(), g.d, g.sk, kb.data());
+        } else {
+          gather(k, g.view[K], g.lead, i, kb.data());
+          transpose2d(kb.data(), g.sk, g.d, kt.data());
+        }
         // p = exp(s - lse), the forward's probabilities.
-        scores(g, scale, qb, keyColumns(g, kb, kTrans, kt), ib.p, i, p.data());
+        scores(g, scale, qb.data(), kt.data(), ib.p, i, p.data());
         for (int64_t a = 0; a < g.sq; ++a) {
           float l = lp[i * g.sq + a];
           for (int64_t b = 0; b < g.sk; ++b)
@@ -222,12 +374,14 @@ amprt_status amprt_attention_grad(amprt_context *ctx, T q, T k, T v, T bias,
         }
         // dv = p^T dy.
         transpose2d(p.data(), g.sq, g.sk, t.data());
-        sgemm(g.sk, g.dv, g.sq, 1.f, t.data(), g.sq, dyb, g.dv, false,
-              ov.p + i * g.sk * g.dv, g.dv);
+        out.resize(size_t(g.sk * g.dv));
+        sgemm(g.sk, g.dv, g.sq, 1.f, t.data(), g.sq, dyb.data(), g.dv, false,
+              out.data(), g.dv);
+        scatter(out.data(), dv, g.view[DV], g.lead, i);
         // dp = dy v^T; ds = p (dp - rowsum(p dp)), over dp.
         m.resize(size_t(g.dv * g.sk));
-        transpose2d(vb, g.sk, g.dv, m.data());
-        sgemm(g.sq, g.sk, g.dv, 1.f, dyb, g.dv, m.data(), g.sk, false,
+        transpose2d(vb.data(), g.sk, g.dv, m.data());
+        sgemm(g.sq, g.sk, g.dv, 1.f, dyb.data(), g.dv, m.data(), g.sk, false,
               dp.data(), g.sk);
         for (int64_t a = 0; a < g.sq; ++a) {
           float *pr = p.data() + a * g.sk, *dr = dp.data() + a * g.sk;
@@ -237,33 +391,27 @@ amprt_status amprt_attention_grad(amprt_context *ctx, T q, T k, T v, T bias,
           for (int64_t b = 0; b < g.sk; ++b)
             dr[b] = pr[b] * (dr[b] - sum);
         }
-        // dq = scale ds k, k as [sk, d].
-        const float *kRows = kb;
-        if (kTrans) {
-          m.resize(size_t(g.sk * g.d));
-          transpose2d(kb, g.d, g.sk, m.data());
-          kRows = m.data();
-        }
-        sgemm(g.sq, g.d, g.sk, scale, dp.data(), g.sk, kRows, g.d, false,
-              oq.p + i * g.sq * g.d, g.d);
-        float *dkb = ok.p + i * g.sk * g.d;
+        // dq = scale ds k.
+        out.resize(size_t(g.sq * g.d));
+        sgemm(g.sq, g.d, g.sk, scale, dp.data(), g.sk, kb.data(), g.d, false,
+              out.data(), g.d);
+        scatter(out.data(), dq, g.view[DQ], g.lead, i);
+        out.resize(kd);
         if (kTrans) {
           // dk [d, sk] = scale q^T ds.
           m.resize(size_t(g.d * g.sq));
-          transpose2d(qb, g.sq, g.d, m.data());
+          transpose2d(qb.data(), g.sq, g.d, m.data());
           sgemm(g.d, g.sk, g.sq, scale, m.data(), g.sq, dp.data(), g.sk, false,
-                dkb, g.sk);
+                out.data(), g.sk);
         } else {
           // dk [sk, d] = scale ds^T q.
           transpose2d(dp.data(), g.sq, g.sk, t.data());
-          sgemm(g.sk, g.d, g.sq, scale, t.data(), g.sq, qb, g.d, false, dkb,
-                g.d);
+          sgemm(g.sk, g.d, g.sq, scale, t.data(), g.sq, qb.data(), g.d, false,
+                out.data(), g.d);
         }
+        scatter(out.data(), dk, g.view[DK], g.lead, i);
       }
     });
-    oq.commit();
-    ok.commit();
-    ov.commit();
     return AMPRT_OK;
   });
 }

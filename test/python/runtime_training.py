@@ -759,7 +759,7 @@ def test_attention(rt):
         y, lse = rt.empty(lead + (sq, dv), dt), rt.empty(lead + (sq,), "f32")
         br = bias.ref if bias else None
         rt.ok("attention", q.ref, k.ref, v.ref, br, y.ref, lse.ref,
-              C.c_float(scale), k_trans)
+              C.c_float(scale), k_trans, None, 0)
         qf, kf, vf = q.f64(), k.f64(), v.f64()
         bf = bias.f64() if bias else None
         p, yr, lr = attention_reference(qf, kf, vf, bf, scale, k_trans)
@@ -773,13 +773,13 @@ def test_attention(rt):
         # No lse: the same y.
         y2 = rt.empty(lead + (sq, dv), dt)
         rt.ok("attention", q.ref, k.ref, v.ref, br, y2.ref, None,
-              C.c_float(scale), k_trans)
+              C.c_float(scale), k_trans, None, 0)
         rt.equal("attention without lse", y2.bits(), y.bits())
         # The gradient.
         dy = rt.randn(lead + (sq, dv), dt)
         dq, dk, dv_ = (rt.empty(x.shape, dt) for x in (q, k, v))
         rt.ok("attention_grad", q.ref, k.ref, v.ref, br, y.ref, lse.ref,
-              dy.ref, dq.ref, dk.ref, dv_.ref, C.c_float(scale), k_trans)
+              dy.ref, dq.ref, dk.ref, dv_.ref, C.c_float(scale), k_trans, None, 0)
         dyf = dy.f64()
         dp = dyf @ t(vf)
         rowsum = (p * dp).sum(-1, keepdims=True)
@@ -801,27 +801,111 @@ def test_attention(rt):
     y = rt.empty((2, 4, 3), "f16")
     f = C.c_float(1.0)
     rt.fails("attention", rt.randn((4, 8), "f16").ref, k.ref, v.ref, None,
-             y.ref, None, f, 0, match="rank 3 or more")
+             y.ref, None, f, 0, None, 0, match="rank 3 or more")
     rt.fails("attention", q.ref, rt.randn((2, 6, 7), "f16").ref, v.ref, None,
-             y.ref, None, f, 0, match="k has shape")
+             y.ref, None, f, 0, None, 0, match="k has shape")
     rt.fails("attention", q.ref, k.ref, rt.randn((2, 5, 3), "f16").ref, None,
-             y.ref, None, f, 0, match="v has shape")
+             y.ref, None, f, 0, None, 0, match="v has shape")
     rt.fails("attention", q.ref, k.ref, v.ref, rt.randn((3, 6), "f16").ref,
-             y.ref, None, f, 0, match="does not broadcast")
+             y.ref, None, f, 0, None, 0, match="does not broadcast")
     rt.fails("attention", q.ref, k.ref, rt.randn((2, 6, 3), "bf16").ref,
-             None, y.ref, None, f, 0, match="v has dtype bf16")
+             None, y.ref, None, f, 0, None, 0, match="v has dtype bf16")
     rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref,
-             rt.empty((2, 4), "f16").ref, f, 0, match="lse")
+             rt.empty((2, 4), "f16").ref, f, 0, None, 0, match="lse")
     lse = rt.empty((2, 4), "f32")
-    rt.ok("attention", q.ref, k.ref, v.ref, None, y.ref, lse.ref, f, 0)
+    rt.ok("attention", q.ref, k.ref, v.ref, None, y.ref, lse.ref, f, 0, None,
+          0)
     rt.fails("attention_grad", q.ref, k.ref, v.ref, None, y.ref, lse.ref,
              y.ref, rt.empty((2, 4, 7), "f16").ref, rt.empty((2, 6, 8),
                                                          "f16").ref,
-             rt.empty((2, 6, 3), "f16").ref, f, 0, match="dq has shape")
+             rt.empty((2, 6, 3), "f16").ref, f, 0, None, 0, match="dq has shape")
     rt.fails("attention_grad", q.ref, k.ref, v.ref, None, y.ref, None,
-             y.ref, q.ref, k.ref, v.ref, f, 0, match="lse is NULL")
+             y.ref, q.ref, k.ref, v.ref, f, 0, None, 0, match="lse is NULL")
+    # Views: a view written past its buffer, an output view that writes an
+    # element twice, a count of view values that fits no rank.
+    def views(*vs):
+        flat = [x for v in vs for x in v]
+        return i64s(flat), len(flat)
+
+    def packed(shape, offset=0):
+        st = [int(np.prod(shape[j + 1:])) for j in range(len(shape))]
+        return [offset] + list(shape) + st
+
+    good = [packed((2, 4, 8)), packed((2, 6, 8)), packed((2, 6, 3)),
+            packed((2, 4, 3))]
+    rt.ok("attention", q.ref, k.ref, v.ref, None, y.ref, lse.ref, f, 0,
+          *views(*good))
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
+             *views(packed((2, 4, 8), 1), *good[1:]), match="q's view")
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
+             *views(*good[:3], [0, 2, 4, 3, 3, 1, 1]),
+             match="writes an element twice")
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
+             i64s([0] * 12), 12, match="view values")
     print("  4 geometries (f32, f16, bf16; k in both layouts; biases "
-          "broadcast, masked keys) against float64; 8 bad arguments")
+          "broadcast, masked keys) against float64; 11 bad arguments")
+
+
+def test_attention_views(rt):
+    """attention and attention_grad through strided views (Ops.def's
+    views): q, k and v read out of one packed [B, S, 3, H, D] projection,
+    y and the gradients written in [B, S, H, D] order (the head split and
+    merge of a transformer), bit for bit what the contiguous calls give."""
+    B, S, H, D = 2, 5, 3, 8
+    t = lambda a: np.swapaxes(a, -1, -2)  # noqa: E731
+    for dt in ("f32", "f16", "bf16"):
+        qkv = rt.randn((B, S, 3, H, D), dt)
+        f = qkv.f64()
+        q, k, v = (rt.buf(f[:, :, j].transpose(0, 2, 1, 3), dt)
+                   for j in range(3))
+        lead = (B, H)
+        # [B, H, S, D] over the packed buffer: b, h, s, d strides.
+        pst = [S * 3 * H * D, D, 3 * H * D, 1]
+        # [B, H, S, D] over a [B, S, H, D] buffer.
+        ost = [S * H * D, D, H * D, 1]
+        dims = [B, H, S, D]
+        pv = [[j * H * D] + dims + pst for j in range(3)]
+        ov = [0] + dims + ost
+        scale = C.c_float(0.3)
+        for k_trans in (0, 1):
+            kk = rt.buf(t(k.f64()), dt) if k_trans else k
+            kview = pv[1]
+            if k_trans:  # k^T [B, H, D, S] over the packed buffer
+                kview = [H * D, B, H, D, S, pst[0], pst[1], 1, pst[2]]
+            y, lse = rt.empty(lead + (S, D), dt), rt.empty(lead + (S,), "f32")
+            rt.ok("attention", q.ref, kk.ref, v.ref, None, y.ref, lse.ref,
+                  scale, k_trans, None, 0)
+            yv = rt.empty((B, S, H, D), dt)
+            lv = rt.empty(lead + (S,), "f32")
+            flat = pv[0] + kview + pv[2] + ov
+            rt.ok("attention", qkv.ref, qkv.ref, qkv.ref, None, yv.ref,
+                  lv.ref, scale, k_trans, i64s(flat), len(flat))
+            rt.equal("attention views y %s" % dt,
+                     yv.f64().transpose(0, 2, 1, 3), y.f64())
+            rt.equal("attention views lse %s" % dt, lv.f64(), lse.f64())
+            dy = rt.randn(lead + (S, D), dt)
+            dq, dk, dv = (rt.empty(x.shape, dt) for x in (q, kk, v))
+            rt.ok("attention_grad", q.ref, kk.ref, v.ref, None, y.ref,
+                  lse.ref, dy.ref, dq.ref, dk.ref, dv.ref, scale, k_trans,
+                  None, 0)
+            # dy read from a [B, S, H, D] buffer, the gradients written into
+            # one packed [B, S, 3, H, D] buffer (the projection's gradient).
+            dyv = rt.buf(dy.f64().transpose(0, 2, 1, 3), dt)
+            dqkv = rt.empty((B, S, 3, H, D), dt)
+            flat = pv[0] + kview + pv[2] + ov + ov + pv[0] + kview + pv[2]
+            rt.ok("attention_grad", qkv.ref, qkv.ref, qkv.ref, None, yv.ref,
+                  lv.ref, dyv.ref, dqkv.ref, dqkv.ref, dqkv.ref, scale,
+                  k_trans, i64s(flat), len(flat))
+            g = dqkv.f64()
+            rt.equal("attention_grad views dq %s" % dt,
+                     g[:, :, 0].transpose(0, 2, 1, 3), dq.f64())
+            dkw = g[:, :, 1].transpose(0, 2, 1, 3)
+            rt.equal("attention_grad views dk %s" % dt,
+                     t(dkw) if k_trans else dkw, dk.f64())
+            rt.equal("attention_grad views dv %s" % dt,
+                     g[:, :, 2].transpose(0, 2, 1, 3), dv.f64())
+    print("  packed q/k/v in, [B, S, H, D] out, k in both layouts: the "
+          "contiguous calls' bits")
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 

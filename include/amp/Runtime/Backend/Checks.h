@@ -148,33 +148,47 @@ amprt_status checkMatmul(amprt_context *ctx, const char *k,
                          const amprt_tensor *y, bool transA, bool transB,
                          MatmulGeometry &g);
 
+/// An operand of attention as the kernel reads or writes it: the element
+/// offset, logical dims and element strides into its buffer (a contiguous
+/// operand: 0, its shape, its packed strides).
+struct AttentionView {
+  int64_t offset = 0;
+  Shape dims, strides;
+  /// The element offset of (batch index `i` over the leading dims `lead`,
+  /// row 0, column 0).
+  int64_t batchOffset(const Shape &lead, int64_t i) const;
+};
 /// attention's geometry: `batch` products over the leading dims `lead`
 /// of q [.., sq, d], k, v [.., sk, dv]; the bias's element strides seen
-/// through its broadcast to [lead.., sq, sk] (empty: no bias).
+/// through its broadcast to [lead.., sq, sk] (empty: no bias); the views
+/// of the operands (q, k, v, y, then attention_grad's dy, dq, dk, dv).
 struct AttentionGeometry {
   Shape lead;
   int64_t batch = 0, sq = 0, sk = 0, d = 0, dv = 0;
   Shape biasStrides;
+  AttentionView view[8];
 };
-/// attention's checks (Attention.cpp): q, k, v, y float of one dtype and
-/// rank >= 3 with equal leading dims, k's and v's shapes against q's, y of
-/// [.., sq, dv], bias float broadcasting to [.., sq, sk], lse f32 [.., sq];
-/// lse may be NULL when `lseOptional`.
+/// attention's checks (Attention.cpp): q, k, v, y float of one dtype; their
+/// views (Ops.def's `views`, or their shapes) inside their buffers, y's
+/// elements distinct; logical rank >= 3 with equal leading dims, k's and
+/// v's dims against q's, y of [.., sq, dv], bias float broadcasting to
+/// [.., sq, sk], lse f32 [.., sq]; lse may be NULL when `lseOptional`.
 amprt_status checkAttention(amprt_context *ctx, const char *k,
                             const amprt_tensor *q, const amprt_tensor *key,
                             const amprt_tensor *v, const amprt_tensor *bias,
                             const amprt_tensor *y, const amprt_tensor *lse,
                             bool kTrans, bool lseOptional,
+                            const int64_t *views, int64_t nviews,
                             AttentionGeometry &g);
-/// attention_grad's checks: attention's, then dy of y's shape and dq, dk,
-/// dv of q's, k's and v's shapes, all of q's dtype.
-amprt_status checkAttentionGrad(amprt_context *ctx, const amprt_tensor *q,
-                                const amprt_tensor *key, const amprt_tensor *v,
-                                const amprt_tensor *bias, const amprt_tensor *y,
-                                const amprt_tensor *lse, const amprt_tensor *dy,
-                                const amprt_tensor *dq, const amprt_tensor *dk,
-                                const amprt_tensor *dv, bool kTrans,
-                                AttentionGeometry &g);
+/// attention_grad's checks: attention's, then dy of y's logical dims and
+/// dq, dk, dv of q's, k's and v's, all of q's dtype, each output's elements
+/// distinct.
+amprt_status checkAttentionGrad(
+    amprt_context *ctx, const amprt_tensor *q, const amprt_tensor *key,
+    const amprt_tensor *v, const amprt_tensor *bias, const amprt_tensor *y,
+    const amprt_tensor *lse, const amprt_tensor *dy, const amprt_tensor *dq,
+    const amprt_tensor *dk, const amprt_tensor *dv, bool kTrans,
+    const int64_t *views, int64_t nviews, AttentionGeometry &g);
 
 //===----------------------------------------------------------------------===//
 // Random numbers
