@@ -373,10 +373,14 @@ struct FuseAttention : CallPattern {
     StringAttr node = softmax->getAttrOfType<StringAttr>("node");
     Type f32 = rewriter.getF32Type();
     auto attrs = [&](StringAttr name) {
+      // No views: every operand is its buffer (FoldAttentionViews.cpp may
+      // set them).
       SmallVector<NamedAttribute> a = {
           rewriter.getNamedAttr("scale", rewriter.getFloatAttr(f32, m.factor)),
           rewriter.getNamedAttr("k_trans",
-                                rewriter.getI32IntegerAttr(m.kTrans))};
+                                rewriter.getI32IntegerAttr(m.kTrans)),
+          rewriter.getNamedAttr("views", rewriter.getDenseI64ArrayAttr({})),
+          rewriter.getNamedAttr("nviews", rewriter.getI64IntegerAttr(0))};
       if (name)
         a.push_back(rewriter.getNamedAttr("node", name));
       return a;

@@ -61,6 +61,10 @@ void populateFoldTransposesPatterns(mlir::RewritePatternSet &patterns);
 /// gradient) as one attention and one attention_grad call
 /// (FuseAttention.cpp).
 void populateFuseAttentionPatterns(mlir::RewritePatternSet &patterns);
+/// The transposes, reshapes and slices that move a fused attention's
+/// operands to and from their buffers as the calls' strided views
+/// (FoldAttentionViews.cpp).
+void populateFoldAttentionViewsPatterns(mlir::RewritePatternSet &patterns);
 /// Sums of GatherGrads at distinct scalar indices as scatters into one
 /// buffer (GatherGradSums.cpp).
 void populateGatherGradSumsPatterns(mlir::RewritePatternSet &patterns);

@@ -102,8 +102,10 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
         return !f->hasAttr(kOverwriteAccumulatorsAttr);
       });
     applyFusion(module, populateFoldTransposesPatterns);
-    if (fuseAttention)
+    if (fuseAttention) {
       applyFusion(module, populateFuseAttentionPatterns);
+      applyFusion(module, populateFoldAttentionViewsPatterns);
+    }
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
     applyFusion(module, populateFuseGemmReluPatterns);

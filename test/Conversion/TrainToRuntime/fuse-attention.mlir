@@ -15,9 +15,9 @@
 // CHECK: %[[LSE:.*]] = memref.alloc() {amprt.role = "activations"} : memref<2x3x5xf32>
 // CHECK-NOT: amprt.call "fused_matmul"
 // CHECK-NOT: amprt.call "softmax
-// CHECK: amprt.call "attention"(%arg0, %arg1, %arg2, %arg3, %[[Y:.*]], %[[LSE]]) {counts = array<i64: 1, 1, 1, 1, 1, 1>, k_trans = 0 : i32, node = "sm", scale = 2.500000e-01 : f32}
+// CHECK: amprt.call "attention"(%arg0, %arg1, %arg2, %arg3, %[[Y:.*]], %[[LSE]]) {counts = array<i64: 1, 1, 1, 1, 1, 1>, k_trans = 0 : i32, node = "sm", nviews = 0 : i64, scale = 2.500000e-01 : f32, views = array<i64>}
 // CHECK-NEXT: amprt.call "relu"(%[[Y]]
-// CHECK-NEXT: amprt.call "attention_grad"(%arg0, %arg1, %arg2, %arg3, %[[Y]], %[[LSE]], %arg4, %[[DQ:[^,]*]], %[[DK:[^,]*]], %[[DV:[^)]*]]) {counts = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, k_trans = 0 : i32, node = "smg", scale = 2.500000e-01 : f32}
+// CHECK-NEXT: amprt.call "attention_grad"(%arg0, %arg1, %arg2, %arg3, %[[Y]], %[[LSE]], %arg4, %[[DQ:[^,]*]], %[[DK:[^,]*]], %[[DV:[^)]*]]) {counts = array<i64: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, k_trans = 0 : i32, node = "smg", nviews = 0 : i64, scale = 2.500000e-01 : f32, views = array<i64>}
 // CHECK-NOT: amprt.call "fused_matmul"
 // CHECK-NOT: amprt.call "softmax
 // CHECK-NOT: amprt.call "mul"
@@ -63,7 +63,7 @@ module {
 // (k_trans) and the scores divided by a constant: attention without lse.
 // CHECK-LABEL: func.func @forward
 // CHECK-NOT: memref<4x6xf32>
-// CHECK: amprt.call "attention"(%arg0, %arg1, %arg2, %[[Y:[^)]*]]) {counts = array<i64: 1, 1, 1, 0, 1, 0>, k_trans = 1 : i32, node = "sm", scale = 1.250000e-01 : f32}
+// CHECK: amprt.call "attention"(%arg0, %arg1, %arg2, %[[Y:[^)]*]]) {counts = array<i64: 1, 1, 1, 0, 1, 0>, k_trans = 1 : i32, node = "sm", nviews = 0 : i64, scale = 1.250000e-01 : f32, views = array<i64>}
 // CHECK-NOT: amprt.call "softmax
 // CHECK: return %[[Y]]
 module {
