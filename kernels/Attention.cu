@@ -15,10 +15,19 @@
 //
 // Layout: the leading dims of q [.., Sq, D] become cuDNN's [b, h, s, d]:
 // rank 3 is [b, 1, s, d]; from rank 4 the last leading dim is h and the
-// others fold into b. Every operand is contiguous, so its strides are the
-// packed ones; lse [.., Sq] is Stats [b, h, Sq, 1]. cuDNN wants the
-// head dim innermost (stride 1), so a k_trans k [.., D, Sk] is transposed
-// into scratch first, and attention_grad's dk comes back through one too.
+// others fold into b. Each of q, k, v, y (and dy, dq, dk, dv) is read or
+// written in place through its view (Ops.def's views; a contiguous
+// operand's are its packed strides): the buffer's data plus the view's
+// offset, and its strides as cuDNN's (mapView), which takes them when the
+// head dim is innermost (stride 1), the dims folded into b fold into one
+// stride, the other strides are multiples of 16 bytes and the first
+// element is 16-byte aligned (cuDNN's kernels move 16-byte vectors and do
+// not check); graphs bake the strides, which the plans' keys hold. A
+// k_trans k [.., D, Sk] is read as [.., Sk,
+// D] (its view's last two dims swapped): in place when that puts D
+// innermost (k^T as a view of a [.., Sk, D] buffer), else gathered through
+// its view into packed scratch, and attention_grad's dk likewise, scattered
+// back through dk's view. lse [.., Sq] is Stats [b, h, Sq, 1], packed.
 // The bias, seen through its broadcast to [.., Sq, Sk], is passed as it is
 // when it is a [b or 1, h or 1, Sq, Sk] tensor with rows of stride Sk, a
 // multiple of 8 (16-byte aligned rows); any other (a broadcast over Sq,
@@ -33,7 +42,9 @@
 // What runs on the host (onHost, the CPU code on managed memory): a call
 // the shared checks refuse (for the CPU's error), f32 (cuDNN's fused
 // attention takes f16 and bf16 only), a bias of another dtype than q's,
-// empty tensors, an operand not 16-byte aligned, and every problem for
+// empty tensors, an operand other than a k_trans k or dk that cuDNN cannot
+// take in place (above: e.g. a view whose head dim is not innermost, or
+// not 16-byte aligned), an unaligned lse or bias, and every problem for
 // which building the graph fails (validation, no engine that supports it,
 // e.g. a head dim that is not a multiple of 8 or is too large, or a GPU
 // older than sm_80). Built graphs, and refusals, are kept per context by
@@ -50,6 +61,7 @@
 #ifdef AMPRT_HAVE_CUDNN_FRONTEND
 #include "AttentionGraph.h"
 
+#include <algorithm>
 #include <cstring>
 #endif
 
@@ -62,24 +74,64 @@ namespace {
 
 using namespace amprt::cuda::attention;
 
-/// dst[i] = src[i]^T for n matrices of rows x cols 16-bit elements (f16,
-/// bf16), one element per thread and trip (k is small next to the
+/// dst[o] = src[the view offset of element o of m's dims] (m.st[0]; 16-bit
+/// elements, f16 or bf16): an operand read through its view into packed
+/// scratch, one element per thread and trip (k is small next to the
 /// attention over it).
-__global__ void transposeKernel(const uint16_t *src, uint16_t *dst, int64_t n,
-                                int64_t rows, int64_t cols) {
-  int64_t per = rows * cols;
-  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n * per;
+__global__ void gatherKernel(const uint16_t *src, uint16_t *dst, int64_t n,
+                             Bcast m) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t i = o / per, r = o % per / cols, c = o % cols;
-    dst[i * per + c * rows + r] = src[o];
+    int64_t off[1];
+    bcastOffsets<1>(m, o, off);
+    dst[o] = src[off[0]];
   }
 }
 
-amprt_status transpose16(amprt_context *ctx, const char *k, const void *src,
-                         void *dst, int64_t n, int64_t rows, int64_t cols) {
-  transposeKernel<<<gridFor(n * rows * cols, 256), 256, 0, stream(ctx)>>>(
-      static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst), n, rows,
-      cols);
+/// gatherKernel's inverse: packed src written through the view (whose
+/// elements are distinct).
+__global__ void scatterKernel(const uint16_t *src, uint16_t *dst, int64_t n,
+                              Bcast m) {
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t off[1];
+    bcastOffsets<1>(m, o, off);
+    dst[off[0]] = src[o];
+  }
+}
+
+/// The dims and strides of view w, its last two swapped when `swap` (k and
+/// dk with k_trans: [.., d, sk] read as [.., sk, d]).
+void viewDims(const AttentionView &w, bool swap, Shape &dims, Shape &strides) {
+  dims = w.dims;
+  strides = w.strides;
+  if (swap) {
+    size_t n = dims.size();
+    std::swap(dims[n - 2], dims[n - 1]);
+    std::swap(strides[n - 2], strides[n - 1]);
+  }
+}
+
+/// Copies operand t, read through view w (swapped as viewDims), into packed
+/// dst ([.., rows, cols]), or with `back` packed src into t through the
+/// view.
+amprt_status stage(amprt_context *ctx, const char *k, T t,
+                   const AttentionView &w, bool swap, void *packed, bool back) {
+  Shape dims, strides;
+  viewDims(w, swap, dims, strides);
+  Bcast m;
+  m.rank = int32_t(dims.size());
+  for (size_t j = 0; j < dims.size(); ++j) {
+    m.dims[j] = dims[j];
+    m.st[0][j] = strides[j];
+  }
+  int64_t n = numel(dims);
+  uint16_t *view = static_cast<uint16_t *>(t->data) + w.offset;
+  uint16_t *flat = static_cast<uint16_t *>(packed);
+  if (back)
+    scatterKernel<<<gridFor(n, 256), 256, 0, stream(ctx)>>>(flat, view, n, m);
+  else
+    gatherKernel<<<gridFor(n, 256), 256, 0, stream(ctx)>>>(view, flat, n, m);
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
 }
@@ -97,11 +149,14 @@ __global__ void expandKernel(const uint16_t *x, uint16_t *y, int64_t n,
   }
 }
 
-/// A call cuDNN may take: its problem and, for a bias that cuDNN cannot
-/// read in place, the broadcast shape to expand it from into scratch of
-/// the problem's bias shape and strides.
+/// A call cuDNN may take: its problem; each operand's first element (an
+/// operand that is `staged` goes through packed scratch instead); for a
+/// bias that cuDNN cannot read in place, the broadcast shape to expand it
+/// from into scratch of the problem's bias shape and strides.
 struct Call {
   Problem p;
+  void *ptr[kOperands] = {};
+  bool staged[kOperands] = {};
   bool expand = false;
   Shape bshape;
 };
@@ -116,27 +171,70 @@ std::string planKey(char dir, const Problem &p) {
                  p.bstride[0], p.bstride[1], p.bstride[2], p.bstride[3]};
   std::string key(1, dir);
   key.append(reinterpret_cast<const char *>(v), sizeof(v));
+  key.append(reinterpret_cast<const char *>(p.stride), sizeof(p.stride));
   return key;
 }
 
 /// cuDNN's tensors are 16-byte aligned (the frontend's default alignment,
 /// which its execute() enforces).
-bool aligned16(T t) {
-  return !t || reinterpret_cast<uintptr_t>(t->data) % 16 == 0;
+bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+bool aligned16(T t) { return !t || aligned16(t->data); }
+
+/// View w (swapped as viewDims) as cuDNN's [b, h, rows, cols] (rank 3:
+/// [b, 1, rows, cols]; from rank 4 the last leading dim is h and the
+/// others fold into b): its element strides into st. False when cuDNN
+/// cannot read it in place: a cols stride other than 1, b's dims whose
+/// strides do not fold into one (each the next inner one's times that
+/// one's size), or a stride of b, h or rows that is 0 or not a multiple of
+/// 8 elements (16 bytes). A dim of size 1 says nothing: it takes the
+/// packed stride over the dims inside it, as a contiguous operand's.
+bool mapView(const AttentionView &w, bool swap, int64_t (&st)[4]) {
+  Shape dims, strides;
+  viewDims(w, swap, dims, strides);
+  size_t r = dims.size() - 2;
+  int64_t h = r >= 2 ? dims[r - 1] : 1, rows = dims[r], cols = dims[r + 1];
+  if (cols > 1 && strides[r + 1] != 1)
+    return false;
+  st[3] = 1;
+  st[2] = rows > 1 ? strides[r] : cols;
+  st[1] = h > 1 ? strides[r - 1] : st[2] * rows;
+  st[0] = st[1] * h;
+  size_t nb = r >= 2 ? r - 1 : 1;
+  int64_t b = 1, next = 0;
+  for (size_t j = nb; j-- > 0;) {
+    if (dims[j] == 1)
+      continue;
+    if (b == 1)
+      st[0] = strides[j];
+    else if (strides[j] != next)
+      return false;
+    b *= dims[j];
+    next = strides[j] * dims[j];
+  }
+  int64_t n[3] = {b, h, rows};
+  for (int i = 0; i < 3; ++i)
+    if (n[i] > 1 && (st[i] <= 0 || st[i] % 8 != 0))
+      return false;
+  return true;
 }
 
-/// Fills c from the checked geometry when cuDNN may take the call (a 16-bit
-/// float dtype, no empty dim, aligned operands, a bias of q's dtype);
-/// false: the host runs it.
-bool describe(const AttentionGeometry &g, T q, T bias, float scale, bool stats,
-              std::initializer_list<T> operands, Call &c) {
+/// Fills c from the checked geometry when cuDNN may take the call: a 16-bit
+/// float dtype, no empty dim, the operands `ops` (in Operand order: q, k,
+/// v, y, then dy, dq, dk, dv) each read or written in place through its
+/// view (mapView, first element 16-byte aligned) or, k and dk with k_trans,
+/// through packed scratch, an aligned lse, a bias of q's dtype; false: the
+/// host runs it.
+bool describe(const AttentionGeometry &g, std::initializer_list<T> ops, T bias,
+              T lse, float scale, bool stats, bool kTrans, Call &c) {
+  T q = *ops.begin();
   if (q->dtype != AMPRT_F16 && q->dtype != AMPRT_BF16)
     return false;
   if (g.batch == 0 || g.sq == 0 || g.sk == 0 || g.d == 0 || g.dv == 0)
     return false;
-  for (T t : operands)
-    if (!aligned16(t))
-      return false;
+  if (!aligned16(lse))
+    return false;
   Problem &p = c.p;
   size_t r = g.lead.size();
   p.f16 = q->dtype == AMPRT_F16;
@@ -148,6 +246,22 @@ bool describe(const AttentionGeometry &g, T q, T bias, float scale, bool stats,
   p.dv = g.dv;
   p.scale = scale;
   p.stats = stats;
+  int i = 0;
+  for (T t : ops) {
+    const AttentionView &w = g.view[i];
+    bool kt = kTrans && (i == opK || i == opDK);
+    void *first = static_cast<uint16_t *>(t->data) + w.offset;
+    if (mapView(w, kt, p.stride[i]) && aligned16(first)) {
+      c.ptr[i++] = first;
+      continue;
+    }
+    if (!kt)
+      return false;
+    // k [.., d, sk] gathered into (dk scattered from) packed [.., sk, d].
+    c.staged[i] = true;
+    int64_t packed[4] = {p.h * g.sk * g.d, g.sk * g.d, g.d, 1};
+    std::copy(packed, packed + 4, p.stride[i++]);
+  }
   if (!bias)
     return true;
   if (bias->dtype != q->dtype || !aligned16(bias))
@@ -268,6 +382,12 @@ amprt_status run(amprt_context *ctx, const char *k, cudnnHandle_t h,
   return AMPRT_OK;
 }
 
+/// Packed scratch for a staged operand of the problem's k ([b, h, sk, d]).
+amprt_status kScratch(amprt_context *ctx, const char *k,
+                      const AttentionGeometry &g, Scratch &tmp) {
+  return tmp.get(ctx, k, size_t(g.batch * g.sk * g.d) * sizeof(uint16_t));
+}
+
 /// The cuDNN path of attention; `ran` false: the host runs the call.
 amprt_status dnnAttention(amprt_context *ctx, const AttentionGeometry &g, T q,
                           T key, T v, T bias, T y, T lse, float scale,
@@ -275,7 +395,7 @@ amprt_status dnnAttention(amprt_context *ctx, const AttentionGeometry &g, T q,
   const char *k = "attention";
   ran = false;
   Call c;
-  if (!describe(g, q, bias, scale, lse != nullptr, {q, key, v, y, lse}, c))
+  if (!describe(g, {q, key, v, y}, bias, lse, scale, lse != nullptr, kTrans, c))
     return AMPRT_OK;
   cudnnHandle_t h;
   std::shared_ptr<Plan> plan;
@@ -283,17 +403,18 @@ amprt_status dnnAttention(amprt_context *ctx, const AttentionGeometry &g, T q,
   if (!plan)
     return AMPRT_OK;
   ran = true;
-  // With k_trans, k goes through an [.., Sk, D] copy.
+  // A k_trans k that cuDNN cannot read in place goes through a packed
+  // [.., sk, d] copy.
   Scratch kt, bt;
-  void *kData = key->data, *bData;
-  if (kTrans) {
-    AMPRT_TRY(kt.get(ctx, k, size_t(numel(key)) * sizeof(uint16_t)));
-    AMPRT_TRY(transpose16(ctx, k, key->data, kt.p, g.batch, g.d, g.sk));
-    kData = kt.p;
+  void *bData;
+  if (c.staged[opK]) {
+    AMPRT_TRY(kScratch(ctx, k, g, kt));
+    AMPRT_TRY(stage(ctx, k, key, g.view[opK], true, kt.p, /*back=*/false));
+    c.ptr[opK] = kt.p;
   }
   AMPRT_TRY(biasData(ctx, k, c, bias, bt, bData));
   std::unordered_map<int64_t, void *> ptrs = {
-      {kQ, q->data}, {kK, kData}, {kV, v->data}, {kO, y->data}};
+      {kQ, c.ptr[opQ]}, {kK, c.ptr[opK]}, {kV, c.ptr[opV]}, {kO, c.ptr[opO]}};
   if (lse)
     ptrs[kStats] = lse->data;
   if (bias)
@@ -308,8 +429,8 @@ amprt_status dnnAttentionGrad(amprt_context *ctx, const AttentionGeometry &g,
   const char *k = "attention_grad";
   ran = false;
   Call c;
-  if (!describe(g, q, bias, scale, /*stats=*/true,
-                {q, key, v, y, lse, dy, dq, dk, dv}, c))
+  if (!describe(g, {q, key, v, y, dy, dq, dk, dv}, bias, lse, scale,
+                /*stats=*/true, kTrans, c))
     return AMPRT_OK;
   cudnnHandle_t h;
   std::shared_ptr<Plan> plan;
@@ -317,27 +438,29 @@ amprt_status dnnAttentionGrad(amprt_context *ctx, const AttentionGeometry &g,
   if (!plan)
     return AMPRT_OK;
   ran = true;
-  // With k_trans, k and dk go through [.., Sk, D] copies.
+  // A k_trans k or dk that cuDNN cannot read or write in place goes through
+  // a packed [.., sk, d] copy.
   Scratch kt, dkt, bt;
-  void *kData = key->data, *dkData = dk->data, *bData;
-  if (kTrans) {
-    size_t bytes = size_t(numel(key)) * sizeof(uint16_t);
-    AMPRT_TRY(kt.get(ctx, k, bytes));
-    AMPRT_TRY(dkt.get(ctx, k, bytes));
-    AMPRT_TRY(transpose16(ctx, k, key->data, kt.p, g.batch, g.d, g.sk));
-    kData = kt.p;
-    dkData = dkt.p;
+  void *bData;
+  if (c.staged[opK]) {
+    AMPRT_TRY(kScratch(ctx, k, g, kt));
+    AMPRT_TRY(stage(ctx, k, key, g.view[opK], true, kt.p, /*back=*/false));
+    c.ptr[opK] = kt.p;
+  }
+  if (c.staged[opDK]) {
+    AMPRT_TRY(kScratch(ctx, k, g, dkt));
+    c.ptr[opDK] = dkt.p;
   }
   AMPRT_TRY(biasData(ctx, k, c, bias, bt, bData));
   std::unordered_map<int64_t, void *> ptrs = {
-      {kQ, q->data},   {kK, kData},     {kV, v->data},
-      {kO, y->data},   {kDO, dy->data}, {kStats, lse->data},
-      {kDQ, dq->data}, {kDK, dkData},   {kDV, dv->data}};
+      {kQ, c.ptr[opQ]},   {kK, c.ptr[opK]},   {kV, c.ptr[opV]},
+      {kO, c.ptr[opO]},   {kDO, c.ptr[opDO]}, {kStats, lse->data},
+      {kDQ, c.ptr[opDQ]}, {kDK, c.ptr[opDK]}, {kDV, c.ptr[opDV]}};
   if (bias)
     ptrs[kBias] = bData;
   AMPRT_TRY(run(ctx, k, h, *plan, ptrs));
-  if (kTrans)
-    AMPRT_TRY(transpose16(ctx, k, dkt.p, dk->data, g.batch, g.sk, g.d));
+  if (c.staged[opDK])
+    AMPRT_TRY(stage(ctx, k, dk, g.view[opDK], true, dkt.p, /*back=*/true));
   return AMPRT_OK;
 }
 
@@ -353,9 +476,8 @@ amprt_status cudaAttention(amprt_context *ctx, T q, T key, T v, T bias, T y,
                              views, nviews);
     };
     AttentionGeometry g;
-    // Strided views run on the host for now.
-    if (nviews || checkAttention(ctx, k, q, key, v, bias, y, lse, k_trans != 0,
-                                 /*lseOptional=*/true, views, nviews, g))
+    if (checkAttention(ctx, k, q, key, v, bias, y, lse, k_trans != 0,
+                       /*lseOptional=*/true, views, nviews, g))
       return onHost(ctx, cpu);
 #ifdef AMPRT_HAVE_CUDNN_FRONTEND
     bool ran;
@@ -379,8 +501,8 @@ amprt_status cudaAttentionGrad(amprt_context *ctx, T q, T key, T v, T bias, T y,
                                   scale, k_trans, views, nviews);
     };
     AttentionGeometry g;
-    if (nviews || checkAttentionGrad(ctx, q, key, v, bias, y, lse, dy, dq, dk,
-                                     dv, k_trans != 0, views, nviews, g))
+    if (checkAttentionGrad(ctx, q, key, v, bias, y, lse, dy, dq, dk, dv,
+                           k_trans != 0, views, nviews, g))
       return onHost(ctx, cpu);
 #ifdef AMPRT_HAVE_CUDNN_FRONTEND
     bool ran;

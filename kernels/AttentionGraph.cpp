@@ -34,9 +34,9 @@ namespace {
 using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
 using Dims = std::vector<int64_t>;
 
-/// Packed strides of [b, h, s, d].
-Dims packed(int64_t h, int64_t s, int64_t d) {
-  return {h * s * d, s * d, d, 1};
+/// Operand i's strides.
+Dims operandStrides(const Problem &p, Operand i) {
+  return {p.stride[i][0], p.stride[i][1], p.stride[i][2], p.stride[i][3]};
 }
 
 TensorPtr input(fe::graph::Graph &g, const char *name, int64_t uid,
@@ -66,12 +66,10 @@ std::shared_ptr<Plan> amprt::cuda::attention::buildPlan(cudnnHandle_t h,
     Dims qd = {p.b, p.h, p.sq, p.d}, kd = {p.b, p.h, p.sk, p.d},
          vd = {p.b, p.h, p.sk, p.dv}, od = {p.b, p.h, p.sq, p.dv},
          sd = {p.b, p.h, p.sq, 1};
-    Dims qs = packed(p.h, p.sq, p.d), ks = packed(p.h, p.sk, p.d),
-         vs = packed(p.h, p.sk, p.dv), os = packed(p.h, p.sq, p.dv),
-         ss = {p.h * p.sq, p.sq, 1, 1};
-    TensorPtr q = input(*g, "q", kQ, qd, qs);
-    TensorPtr k = input(*g, "k", kK, kd, ks);
-    TensorPtr v = input(*g, "v", kV, vd, vs);
+    Dims ss = {p.h * p.sq, p.sq, 1, 1};
+    TensorPtr q = input(*g, "q", kQ, qd, operandStrides(p, opQ));
+    TensorPtr k = input(*g, "k", kK, kd, operandStrides(p, opK));
+    TensorPtr v = input(*g, "v", kV, vd, operandStrides(p, opV));
     TensorPtr bias;
     if (p.bias)
       bias = input(*g, "bias", kBias, {p.bb, p.bh, p.sq, p.sk},
@@ -84,14 +82,14 @@ std::shared_ptr<Plan> amprt::cuda::attention::buildPlan(cudnnHandle_t h,
       if (bias)
         opts.set_bias(bias);
       auto [o, stats] = g->sdpa(q, k, v, opts);
-      output(o, kO, od, os);
+      output(o, kO, od, operandStrides(p, opO));
       if (p.stats) {
         output(stats, kStats, sd, ss);
         stats->set_data_type(fe::DataType_t::FLOAT);
       }
     } else {
-      TensorPtr o = input(*g, "y", kO, od, os);
-      TensorPtr dO = input(*g, "dy", kDO, od, os);
+      TensorPtr o = input(*g, "y", kO, od, operandStrides(p, opO));
+      TensorPtr dO = input(*g, "dy", kDO, od, operandStrides(p, opDO));
       TensorPtr stats = input(*g, "lse", kStats, sd, ss);
       stats->set_data_type(fe::DataType_t::FLOAT);
       auto opts = fe::graph::SDPA_backward_attributes()
@@ -100,9 +98,9 @@ std::shared_ptr<Plan> amprt::cuda::attention::buildPlan(cudnnHandle_t h,
       if (bias)
         opts.set_bias(bias);
       auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dO, stats, opts);
-      output(dq, kDQ, qd, qs);
-      output(dk, kDK, kd, ks);
-      output(dv, kDV, vd, vs);
+      output(dq, kDQ, qd, operandStrides(p, opDQ));
+      output(dk, kDK, kd, operandStrides(p, opDK));
+      output(dv, kDV, vd, operandStrides(p, opDV));
     }
     // validate, build_operation_graph, create_execution_plans (heuristics
     // mode A), check_support, build_plans.

@@ -26,11 +26,19 @@ namespace amprt {
 namespace cuda {
 namespace attention {
 
-/// One attention problem as cuDNN sees it: every operand a [b, h, s, d]
-/// tensor with packed strides, Stats [b, h, sq, 1] f32.
+/// The [b, h, s, d] operands, in the order of Ops.def's views: q, k, v,
+/// o (y), then the backward's dO (dy), dQ, dK, dV.
+enum Operand : int { opQ, opK, opV, opO, opDO, opDQ, opDK, opDV, kOperands };
+
+/// One attention problem as cuDNN sees it: q [b, h, sq, d], k [b, h, sk,
+/// d], v [b, h, sk, dv], o and dO [b, h, sq, dv], dQ, dK, dV as q, k, v,
+/// each with its own element strides (stride[3] is 1; the forward's
+/// problem leaves the backward's operands at 0), Stats [b, h, sq, 1] f32
+/// packed.
 struct Problem {
   bool f16 = true; // else bf16
   int64_t b = 0, h = 0, sq = 0, sk = 0, d = 0, dv = 0;
+  int64_t stride[kOperands][4] = {};
   float scale = 0;
   bool stats = false; // the forward writes lse
   /// The bias, when `bias`: [bb, bh, sq, sk] with element strides

@@ -150,14 +150,20 @@ class Gpu:
         self.live = []
 
 
-def both(rt, gpu, name, *args):
+def both(rt, gpu, name, *args, shared=False):
     """Runs kernel `name` on copies of the arguments on the CPU and the GPU
-    context. Buf arguments are tensors, lists of Bufs tensor arrays.
-    Returns (cpu outputs, gpu outputs): a Buf per Buf argument (a list of
-    Bufs per list), None for the rest. Statuses and messages must agree."""
+    context. Buf arguments are tensors, lists of Bufs tensor arrays; with
+    `shared`, a Buf passed more than once is one tensor on each side (views
+    into one buffer). Returns (cpu outputs, gpu outputs): a Buf per Buf
+    argument (a list of Bufs per list), None for the rest. Statuses and
+    messages must agree."""
     cargs, gargs, couts, gouts, pend = [], [], [], [], []
+    seen = {}
     for a in args:
-        if isinstance(a, Buf):
+        if isinstance(a, Buf) and shared and id(a) in seen:
+            for out, v in zip((cargs, gargs, couts, gouts), seen[id(a)]):
+                out.append(v)
+        elif isinstance(a, Buf):
             c = Buf(a.arr.copy(), a.dt)
             t, back = gpu.upload(a)
             cargs.append(c.ref)
@@ -165,6 +171,7 @@ def both(rt, gpu, name, *args):
             couts.append(c)
             gouts.append(back)
             pend.append((t, back))
+            seen[id(a)] = (cargs[-1], gargs[-1], c, back)
         elif isinstance(a, list):
             cs = [Buf(b.arr.copy(), b.dt) for b in a]
             ups = [gpu.upload(b) for b in a]
@@ -1837,7 +1844,8 @@ def test_attention(rt, gpu):
                     same(rt, name, c, g, ulps=1, atol=rel[dt] * m)
             ys, ls = lead + (sq, dv), lead + (sq,)
             c, g, _ = both(rt, gpu, "attention", q, k, v, bias,
-                           rt.empty(ys, dt), rt.empty(ls, "f32"), scale, kt)
+                           rt.empty(ys, dt), rt.empty(ls, "f32"), scale, kt,
+                           None, 0)
             check(what + " y", c[4], g[4])
             check(what + " lse", c[5], g[5])
             if not exact and dt == "f16" and qs == (2, 3, 64, 64):
@@ -1845,12 +1853,12 @@ def test_attention(rt, gpu):
             y, lse = c[4], c[5]
             # Without lse (inference): y alone.
             c2, g2, _ = both(rt, gpu, "attention", q, k, v, bias,
-                             rt.empty(ys, dt), None, scale, kt)
+                             rt.empty(ys, dt), None, scale, kt, None, 0)
             check(what + " y (no lse)", c2[4], g2[4])
             dy = rt.randn(ys, dt)
             c3, g3, _ = both(rt, gpu, "attention_grad", q, k, v, bias, y, lse,
                              dy, rt.empty(qs, dt), rt.empty(k.shape, dt),
-                             rt.empty(v.shape, dt), scale, kt)
+                             rt.empty(v.shape, dt), scale, kt, None, 0)
             for j, name in ((7, "dq"), (8, "dk"), (9, "dv")):
                 check(what + " " + name, c3[j], g3[j])
     # Unaligned tensors (one element past the allocations' alignment): the
@@ -1860,13 +1868,14 @@ def test_attention(rt, gpu):
         q, k, v = (rt.randn((2, 3, 32, 32), "f16") for _ in range(3))
         c, g, _ = both(rt, gpu, "attention", q, k, v, None,
                        rt.empty((2, 3, 32, 32), "f16"),
-                       rt.empty((2, 3, 32), "f32"), C.c_float(0.125), 0)
+                       rt.empty((2, 3, 32), "f32"), C.c_float(0.125), 0,
+                       None, 0)
         same(rt, "attention unaligned y", c[4], g[4])
         same(rt, "attention unaligned lse", c[5], g[5])
         c, g, _ = both(rt, gpu, "attention_grad", q, k, v, None, c[4], c[5],
                        rt.randn((2, 3, 32, 32), "f16"),
                        *(rt.empty((2, 3, 32, 32), "f16") for _ in range(3)),
-                       C.c_float(0.125), 0)
+                       C.c_float(0.125), 0, None, 0)
         for j, name in ((7, "dq"), (8, "dk"), (9, "dv")):
             same(rt, "attention_grad unaligned " + name, c[j], g[j])
     finally:
@@ -1875,19 +1884,129 @@ def test_attention(rt, gpu):
     q = rt.randn((2, 4, 8), "f16")
     both(rt, gpu, "attention", q, rt.randn((2, 5, 8), "f16"),
          rt.randn((2, 6, 8), "f16"), None, rt.empty((2, 4, 8), "f16"), None,
-         C.c_float(1), 0)
+         C.c_float(1), 0, None, 0)
     both(rt, gpu, "attention", q, rt.randn((2, 5, 8), "f16"),
          rt.randn((2, 5, 8), "bf16"), None, rt.empty((2, 4, 8), "f16"), None,
-         C.c_float(1), 0)
+         C.c_float(1), 0, None, 0)
     both(rt, gpu, "attention_grad", q, q, q, None, rt.randn((2, 4, 8), "f16"),
          rt.empty((2, 4), "f32"), rt.randn((2, 4, 8), "f16"),
          rt.empty((2, 4, 8), "f16"), rt.empty((2, 4, 8), "f16"),
-         rt.empty((2, 4, 7), "f16"), C.c_float(1), 0)
+         rt.empty((2, 4, 7), "f16"), C.c_float(1), 0, None, 0)
     # Whether the device path ran (not an error: a build without cuDNN's
     # frontend runs attention on the host, bit for bit).
     if gpu.backend != "cpu":
         print("  attention f16: %s" % ("the device path ran" if all(ran)
                                        else "ran on the host"))
+
+
+def test_attention_views(rt, gpu):
+    """attention and attention_grad through strided views (Ops.def's views;
+    runtime_training.py's test_attention_views) against Attention.cpp's,
+    tolerances as test_attention's. cuDNN reads and writes them in place:
+    q, k and v out of one packed [B, S, 3, H, D] projection (k in both
+    layouts: a k_trans view of that k keeps D innermost), y, dy in
+    [B, S, H, D] order, dq, dk and dv into one packed buffer; rank 5 with
+    the leading dims folded into cuDNN's b, Sq != Sk. A k_trans k^T whose D
+    is not innermost is gathered into packed scratch (dk scattered back).
+    On the host, exactly: a view whose head dim is strided, leading dims
+    whose strides do not fold. Elements outside the views stay NaN."""
+    rel = {"f16": 2e-3, "bf16": 1.6e-2}
+    B, S, H, D = 2, 64, 3, 64
+    HD = H * D
+
+    def packed(shape, offset=0):
+        st = [int(np.prod(shape[j + 1:])) for j in range(len(shape))]
+        return [offset] + list(shape) + st
+
+    ran = []
+    for dt in ("f16", "bf16", "f32"):
+        scale = C.c_float(1 / np.sqrt(D))
+
+        def run(what, host, kt, q, k, v, y, lse, vq, vk, vv, vy, dy, dq, dk,
+                dv, vdy, vdq, vdk, vdv):
+            what = "attention views %s %s" % (dt, what)
+            exact = host or dt == "f32"
+
+            def check(name, c, g):
+                if exact:
+                    same(rt, name, c, g)
+                else:
+                    m = np.nanmax(np.abs(decode(c)), initial=0)
+                    same(rt, name, c, g, ulps=1, atol=rel[dt] * m)
+            flat = vq + vk + vv + vy
+            c, g, st = both(rt, gpu, "attention", q, k, v, None, y, lse,
+                            scale, kt, i64s(flat), len(flat), shared=True)
+            assert st == 0, "%s: %s" % (what, rt.error())
+            check(what + " y", c[4], g[4])
+            check(what + " lse", c[5], g[5])
+            if dt == "f16" and not host:
+                ran.append(not np.array_equal(c[4].bits(), g[4].bits()))
+            flat += vdy + vdq + vdk + vdv
+            c, g, st = both(rt, gpu, "attention_grad", q, k, v, None, c[4],
+                            c[5], dy, dq, dk, dv, scale, kt, i64s(flat),
+                            len(flat), shared=True)
+            assert st == 0, "%s: %s" % (what, rt.error())
+            for j, name in ((7, "dq"), (8, "dk"), (9, "dv")):
+                check(what + " " + name, c[j], g[j])
+
+        # Packed q/k/v in, [B, S, H, D] out; the gradients packed likewise.
+        qkv = rt.randn((B, S, 3, H, D), dt)
+        dims, pst = [B, H, S, D], [S * 3 * HD, D, 3 * HD, 1]
+        pv = [[j * HD] + dims + pst for j in range(3)]
+        ov = [0] + dims + [S * HD, D, HD, 1]
+        for kt in (0, 1):
+            kv = [HD, B, H, D, S, pst[0], pst[1], 1, pst[2]] if kt else pv[1]
+            dqkv = rt.empty((B, S, 3, H, D), dt)
+            run("packed q/k/v k_trans %d" % kt, False, kt, qkv, qkv, qkv,
+                rt.empty((B, S, H, D), dt), rt.empty((B, H, S), "f32"),
+                pv[0], kv, pv[2], ov, rt.randn((B, S, H, D), dt), dqkv, dqkv,
+                dqkv, ov, pv[0], kv, pv[2])
+        # Rank 5, Sq != Sk: q from [B1, B2, Sq, H, D], k and v from a packed
+        # [B1, B2, Sk, 2, H, D], y contiguous; b = B1 B2.
+        B1, B2, Sq, Sk = 2, 2, 32, 48
+        vq = [0, B1, B2, H, Sq, D, B2 * Sq * HD, Sq * HD, D, HD, 1]
+        kst = [B2 * Sk * 2 * HD, Sk * 2 * HD, D, 2 * HD, 1]
+        vk, vv = ([j * HD, B1, B2, H, Sk, D] + kst for j in range(2))
+        vy = packed((B1, B2, H, Sq, D))
+        kvb, dkv = rt.randn((B1, B2, Sk, 2, H, D), dt), rt.empty(
+            (B1, B2, Sk, 2, H, D), dt)
+        run("rank 5 sq %d sk %d" % (Sq, Sk), False, 0,
+            rt.randn((B1, B2, Sq, H, D), dt), kvb, kvb,
+            rt.empty((B1, B2, H, Sq, D), dt), rt.empty((B1, B2, H, Sq), "f32"),
+            vq, vk, vv, vy, rt.randn((B1, B2, H, Sq, D), dt),
+            rt.empty((B1, B2, Sq, H, D), dt), dkv, dkv, vy, vq, vk, vv)
+        # k_trans, k^T a contiguous [B, H, D, S] at an offset: D is not
+        # innermost, so k (and dk) go through packed scratch.
+        vp = packed((B, H, S, D))
+        vkt = packed((B, H, D, S), B * H * D * S)
+        run("k_trans staged", False, 1, rt.randn((B, H, S, D), dt),
+            rt.randn((2, B, H, D, S), dt), rt.randn((B, H, S, D), dt),
+            rt.empty((B, H, S, D), dt), rt.empty((B, H, S), "f32"), vp, vkt,
+            vp, vp, rt.randn((B, H, S, D), dt), rt.empty((B, H, S, D), dt),
+            rt.empty((2, B, H, D, S), dt), rt.empty((B, H, S, D), dt), vp,
+            vp, vkt, vp)
+        # The host: q's head dim of stride 2 (every other element, from 1);
+        # y and dq over a [B2, B1, H, S, D] buffer (B1 and B2 do not fold).
+        vq2 = [1] + dims + [H * S * D * 2, S * D * 2, D * 2, 2]
+        run("head dim stride 2 (host)", True, 0,
+            rt.randn((B, H, S, D, 2), dt), rt.randn((B, H, S, D), dt),
+            rt.randn((B, H, S, D), dt), rt.empty((B, H, S, D), dt),
+            rt.empty((B, H, S), "f32"), vq2, vp, vp, vp,
+            rt.randn((B, H, S, D), dt), rt.empty((B, H, S, D, 2), dt),
+            rt.empty((B, H, S, D), dt), rt.empty((B, H, S, D), dt), vp, vq2,
+            vp, vp)
+        v5 = packed((B1, B2, H, S, D))
+        vsw = [0, B1, B2, H, S, D, H * S * D, B1 * H * S * D, S * D, D, 1]
+        run("unfoldable leading dims (host)", True, 0,
+            *(rt.randn((B1, B2, H, S, D), dt) for _ in range(3)),
+            rt.empty((B2, B1, H, S, D), dt), rt.empty((B1, B2, H, S), "f32"),
+            v5, v5, v5, vsw, rt.randn((B1, B2, H, S, D), dt),
+            rt.empty((B2, B1, H, S, D), dt),
+            *(rt.empty((B1, B2, H, S, D), dt) for _ in range(2)),
+            v5, vsw, v5, v5)
+    if gpu.backend != "cpu":
+        print("  attention views f16: %s" % (
+            "the device path ran" if all(ran) else "ran on the host"))
 
 
 def test_cpu_fallback(rt, gpu):
@@ -2048,6 +2167,7 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_dropout, test_random, test_select, test_normalization,
          test_max_pool,
          test_average_pool, test_recurrent, test_conv, test_attention,
+         test_attention_views,
          test_cpu_fallback,
          test_collectives, test_compare_stats, test_memory_accounting,
          test_unaligned]
