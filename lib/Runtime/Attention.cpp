@@ -41,18 +41,16 @@ enum Operand { Q, K, V, Y, DY, DQ, DK, DV };
 const char *const kNames[] = {"q", "k", "v", "y", "dy", "dq", "dk", "dv"};
 
 /// Batch i's [rows, cols] matrix of operand `t` through view `w`, widened
-/// into dst (row-major, ld cols).
+/// into dst (row-major, ld cols), a row at a time on this thread.
 void gather(T t, const AttentionView &w, const Shape &lead, int64_t i,
             float *dst) {
   size_t r = lead.size();
   int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
           rs = w.strides[r], cs = w.strides[r + 1];
-  size_t esize = amprt_dtype_size(t->dtype);
-  const char *p = static_cast<const char *>(t->data);
   for (int64_t a = 0; a < rows; ++a) {
     int64_t o = base + a * rs;
     if (cs == 1) {
-      toF32(p + size_t(o) * esize, t->dtype, dst + a * cols, cols);
+      widenBlock(t->data, t->dtype, o, cols, dst + a * cols);
       continue;
     }
     for (int64_t b = 0; b < cols; ++b)
@@ -66,12 +64,10 @@ void scatter(const float *src, T t, const AttentionView &w, const Shape &lead,
   size_t r = lead.size();
   int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
           rs = w.strides[r], cs = w.strides[r + 1];
-  size_t esize = amprt_dtype_size(t->dtype);
-  char *p = static_cast<char *>(t->data);
   for (int64_t a = 0; a < rows; ++a) {
     int64_t o = base + a * rs;
     if (cs == 1) {
-      fromF32(src + a * cols, p + size_t(o) * esize, t->dtype, cols);
+      narrowBlock(src + a * cols, t->data, t->dtype, o, cols);
       continue;
     }
     for (int64_t b = 0; b < cols; ++b)

@@ -177,18 +177,19 @@ amprt_status checkAttention(amprt_context *ctx, const char *k,
                             const amprt_tensor *q, const amprt_tensor *key,
                             const amprt_tensor *v, const amprt_tensor *bias,
                             const amprt_tensor *y, const amprt_tensor *lse,
-                            bool kTrans, bool lseOptional,
-                            const int64_t *views, int64_t nviews,
-                            AttentionGeometry &g);
+                            bool kTrans, bool lseOptional, const int64_t *views,
+                            int64_t nviews, AttentionGeometry &g);
 /// attention_grad's checks: attention's, then dy of y's logical dims and
 /// dq, dk, dv of q's, k's and v's, all of q's dtype, each output's elements
 /// distinct.
-amprt_status checkAttentionGrad(
-    amprt_context *ctx, const amprt_tensor *q, const amprt_tensor *key,
-    const amprt_tensor *v, const amprt_tensor *bias, const amprt_tensor *y,
-    const amprt_tensor *lse, const amprt_tensor *dy, const amprt_tensor *dq,
-    const amprt_tensor *dk, const amprt_tensor *dv, bool kTrans,
-    const int64_t *views, int64_t nviews, AttentionGeometry &g);
+amprt_status checkAttentionGrad(amprt_context *ctx, const amprt_tensor *q,
+                                const amprt_tensor *key, const amprt_tensor *v,
+                                const amprt_tensor *bias, const amprt_tensor *y,
+                                const amprt_tensor *lse, const amprt_tensor *dy,
+                                const amprt_tensor *dq, const amprt_tensor *dk,
+                                const amprt_tensor *dv, bool kTrans,
+                                const int64_t *views, int64_t nviews,
+                                AttentionGeometry &g);
 
 //===----------------------------------------------------------------------===//
 // Random numbers
