@@ -40,39 +40,37 @@ using T = const amprt_tensor *;
 enum Operand { Q, K, V, Y, DY, DQ, DK, DV };
 const char *const kNames[] = {"q", "k", "v", "y", "dy", "dq", "dk", "dv"};
 
-/// Batch i's [rows, cols] matrix of operand `t` through view `w`, widened
-/// into dst (row-major, ld cols), a row at a time on this thread.
+/// f(element offset of row a's first element, a, cols, column stride) for
+/// each row a of batch i's [rows, cols] matrix through view `w`.
+template <typename F>
+void forEachRow(const AttentionView &w, const Shape &lead, int64_t i, F &&f) {
+  size_t r = lead.size();
+  int64_t base = w.batchOffset(lead, i);
+  for (int64_t a = 0; a < w.dims[r]; ++a)
+    f(base + a * w.strides[r], a, w.dims[r + 1], w.strides[r + 1]);
+}
+
+/// Batch i's matrix of operand `t` through view `w`, widened into dst
+/// (row-major, ld cols), a row at a time on this thread.
 void gather(T t, const AttentionView &w, const Shape &lead, int64_t i,
             float *dst) {
-  size_t r = lead.size();
-  int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
-          rs = w.strides[r], cs = w.strides[r + 1];
-  for (int64_t a = 0; a < rows; ++a) {
-    int64_t o = base + a * rs;
-    if (cs == 1) {
-      widenBlock(t->data, t->dtype, o, cols, dst + a * cols);
-      continue;
-    }
+  forEachRow(w, lead, i, [&](int64_t o, int64_t a, int64_t cols, int64_t cs) {
+    if (cs == 1)
+      return widenBlock(t->data, t->dtype, o, cols, dst + a * cols);
     for (int64_t b = 0; b < cols; ++b)
       dst[a * cols + b] = loadF(t->data, t->dtype, o + b * cs);
-  }
+  });
 }
 
 /// The inverse of gather: src rounded once into batch i's matrix of `t`.
 void scatter(const float *src, T t, const AttentionView &w, const Shape &lead,
              int64_t i) {
-  size_t r = lead.size();
-  int64_t base = w.batchOffset(lead, i), rows = w.dims[r], cols = w.dims[r + 1],
-          rs = w.strides[r], cs = w.strides[r + 1];
-  for (int64_t a = 0; a < rows; ++a) {
-    int64_t o = base + a * rs;
-    if (cs == 1) {
-      narrowBlock(src + a * cols, t->data, t->dtype, o, cols);
-      continue;
-    }
+  forEachRow(w, lead, i, [&](int64_t o, int64_t a, int64_t cols, int64_t cs) {
+    if (cs == 1)
+      return narrowBlock(src + a * cols, t->data, t->dtype, o, cols);
     for (int64_t b = 0; b < cols; ++b)
       storeF(t->data, t->dtype, o + b * cs, src[a * cols + b]);
-  }
+  });
 }
 
 /// s[sq, sk] = scale * q kt + bias for batch i, kt [d, sk] (ld sk).

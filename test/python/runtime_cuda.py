@@ -1795,6 +1795,19 @@ def test_conv(rt, gpu):
                  terms=K * ws[0], atol=atol)
 
 
+def attention_check(rt, exact, rel):
+    """Compares a CPU and a GPU output of attention: the same bits where
+    both ran the CPU code (exact), else within 1 ulp plus rel times the
+    largest finite magnitude (elements outside a view are NaN on both)."""
+    def check(name, c, g):
+        if exact:
+            same(rt, name, c, g)
+        else:
+            m = np.nanmax(np.abs(decode(c)), initial=0)
+            same(rt, name, c, g, ulps=1, atol=rel * m)
+    return check
+
+
 def test_attention(rt, gpu):
     """attention, then attention_grad from the CPU's y and lse (so each is
     compared alone), on cuDNN's fused attention (Attention.cu) against
@@ -1836,12 +1849,7 @@ def test_attention(rt, gpu):
             what = "attention %s q%s sk %d dv %d k_trans %d bias %s" % (
                 dt, qs, sk, dv, kt, bs)
 
-            def check(name, c, g):
-                if exact:
-                    same(rt, name, c, g)
-                else:
-                    m = np.max(np.abs(decode(c)), initial=0)
-                    same(rt, name, c, g, ulps=1, atol=rel[dt] * m)
+            check = attention_check(rt, exact, rel.get(dt))
             ys, ls = lead + (sq, dv), lead + (sq,)
             c, g, _ = both(rt, gpu, "attention", q, k, v, bias,
                            rt.empty(ys, dt), rt.empty(ls, "f32"), scale, kt,
@@ -1927,12 +1935,7 @@ def test_attention_views(rt, gpu):
             what = "attention views %s %s" % (dt, what)
             exact = host or dt == "f32"
 
-            def check(name, c, g):
-                if exact:
-                    same(rt, name, c, g)
-                else:
-                    m = np.nanmax(np.abs(decode(c)), initial=0)
-                    same(rt, name, c, g, ulps=1, atol=rel[dt] * m)
+            check = attention_check(rt, exact, rel.get(dt))
             flat = vq + vk + vv + vy
             c, g, st = both(rt, gpu, "attention", q, k, v, None, y, lse,
                             scale, kt, i64s(flat), len(flat), shared=True)

@@ -60,6 +60,10 @@ ElementsAttr amp::lowering::constantValue(Value buffer) {
   return dyn_cast_or_null<ElementsAttr>(global.getInitialValueAttr());
 }
 
+ArrayRef<int64_t> amp::lowering::bufferShape(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getShape();
+}
+
 Type amp::lowering::elementType(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getElementType();
 }

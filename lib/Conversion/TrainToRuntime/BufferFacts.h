@@ -49,6 +49,8 @@ bool isWrittenInPlace(mlir::Value buffer);
 mlir::ElementsAttr constantValue(mlir::Value buffer);
 /// The element type of `buffer`'s memref type.
 mlir::Type elementType(mlir::Value buffer);
+/// The shape of `buffer`'s memref type.
+llvm::ArrayRef<int64_t> bufferShape(mlir::Value buffer);
 
 /// The calls of `kernel` in `func`'s body.
 bool isCallOf(mlir::Operation *op, llvm::StringRef kernel);

@@ -44,10 +44,6 @@ using namespace amp::lowering;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getShape();
-}
-
 /// An element offset, dims and element strides into a buffer.
 struct View {
   int64_t offset = 0;
@@ -177,10 +173,10 @@ bool forward(View &v, amprt::CallOp call) {
   if (k == "transpose")
     return v.permute(intsAttr(call, "perm"));
   if (k == "reshape")
-    return v.reshape(shapeOf(y));
+    return v.reshape(bufferShape(y));
   if (k == "slice")
     return v.slice(intsAttr(call, "starts"), intsAttr(call, "axes"),
-                   intsAttr(call, "steps"), shapeOf(y));
+                   intsAttr(call, "steps"), bufferShape(y));
   return true; // identity, one-input concat
 }
 
@@ -199,7 +195,7 @@ bool backward(View &v, amprt::CallOp call) {
     return !llvm::is_contained(inv, -1) && v.permute(inv);
   }
   if (k == "reshape")
-    return v.reshape(shapeOf(movedFrom(call)));
+    return v.reshape(bufferShape(movedFrom(call)));
   return k == "identity" || k == "concat";
 }
 
@@ -247,11 +243,11 @@ std::optional<Folded> foldInput(Value t, ArrayRef<amprt::CallOp> group) {
     Value base = movedFrom(chain[n - 1]);
     if (isWrittenInPlace(base))
       continue;
-    View v = View::packed(shapeOf(base));
+    View v = View::packed(bufferShape(base));
     bool ok = true;
     for (size_t i = n; ok && i > 0; --i)
       ok = forward(v, chain[i - 1]);
-    if (!ok || ArrayRef<int64_t>(v.dims) != shapeOf(t))
+    if (!ok || ArrayRef<int64_t>(v.dims) != bufferShape(t))
       continue;
     return Folded{
         base, v,
@@ -304,11 +300,11 @@ std::optional<Folded> foldOutput(Value t, amprt::CallOp writer,
     if (!isTemporary(z) || isWrittenInPlace(z) ||
         bufferUses(z).front().call != chain[n - 1])
       continue;
-    View v = View::packed(shapeOf(z));
+    View v = View::packed(bufferShape(z));
     bool ok = true;
     for (size_t i = n; ok && i > 0; --i)
       ok = backward(v, chain[i - 1]);
-    if (!ok || ArrayRef<int64_t>(v.dims) != shapeOf(t))
+    if (!ok || ArrayRef<int64_t>(v.dims) != bufferShape(t))
       continue;
     return Folded{
         z, v, SmallVector<amprt::CallOp, 4>(chain.begin(), chain.begin() + n)};
@@ -367,7 +363,7 @@ struct FoldAttentionViews : CallPattern {
       if (f && (i == 3 || i >= 5) && !taken.insert(f->base).second)
         f.reset();
       if (!f) {
-        views.push_back(View::packed(shapeOf(t)));
+        views.push_back(View::packed(bufferShape(t)));
         continue;
       }
       any = true;

@@ -66,12 +66,10 @@ using namespace amp::lowering;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getShape();
-}
-
 /// The leading (batch) dims of a buffer of rank >= 2.
-ArrayRef<int64_t> leadOf(Value buffer) { return shapeOf(buffer).drop_back(2); }
+ArrayRef<int64_t> leadOf(Value buffer) {
+  return bufferShape(buffer).drop_back(2);
+}
 
 bool is16Bit(Type t) { return t.isF16() || t.isBF16(); }
 
@@ -162,7 +160,7 @@ bool isProductOf(const std::optional<Product> &p, Value a, int64_t ta, Value b,
 
 bool lastAxis(amprt::CallOp call, Value x) {
   auto axis = call->getAttrOfType<IntegerAttr>("axis");
-  int64_t r = int64_t(shapeOf(x).size());
+  int64_t r = int64_t(bufferShape(x).size());
   return axis && (axis.getInt() == -1 || axis.getInt() == r - 1);
 }
 
@@ -172,7 +170,7 @@ bool matchForward(amprt::CallOp softmax, Attention &m) {
   m.softmax = softmax;
   Value s2 = softmax.getSingleTensor("x");
   m.p = softmax.getSingleTensor("y");
-  if (!s2 || !m.p || !lastAxis(softmax, s2) || shapeOf(s2).size() < 3)
+  if (!s2 || !m.p || !lastAxis(softmax, s2) || bufferShape(s2).size() < 3)
     return false;
   // Back from the softmax: an optional bias add, an optional scaling.
   Value cur = s2;
@@ -185,7 +183,7 @@ bool matchForward(amprt::CallOp softmax, Attention &m) {
     // The scores are the operand of s's shape that the chain made.
     auto fromChain = [&](Value x) {
       amprt::CallOp xw = writerOf(x, "y");
-      return xw && x != cur && shapeOf(x) == shapeOf(cur) &&
+      return xw && x != cur && bufferShape(x) == bufferShape(cur) &&
              (isProduct(xw) || scaling(xw));
     };
     Value scores = fromChain(a) ? a : fromChain(b) ? b : Value();
@@ -219,8 +217,9 @@ bool matchForward(amprt::CallOp softmax, Attention &m) {
   m.kTrans = s->tb == 0;
   m.factor *= s->alpha;
   ArrayRef<int64_t> lead = leadOf(cur);
-  if (shapeOf(m.q).size() != shapeOf(cur).size() || leadOf(m.q) != lead ||
-      shapeOf(m.k).size() != shapeOf(cur).size() || leadOf(m.k) != lead)
+  if (bufferShape(m.q).size() != bufferShape(cur).size() ||
+      leadOf(m.q) != lead ||
+      bufferShape(m.k).size() != bufferShape(cur).size() || leadOf(m.k) != lead)
     return false;
   // The output product: y = p v.
   for (const BufferUse &use : bufferUses(m.p)) {
@@ -235,7 +234,7 @@ bool matchForward(amprt::CallOp softmax, Attention &m) {
     m.v = o->b;
     m.y = o->y;
   }
-  if (!m.output || shapeOf(m.v).size() != lead.size() + 2 ||
+  if (!m.output || bufferShape(m.v).size() != lead.size() + 2 ||
       leadOf(m.v) != lead || m.y == m.q || m.y == m.k || m.y == m.v)
     return false;
   Type t = elementType(m.q);
@@ -297,7 +296,7 @@ bool matchBackward(amprt::CallOp grad, Attention &m) {
       break;
     Value out = next.getSingleTensor("y");
     if (!out || elementType(out) != elementType(ds) ||
-        shapeOf(out) != shapeOf(ds) || !privateTo(ds, {dsWriter, next}))
+        bufferShape(out) != bufferShape(ds) || !privateTo(ds, {dsWriter, next}))
       return false;
     if (sc && !identity) {
       scaled = true;
@@ -390,7 +389,7 @@ struct FuseAttention : CallPattern {
     if (grad) {
       // One f32 per row of scores, beside p's buffer.
       SmallVector<int64_t> rows(leadOf(m.q));
-      rows.push_back(shapeOf(m.q).drop_back().back());
+      rows.push_back(bufferShape(m.q).drop_back().back());
       rewriter.setInsertionPointAfter(m.p.getDefiningOp());
       auto alloc = memref::AllocOp::create(
           rewriter, m.p.getLoc(), MemRefType::get(rows, rewriter.getF32Type()));

@@ -63,10 +63,6 @@ using namespace amp::lowering;
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getShape();
-}
-
 bool isFloat(Value buffer) {
   Type t = elementType(buffer);
   return t.isF32() || t.isF16() || t.isBF16();
@@ -96,7 +92,7 @@ bool isUpdated(Value buffer) {
 /// Whether `buffer` is a one-element float constant +0.
 bool isPlusZero(Value buffer) {
   ElementsAttr value = constantValue(buffer);
-  if (!value || numel(shapeOf(buffer)) != 1)
+  if (!value || numel(bufferShape(buffer)) != 1)
     return false;
   std::optional<HostTensor> h = readHost(value);
   return h && isa<FloatType>(h->elem) && h->v.size() == 1 && h->v[0] == 0.0 &&
@@ -123,9 +119,9 @@ bool isGateOf(const BufferUse &use, Value u) {
   Value cond = where.getSingleTensor("cond"), zero = where.getSingleTensor("b"),
         y = where.getSingleTensor("y");
   return cond && zero && y && where.getSingleTensor("a") == u &&
-         elementType(cond).isInteger(1) && numel(shapeOf(cond)) == 1 &&
+         elementType(cond).isInteger(1) && numel(bufferShape(cond)) == 1 &&
          !isUpdated(cond) && isPlusZero(zero) && elementType(y).isF32() &&
-         shapeOf(y) == shapeOf(u);
+         bufferShape(y) == bufferShape(u);
 }
 
 /// An unscaled gradient: the multiply that writes it, the cast it reads
@@ -163,9 +159,10 @@ std::optional<Unscaled> matchUnscaled(Value u) {
   Value a = mul.getSingleTensor("a"), b = mul.getSingleTensor("b");
   if (!a || !b)
     return std::nullopt;
-  Value x = numel(shapeOf(b)) == 1 && shapeOf(a) == shapeOf(u)   ? a
-            : numel(shapeOf(a)) == 1 && shapeOf(b) == shapeOf(u) ? b
-                                                                 : Value();
+  Value x = numel(bufferShape(b)) == 1 && bufferShape(a) == bufferShape(u) ? a
+            : numel(bufferShape(a)) == 1 && bufferShape(b) == bufferShape(u)
+                ? b
+                : Value();
   if (!x)
     return std::nullopt;
   Value inv = x == a ? b : a;
