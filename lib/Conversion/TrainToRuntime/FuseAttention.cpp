@@ -132,8 +132,9 @@ std::optional<std::pair<Value, double>> scaling(amprt::CallOp call) {
   return std::nullopt;
 }
 
-bool sameScale(double a, double b) {
-  return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
+/// Whether two scale factors agree within `rel` (default: f32's rounding).
+bool sameScale(double a, double b, double rel = 1e-6) {
+  return std::abs(a - b) <= rel * std::max(std::abs(a), std::abs(b));
 }
 
 /// The calls of one attention and its gradient, as matched.
@@ -342,6 +343,73 @@ bool matchBackward(amprt::CallOp grad, Attention &m) {
          m.output->isBeforeInBlock(m.dvProduct);
 }
 
+/// A constant scaling of q or k read by the attention alone (PyTorch's
+/// multi-head attention scales q and k^T by d^-1/4 each, BART scales q):
+/// the scaling op, its input and factor, and, with a gradient, the op that
+/// scales the operand's gradient by the same factor and its output.
+struct OperandScaling {
+  amprt::CallOp op, gradOp, gradCast;
+  Value x, gradOut;
+  double factor = 1.0;
+};
+
+/// The scaling that made `operand` (q or k of `m`) when it folds into the
+/// fused calls' scale: its result read only by the scores' product and by
+/// the backward product that reads it (`gradReader`), its input no other
+/// dtype and written in place by no call, and the gradient `grad` (the
+/// operand's) read only by one scaling by the same factor.
+std::optional<OperandScaling> operandScaling(const Attention &m, Value operand,
+                                             amprt::CallOp gradReader,
+                                             Value grad) {
+  OperandScaling o;
+  o.op = writerOf(operand, "y");
+  auto sc = scaling(o.op);
+  if (!sc || elementType(sc->first) != elementType(operand) ||
+      isWrittenInPlace(sc->first) || m.q == m.k)
+    return std::nullopt;
+  SmallVector<amprt::CallOp, 3> readers = {o.op, m.scores};
+  if (gradReader)
+    readers.push_back(gradReader);
+  if (!privateTo(operand, readers))
+    return std::nullopt;
+  o.x = sc->first;
+  o.factor = sc->second;
+  if (!grad)
+    return o;
+  // The gradient's scaling, maybe after a widening cast (the AMP pass's
+  // cast to the f32 scaling).
+  SmallVector<BufferUse, 4> uses = bufferUses(grad);
+  if (uses.size() != 2)
+    return std::nullopt;
+  Value scaled = grad;
+  o.gradOp = uses[1].call;
+  if (o.gradOp.getKernel() == "cast") {
+    Value wide = o.gradOp.getSingleTensor("y");
+    if (!wide || !privateTo(grad, {uses[0].call, o.gradOp}))
+      return std::nullopt;
+    SmallVector<BufferUse, 4> wideUses = bufferUses(wide);
+    if (wideUses.size() != 2 || wideUses[0].call != o.gradOp)
+      return std::nullopt;
+    o.gradCast = o.gradOp;
+    o.gradOp = wideUses[1].call;
+    scaled = wide;
+  }
+  // The forward's constant is in the operand's 16 bits (the AMP pass cast
+  // it), the gradient's often the f32 original: they agree to that
+  // rounding. The fused gradient takes the forward's, as its true gradient.
+  double unit = elementType(operand).isBF16() ? 0x1p-8 : 0x1p-11;
+  auto back = scaling(o.gradOp);
+  if (!back || back->first != scaled ||
+      !sameScale(back->second, o.factor, unit) ||
+      !privateTo(scaled, {bufferUses(scaled)[0].call, o.gradOp}))
+    return std::nullopt;
+  o.gradOut = o.gradOp.getSingleTensor("y");
+  if (!o.gradOut || bufferShape(o.gradOut) != bufferShape(grad) ||
+      bufferUses(o.gradOut).front().call != o.gradOp)
+    return std::nullopt;
+  return o;
+}
+
 struct FuseAttention : CallPattern {
   explicit FuseAttention(MLIRContext *ctx) : CallPattern(ctx, "softmax") {}
 
@@ -366,6 +434,43 @@ struct FuseAttention : CallPattern {
                                             m.dvProduct};
       if (!privateTo(m.p, readers))
         return failure();
+    }
+    // Scalings of q and k fold into the scale: the calls read their inputs,
+    // and attention_grad's dq and dk are then the gradients of those
+    // inputs, the factor applied. Where the gradient's scaling changed the
+    // dtype (f16 to f32) a cast takes its place, else the fused call writes
+    // its result.
+    SmallVector<amprt::CallOp> scalings;
+    for (bool isQ : {true, false}) {
+      Value &operand = isQ ? m.q : m.k;
+      Value &g = isQ ? m.dq : m.dk;
+      std::optional<OperandScaling> o = operandScaling(
+          m, operand, isQ ? m.dkProduct : m.dqProduct, grad ? g : Value());
+      if (!o)
+        continue;
+      operand = o->x;
+      m.factor *= o->factor;
+      scalings.push_back(o->op);
+      if (!o->gradOp)
+        continue;
+      scalings.push_back(o->gradOp);
+      if (o->gradCast) {
+        // The cast widens the (now scaled) gradient into the scaling's
+        // result.
+        rewriter.modifyOpInPlace(
+            o->gradCast, [&] { o->gradCast->setOperand(1, o->gradOut); });
+        continue;
+      }
+      if (elementType(o->gradOut) == elementType(g)) {
+        g = o->gradOut;
+        continue;
+      }
+      rewriter.setInsertionPoint(o->gradOp);
+      SmallVector<NamedAttribute> attrs;
+      if (Attribute node = o->gradOp->getAttr("node"))
+        attrs.push_back(rewriter.getNamedAttr("node", node));
+      amprt::createCall(rewriter, o->gradOp.getLoc(), "cast",
+                        {{"x", g}, {"y", o->gradOut}}, attrs);
     }
 
     Location loc = m.output.getLoc();
@@ -426,6 +531,7 @@ struct FuseAttention : CallPattern {
       erased.append({grad, m.dpProduct, m.dvProduct, m.dqProduct, m.dkProduct});
       erased.append(m.dsChain.begin(), m.dsChain.end());
     }
+    erased.append(scalings.begin(), scalings.end());
     for (amprt::CallOp call : erased)
       if (call)
         rewriter.eraseOp(call);

@@ -192,3 +192,55 @@ module {
     return %y, %dq, %dk, %dv : memref<2x5x4xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x7x4xf16>
   }
 }
+
+// -----
+
+// PyTorch's multi-head attention scales q (and k^T) by a constant before
+// the scores' product; ONNX Runtime's gradient scales dq again (here after
+// the AMP pass's widening cast, by the f32 original of the f16 constant:
+// the two agree to f16's rounding). The scaling folds into the fused
+// calls' scale (0.5 x 0.5 = 0.25), attention_grad's dq is then q's
+// gradient, and the cast widens it straight into the scaling's result.
+// CHECK-LABEL: func.func @scaled_q
+// CHECK-NOT: amprt.call "mul"
+// CHECK: amprt.call "attention"(%arg0, %arg1, %arg2, %[[Y:[^,]*]], %[[LSE:[^)]*]]) {{{.*}}scale = 2.500000e-01 : f32
+// CHECK: amprt.call "attention_grad"(%arg0, %arg1, %arg2, %[[Y]], %[[LSE]], %arg3, %[[DQ:[^,]*]], %{{[^,]*}}, %{{[^)]*}}) {{{.*}}scale = 2.500000e-01 : f32
+// CHECK-NOT: amprt.call "mul"
+// CHECK: amprt.call "cast"(%[[DQ]], %[[DQ32:[^)]*]])
+// CHECK-NOT: amprt.call "mul"
+// CHECK: return %[[Y]], %[[DQ32]]
+module {
+  memref.global "private" constant @half16 : memref<f16> = dense<5.000000e-01>
+  memref.global "private" constant @half32 : memref<f32> = dense<5.000000e-01>
+  func.func @scaled_q(%q: memref<2x5x8xf16>, %k: memref<2x7x8xf16>, %v: memref<2x7x4xf16>, %dy: memref<2x5x4xf16>) -> (memref<2x5x4xf16>, memref<2x5x8xf32>, memref<2x7x8xf16>, memref<2x7x4xf16>) attributes {amprt.unplanned} {
+    %c16 = memref.get_global @half16 : memref<f16>
+    %c32 = memref.get_global @half32 : memref<f32>
+    %qs = memref.alloc() {amprt.role = "activations"} : memref<2x5x8xf16>
+    %s = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %s1 = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %p = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4xf16>
+    %dp = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dv = memref.alloc() {amprt.role = "gradients"} : memref<2x7x4xf16>
+    %ds2 = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %ds = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dqs = memref.alloc() {amprt.role = "gradients"} : memref<2x5x8xf16>
+    %dk = memref.alloc() {amprt.role = "gradients"} : memref<2x7x8xf16>
+    %dqw = memref.alloc() {amprt.role = "gradients"} : memref<2x5x8xf32>
+    %dq = memref.alloc() {amprt.role = "gradients"} : memref<2x5x8xf32>
+    amprt.call "mul"(%q, %c16, %qs) {counts = array<i64: 1, 1, 1>, node = "qscale"} : memref<2x5x8xf16>, memref<f16>, memref<2x5x8xf16>
+    amprt.call "fused_matmul"(%qs, %k, %s) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "qk", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x5x7xf16>
+    amprt.call "mul"(%s, %c16, %s1) {counts = array<i64: 1, 1, 1>, node = "sscale"} : memref<2x5x7xf16>, memref<f16>, memref<2x5x7xf16>
+    amprt.call "softmax"(%s1, %p) {axis = -1 : i64, counts = array<i64: 1, 1>, node = "sm"} : memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "matmul"(%p, %v, %y) {counts = array<i64: 1, 1, 1>, node = "pv"} : memref<2x5x7xf16>, memref<2x7x4xf16>, memref<2x5x4xf16>
+    amprt.call "fused_matmul"(%dy, %v, %dp) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dp", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x4xf16>, memref<2x7x4xf16>, memref<2x5x7xf16>
+    amprt.call "fused_matmul"(%p, %dy, %dv) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dv", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x5x4xf16>, memref<2x7x4xf16>
+    amprt.call "softmax_grad"(%dp, %p, %ds2) {axis = -1 : i64, counts = array<i64: 1, 1, 1>, node = "smg"} : memref<2x5x7xf16>, memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "mul"(%ds2, %c16, %ds) {counts = array<i64: 1, 1, 1>, node = "dsscale"} : memref<2x5x7xf16>, memref<f16>, memref<2x5x7xf16>
+    amprt.call "fused_matmul"(%ds, %k, %dqs) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dq", trans_a = 0 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x7x8xf16>, memref<2x5x8xf16>
+    amprt.call "fused_matmul"(%ds, %qs, %dk) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dk", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>
+    amprt.call "cast"(%dqs, %dqw) {counts = array<i64: 1, 1>, node = "widen"} : memref<2x5x8xf16>, memref<2x5x8xf32>
+    amprt.call "mul"(%dqw, %c32, %dq) {counts = array<i64: 1, 1, 1>, node = "qscale_grad"} : memref<2x5x8xf32>, memref<f32>, memref<2x5x8xf32>
+    return %y, %dq, %dk, %dv : memref<2x5x4xf16>, memref<2x5x8xf32>, memref<2x7x8xf16>, memref<2x7x4xf16>
+  }
+}
