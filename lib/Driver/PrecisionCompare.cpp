@@ -666,6 +666,9 @@ private:
 TrainOptions innerRun(const TrainOptions &train) {
   TrainOptions o = withoutOutputs(train);
   o.localizeNonfinite = false;
+  // Attention's separate calls: every value they make has its fp32
+  // counterpart, and a rerun on fp32 inputs needs no fused call's lse.
+  o.fuseAttention = false;
   return o;
 }
 

@@ -38,6 +38,9 @@ using T = const amprt_tensor *;
 
 /// The operands in the order of Ops.def's views.
 enum Operand { Q, K, V, Y, DY, DQ, DK, DV };
+/// The most elements a view may have, and a batch's scores (2^40: every
+/// product of two of them fits in int64, and no real tensor is near it).
+constexpr int64_t kMaxViewElements = int64_t(1) << 40;
 const char *const kNames[] = {"q", "k", "v", "y", "dy", "dq", "dk", "dv"};
 
 /// f(element offset of row a's first element, a, cols, column stride) for
@@ -98,20 +101,30 @@ void scores(const AttentionGeometry &g, float scale, const float *q,
 /// smaller ones reach.
 amprt_status checkView(amprt_context *ctx, const char *k, const char *name, T t,
                        const AttentionView &w, bool distinct) {
-  int64_t last = w.offset;
-  bool empty = false;
+  // Every sum and product below is checked: a view is caller data.
+  int64_t last = w.offset, count = 1;
+  bool empty = false, overflow = w.offset < 0;
   std::vector<std::pair<int64_t, int64_t>> order;
   for (size_t j = 0; j < w.dims.size(); ++j) {
     if (w.dims[j] < 0 || w.strides[j] < 0)
       return ctx->fail(AMPRT_ERR_SHAPE,
                        "%s: %s's view has a negative dim or stride", k, name);
     empty = empty || w.dims[j] == 0;
-    if (w.dims[j] > 1) {
-      last += (w.dims[j] - 1) * w.strides[j];
+    int64_t span = 0;
+    overflow = overflow || __builtin_mul_overflow(count, w.dims[j], &count) ||
+               count > kMaxViewElements ||
+               __builtin_mul_overflow(std::max<int64_t>(w.dims[j] - 1, 0),
+                                      w.strides[j], &span) ||
+               __builtin_add_overflow(last, span, &last);
+    if (w.dims[j] > 1)
       order.emplace_back(w.strides[j], w.dims[j]);
-    }
   }
-  if (w.offset < 0 || (!empty && last >= numel(t)))
+  if (overflow && !empty)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: %s's view (offset %lld, dims %s) is too large or "
+                     "has a negative offset",
+                     k, name, (long long)w.offset, shapeStr(w.dims).c_str());
+  if (!empty && last >= numel(t))
     return ctx->fail(AMPRT_ERR_SHAPE,
                      "%s: %s's view (offset %lld, dims %s) reaches element "
                      "%lld of a buffer of %lld",
@@ -120,7 +133,7 @@ amprt_status checkView(amprt_context *ctx, const char *k, const char *name, T t,
   if (!distinct || empty)
     return AMPRT_OK;
   std::sort(order.begin(), order.end());
-  int64_t reach = 0; // the largest offset the smaller strides reach
+  int64_t reach = 0; // the largest offset the smaller strides reach (<= last)
   for (auto [stride, dim] : order) {
     if (stride <= reach)
       return ctx->fail(AMPRT_ERR_SHAPE,
@@ -219,6 +232,12 @@ static amprt_status checkOperands(amprt_context *ctx, const char *k, T q, T key,
     return ctx->fail(AMPRT_ERR_SHAPE, "%s: y has shape %s, expected %s", k,
                      shapeStr(g.view[Y].dims).c_str(), shapeStr(want).c_str());
   g.batch = numel(g.lead);
+  // Each thread keeps a batch's scores in f32.
+  int64_t scores = 0;
+  if (__builtin_mul_overflow(g.sq, g.sk, &scores) || scores > kMaxViewElements)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: %lld x %lld scores per batch are too many", k,
+                     (long long)g.sq, (long long)g.sk);
   Shape s = g.lead;
   s.push_back(g.sq);
   s.push_back(g.sk);

@@ -842,8 +842,17 @@ def test_attention(rt):
              match="writes an element twice")
     rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
              i64s([0] * 12), 12, match="view values")
+    # Views whose reach overflows int64, or that repeat one element 2^62
+    # times: refused, not wrapped around.
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
+             *views([0, 2, 4, 8, 0, 1 << 62, 1], *good[1:]),
+             match="too large")
+    huge = 1 << 62
+    rt.fails("attention", q.ref, k.ref, v.ref, None, y.ref, None, f, 0,
+             *views([0, 2, 4, huge, 0, 0, 0], [0, 2, 6, huge, 0, 0, 0],
+                    good[2], good[3]), match="too large")
     print("  4 geometries (f32, f16, bf16; k in both layouts; biases "
-          "broadcast, masked keys) against float64; 11 bad arguments")
+          "broadcast, masked keys) against float64; 13 bad arguments")
 
 
 def test_attention_views(rt):

@@ -346,6 +346,7 @@ struct FoldAttentionViews : CallPattern {
     SmallVector<View, 8> views;
     SmallVector<amprt::CallOp, 8> erased;
     llvm::DenseSet<Value> taken;
+    llvm::DenseSet<Operation *> gone;
     bool any = false;
     for (size_t i = 0; i < n; ++i) {
       Value t = buffers[i];
@@ -359,9 +360,17 @@ struct FoldAttentionViews : CallPattern {
       else if (!twice)
         f = foldInput(t, i == 4 ? ArrayRef<amprt::CallOp>(grad)
                                 : ArrayRef<amprt::CallOp>(group));
-      // Outputs must land in buffers of their own.
+      // Outputs must land in buffers of their own, and no move folds into
+      // two operands (y moved into dy by identities: y's fold takes them).
+      if (f && llvm::any_of(f->erased, [&](amprt::CallOp c) {
+            return gone.contains(c.getOperation());
+          }))
+        f.reset();
       if (f && (i == 3 || i >= 5) && !taken.insert(f->base).second)
         f.reset();
+      if (f)
+        for (amprt::CallOp c : f->erased)
+          gone.insert(c.getOperation());
       if (!f) {
         views.push_back(View::packed(bufferShape(t)));
         continue;

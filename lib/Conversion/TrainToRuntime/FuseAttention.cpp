@@ -40,9 +40,9 @@
 //    p, no gradient for the bias, nothing else reading the scores);
 //  * the backward's scale is the forward's (alpha c, within 1e-6) and its
 //    products read the forward's q, k and v;
-//  * no call writes q, k, v or the bias in place, nor y where there is a
-//    backward (the fused calls read them later than some calls they
-//    replace);
+//  * no call writes q, k, v or the bias in place, nor y and dy where there
+//    is a backward (the fused calls read them later than some calls they
+//    replace), and each gradient has its operand's shape;
 //  * a softmax whose p only the forward product reads (no gradient) makes
 //    attention without lse.
 // attention takes the forward product's place, attention_grad the place of
@@ -336,9 +336,15 @@ bool matchBackward(amprt::CallOp grad, Attention &m) {
     if (elementType(g) != t)
       return false;
   // The gradient reads the forward's operands (matchForward: written in
-  // place by no call) and result: none may change in between.
-  if (isWrittenInPlace(m.y))
+  // place by no call), its result and dy (at the first of the calls that
+  // read it): none may change in between. Each gradient has its operand's
+  // shape (no broadcast dy).
+  if (isWrittenInPlace(m.y) || isWrittenInPlace(m.dy))
     return false;
+  for (auto [g, like] :
+       {std::pair{m.dy, m.y}, {m.dq, m.q}, {m.dk, m.k}, {m.dv, m.v}})
+    if (bufferShape(g) != bufferShape(like))
+      return false;
   return m.output->isBeforeInBlock(m.dpProduct) &&
          m.output->isBeforeInBlock(m.dvProduct);
 }
@@ -365,6 +371,7 @@ std::optional<OperandScaling> operandScaling(const Attention &m, Value operand,
   o.op = writerOf(operand, "y");
   auto sc = scaling(o.op);
   if (!sc || elementType(sc->first) != elementType(operand) ||
+      bufferShape(sc->first) != bufferShape(operand) ||
       isWrittenInPlace(sc->first) || m.q == m.k)
     return std::nullopt;
   SmallVector<amprt::CallOp, 3> readers = {o.op, m.scores};

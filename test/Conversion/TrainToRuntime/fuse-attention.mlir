@@ -244,3 +244,60 @@ module {
     return %y, %dq, %dk, %dv : memref<2x5x4xf16>, memref<2x5x8xf32>, memref<2x7x8xf16>, memref<2x7x4xf16>
   }
 }
+
+// -----
+
+// Not fused: dy written in place between the products that read it (the
+// fused call would read it before the write), and a dy that broadcasts
+// against y (the fused call takes dy of y's shape).
+// CHECK-LABEL: func.func @dy_inplace
+// CHECK: amprt.call "softmax_grad"
+// CHECK-LABEL: func.func @dy_broadcast
+// CHECK: amprt.call "softmax_grad"
+// CHECK-NOT: amprt.call "attention_grad"
+module {
+  func.func @dy_inplace(%q: memref<2x5x8xf16>, %k: memref<2x7x8xf16>, %v: memref<2x7x4xf16>, %dy: memref<2x5x4xf16>, %g: memref<2x5x4xf16>) -> (memref<2x5x4xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x7x4xf16>) attributes {amprt.unplanned} {
+    %s = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %p = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4xf16>
+    %dp = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dv = memref.alloc() {amprt.role = "gradients"} : memref<2x7x4xf16>
+    %ds = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dq = memref.alloc() {amprt.role = "gradients"} : memref<2x5x8xf16>
+    %dk = memref.alloc() {amprt.role = "gradients"} : memref<2x7x8xf16>
+    amprt.call "fused_matmul"(%q, %k, %s) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "qk", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x5x7xf16>
+    amprt.call "softmax"(%s, %p) {axis = -1 : i64, counts = array<i64: 1, 1>, node = "sm"} : memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "matmul"(%p, %v, %y) {counts = array<i64: 1, 1, 1>, node = "pv"} : memref<2x5x7xf16>, memref<2x7x4xf16>, memref<2x5x4xf16>
+    amprt.call "fused_matmul"(%dy, %v, %dp) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dp", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x4xf16>, memref<2x7x4xf16>, memref<2x5x7xf16>
+    amprt.call "inplace_accumulate"(%dy, %g) {counts = array<i64: 1, 1, 0, 0>, node = "acc"} : memref<2x5x4xf16>, memref<2x5x4xf16>
+    amprt.call "fused_matmul"(%p, %dy, %dv) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dv", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x5x4xf16>, memref<2x7x4xf16>
+    amprt.call "softmax_grad"(%dp, %p, %ds) {axis = -1 : i64, counts = array<i64: 1, 1, 1>, node = "smg"} : memref<2x5x7xf16>, memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "fused_matmul"(%ds, %k, %dq) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dq", trans_a = 0 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x7x8xf16>, memref<2x5x8xf16>
+    amprt.call "fused_matmul"(%ds, %q, %dk) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dk", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>
+    return %y, %dq, %dk, %dv : memref<2x5x4xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x7x4xf16>
+  }
+}
+
+// -----
+
+module {
+  func.func @dy_broadcast(%q: memref<2x5x8xf16>, %k: memref<2x7x8xf16>, %v: memref<2x7x4xf16>, %dy: memref<1x5x4xf16>) -> (memref<2x5x4xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x7x4xf16>) attributes {amprt.unplanned} {
+    %s = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %p = memref.alloc() {amprt.role = "activations"} : memref<2x5x7xf16>
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4xf16>
+    %dp = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dv = memref.alloc() {amprt.role = "gradients"} : memref<2x7x4xf16>
+    %ds = memref.alloc() {amprt.role = "gradients"} : memref<2x5x7xf16>
+    %dq = memref.alloc() {amprt.role = "gradients"} : memref<2x5x8xf16>
+    %dk = memref.alloc() {amprt.role = "gradients"} : memref<2x7x8xf16>
+    amprt.call "fused_matmul"(%q, %k, %s) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "qk", trans_a = 0 : i32, trans_b = 1 : i32} : memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x5x7xf16>
+    amprt.call "softmax"(%s, %p) {axis = -1 : i64, counts = array<i64: 1, 1>, node = "sm"} : memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "matmul"(%p, %v, %y) {counts = array<i64: 1, 1, 1>, node = "pv"} : memref<2x5x7xf16>, memref<2x7x4xf16>, memref<2x5x4xf16>
+    amprt.call "fused_matmul"(%dy, %v, %dp) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dp", trans_a = 0 : i32, trans_b = 1 : i32} : memref<1x5x4xf16>, memref<2x7x4xf16>, memref<2x5x7xf16>
+    amprt.call "fused_matmul"(%p, %dy, %dv) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dv", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<1x5x4xf16>, memref<2x7x4xf16>
+    amprt.call "softmax_grad"(%dp, %p, %ds) {axis = -1 : i64, counts = array<i64: 1, 1, 1>, node = "smg"} : memref<2x5x7xf16>, memref<2x5x7xf16>, memref<2x5x7xf16>
+    amprt.call "fused_matmul"(%ds, %k, %dq) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dq", trans_a = 0 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x7x8xf16>, memref<2x5x8xf16>
+    amprt.call "fused_matmul"(%ds, %q, %dk) {alpha = 1.0 : f32, counts = array<i64: 1, 1, 1>, node = "dk", trans_a = 1 : i32, trans_b = 0 : i32} : memref<2x5x7xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>
+    return %y, %dq, %dk, %dv : memref<2x5x4xf16>, memref<2x5x8xf16>, memref<2x7x8xf16>, memref<2x7x4xf16>
+  }
+}
