@@ -219,6 +219,27 @@ struct Folded {
   SmallVector<amprt::CallOp, 4> erased;
 };
 
+/// The longest prefix chain[0, n) whose moves compose into a view of `t`:
+/// `base(n)` the buffer the view is of (null: none for this n), `step`
+/// turning a view of one side of a move into one of the other, applied
+/// from chain[n - 1] down to chain[0].
+template <typename Base, typename Step>
+std::optional<Folded> longestFold(ArrayRef<amprt::CallOp> chain, Value t,
+                                  Base base, Step step) {
+  for (size_t n = chain.size(); n > 0; --n) {
+    Value b = base(n);
+    if (!b)
+      continue;
+    View v = View::packed(bufferShape(b));
+    bool ok = true;
+    for (size_t i = n; ok && i > 0; --i)
+      ok = step(v, chain[i - 1]);
+    if (ok && ArrayRef<int64_t>(v.dims) == bufferShape(t))
+      return Folded{b, v, SmallVector<amprt::CallOp, 4>(chain.take_front(n))};
+  }
+  return std::nullopt;
+}
+
 /// Input operand `t` of the calls `group`: the longest chain of element
 /// moves that made it, whose results only the chain and the group read.
 std::optional<Folded> foldInput(Value t, ArrayRef<amprt::CallOp> group) {
@@ -239,21 +260,13 @@ std::optional<Folded> foldInput(Value t, ArrayRef<amprt::CallOp> group) {
     cur = from;
   }
   // The farthest base from which the views compose.
-  for (size_t n = chain.size(); n > 0; --n) {
-    Value base = movedFrom(chain[n - 1]);
-    if (isWrittenInPlace(base))
-      continue;
-    View v = View::packed(bufferShape(base));
-    bool ok = true;
-    for (size_t i = n; ok && i > 0; --i)
-      ok = forward(v, chain[i - 1]);
-    if (!ok || ArrayRef<int64_t>(v.dims) != bufferShape(t))
-      continue;
-    return Folded{
-        base, v,
-        SmallVector<amprt::CallOp, 4>(chain.begin(), chain.begin() + n)};
-  }
-  return std::nullopt;
+  return longestFold(
+      chain, t,
+      [&](size_t n) {
+        Value base = movedFrom(chain[n - 1]);
+        return isWrittenInPlace(base) ? Value() : base;
+      },
+      forward);
 }
 
 /// Output operand `t` written by `writer` (and read by the calls `group`):
@@ -292,24 +305,18 @@ std::optional<Folded> foldOutput(Value t, amprt::CallOp writer,
     cur = to;
     first = false;
   }
-  for (size_t n = chain.size(); n > 0; --n) {
-    Value z = chain[n - 1].getSingleTensor("y");
-    // The attention call now writes z, earlier than its writer did: z is a
-    // temporary that no call names before that writer, and (y, read again
-    // by the gradient) that no call changes in place.
-    if (!isTemporary(z) || isWrittenInPlace(z) ||
-        bufferUses(z).front().call != chain[n - 1])
-      continue;
-    View v = View::packed(bufferShape(z));
-    bool ok = true;
-    for (size_t i = n; ok && i > 0; --i)
-      ok = backward(v, chain[i - 1]);
-    if (!ok || ArrayRef<int64_t>(v.dims) != bufferShape(t))
-      continue;
-    return Folded{
-        z, v, SmallVector<amprt::CallOp, 4>(chain.begin(), chain.begin() + n)};
-  }
-  return std::nullopt;
+  return longestFold(
+      chain, t,
+      [&](size_t n) {
+        Value z = chain[n - 1].getSingleTensor("y");
+        // The attention call now writes z, earlier than its writer did: z is a
+        // temporary that no call names before that writer, and (y, read again
+        // by the gradient) that no call changes in place.
+        bool ok = isTemporary(z) && !isWrittenInPlace(z) &&
+                  bufferUses(z).front().call == chain[n - 1];
+        return ok ? z : Value();
+      },
+      backward);
 }
 
 struct FoldAttentionViews : CallPattern {

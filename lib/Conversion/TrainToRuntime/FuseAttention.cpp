@@ -76,16 +76,10 @@ bool is16Bit(Type t) { return t.isF16() || t.isBF16(); }
 /// The value of a one-element float constant buffer.
 std::optional<double> scalarConstant(Value buffer) {
   ElementsAttr value = constantValue(buffer);
-  if (!value || value.getNumElements() != 1 ||
-      !isa<FloatType>(value.getElementType()))
+  std::optional<HostTensor> h = value ? readHost(value) : std::nullopt;
+  if (!h || !isa<FloatType>(h->elem) || h->v.size() != 1)
     return std::nullopt;
-  auto values = value.tryGetValues<APFloat>();
-  if (!values)
-    return std::nullopt;
-  APFloat v = *values->begin();
-  bool lost = false;
-  v.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven, &lost);
-  return v.convertToDouble();
+  return h->v[0];
 }
 
 /// A buffer that only the fusion's calls may name: a temporary, no graph
