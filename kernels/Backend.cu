@@ -359,6 +359,6 @@ const Backend *amprt::cudaBackend(std::string &why) {
   static const Backend backend = {"cuda",         cudaAllocManaged, cudaRelease,
                                   cudaCopy,       cudaSet,          cudaSync,
                                   &table,         cudaOpen,         cudaClose,
-                                  cudaAcceptComm, cudaMemInfo};
+                                  cudaAcceptComm, cudaMemInfo,      nullptr};
   return &backend;
 }

@@ -637,12 +637,13 @@ __global__ void randomFillKernel(void *y, int32_t dt, uint64_t seed,
 /// random_fill on the device: the CPU kernel's bits (storeRandom is shared;
 /// the f64 arithmetic is IEEE on both).
 amprt_status cudaRandomFill(amprt_context *ctx, T y, uint64_t seed,
-                            int64_t classes) {
+                            uint64_t seed_step, int64_t classes) {
   const char *k = "random_fill";
   return guard(ctx, k, [&]() -> amprt_status {
-    if (checkRandomFill(ctx, k, y, classes))
-      return onHost(ctx,
-                    [&] { return amprt_random_fill(ctx, y, seed, classes); });
+    if (checkRandomFill(ctx, k, y, classes) || seed_step)
+      return onHost(ctx, [&] {
+        return amprt_random_fill(ctx, y, seed, seed_step, classes);
+      });
     int64_t n = numel(y);
     if (n == 0)
       return AMPRT_OK;

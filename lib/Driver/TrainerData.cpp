@@ -143,7 +143,7 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       // where the batch lives (on the device for cuda): no host work and no
       // copy per step, the same values on every backend.
       amprt_tensor t = b.tensor();
-      if (amprt_random_fill(ctx, &t, s, classes) != AMPRT_OK)
+      if (amprt_random_fill(ctx, &t, s, 0, classes) != AMPRT_OK)
         return fail(Twine("synthetic data for '") + name +
                     "': " + amprt_last_error(ctx));
     } else {

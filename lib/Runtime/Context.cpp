@@ -82,7 +82,7 @@ void cpuMemInfo(amprt_context *, uint64_t *freeBytes, uint64_t *total) {
 const KernelTable cpuKernels = {};
 const Backend cpu = {"cpu",   cpuAlloc, cpuRelease,  cpuCopy,
                      cpuSet,  cpuSync,  &cpuKernels, nullptr,
-                     nullptr, nullptr,  cpuMemInfo};
+                     nullptr, nullptr,  cpuMemInfo, nullptr};
 
 #ifdef AMPRT_HAVE_CUDA
 constexpr const char *kBackends = "cpu, cuda";
@@ -177,6 +177,10 @@ amprt_status amprt_memcpy(amprt_context *ctx, void *dst, const void *src,
   if (bytes && (!dst || !src))
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                      "amprt_memcpy: NULL pointer with %zu bytes", bytes);
+  if (kind != AMPRT_DEVICE_TO_DEVICE)
+    AMPRT_TRY(ctx->refuseWhileRecording(
+        "amprt_memcpy", "a copy to or from the host waits for the device "
+                        "(amprt_memcpy_async does not)"));
   return ctx->backend->copy(ctx, dst, src, bytes, kind);
 }
 
@@ -195,6 +199,8 @@ amprt_status amprt_synchronize(amprt_context *ctx) {
   if (!ctx)
     return AMPRT_ERR_INVALID_ARGUMENT;
   ctx->error.clear();
+  AMPRT_TRY(ctx->refuseWhileRecording("amprt_synchronize",
+                                      "it waits for the device"));
   return ctx->backend->sync(ctx);
 }
 
@@ -202,6 +208,8 @@ amprt_status amprt_set_random_offset(amprt_context *ctx, uint64_t offset) {
   if (!ctx)
     return AMPRT_ERR_INVALID_ARGUMENT;
   ctx->error.clear();
+  if (const QueueOps *q = ctx->backend->queue)
+    return q->randomOffset(ctx, offset, /*advance=*/false);
   ctx->randomOffset = offset;
   return AMPRT_OK;
 }

@@ -520,11 +520,12 @@ amprt_status amprt_fill(amprt_context *ctx, T y, double value) {
 }
 
 amprt_status amprt_random_fill(amprt_context *ctx, T y, uint64_t seed,
-                               int64_t classes) {
-  AMPRT_DISPATCH(random_fill, ctx, y, seed, classes);
+                               uint64_t seed_step, int64_t classes) {
+  AMPRT_DISPATCH(random_fill, ctx, y, seed, seed_step, classes);
   const char *k = "random_fill";
   return guard(ctx, k, [&]() -> amprt_status {
     AMPRT_TRY(checkRandomFill(ctx, k, y, classes));
+    seed += seed_step * ctx->currentRandomOffset();
     int64_t n = numel(y);
     parallelFor(n, double(n) * 8, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)

@@ -25,6 +25,7 @@ amprt_status amprt_malloc(amprt_context *ctx, size_t bytes, void **out) {
   if (!out)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "amprt_malloc: out is NULL");
   *out = nullptr;
+  AMPRT_TRY(ctx->refuseWhileRecording("amprt_malloc", "it allocates"));
   MemoryAccount &m = ctx->memory;
   if (!m.admits(bytes))
     return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
@@ -55,6 +56,8 @@ amprt_status amprt_free(amprt_context *ctx, void *ptr) {
   ctx->error.clear();
   if (!ptr)
     return AMPRT_OK;
+  AMPRT_TRY(ctx->refuseWhileRecording(
+      "amprt_free", "it waits for the work that may use the memory"));
   auto it = ctx->memory.sizes.find(ptr);
   if (it != ctx->memory.sizes.end()) {
     ctx->memory.give(it->second);

@@ -27,7 +27,7 @@ using T = const amprt_tensor *;
 /// element, key the stream of (seed, the context's random offset).
 template <typename F>
 void generate(amprt_context *ctx, T y, uint64_t seed, F &&f) {
-  uint64_t key = streamKey(seed, ctx->randomOffset);
+  uint64_t key = streamKey(seed, ctx->currentRandomOffset());
   int64_t n = numel(y);
   for (int64_t i = 0; i < n; ++i)
     writeD(y->data, y->dtype, i, f(key, uint64_t(i)));
@@ -112,7 +112,7 @@ amprt_status amprt_bernoulli(amprt_context *ctx, T p, T y, uint64_t seed) {
         return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
                          "%s: p[%lld] = %g is outside [0, 1]", k, (long long)i,
                          double(ip.p[i]));
-    uint64_t key = streamKey(seed, ctx->randomOffset);
+    uint64_t key = streamKey(seed, ctx->currentRandomOffset());
     for (int64_t i = 0; i < n; ++i)
       writeD(y->data, y->dtype, i, bernoulliAt(key, i, ip.p[i]));
     return AMPRT_OK;

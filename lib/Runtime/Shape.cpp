@@ -499,7 +499,7 @@ amprt_status amprt_dropout(amprt_context *ctx, T x, T ratio, T training,
     auto *m = mask ? static_cast<uint8_t *>(mask->data) : nullptr;
     int64_t n = numel(x);
     float sc = 1.f / (1.f - r);
-    uint64_t key = streamKey(seed, ctx->randomOffset);
+    uint64_t key = streamKey(seed, ctx->currentRandomOffset());
     for (int64_t i = 0; i < n; ++i) {
       bool keep = !train || r == 0.f || uniform24At(key, i) >= r;
       out.p[i] = keep ? (train ? ix.p[i] * sc : ix.p[i]) : 0.f;

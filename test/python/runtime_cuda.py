@@ -344,10 +344,10 @@ def test_fill_copy_accumulate(rt, gpu):
         for shape in ((7,), (3, 1000, 1001)):
             y = Buf(np.zeros(shape, NP_STORAGE[dt]), dt)
             c, g, _ = both(rt, gpu, "random_fill", y,
-                           C.c_uint64(0x123456789ABCDEF), 1000)
+                           C.c_uint64(0x123456789ABCDEF), 0, 1000)
             same(rt, "random_fill %s %s" % (dt, shape), c[0], g[0])
     both(rt, gpu, "random_fill", Buf(np.zeros(4, np.int64), "i64"),
-         C.c_uint64(1), 0)  # classes 0: the CPU's error
+         C.c_uint64(1), 0, 0)  # classes 0: the CPU's error
     x = rt.randn((6, 10), "bf16")
     c, g, _ = both(rt, gpu, "identity", x, rt.empty((6, 10), "bf16"))
     same(rt, "identity", c[1], g[1])

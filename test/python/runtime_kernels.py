@@ -2000,7 +2000,7 @@ def test_random_fill(rt):
     for dt, want in (("f64", u), ("f32", u32),
                      ("f16", u32.astype(np.float16)), ("bf16", None)):
         y = rt.empty((257,), dt)
-        rt.ok("random_fill", y.ref, C.c_uint64(seed), 0)
+        rt.ok("random_fill", y.ref, C.c_uint64(seed), 0, 0)
         if want is not None:
             rt.equal("random_fill " + dt, y.arr, want)
         else:
@@ -2009,19 +2009,19 @@ def test_random_fill(rt):
         assert (y.f64() >= -1).all() and (y.f64() <= 1).all()
     for dt, npdt in (("i64", np.int64), ("i32", np.int32)):
         y = rt.empty((257,), dt, fill=0)
-        rt.ok("random_fill", y.ref, C.c_uint64(seed), 10)
+        rt.ok("random_fill", y.ref, C.c_uint64(seed), 0, 10)
         rt.equal("random_fill " + dt, y.arr,
                  np.array([v % 10 for v in r], npdt))
     y = rt.empty((3, 5), "bool", fill=0)
-    rt.ok("random_fill", y.ref, C.c_uint64(seed), 0)
+    rt.ok("random_fill", y.ref, C.c_uint64(seed), 0, 0)
     rt.equal("random_fill bool", y.arr.reshape(-1),
              np.array([v & 1 for v in r[:15]], np.uint8))
     rt.fails("random_fill", rt.empty((4,), "i64", fill=0).ref,
-             C.c_uint64(1), 0, match="classes is 0")
+             C.c_uint64(1), 0, 0, match="classes is 0")
     rt.fails("random_fill", rt.empty((4,), "i32", fill=0).ref,
-             C.c_uint64(1), 1 << 40, match="classes is 1099511627776, expected 1 to 2.31 - 1")
+             C.c_uint64(1), 0, 1 << 40, match="classes is 1099511627776, expected 1 to 2.31 - 1")
     rt.fails("random_fill", rt.empty((4,), "i8", fill=0).ref,
-             C.c_uint64(1), 3, match="expected a float, i64, i32 or bool")
+             C.c_uint64(1), 0, 3, match="expected a float, i64, i32 or bool")
 
 
 def test_random_generators(rt):

@@ -644,7 +644,7 @@ def test_memory_accounting(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 8
+    assert L.amprt_abi_version() == 9
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device
@@ -704,7 +704,11 @@ def test_abi_and_memory(rt):
             "cpu_set_threads", "cpu_threads", "cpu_set_path",
             "cpu_path_in_force", "cpu_describe",
             # Memory accounting (ABI 7).
-            "memory_stats_get", "memory_reset_peak", "set_memory_limit"}
+            "memory_stats_get", "memory_reset_peak", "set_memory_limit",
+            # Steps without waiting (ABI 9).
+            "advance_random_offset", "set_data_checks", "host_alloc",
+            "host_free", "memcpy_async", "fence_record", "fence_wait",
+            "graph_begin", "graph_end", "graph_launch", "graph_destroy"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)

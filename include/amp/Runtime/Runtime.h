@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 8
+#define AMPRT_ABI_VERSION 9
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8
@@ -167,6 +167,87 @@ AMPRT_API amprt_status amprt_synchronize(amprt_context *ctx);
 /// k draws what the uninterrupted run drew there.
 AMPRT_API amprt_status amprt_set_random_offset(amprt_context *ctx,
                                                uint64_t offset);
+
+/* ---- Steps without waiting (ABI 9) -------------------------------------
+
+   What a training loop needs to queue step after step with no host
+   synchronization: the random offset moved on the device, data checks that
+   report later, copies that do not wait, fences the host waits on without
+   draining the queue, and graphs: a step recorded once and launched again.
+   docs/RuntimeABI.md, "Steps without waiting". On the CPU every call is
+   done when it returns, so these are plain calls there (no graphs). */
+
+/// Adds `delta` to the random offset after the work queued so far (on a
+/// device, a queued kernel: a recorded graph moves the offset itself each
+/// time it is launched). amprt_set_random_offset sets it outright.
+AMPRT_API amprt_status amprt_advance_random_offset(amprt_context *ctx,
+                                                   uint64_t delta);
+
+/// How kernels report what is wrong with their data rather than their
+/// arguments (a label or index out of range, a dropout ratio outside [0,
+/// 1)), which a device knows only once the kernel ran. The values are part
+/// of the ABI.
+typedef enum amprt_data_checks {
+  /// The call waits for the kernel and fails itself (the default).
+  AMPRT_CHECKS_IMMEDIATE = 0,
+  /// The call returns once queued; the first failure is returned, with
+  /// its kernel's message, by the next call that waits for the device
+  /// (amprt_synchronize, amprt_fence_wait, an amprt_memcpy that is not
+  /// device to device) and then forgotten. What the failing kernel wrote
+  /// is undefined.
+  AMPRT_CHECKS_DEFERRED = 1
+} amprt_data_checks;
+/// Selects the mode (amprt_data_checks). The CPU knows at once: its calls
+/// fail themselves in either mode.
+AMPRT_API amprt_status amprt_set_data_checks(amprt_context *ctx, int32_t mode);
+
+/// Host memory the device copies to and from without staging (CUDA:
+/// page-locked), for amprt_memcpy_async; at least 64-byte aligned, not
+/// counted in amprt_memory_stats. Freed with amprt_host_free.
+AMPRT_API amprt_status amprt_host_alloc(amprt_context *ctx, size_t bytes,
+                                        void **out);
+AMPRT_API amprt_status amprt_host_free(amprt_context *ctx, void *ptr);
+
+/// Queues a copy after the work queued on the context and returns (the CPU:
+/// done on return). Host memory must come from amprt_host_alloc. Until a
+/// fence recorded after the copy has passed, the host must not read `dst`
+/// of a copy to the host nor change `src` of a copy from it.
+AMPRT_API amprt_status amprt_memcpy_async(amprt_context *ctx, void *dst,
+                                          const void *src, size_t bytes,
+                                          int32_t kind /* amprt_memcpy_kind */);
+
+/// A fence is a point in the context's queue: amprt_fence_record names the
+/// point after the work queued so far (numbers grow from 1), and
+/// amprt_fence_wait blocks the host until the device has passed it, while
+/// the work queued after it keeps the device busy. Waiting for a number
+/// not recorded yet is an error. On the CPU every fence has passed when it
+/// is recorded.
+AMPRT_API amprt_status amprt_fence_record(amprt_context *ctx, uint64_t *fence);
+AMPRT_API amprt_status amprt_fence_wait(amprt_context *ctx, uint64_t fence);
+
+/// A recorded graph of queued work (CUDA: a CUDA graph).
+typedef struct amprt_graph amprt_graph;
+/// Between amprt_graph_begin and amprt_graph_end, the kernels, copies and
+/// fills called on the context are recorded, not run; amprt_graph_launch
+/// then queues all of them as one launch, with the pointers, shapes and
+/// attributes they were called with (the data behind the pointers may
+/// change between launches: that is how a step takes its batch).
+///
+/// A call that cannot be recorded fails with AMPRT_ERR_UNSUPPORTED and a
+/// message that says why: one that would run on the host (a kernel without
+/// a device implementation for its arguments), wait for the device (a copy
+/// to or from the host, amprt_synchronize, immediate data checks) or
+/// allocate. amprt_graph_end must still be called: after such a failure it
+/// fails too, makes no graph and leaves the context as it was before
+/// amprt_graph_begin (nothing recorded ran). The CPU backend has no graphs:
+/// amprt_graph_begin fails with AMPRT_ERR_UNSUPPORTED.
+AMPRT_API amprt_status amprt_graph_begin(amprt_context *ctx);
+AMPRT_API amprt_status amprt_graph_end(amprt_context *ctx, amprt_graph **out);
+AMPRT_API amprt_status amprt_graph_launch(amprt_context *ctx,
+                                          amprt_graph *graph);
+/// Waits for the graph's launches, then frees it (NULL: nothing).
+AMPRT_API amprt_status amprt_graph_destroy(amprt_context *ctx,
+                                           amprt_graph *graph);
 
 /* ---- Communicators (ABI 3): the processes that train together ---------
 

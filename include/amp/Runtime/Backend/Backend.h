@@ -33,6 +33,34 @@ struct KernelTable {
 #include "amp/Runtime/Ops.def"
 };
 
+/// What a backend with a queue of its own does for the calls of "Steps
+/// without waiting" (ABI 9, Queue.cpp). A backend without one (the CPU)
+/// runs every call when it is made: its copies are done on return, every
+/// fence has passed, and it has no graphs. Every entry is set.
+struct QueueOps {
+  /// Sets the random offset (advance: adds to it) after the queued work.
+  amprt_status (*randomOffset)(amprt_context *ctx, uint64_t value,
+                               bool advance);
+  /// amprt_data_checks: how the kernels report bad data from now on.
+  amprt_status (*dataChecks)(amprt_context *ctx, int32_t mode);
+  void *(*hostAlloc)(amprt_context *ctx, size_t bytes);
+  void (*hostFree)(amprt_context *ctx, void *ptr);
+  amprt_status (*copyAsync)(amprt_context *ctx, void *dst, const void *src,
+                            size_t bytes, int32_t kind);
+  /// Records fence number `fence` (the generic code numbers them).
+  amprt_status (*fenceRecord)(amprt_context *ctx, uint64_t fence);
+  /// Waits until the device passed `fence` (recorded, never passed yet
+  /// as far as the generic code knows), then reports a deferred failure.
+  amprt_status (*fenceWait)(amprt_context *ctx, uint64_t fence);
+  amprt_status (*graphBegin)(amprt_context *ctx);
+  /// Ends the recording; `failed`: a call was refused while recording, so
+  /// no graph is made (*out NULL) and the recording is dropped.
+  amprt_status (*graphEnd)(amprt_context *ctx, bool failed,
+                           amprt_graph **out);
+  amprt_status (*graphLaunch)(amprt_context *ctx, amprt_graph *graph);
+  void (*graphDestroy)(amprt_context *ctx, amprt_graph *graph);
+};
+
 /// A backend: its memory functions and its kernel overrides. Every function
 /// gets the context, whose `state` holds what the backend set up in `open`
 /// (a stream, library handles). `open` and `close` may be NULL.
@@ -55,6 +83,8 @@ struct Backend {
   /// The memory of the context's device: free and total bytes (the CPU:
   /// available and installed physical memory).
   void (*memInfo)(amprt_context *ctx, uint64_t *free, uint64_t *total);
+  /// ABI 9's queue (NULL: none; every call runs when it is made).
+  const QueueOps *queue;
 };
 
 /// What a context holds of its device's memory (amprt_memory_stats,
@@ -108,8 +138,27 @@ struct amprt_context {
   std::string error;
   /// AMPRT_PROFILE=1 on a device context (Profile.cpp), else NULL.
   amprt::Profile *profile = nullptr;
-  /// amprt_set_random_offset: moves every random kernel's stream.
+  /// amprt_set_random_offset: moves every random kernel's stream. A
+  /// backend with a queue keeps it on the device instead
+  /// (deviceRandomOffset, memory the host reads once the queue is idle).
   uint64_t randomOffset = 0;
+  uint64_t *deviceRandomOffset = nullptr;
+  /// The random offset the queued work has reached: what a kernel running
+  /// on the host (after the queue drained) draws with.
+  uint64_t currentRandomOffset() const {
+    return deviceRandomOffset ? *deviceRandomOffset : randomOffset;
+  }
+  /// amprt_set_data_checks (amprt_data_checks).
+  int32_t dataChecks = AMPRT_CHECKS_IMMEDIATE;
+  /// Between amprt_graph_begin and amprt_graph_end; `captureRefused` once a
+  /// call could not be recorded (the recording makes no graph then).
+  bool capturing = false;
+  bool captureRefused = false;
+  /// The kernel AMPRT_DISPATCH is running (for onHost's refusal).
+  const char *currentKernel = nullptr;
+  /// The last fence number given out (amprt_fence_record) and the last one
+  /// known to have passed.
+  uint64_t fencesRecorded = 0, fencesPassed = 0;
   /// amprt_context_set_comm: what the collectives reduce over (not owned;
   /// NULL: a group of one rank).
   amprt_comm *comm = nullptr;
@@ -118,6 +167,10 @@ struct amprt_context {
   /// Records a failure and returns its status.
   amprt_status fail(amprt_status status, const char *fmt, ...)
       __attribute__((format(printf, 3, 4)));
+  /// While recording a graph: refuses `what` (AMPRT_ERR_UNSUPPORTED, "<what>
+  /// cannot be recorded in a graph: <why>") and marks the recording
+  /// failed; otherwise AMPRT_OK.
+  amprt_status refuseWhileRecording(const char *what, const char *why);
 };
 
 namespace amprt {
@@ -165,6 +218,10 @@ amprt_status profiled(amprt_context *ctx, const char *kernel, F &f) {
 template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
   const Backend *b = ctx->backend;
   ctx->error.clear();
+  if (ctx->capturing)
+    return ctx->refuseWhileRecording(
+        ctx->currentKernel ? ctx->currentKernel : "a kernel",
+        "it would run on the host (no device kernel for these arguments)");
   if (ctx->profile)
     profileHostCall(ctx);
   amprt_status st = b->sync(ctx);
@@ -182,6 +239,7 @@ template <typename F> amprt_status onHost(amprt_context *ctx, F &&cpuCall) {
   do {                                                                         \
     if ((ctx) && (ctx)->backend && (ctx)->backend != amprt::cpuBackend()) {    \
       auto amprt_run_ = [&]() -> amprt_status {                                \
+        (ctx)->currentKernel = #name;                                          \
         if ((ctx)->backend->kernels && (ctx)->backend->kernels->name)          \
           return (ctx)->backend->kernels->name((ctx), __VA_ARGS__);            \
         return amprt::onHost(                                                  \
