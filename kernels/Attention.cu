@@ -326,6 +326,9 @@ bool describe(const AttentionGeometry &g, std::initializer_list<T> ops, T bias,
 amprt_status dnnHandle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
   State &st = state(ctx);
   if (!st.cudnn) {
+    // cudnnCreate allocates and waits: not while recording a graph.
+    AMPRT_TRY(ctx->refuseWhileRecording(
+        k, "it would create the cuDNN handle (run the call once first)"));
     cudnnStatus_t s = cudnnCreate(&st.cudnn);
     if (s == CUDNN_STATUS_SUCCESS)
       s = cudnnSetStream(st.cudnn, st.stream);

@@ -11,13 +11,16 @@
 // waits for the context's stream before the host touches them. Each context
 // owns one non-blocking stream, a cuBLASLt handle and a workspace; kernels
 // queue on the stream and return, as do device-to-device copies; the other
-// amprt_memcpy kinds and amprt_synchronize wait for it.
+// amprt_memcpy kinds and amprt_synchronize wait for it, and then report
+// what a deferred data check recorded (Queue.cu, with the rest of ABI 9's
+// queue calls).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.cuh"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 using namespace amprt;
@@ -65,9 +68,10 @@ amprt_status cudaCopy(amprt_context *ctx, void *dst, const void *src,
   // read what it copied out and reuse what it copied in.
   AMPRT_CUDA(ctx, "amprt_memcpy",
              cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(ctx)));
-  if (kind != AMPRT_DEVICE_TO_DEVICE)
-    AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
-  return AMPRT_OK;
+  if (kind == AMPRT_DEVICE_TO_DEVICE)
+    return AMPRT_OK;
+  AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
+  return reportDeferred(ctx);
 }
 
 amprt_status cudaSet(amprt_context *ctx, void *dst, int value, size_t bytes) {
@@ -78,9 +82,11 @@ amprt_status cudaSet(amprt_context *ctx, void *dst, int value, size_t bytes) {
   return AMPRT_OK;
 }
 
+/// amprt_synchronize, and onHost's wait: a deferred failure is reported by
+/// either.
 amprt_status cudaSync(amprt_context *ctx) {
   AMPRT_CUDA(ctx, "amprt_synchronize", cudaStreamSynchronize(stream(ctx)));
-  return AMPRT_OK;
+  return reportDeferred(ctx);
 }
 
 void cudaClose(amprt_context *ctx) {
@@ -88,8 +94,11 @@ void cudaClose(amprt_context *ctx) {
   if (!s)
     return;
   cudaSetDevice(s->device);
+  closeQueue(ctx); // ends a recording left open, then waits for the stream
   if (s->stream)
     cudaStreamSynchronize(s->stream);
+  cudaFree(ctx->deviceRandomOffset);
+  ctx->deviceRandomOffset = nullptr;
 #ifdef AMPRT_HAVE_CUDNN
   s->attentionPlans.clear(); // their plans go before the handle
   if (s->cudnn)
@@ -146,6 +155,25 @@ amprt_status cudaOpen(amprt_context *ctx) {
       cudaClose(ctx);
       return cudaFail(ctx, k, st.what, st.err);
     }
+  if (amprt_status st = openQueue(ctx)) {
+    cudaClose(ctx);
+    return st;
+  }
+  // The random offset lives on the device, where the queue moves it
+  // (Queue.cu), in managed memory that a CPU fallback reads once the stream
+  // is idle (amprt_context::currentRandomOffset).
+  void *offset = cudaAllocManaged(ctx, sizeof(uint64_t));
+  if (!offset) {
+    cudaClose(ctx);
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
+                     "%s: cudaMallocManaged(random offset) failed", k);
+  }
+  ctx->deviceRandomOffset = static_cast<uint64_t *>(offset);
+  e = cudaMemsetAsync(offset, 0, sizeof(uint64_t), s->stream);
+  if (e != cudaSuccess) {
+    cudaClose(ctx);
+    return cudaFail(ctx, k, "cudaMemsetAsync(random offset)", e);
+  }
   s->workspaceBytes = kWorkspaceBytes;
   // The workspace is the context's too (amprt_memory_stats).
   ctx->memory.add(kWorkspaceBytes);
@@ -171,9 +199,16 @@ amprt_status cudaOpen(amprt_context *ctx) {
 
 void cudaMemInfo(amprt_context *ctx, uint64_t *freeBytes, uint64_t *total) {
   size_t f = 0, t = 0;
+  // No queued work: while recording a graph, asked in the relaxed capture
+  // mode, which does not end the recording.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (ctx->capturing)
+    cudaThreadExchangeStreamCaptureMode(&mode);
   cudaSetDevice(state(ctx).device);
   if (cudaMemGetInfo(&f, &t) != cudaSuccess)
     cudaGetLastError();
+  if (ctx->capturing)
+    cudaThreadExchangeStreamCaptureMode(&mode);
   *freeBytes = f;
   *total = t;
 }
@@ -216,15 +251,9 @@ KernelTable makeTable() {
 
 } // namespace
 
-amprt_status amprt::cuda::clearStatus(amprt_context *ctx, const char *k) {
-  AMPRT_CUDA(ctx, k,
-             cudaMemsetAsync(state(ctx).devStatus, 0x7f, sizeof(int64_t),
-                             stream(ctx)));
-  return AMPRT_OK;
-}
-
 amprt_status amprt::cuda::readStatus(amprt_context *ctx, const char *k,
                                      int64_t &out) {
+  AMPRT_TRY(ctx->refuseWhileRecording(k, "it waits for the device"));
   State &s = state(ctx);
   AMPRT_CUDA(ctx, k,
              cudaMemcpyAsync(s.hostStatus, s.devStatus, sizeof(int64_t),
@@ -237,6 +266,7 @@ amprt_status amprt::cuda::readStatus(amprt_context *ctx, const char *k,
 amprt_status amprt::cuda::readScalars(amprt_context *ctx, const char *k,
                                       std::initializer_list<T> ts,
                                       double *out) {
+  AMPRT_TRY(ctx->refuseWhileRecording(k, "it waits for the device"));
   State &s = state(ctx);
   if (ts.size() > size_t(kMaxScalars))
     return ctx->fail(AMPRT_ERR_INTERNAL, "%s: too many scalars", k);
@@ -270,20 +300,35 @@ __global__ void checkIndicesKernel(const void *idx, int32_t di, int64_t ni,
                                    int64_t len, int64_t *status) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < ni;
        j += int64_t(gridDim.x) * blockDim.x) {
-    int64_t v = di == AMPRT_I64 ? static_cast<const int64_t *>(idx)[j]
-                                : static_cast<const int32_t *>(idx)[j];
+    int64_t v = indexValue(idx, di, j);
     if (v < -len || v >= len)
       atomicMin(reinterpret_cast<unsigned long long *>(status),
                 static_cast<unsigned long long>(j));
   }
 }
 
+/// Gather's words for index `bad` (Shape.cpp's gatherShape, Select.cpp's
+/// checkGatherElements).
+struct IndexOutside {
+  const void *idx;
+  int32_t dt;
+  int64_t len;
+  __device__ bool operator()(int64_t bad, DeferredCheck &c) const {
+    c.message = kIndexOutside;
+    c.value = indexValue(idx, dt, bad);
+    c.at = bad;
+    c.bound = len;
+    return true;
+  }
+};
+
 } // namespace
 
 amprt_status amprt::cuda::indicesInRange(amprt_context *ctx, const char *k,
-                                         T indices, int64_t len, bool &ok) {
+                                         T indices, int64_t len,
+                                         IndexCheck &check) {
   int64_t ni = numel(indices);
-  ok = true;
+  check = IndexCheck();
   if (ni == 0)
     return AMPRT_OK;
   AMPRT_TRY(clearStatus(ctx, k));
@@ -291,20 +336,42 @@ amprt_status amprt::cuda::indicesInRange(amprt_context *ctx, const char *k,
       indices->data, indices->dtype, ni, len, state(ctx).devStatus);
   AMPRT_CUDA_LAUNCHED(ctx, k);
   int64_t bad;
-  AMPRT_TRY(readStatus(ctx, k, bad));
-  ok = bad == kNoError;
+  AMPRT_TRY(statusOrDefer(
+      ctx, k, IndexOutside{indices->data, indices->dtype, len}, bad));
+  check.ok = bad == kNoError;
+  if (deferChecks(ctx))
+    check.failed = state(ctx).devStatus;
   return AMPRT_OK;
 }
 
 amprt_status amprt::cuda::upload(amprt_context *ctx, const char *k,
                                  const void *host, size_t bytes, Scratch &dst) {
   AMPRT_TRY(dst.get(ctx, k, bytes));
+  if (!bytes)
+    return AMPRT_OK;
   // From pageable memory the copy is staged before the call returns, so
-  // the host table may die afterwards.
-  if (bytes)
-    AMPRT_CUDA(ctx, k,
-               cudaMemcpyAsync(dst.p, host, bytes, cudaMemcpyHostToDevice,
-                               stream(ctx)));
+  // the host table may die afterwards. A recorded copy reads its source at
+  // every launch instead: it copies a pinned duplicate, allocated in the
+  // relaxed capture mode (an allocation is no queued work), which the
+  // graph keeps.
+  const void *src = host;
+  if (ctx->capturing) {
+    std::vector<void *> &held = state(ctx).recordedTables;
+    held.push_back(nullptr);
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    cudaError_t e = cudaMallocHost(&held.back(), bytes);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (e != cudaSuccess) {
+      held.pop_back();
+      return cudaFail(ctx, k, "cudaMallocHost(recorded table)", e);
+    }
+    std::memcpy(held.back(), host, bytes);
+    src = held.back();
+  }
+  AMPRT_CUDA(
+      ctx, k,
+      cudaMemcpyAsync(dst.p, src, bytes, cudaMemcpyHostToDevice, stream(ctx)));
   return AMPRT_OK;
 }
 
@@ -356,9 +423,9 @@ const Backend *amprt::cudaBackend(std::string &why) {
     return nullptr;
   }
   static const KernelTable table = makeTable();
-  static const Backend backend = {"cuda",         cudaAllocManaged, cudaRelease,
-                                  cudaCopy,       cudaSet,          cudaSync,
-                                  &table,         cudaOpen,         cudaClose,
-                                  cudaAcceptComm, cudaMemInfo,      nullptr};
+  static const Backend backend = {
+      "cuda",    cudaAllocManaged, cudaRelease, cudaCopy,
+      cudaSet,   cudaSync,         &table,      cudaOpen,
+      cudaClose, cudaAcceptComm,   cudaMemInfo, cudaQueueOps()};
   return &backend;
 }

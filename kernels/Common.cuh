@@ -49,6 +49,32 @@ namespace cuda {
 
 using T = const amprt_tensor *;
 
+/// The messages of the data checks (the CPU code's words), by number: what
+/// a deferred check (AMPRT_CHECKS_DEFERRED) records for the host to print.
+enum CheckMessage : int32_t {
+  kLabelOutside,       // "label V at AT outside [0, BOUND)"
+  kIndexOutside,       // "index V at AT outside [-BOUND, BOUND)"
+  kTupleIndexOutside,  // "index V of tuple AT outside [-BOUND, BOUND)"
+  kPoolIndexOutside,   // "indices[AT] = V outside dx (BOUND elements)"
+  kProbabilityOutside, // "p[AT] = REAL is outside [0, 1]"
+  kRatioOutside,       // "ratio REAL outside [0, 1)"
+};
+
+/// The first data check that failed in AMPRT_CHECKS_DEFERRED mode since the
+/// host last looked (Queue.cu's reportDeferred, after each wait): pinned
+/// host memory that one device thread at a time writes (the recording
+/// kernels run one after another on the context's stream), `set` last.
+struct DeferredCheck {
+  int32_t set;        // 1: a failure is recorded
+  int32_t message;    // CheckMessage
+  const char *kernel; // the call's name (a string literal of the host)
+  int64_t value, at, bound;
+  double real;
+};
+
+/// Fence slots of a context: fence n is recorded in event n % kFences.
+constexpr int kFences = 64;
+
 /// What a CUDA context owns (amprt_context::state).
 struct State {
   int device = 0;
@@ -63,6 +89,20 @@ struct State {
   int64_t *hostStatus = nullptr;
   /// Pinned host slots for readScalars (kMaxScalars of 8 bytes).
   uint64_t *hostScalars = nullptr;
+  /// AMPRT_CHECKS_DEFERRED's record of the first failure (pinned and
+  /// mapped: the host's pointer, and the kernels').
+  DeferredCheck *deferred = nullptr;
+  DeferredCheck *deferredOnDevice = nullptr;
+  /// amprt_fence_record's events (no timing), and the fence each holds.
+  cudaEvent_t fences[kFences] = {};
+  uint64_t fenceHeld[kFences] = {};
+  /// The pinned copies of the host tables that upload() queued while
+  /// recording a graph: its copies read them at every launch, so they
+  /// live as long as the graph (Queue.cu moves them into it).
+  std::vector<void *> recordedTables;
+  /// Graphs amprt_graph_destroy got while a recording was open (it cannot
+  /// wait for their launches then): freed when the recording ends.
+  std::vector<amprt_graph *> doomedGraphs;
   /// AMPRT_CUDA_ALLOW_TF32=1: f32 GEMMs may use TF32 Tensor Cores.
   bool allowTf32 = false;
   /// AMPRT_CUDA_INDEX64=1 (for tests): the strided copies take their 64-bit
@@ -94,9 +134,12 @@ inline State &state(amprt_context *ctx) {
 }
 inline cudaStream_t stream(amprt_context *ctx) { return state(ctx).stream; }
 
-/// Records a failed CUDA runtime call.
+/// Records a failed CUDA runtime call, and clears the thread's last error
+/// (a failed call sets it too) so that the next launch check does not
+/// report it again; an error that sticks to the device stays.
 inline amprt_status cudaFail(amprt_context *ctx, const char *k,
                              const char *what, cudaError_t e) {
+  cudaGetLastError();
   return ctx->fail(AMPRT_ERR_BACKEND, "%s: %s failed: %s (%s)", k, what,
                    cudaGetErrorName(e), cudaGetErrorString(e));
 }
@@ -115,25 +158,135 @@ inline amprt_status cudaFail(amprt_context *ctx, const char *k,
 /// (cudaMemsetAsync with 0x7f).
 constexpr int64_t kNoError = 0x7f7f7f7f7f7f7f7fLL;
 
+//===----------------------------------------------------------------------===//
+// Data checks: immediate (the call waits and fails) or deferred (the device
+// records the first failure, the next wait reports it)
+//===----------------------------------------------------------------------===//
+
+/// True when the context's data checks are deferred: a call that checks
+/// its data queues the check and returns without waiting.
+inline bool deferChecks(amprt_context *ctx) {
+  return ctx->dataChecks == AMPRT_CHECKS_DEFERRED;
+}
+
 /// Resets devStatus before a kernel that may report an error.
 amprt_status clearStatus(amprt_context *ctx, const char *k);
-/// Waits for the stream and returns devStatus (kNoError when clean).
+/// Waits for the stream and returns devStatus (kNoError when clean). Only
+/// for immediate checks: while recording a graph it refuses the call.
 amprt_status readStatus(amprt_context *ctx, const char *k, int64_t &out);
+
+/// Writes failure `c` of call `kernel` into `rec` unless it holds one (the
+/// first failure wins). One thread of one kernel at a time.
+__device__ __forceinline__ void
+recordFailure(DeferredCheck *rec, const char *kernel, const DeferredCheck &c) {
+  volatile DeferredCheck *r = rec;
+  if (r->set)
+    return;
+  r->message = c.message;
+  r->kernel = kernel;
+  r->value = c.value;
+  r->at = c.at;
+  r->bound = c.bound;
+  r->real = c.real;
+  __threadfence_system();
+  r->set = 1;
+}
+
+/// One thread, queued after a check: when the check failed (*status, the
+/// first bad position, is not kNoError; status NULL: describe decides),
+/// describe(bad, c) words the failure from the data as the check saw it,
+/// and it is recorded.
+template <typename Describe>
+__global__ void deferKernel(const int64_t *status, DeferredCheck *rec,
+                            const char *kernel, Describe describe) {
+  int64_t bad = status ? *status : 0;
+  DeferredCheck c = {};
+  if ((status && bad == kNoError) || !describe(bad, c))
+    return;
+  recordFailure(rec, kernel, c);
+}
+
+/// Queues deferKernel for the check whose kernels wrote devStatus (or, with
+/// fromStatus false, one that `describe` makes alone).
+template <typename Describe>
+amprt_status deferCheck(amprt_context *ctx, const char *k, Describe describe,
+                        bool fromStatus = true) {
+  State &s = state(ctx);
+  deferKernel<<<1, 1, 0, s.stream>>>(fromStatus ? s.devStatus : nullptr,
+                                     s.deferredOnDevice, k, describe);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
+/// After the kernels of a call that wrote the first bad position to
+/// devStatus: immediate checks wait and give it (kNoError: none); deferred
+/// ones queue its record (deferCheck) and give kNoError.
+template <typename Describe>
+amprt_status statusOrDefer(amprt_context *ctx, const char *k, Describe describe,
+                           int64_t &bad) {
+  if (!deferChecks(ctx))
+    return readStatus(ctx, k, bad);
+  bad = kNoError;
+  return deferCheck(ctx, k, describe);
+}
+
+/// Reports the failure that a deferred check recorded, once the stream is
+/// idle up to it (after a wait), and forgets it; AMPRT_OK when none.
+amprt_status reportDeferred(amprt_context *ctx);
+
+/// The outcome of a check of index values.
+struct IndexCheck {
+  /// False: an immediate check found a bad index (the CPU code reports it).
+  bool ok = true;
+  /// Deferred checks: the call's status word (devStatus), which the kernels
+  /// that index with the values read, to write nothing when one is bad
+  /// (checkFailed); NULL otherwise.
+  const int64_t *failed = nullptr;
+};
+
+/// True when the deferred check of this call found bad data (`failed`:
+/// IndexCheck::failed).
+__device__ __forceinline__ bool checkFailed(const int64_t *failed) {
+  return failed && *failed != kNoError;
+}
+
+/// Index value e of an i64 or i32 tensor.
+__device__ __forceinline__ int64_t indexValue(const void *idx, int32_t dt,
+                                              int64_t e) {
+  return dt == AMPRT_I64 ? static_cast<const int64_t *>(idx)[e]
+                         : static_cast<const int32_t *>(idx)[e];
+}
 
 /// The most tensors one readScalars call reads.
 constexpr int kMaxScalars = 8;
 
 /// Copies the first element of each tensor in `ts` (NULL: skipped, its
 /// value left as is) to the host, waits for the stream and stores it as a
-/// double (readD) in `out`: for the few kernels whose scalar arguments
-/// steer the launch on the host (dropout's ratio and training flag).
+/// double (readD) in `out`: dropout's immediate check of its ratio. While
+/// recording a graph it refuses the call.
 amprt_status readScalars(amprt_context *ctx, const char *k,
                          std::initializer_list<T> ts, double *out);
 
 /// Checks every index of `indices` (i64 or i32) against [-len, len) on the
-/// device and waits: ok is true when all are in range.
+/// device. Immediate checks wait (check.ok false: one is out of range);
+/// deferred ones record the first bad one as "index V at AT outside [-len,
+/// len)" and set check.failed.
 amprt_status indicesInRange(amprt_context *ctx, const char *k, T indices,
-                            int64_t len, bool &ok);
+                            int64_t len, IndexCheck &check);
+
+/// The context's random offset on the device (amprt_set_random_offset,
+/// amprt_advance_random_offset): random kernels read it when they run, so
+/// a recorded graph draws anew after each advance.
+inline const uint64_t *randomOffset(amprt_context *ctx) {
+  return ctx->deviceRandomOffset;
+}
+
+/// ABI 9's queue calls (Queue.cu), and what cudaOpen / cudaClose set up
+/// for them: the deferred-check record, the fence events, the random
+/// offset.
+const QueueOps *cudaQueueOps();
+amprt_status openQueue(amprt_context *ctx);
+void closeQueue(amprt_context *ctx);
 
 /// Stream-ordered scratch memory, released when the object dies (after the
 /// kernels queued before the release).
@@ -208,7 +361,9 @@ inline amprt_status copyBytes(amprt_context *ctx, const char *k, void *dst,
   return AMPRT_OK;
 }
 
-/// Copies a host table to fresh scratch device memory on the stream.
+/// Copies a host table to fresh scratch device memory on the stream (the
+/// host table may die on return; while recording a graph the copy reads a
+/// pinned duplicate that lives as long as the graph).
 amprt_status upload(amprt_context *ctx, const char *k, const void *host,
                     size_t bytes, Scratch &dst);
 

@@ -119,6 +119,9 @@ std::string algoKey(char dir, int32_t dt, const Geometry &s) {
 amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
   State &st = state(ctx);
   if (!st.cudnn) {
+    // cudnnCreate allocates and waits: not while recording a graph.
+    AMPRT_TRY(ctx->refuseWhileRecording(
+        k, "it would create the cuDNN handle (run a convolution first)"));
     AMPRT_DNN(ctx, k, cudnnCreate(&st.cudnn));
     AMPRT_DNN(ctx, k, cudnnSetStream(st.cudnn, st.stream));
   }
@@ -257,7 +260,10 @@ amprt_status runAlgos(amprt_context *ctx, const char *k, const std::string &key,
     }
     return AMPRT_ERR_UNSUPPORTED;
   };
-  if (state(ctx).cudnnFind && find(perf, 16, &found) == CUDNN_STATUS_SUCCESS) {
+  // The measurement waits for the device: while recording a graph the
+  // heuristics rank.
+  if (state(ctx).cudnnFind && !ctx->capturing &&
+      find(perf, 16, &found) == CUDNN_STATUS_SUCCESS) {
     amprt_status st = tryRanked(found, /*sameMath=*/true);
     if (st != AMPRT_ERR_UNSUPPORTED)
       return st;

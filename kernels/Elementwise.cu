@@ -625,10 +625,15 @@ amprt_status cudaFill(amprt_context *ctx, T y, double value) {
   });
 }
 
-/// D: y's dtype fixed at compile time, or -1 to read it from `dt`.
+/// D: y's dtype fixed at compile time, or -1 to read it from `dt`. The
+/// stream's seed is seed + step * the random offset (64-bit wrap-around,
+/// as the CPU's), the offset read when the kernel runs.
 template <int32_t D>
 __global__ void randomFillKernel(void *y, int32_t dt, uint64_t seed,
+                                 uint64_t step, const uint64_t *offset,
                                  int64_t classes, int64_t n) {
+  if (step)
+    seed += step * *offset;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     storeRandom(y, D < 0 ? dt : D, i, seed, classes);
@@ -640,7 +645,7 @@ amprt_status cudaRandomFill(amprt_context *ctx, T y, uint64_t seed,
                             uint64_t seed_step, int64_t classes) {
   const char *k = "random_fill";
   return guard(ctx, k, [&]() -> amprt_status {
-    if (checkRandomFill(ctx, k, y, classes) || seed_step)
+    if (checkRandomFill(ctx, k, y, classes))
       return onHost(ctx, [&] {
         return amprt_random_fill(ctx, y, seed, seed_step, classes);
       });
@@ -649,22 +654,23 @@ amprt_status cudaRandomFill(amprt_context *ctx, T y, uint64_t seed,
       return AMPRT_OK;
     unsigned grid = gridFor(n, kThreads, 4);
     cudaStream_t st = stream(ctx);
+    const uint64_t *off = randomOffset(ctx);
     switch (y->dtype) {
     case AMPRT_F32:
-      randomFillKernel<AMPRT_F32>
-          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      randomFillKernel<AMPRT_F32><<<grid, kThreads, 0, st>>>(
+          y->data, y->dtype, seed, seed_step, off, classes, n);
       break;
     case AMPRT_I64:
-      randomFillKernel<AMPRT_I64>
-          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      randomFillKernel<AMPRT_I64><<<grid, kThreads, 0, st>>>(
+          y->data, y->dtype, seed, seed_step, off, classes, n);
       break;
     case AMPRT_I32:
-      randomFillKernel<AMPRT_I32>
-          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      randomFillKernel<AMPRT_I32><<<grid, kThreads, 0, st>>>(
+          y->data, y->dtype, seed, seed_step, off, classes, n);
       break;
     default: // f16, bf16, f64, bool: the dtype is read per element
-      randomFillKernel<-1>
-          <<<grid, kThreads, 0, st>>>(y->data, y->dtype, seed, classes, n);
+      randomFillKernel<-1><<<grid, kThreads, 0, st>>>(
+          y->data, y->dtype, seed, seed_step, off, classes, n);
     }
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;

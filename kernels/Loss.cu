@@ -11,8 +11,10 @@
 // of a sequence). mse_loss and nll_loss run on the CPU.
 //
 // Labels are checked on the device: the first out-of-range one is reported
-// through the context's status word, which costs one wait for the stream at
-// the end of the call (the loss is read by the host each step anyway).
+// through the context's status word. Immediate data checks wait for the
+// stream at the end of the call; deferred ones (AMPRT_CHECKS_DEFERRED) queue
+// the record of a bad label, its value read by the device, for the next
+// wait to report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,11 +169,27 @@ amprt_status sceCheck(amprt_context *ctx, const char *k, T scores, T labels,
   return AMPRT_OK;
 }
 
-/// Waits for the call's kernels and reports a bad label as Loss.cpp does.
+/// Loss.cpp's words for the bad label of row `bad`.
+struct LabelOutside {
+  const void *labels;
+  int32_t dt;
+  int64_t C;
+  __device__ bool operator()(int64_t bad, DeferredCheck &c) const {
+    c.message = kLabelOutside;
+    c.value = indexValue(labels, dt, bad);
+    c.at = bad;
+    c.bound = C;
+    return true;
+  }
+};
+
+/// Reports a bad label as Loss.cpp does: waits for the call's kernels
+/// (immediate checks) or queues its record (deferred).
 amprt_status labelStatus(amprt_context *ctx, const char *k, T labels,
                          int64_t C) {
   int64_t bad;
-  AMPRT_TRY(readStatus(ctx, k, bad));
+  AMPRT_TRY(
+      statusOrDefer(ctx, k, LabelOutside{labels->data, labels->dtype, C}, bad));
   if (bad == kNoError)
     return AMPRT_OK;
   // The stream is idle: the host may read the managed labels.

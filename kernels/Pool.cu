@@ -10,7 +10,8 @@
 // bit. max_pool_grad and average_pool_grad: a scatter-add into f32 with
 // atomics (overlapping windows sum in another order than the CPU's); a bad
 // max_pool index is reported as the CPU reports it, and dx is then left
-// untouched. global_average_pool runs reduce_mean's kernels (f64 sums; the
+// untouched (deferred data checks: recorded for the next wait, dx
+// undefined). global_average_pool runs reduce_mean's kernels (f64 sums; the
 // CPU sums in f32); its gradient is the CPU's expression.
 //
 //===----------------------------------------------------------------------===//
@@ -98,6 +99,19 @@ __global__ void maxPoolGradKernel(const void *dy, int32_t ddy,
   }
 }
 
+/// Pool.cpp's words for the bad index at `bad`.
+struct PoolIndexOutside {
+  const int64_t *indices;
+  int64_t nx;
+  __device__ bool operator()(int64_t bad, DeferredCheck &c) const {
+    c.message = kPoolIndexOutside;
+    c.value = indices[bad];
+    c.at = bad;
+    c.bound = nx;
+    return true;
+  }
+};
+
 amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
   const char *k = "max_pool_grad";
   return guard(ctx, k, [&]() -> amprt_status {
@@ -120,7 +134,10 @@ amprt_status cudaMaxPoolGrad(amprt_context *ctx, T dy, T indices, T dx) {
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     int64_t bad;
-    AMPRT_TRY(readStatus(ctx, k, bad));
+    AMPRT_TRY(statusOrDefer(
+        ctx, k,
+        PoolIndexOutside{static_cast<const int64_t *>(indices->data), nx},
+        bad));
     if (bad != kNoError)
       return onHost(ctx, cpu); // the CPU code words the error
     return storeFromF32(ctx, k, acc, dx);

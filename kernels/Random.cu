@@ -8,9 +8,12 @@
 // the same counter-based stream (uniformAt, normalAt, bernoulliAt of
 // amp/Runtime/Math/Random.h), so random_uniform and bernoulli give the
 // CPU's bits and random_normal differs at most where the device's double
-// log, sqrt or cos differs from the host's in the last bit. bernoulli checks p
-// on the device first (one wait for the stream); a p outside [0, 1] is reported
-// by the CPU code, and nothing is written.
+// log, sqrt or cos differs from the host's in the last bit. Every kernel
+// reads the context's random offset on the device when it runs (a recorded
+// graph draws anew after each advance). bernoulli checks p on the device
+// first: immediate data checks wait for the stream, and a p outside [0, 1] is
+// reported by the CPU code, nothing written; deferred ones record it for the
+// next wait, and nothing is written either.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +30,9 @@ constexpr int kThreads = 256;
 enum class Gen { Uniform, Normal };
 
 template <Gen G>
-__global__ void generateKernel(void *y, int32_t dy, int64_t n, uint64_t key,
-                               double a, double b) {
+__global__ void generateKernel(void *y, int32_t dy, int64_t n, uint64_t seed,
+                               const uint64_t *offset, double a, double b) {
+  uint64_t key = streamKey(seed, *offset);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     writeD(y, dy, i,
@@ -43,7 +47,7 @@ amprt_status launchGenerate(amprt_context *ctx, const char *k, T y,
   if (n == 0)
     return AMPRT_OK;
   generateKernel<G><<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
-      y->data, y->dtype, n, streamKey(seed, ctx->randomOffset), a, b);
+      y->data, y->dtype, n, seed, randomOffset(ctx), a, b);
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
 }
@@ -82,8 +86,25 @@ __global__ void checkProbabilitiesKernel(const void *p, int32_t dp, int64_t n,
   }
 }
 
+/// Random.cpp's words (bernoulli) for the bad probability at `bad`.
+struct ProbabilityOutside {
+  const void *p;
+  int32_t dp;
+  __device__ bool operator()(int64_t bad, DeferredCheck &c) const {
+    c.message = kProbabilityOutside;
+    c.real = double(loadF(p, dp, bad));
+    c.at = bad;
+    return true;
+  }
+};
+
+/// y[i] = a draw of p[i]; nothing when the deferred check failed.
 __global__ void bernoulliKernel(const void *p, int32_t dp, void *y, int32_t dy,
-                                int64_t n, uint64_t key) {
+                                int64_t n, uint64_t seed,
+                                const uint64_t *offset, const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
+  uint64_t key = streamKey(seed, *offset);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     writeD(y, dy, i, bernoulliAt(key, i, loadF(p, dp, i)));
@@ -104,12 +125,13 @@ amprt_status cudaBernoulli(amprt_context *ctx, T p, T y, uint64_t seed) {
         p->data, p->dtype, n, state(ctx).devStatus);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     int64_t bad;
-    AMPRT_TRY(readStatus(ctx, k, bad));
+    AMPRT_TRY(
+        statusOrDefer(ctx, k, ProbabilityOutside{p->data, p->dtype}, bad));
     if (bad != kNoError)
       return onHost(ctx, cpu); // the CPU code words the error
     bernoulliKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-        p->data, p->dtype, y->data, y->dtype, n,
-        streamKey(seed, ctx->randomOffset));
+        p->data, p->dtype, y->data, y->dtype, n, seed, randomOffset(ctx),
+        deferChecks(ctx) ? state(ctx).devStatus : nullptr);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

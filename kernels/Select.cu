@@ -18,8 +18,10 @@
 // f32 with atomics, in another order. scatter_nd sorts its tuples by the slab
 // they update (a stable radix sort, so repeats keep their order) and one
 // thread per slab element applies a slab's tuples in order: every reduction
-// gives the CPU's bits. Index values are checked on the device first (one
-// wait) and a bad one is reported by the CPU code, nothing written.
+// gives the CPU's bits. Index values are checked on the device first:
+// immediate data checks wait, and a bad one is reported by the CPU code,
+// nothing written; deferred ones record it for the next wait, and the
+// kernels that index with the values write nothing either (IndexCheck).
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,8 +76,7 @@ amprt_status cudaArg(amprt_context *ctx, T x, int64_t axis, int32_t keepdims,
 
 __device__ __forceinline__ int64_t ldIdx(const void *idx, int32_t dt,
                                          int64_t i) {
-  return dt == AMPRT_I64 ? static_cast<const int64_t *>(idx)[i]
-                         : static_cast<const int32_t *>(idx)[i];
+  return indexValue(idx, dt, i);
 }
 
 /// Where element e of a gather's output reads, and the scatter-add of its
@@ -98,7 +99,10 @@ struct NDSource {
 
 template <typename E, typename Src>
 __global__ void indexedGatherKernel(Src src, const E *data, const void *idx,
-                                    int32_t di, E *y, int64_t n) {
+                                    int32_t di, E *y, int64_t n,
+                                    const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x)
     y[e] = data[src(idx, di, e)];
@@ -107,16 +111,19 @@ __global__ void indexedGatherKernel(Src src, const E *data, const void *idx,
 template <typename Src>
 __global__ void indexedScatterAddKernel(Src src, const void *dy, int32_t ddy,
                                         const void *idx, int32_t di, float *acc,
-                                        int64_t n) {
+                                        int64_t n, const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x)
     atomicAdd(acc + src(idx, di, e), loadF(dy, ddy, e));
 }
 
-/// y[e] = data[src(e)] for every element of y (any dtype; indices checked).
+/// y[e] = data[src(e)] for every element of y (any dtype; indices checked,
+/// nothing written when a deferred check failed).
 template <typename Src>
 amprt_status indexedGather(amprt_context *ctx, const char *k, Src src, T data,
-                           T indices, T y) {
+                           T indices, T y, const IndexCheck &check) {
   int64_t n = numel(y);
   if (n == 0)
     return AMPRT_OK;
@@ -125,7 +132,7 @@ amprt_status indexedGather(amprt_context *ctx, const char *k, Src src, T data,
     using E = decltype(e);
     indexedGatherKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
         src, static_cast<const E *>(data->data), indices->data, indices->dtype,
-        static_cast<E *>(y->data), n);
+        static_cast<E *>(y->data), n, check.failed);
   });
   AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
@@ -134,7 +141,7 @@ amprt_status indexedGather(amprt_context *ctx, const char *k, Src src, T data,
 /// dx = 0, then dx[src(e)] += dy[e] in f32 with atomics, rounded once.
 template <typename Src>
 amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src, T dy,
-                               T indices, T dx) {
+                               T indices, T dx, const IndexCheck &check) {
   if (numel(dx) == 0)
     return AMPRT_OK;
   F32Accumulator acc;
@@ -142,8 +149,9 @@ amprt_status indexedGatherGrad(amprt_context *ctx, const char *k, Src src, T dy,
   int64_t n = numel(dy);
   if (n) {
     indexedScatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0,
-                              stream(ctx)>>>(
-        src, dy->data, dy->dtype, indices->data, indices->dtype, acc.p, n);
+                              stream(ctx)>>>(src, dy->data, dy->dtype,
+                                             indices->data, indices->dtype,
+                                             acc.p, n, check.failed);
     AMPRT_CUDA_LAUNCHED(ctx, k);
   }
   return acc.finish(ctx, k, dx);
@@ -161,12 +169,12 @@ amprt_status cudaGatherElements(amprt_context *ctx, T data, T indices,
         checkDtype(ctx, k, "y", y, data->dtype) ||
         checkGatherElementsShape(ctx, k, data, indices, a, y))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], check));
+    if (!check.ok)
       return onHost(ctx, cpu);
     return indexedGather(ctx, k, ElementsSource{elementsMap(data, indices, a)},
-                         data, indices, y);
+                         data, indices, y, check);
   });
 }
 
@@ -181,12 +189,13 @@ amprt_status cudaGatherElementsGrad(amprt_context *ctx, T dy, T indices,
     if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "dx", dx) ||
         checkGatherElementsShape(ctx, k, dx, indices, a, dy))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(indicesInRange(ctx, k, indices, dx->shape[a], ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, dx->shape[a], check));
+    if (!check.ok)
       return onHost(ctx, cpu);
-    return indexedGatherGrad(
-        ctx, k, ElementsSource{elementsMap(dx, indices, a)}, dy, indices, dx);
+    return indexedGatherGrad(ctx, k,
+                             ElementsSource{elementsMap(dx, indices, a)}, dy,
+                             indices, dx, check);
   });
 }
 
@@ -274,11 +283,24 @@ __global__ void checkNDKernel(NDMap m, const void *idx, int32_t di, int64_t n,
   }
 }
 
-/// Waits for the device check of GatherND's indices; ok when all are in
-/// range.
+/// Select.cpp's words (ndSlabs) for the bad index at element `bad`.
+struct TupleIndexOutside {
+  NDMap m;
+  const void *idx;
+  int32_t dt;
+  __device__ bool operator()(int64_t bad, DeferredCheck &c) const {
+    c.message = kTupleIndexOutside;
+    c.value = ldIdx(idx, dt, bad);
+    c.at = bad / m.kk;
+    c.bound = m.dims[bad % m.kk];
+    return true;
+  }
+};
+
+/// The device check of GatherND's indices (indicesInRange's outcomes).
 amprt_status ndIndicesInRange(amprt_context *ctx, const char *k, const NDMap &m,
-                              T indices, bool &ok) {
-  ok = true;
+                              T indices, IndexCheck &check) {
+  check = IndexCheck();
   int64_t n = numel(indices);
   if (n == 0)
     return AMPRT_OK;
@@ -287,8 +309,11 @@ amprt_status ndIndicesInRange(amprt_context *ctx, const char *k, const NDMap &m,
       m, indices->data, indices->dtype, n, state(ctx).devStatus);
   AMPRT_CUDA_LAUNCHED(ctx, k);
   int64_t bad;
-  AMPRT_TRY(readStatus(ctx, k, bad));
-  ok = bad == kNoError;
+  AMPRT_TRY(statusOrDefer(
+      ctx, k, TupleIndexOutside{m, indices->data, indices->dtype}, bad));
+  check.ok = bad == kNoError;
+  if (deferChecks(ctx))
+    check.failed = state(ctx).devStatus;
   return AMPRT_OK;
 }
 
@@ -304,11 +329,11 @@ amprt_status cudaGatherND(amprt_context *ctx, T data, T indices,
         checkDtype(ctx, k, "y", y, data->dtype) ||
         gatherNDShape(ctx, k, data, indices, batch_dims, y, m))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, check));
+    if (!check.ok)
       return onHost(ctx, cpu);
-    return indexedGather(ctx, k, NDSource{m}, data, indices, y);
+    return indexedGather(ctx, k, NDSource{m}, data, indices, y, check);
   });
 }
 
@@ -323,11 +348,11 @@ amprt_status cudaGatherNDGrad(amprt_context *ctx, T dy, T indices,
     if (checkFloat(ctx, k, "dy", dy) || checkFloat(ctx, k, "dx", dx) ||
         gatherNDShape(ctx, k, dx, indices, batch_dims, dy, m))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, check));
+    if (!check.ok)
       return onHost(ctx, cpu);
-    return indexedGatherGrad(ctx, k, NDSource{m}, dy, indices, dx);
+    return indexedGatherGrad(ctx, k, NDSource{m}, dy, indices, dx, check);
   });
 }
 
@@ -380,7 +405,10 @@ amprt_status cudaTopK(amprt_context *ctx, T x, int64_t k, int64_t axis,
 
 /// winner[pos] = 1 + the last update element i that targets pos.
 __global__ void scatterWinnerKernel(ElementsMap m, const void *idx, int32_t di,
-                                    unsigned long long *winner, int64_t n) {
+                                    unsigned long long *winner, int64_t n,
+                                    const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     atomicMax(winner + gatheredOffset(m, i, ldIdx(idx, di, i)),
@@ -390,7 +418,10 @@ __global__ void scatterWinnerKernel(ElementsMap m, const void *idx, int32_t di,
 template <typename E>
 __global__ void scatterWriteKernel(ElementsMap m, const void *idx, int32_t di,
                                    const unsigned long long *winner,
-                                   const E *updates, E *y, int64_t n) {
+                                   const E *updates, E *y, int64_t n,
+                                   const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t pos = gatheredOffset(m, i, ldIdx(idx, di, i));
@@ -416,9 +447,9 @@ amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
     if (checkScatterElements(ctx, data, indices, updates, a, reduction, y) ||
         reduction != 0)
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, data->shape[a], check));
+    if (!check.ok)
       return onHost(ctx, cpu);
     cudaStream_t s = stream(ctx);
     int64_t ny = numel(y), n = numel(indices);
@@ -437,13 +468,14 @@ amprt_status cudaScatterElements(amprt_context *ctx, T data, T indices,
         cudaMemsetAsync(w, 0, size_t(ny) * sizeof(unsigned long long), s));
     ElementsMap m = elementsMap(data, indices, a);
     scatterWinnerKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
-        m, indices->data, indices->dtype, w, n);
+        m, indices->data, indices->dtype, w, n, check.failed);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     byElementSize(es, [&](auto e) {
       using E = decltype(e);
       scatterWriteKernel<<<gridFor(n, kThreads, 4), kThreads, 0, s>>>(
           m, indices->data, indices->dtype, w,
-          static_cast<const E *>(updates->data), static_cast<E *>(y->data), n);
+          static_cast<const E *>(updates->data), static_cast<E *>(y->data), n,
+          check.failed);
     });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
@@ -467,7 +499,10 @@ __global__ void ndTargetKernel(NDMap m, const void *idx, int32_t di,
 template <typename E>
 __global__ void scatterNDReplaceKernel(const int64_t *keys,
                                        const int64_t *tuples, int64_t n,
-                                       int64_t slab, const E *updates, E *y) {
+                                       int64_t slab, const E *updates, E *y,
+                                       const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * slab;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t j = i / slab, e = i % slab, key = keys[j];
@@ -481,11 +516,12 @@ __global__ void scatterNDReplaceKernel(const int64_t *keys,
 
 /// The reductions: each tuple of the group in turn, rounded into the dtype
 /// at each step (the CPU's loop).
-__global__ void scatterNDReduceKernel(const int64_t *keys,
-                                      const int64_t *tuples, int64_t n,
-                                      int64_t slab, const void *updates,
-                                      void *y, int32_t dt, bool integer,
-                                      int32_t reduction) {
+__global__ void
+scatterNDReduceKernel(const int64_t *keys, const int64_t *tuples, int64_t n,
+                      int64_t slab, const void *updates, void *y, int32_t dt,
+                      bool integer, int32_t reduction, const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * slab;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t j = i / slab, e = i % slab, key = keys[j];
@@ -520,9 +556,9 @@ amprt_status cudaScatterND(amprt_context *ctx, T data, T indices, T updates,
     NDMap m;
     if (checkScatterND(ctx, data, indices, updates, reduction, y, m))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(ndIndicesInRange(ctx, k, m, indices, check));
+    if (!check.ok)
       return onHost(ctx, cpu);
     cudaStream_t s = stream(ctx);
     int64_t ny = numel(y), n = m.tuples;
@@ -562,12 +598,13 @@ amprt_status cudaScatterND(amprt_context *ctx, T data, T indices, T updates,
         using E = decltype(e);
         scatterNDReplaceKernel<<<grid, kThreads, 0, s>>>(
             sortedKeys, sortedTuples, n, m.slab,
-            static_cast<const E *>(updates->data), static_cast<E *>(y->data));
+            static_cast<const E *>(updates->data), static_cast<E *>(y->data),
+            check.failed);
       });
     else
       scatterNDReduceKernel<<<grid, kThreads, 0, s>>>(
           sortedKeys, sortedTuples, n, m.slab, updates->data, y->data,
-          data->dtype, isInteger(data->dtype), reduction);
+          data->dtype, isInteger(data->dtype), reduction, check.failed);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -10,12 +10,13 @@
 // concat input; slice_grad zeroes dx first), pad, gather (embedding lookups)
 // and gather_grad (scatter-add in f32 with atomics, so the sum of the rows that
 // share an index runs in another order than the CPU's), dropout and
-// dropout_grad (the CPU's counter-based mask, bit for bit; the ratio and
-// training flag are read back to the host, one wait for the stream per call).
-// The geometry is Shape.cpp's own (transposeGeometry, sliceGeometry,
-// concatShape, gatherShape); index values are checked on the device first, and
-// a bad one is reported by the CPU code, which words the error (nothing is
-// written).
+// dropout_grad (the CPU's counter-based mask, bit for bit; the kernels read
+// the ratio, the training flag and the context's random offset on the
+// device). The geometry is Shape.cpp's own (transposeGeometry, sliceGeometry,
+// concatShape, gatherShape). Index values and dropout's ratio are checked on
+// the device first: immediate data checks wait for the stream, and a bad one
+// is reported by the CPU code, which words the error (nothing is written);
+// deferred ones record it for the next wait, and nothing is written either.
 //
 //===----------------------------------------------------------------------===//
 
@@ -223,8 +224,10 @@ __device__ __forceinline__ int64_t ldIndex(const void *idx, int32_t dt,
 /// y[o, j, t] = data[o, idx[j], t]; one thread per output element.
 template <typename E>
 __global__ void gatherKernel(const E *data, const void *idx, int32_t di, E *y,
-                             int64_t ni, int64_t len, int64_t inner,
-                             int64_t n) {
+                             int64_t ni, int64_t len, int64_t inner, int64_t n,
+                             const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t t = e % inner, r = e / inner;
@@ -236,7 +239,10 @@ __global__ void gatherKernel(const E *data, const void *idx, int32_t di, E *y,
 /// acc[o, idx[j], t] += dy[o, j, t] (f32 atomics).
 __global__ void scatterAddKernel(const void *dy, int32_t ddy, const void *idx,
                                  int32_t di, float *acc, int64_t ni,
-                                 int64_t len, int64_t inner, int64_t n) {
+                                 int64_t len, int64_t inner, int64_t n,
+                                 const int64_t *failed) {
+  if (checkFailed(failed))
+    return;
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
     int64_t t = e % inner, r = e / inner;
@@ -259,9 +265,9 @@ amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
                     so, /*values=*/false) ||
         checkShape(ctx, k, "y", y, so))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(indicesInRange(ctx, k, indices, len, ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, len, check));
+    if (!check.ok)
       return onHost(ctx, cpu);
     int64_t ni = numel(indices), n = numel(so);
     if (n == 0)
@@ -274,7 +280,7 @@ amprt_status cudaGather(amprt_context *ctx, T data, T indices, int64_t axis,
       using E = decltype(e);
       gatherKernel<<<grid, kThreads, 0, s>>>(static_cast<const E *>(data->data),
                                              ix, di, static_cast<E *>(y->data),
-                                             ni, len, inner, n);
+                                             ni, len, inner, n, check.failed);
     });
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
@@ -294,9 +300,9 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
                     so, /*values=*/false) ||
         checkShape(ctx, k, "dy", dy, so))
       return onHost(ctx, cpu);
-    bool ok;
-    AMPRT_TRY(indicesInRange(ctx, k, indices, len, ok));
-    if (!ok)
+    IndexCheck check;
+    AMPRT_TRY(indicesInRange(ctx, k, indices, len, check));
+    if (!check.ok)
       return onHost(ctx, cpu);
     int64_t nx = numel(dx), n = numel(dy);
     if (nx == 0)
@@ -306,7 +312,7 @@ amprt_status cudaGatherGrad(amprt_context *ctx, T dy, T indices, int64_t axis,
     if (n) {
       scatterAddKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
           dy->data, dy->dtype, indices->data, indices->dtype, acc.p,
-          numel(indices), len, inner, n);
+          numel(indices), len, inner, n, check.failed);
       AMPRT_CUDA_LAUNCHED(ctx, k);
     }
     return acc.finish(ctx, k, dx);
@@ -376,11 +382,53 @@ amprt_status cudaSliceGrad(amprt_context *ctx, T dy, const int64_t *starts,
   });
 }
 
+/// Dropout's ratio and training flag where the kernels read them (NULL:
+/// absent), read as Shape.cpp's dropoutValues reads them.
+struct DropoutScalars {
+  const void *ratio;
+  int32_t dr;
+  const void *training;
+  int32_t dt;
+  /// r (0.5 without a ratio) and the flag; false for r outside [0, 1).
+  __device__ bool read(float &r, bool &train) const {
+    r = ratio ? float(readD(ratio, dr, 0)) : 0.5f;
+    train = training && readD(training, dt, 0) != 0;
+    return r >= 0.f && r < 1.f;
+  }
+};
+
+DropoutScalars dropoutScalars(T ratio, T training) {
+  return {ratio ? ratio->data : nullptr, ratio ? ratio->dtype : 0,
+          training ? training->data : nullptr, training ? training->dtype : 0};
+}
+
+/// A ratio outside [0, 1) seen by a dropout kernel: the first thread
+/// records it when the checks are deferred (rec; NULL: the host checked).
+__device__ __forceinline__ void badRatio(float r, DeferredCheck *rec,
+                                         const char *k) {
+  if (!rec || blockIdx.x != 0 || threadIdx.x != 0)
+    return;
+  DeferredCheck c = {};
+  c.message = kRatioOutside;
+  c.real = double(r);
+  recordFailure(rec, k, c);
+}
+
 /// Shape.cpp's dropout expressions: keep iff not training, ratio 0 or the
-/// element's uniform draw >= r; kept elements scaled by sc when training.
+/// element's uniform draw >= r; kept elements scaled by 1 / (1 - r) (f32,
+/// as the CPU) when training. Nothing is written for a bad ratio.
 __global__ void dropoutKernel(const void *x, int32_t dx, void *y, int32_t dy,
-                              uint8_t *mask, int64_t n, float r, float sc,
-                              bool train, uint64_t key) {
+                              uint8_t *mask, int64_t n, DropoutScalars d,
+                              uint64_t seed, const uint64_t *offset,
+                              DeferredCheck *rec, const char *k) {
+  float r;
+  bool train;
+  if (!d.read(r, train)) {
+    badRatio(r, rec, k);
+    return;
+  }
+  float sc = 1.f / (1.f - r);
+  uint64_t key = streamKey(seed, *offset);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     bool keep = !train || r == 0.f || uniform24At(key, i) >= r;
@@ -393,22 +441,59 @@ __global__ void dropoutKernel(const void *x, int32_t dx, void *y, int32_t dy,
 
 __global__ void dropoutGradKernel(const void *g, int32_t dg,
                                   const uint8_t *mask, void *dx, int32_t ddx,
-                                  int64_t n, float sc) {
+                                  int64_t n, DropoutScalars d,
+                                  DeferredCheck *rec, const char *k) {
+  float r;
+  bool train;
+  if (!d.read(r, train)) {
+    badRatio(r, rec, k);
+    return;
+  }
+  float sc = train ? 1.f / (1.f - r) : 1.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     storeF(dx, ddx, i, mask[i] ? loadF(g, dg, i) * sc : 0.f);
 }
 
-/// Dropout's ratio and training flag, read from the device (one wait for
-/// the stream) and checked as the CPU checks them; false when the CPU code
-/// should run (and report the error).
-amprt_status dropoutScalars(amprt_context *ctx, const char *k, T ratio,
-                            T training, float &r, bool &train, bool &ok) {
+/// Dropout's ratio alone (a call with no elements): records a bad one.
+struct RatioOutside {
+  DropoutScalars d;
+  __device__ bool operator()(int64_t, DeferredCheck &c) const {
+    float r;
+    bool train;
+    if (d.read(r, train))
+      return false;
+    c.message = kRatioOutside;
+    c.real = double(r);
+    return true;
+  }
+};
+
+/// Dropout's scalars: their dtypes and shapes are checked at once (false:
+/// the CPU code runs, and reports the error). Their values are data: an
+/// immediate check reads them back to the host (one wait for the stream)
+/// and checks the ratio as the CPU does; a deferred one leaves the check
+/// to the kernels, which record a bad ratio in `rec` (a call with no
+/// elements queues the check alone).
+amprt_status dropoutChecks(amprt_context *ctx, const char *k, T ratio,
+                           T training, int64_t n, DeferredCheck *&rec,
+                           bool &ok) {
   ok = false;
+  rec = nullptr;
   if (checkDropoutScalars(ctx, k, ratio, training))
     return AMPRT_OK;
+  if (deferChecks(ctx)) {
+    ok = true;
+    rec = state(ctx).deferredOnDevice;
+    if (n == 0 && ratio)
+      return deferCheck(ctx, k, RatioOutside{dropoutScalars(ratio, training)},
+                        /*fromStatus=*/false);
+    return AMPRT_OK;
+  }
   double v[2] = {0, 0};
   AMPRT_TRY(readScalars(ctx, k, {ratio, training}, v));
+  float r;
+  bool train;
   ok = !dropoutValues(ctx, k, ratio ? &v[0] : nullptr,
                       training ? &v[1] : nullptr, r, train);
   return AMPRT_OK;
@@ -426,18 +511,18 @@ amprt_status cudaDropout(amprt_context *ctx, T x, T ratio, T training,
         checkDtype(ctx, k, "mask", mask, AMPRT_BOOL, true) ||
         (mask && checkShape(ctx, k, "mask", mask, shapeOf(x))))
       return onHost(ctx, cpu);
-    float r;
-    bool train, ok;
-    AMPRT_TRY(dropoutScalars(ctx, k, ratio, training, r, train, ok));
+    int64_t n = numel(x);
+    DeferredCheck *rec;
+    bool ok;
+    AMPRT_TRY(dropoutChecks(ctx, k, ratio, training, n, rec, ok));
     if (!ok)
       return onHost(ctx, cpu);
-    int64_t n = numel(x);
     if (n == 0)
       return AMPRT_OK;
     dropoutKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         x->data, x->dtype, y->data, y->dtype,
-        mask ? static_cast<uint8_t *>(mask->data) : nullptr, n, r,
-        1.f / (1.f - r), train, streamKey(seed, ctx->randomOffset));
+        mask ? static_cast<uint8_t *>(mask->data) : nullptr, n,
+        dropoutScalars(ratio, training), seed, randomOffset(ctx), rec, k);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });
@@ -456,17 +541,17 @@ amprt_status cudaDropoutGrad(amprt_context *ctx, T dy, T mask, T ratio,
         checkFloat(ctx, k, "dx", dx) ||
         checkShape(ctx, k, "dx", dx, shapeOf(dy)))
       return onHost(ctx, cpu);
-    float r;
-    bool train, ok;
-    AMPRT_TRY(dropoutScalars(ctx, k, ratio, training, r, train, ok));
+    int64_t n = numel(dy);
+    DeferredCheck *rec;
+    bool ok;
+    AMPRT_TRY(dropoutChecks(ctx, k, ratio, training, n, rec, ok));
     if (!ok)
       return onHost(ctx, cpu);
-    int64_t n = numel(dy);
     if (n == 0)
       return AMPRT_OK;
     dropoutGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
         dy->data, dy->dtype, static_cast<const uint8_t *>(mask->data), dx->data,
-        dx->dtype, n, train ? 1.f / (1.f - r) : 1.f);
+        dx->dtype, n, dropoutScalars(ratio, training), rec, k);
     AMPRT_CUDA_LAUNCHED(ctx, k);
     return AMPRT_OK;
   });

@@ -2159,6 +2159,356 @@ def test_unaligned(rt, gpu):
         gpu.offset = 0
 
 
+def queue_api(L):
+    """argtypes of ABI 9's calls (steps without waiting)."""
+    vp, u64 = C.c_void_p, C.c_uint64
+    L.amprt_set_random_offset.argtypes = [vp, u64]
+    L.amprt_advance_random_offset.argtypes = [vp, u64]
+    L.amprt_set_data_checks.argtypes = [vp, C.c_int32]
+    L.amprt_host_alloc.argtypes = [vp, C.c_size_t, C.POINTER(vp)]
+    L.amprt_host_free.argtypes = [vp, vp]
+    L.amprt_memcpy_async.argtypes = [vp, vp, vp, C.c_size_t, C.c_int32]
+    L.amprt_fence_record.argtypes = [vp, C.POINTER(u64)]
+    L.amprt_fence_wait.argtypes = [vp, u64]
+    L.amprt_graph_begin.argtypes = [vp]
+    L.amprt_graph_end.argtypes = [vp, C.POINTER(vp)]
+    L.amprt_graph_launch.argtypes = [vp, vp]
+    L.amprt_graph_destroy.argtypes = [vp, vp]
+
+
+def test_queue(rt, gpu):
+    """ABI 9, steps without waiting: the random offset advanced on the queue
+    (dropout, random_uniform, random_fill with seed_step draw the CPU's bits
+    for the same offset), a queued copy round trip through host memory and a
+    fence, deferred data checks (the call returns, the next wait reports the
+    immediate message once, then the context works again), and on CUDA a
+    recorded graph launched twice (the CPU's results for each launch's
+    offset) and a recording refused by a call that would wait or run on the
+    host. The CPU backend (--gpu-backend cpu) fails its data checks at
+    once and has no graphs."""
+    L = rt.lib
+    queue_api(L)
+    g = gpu.ctx
+    cuda = gpu.backend == "cuda"
+
+    def ok(st, what):
+        assert st == 0, "%s: status %d: %s" % (what, st, gpu.err())
+
+    def both_offsets(off, delta):
+        for ctx in (rt.ctx, g):
+            assert L.amprt_set_random_offset(ctx, off) == 0
+            assert L.amprt_advance_random_offset(ctx, delta) == 0
+
+    # The offset moved by amprt_advance_random_offset.
+    try:
+        for off, delta in ((0, 5), (7, 3), (2 ** 64 - 2, 3)):
+            both_offsets(off, delta)
+            x = special(rt, (9, 70), "f32")
+            c, gg, _ = both(rt, gpu, "dropout", x,
+                            rt.buf(np.array(0.3), "f32"),
+                            Buf(np.array(1), "bool"), 4321,
+                            rt.empty(x.shape, "f32"),
+                            rt.empty(x.shape, "bool"))
+            same(rt, "dropout after advance %d" % delta, c[4], gg[4])
+            same(rt, "dropout mask after advance %d" % delta, c[5], gg[5])
+            c, gg, _ = both(rt, gpu, "random_uniform", rt.empty((33,), "f32"),
+                            99, C.c_double(-1.0), C.c_double(2.0))
+            same(rt, "random_uniform after advance", c[0], gg[0])
+            for dt, classes in (("f32", 1), ("bf16", 1), ("i64", 1000),
+                                ("i32", 7), ("bool", 1)):
+                y = Buf(np.zeros((5, 13), NP_STORAGE[dt]), dt)
+                for seed, step in ((3, 0), (3, 1),
+                                   (0xFEDCBA9876543210, 0x9E3779B97F4A7C15)):
+                    c, gg, _ = both(rt, gpu, "random_fill", y,
+                                    C.c_uint64(seed), C.c_uint64(step),
+                                    classes)
+                    same(rt, "random_fill %s seed_step %d" % (dt, step),
+                         c[0], gg[0])
+    finally:
+        for ctx in (rt.ctx, g):
+            L.amprt_set_random_offset(ctx, 0)
+
+    # A queued copy to the device and back through amprt_host_alloc memory;
+    # a fence in slot use again after a full turn of the ring.
+    src = rt.rng.standard_normal(1000).astype(np.float32)
+    nb = src.nbytes
+    hin, hout, dev = C.c_void_p(), C.c_void_p(), C.c_void_p()
+    ok(L.amprt_host_alloc(g, nb, C.byref(hin)), "host_alloc")
+    ok(L.amprt_host_alloc(g, nb, C.byref(hout)), "host_alloc")
+    assert hin.value % 64 == 0 and hout.value % 64 == 0
+    ok(L.amprt_malloc(g, nb, C.byref(dev)), "malloc")
+    C.memmove(hin, src.ctypes.data, nb)
+    fences = []
+    for i in range(70):
+        f = C.c_uint64()
+        ok(L.amprt_fence_record(g, C.byref(f)), "fence_record")
+        fences.append(f.value)
+    assert fences == list(range(fences[0], fences[0] + 70)), fences[:3]
+    ok(L.amprt_memcpy_async(g, dev, hin, nb, 1), "memcpy_async in")
+    ok(L.amprt_memcpy_async(g, hout, dev, nb, 2), "memcpy_async out")
+    f = C.c_uint64()
+    ok(L.amprt_fence_record(g, C.byref(f)), "fence_record")
+    ok(L.amprt_fence_wait(g, fences[2]), "fence_wait, a slot used again")
+    ok(L.amprt_fence_wait(g, f.value), "fence_wait")
+    assert L.amprt_fence_wait(g, f.value + 1) == 1, "fence not recorded"
+    back = np.frombuffer((C.c_char * nb).from_address(hout.value),
+                         np.float32).copy()
+    assert np.array_equal(back, src), "memcpy_async round trip"
+    ok(L.amprt_free(g, dev), "free")
+    ok(L.amprt_host_free(g, hin), "host_free")
+    ok(L.amprt_host_free(g, hout), "host_free")
+
+    # Deferred data checks: the CPU's immediate status and message, given by
+    # the next wait (synchronize, fence_wait, a copy to the host) on CUDA.
+    waits = ["synchronize", "fence", "copy"]
+
+    def deferred(name, *args):
+        f = getattr(L, "amprt_" + name)
+        sc = f(rt.ctx, *[a.ref if isinstance(a, Buf) else a for a in args])
+        mc = rt.error()
+        assert sc != 0, name
+        gargs, keep = [], []
+        for a in args:
+            if isinstance(a, Buf):
+                t, b = gpu.upload(a)
+                keep.append((t, b))
+                gargs.append(C.byref(t))
+            else:
+                gargs.append(a)
+        sg = f(g, *gargs)
+        if cuda:
+            assert sg == 0, "%s: deferred, status %d: %s" % (name, sg,
+                                                             gpu.err())
+            how = waits[0]
+            waits.append(waits.pop(0))
+            full = [(t, b) for t, b in keep if b.arr.nbytes]
+            if how == "copy" and not full:
+                how = "synchronize"  # a copy of no bytes does not wait
+            if how == "synchronize":
+                sg = L.amprt_synchronize(g)
+            elif how == "fence":
+                fe = C.c_uint64()
+                ok(L.amprt_fence_record(g, C.byref(fe)), "fence_record")
+                sg = L.amprt_fence_wait(g, fe.value)
+            else:
+                t, b = full[0]
+                sg = L.amprt_memcpy(g, b.arr.ctypes.data, t.data,
+                                    b.arr.nbytes, 2)
+        assert (sg, gpu.err()) == (sc, mc), (
+            "%s deferred: GPU %d %r, CPU %d %r (after a %s)"
+            % (name, sg, gpu.err(), sc, mc, how if cuda else "call"))
+        ok(L.amprt_synchronize(g), "synchronize after the report")
+        gpu.free_all()
+
+    ok(L.amprt_set_data_checks(g, 1), "set_data_checks")
+    assert L.amprt_set_data_checks(g, 2) == 1
+    try:
+        lab = Buf(np.array([1, 7, 2, -1], np.int64), "i64")
+        deferred("softmax_cross_entropy_loss", rt.randn((4, 5), "f32"), lab,
+                 None, 1, 0, 0, rt.empty((), "f32"), None)
+        deferred("softmax_cross_entropy_loss_grad",
+                 Buf(np.array(1.0, np.float32), "f32"),
+                 rt.randn((4, 5), "f32"), Buf(lab.arr.astype(np.int32), "i32"),
+                 None, 2, 0, -100, rt.empty((4, 5), "f32"))
+        idx = Buf(np.array([[0, 4], [-5, 9], [7, 1]], np.int64), "i64")
+        deferred("gather", rt.randn((5, 3), "f16"), idx, 0,
+                 rt.empty((3, 2, 3), "f16"))
+        deferred("gather_grad", rt.randn((3, 2, 3), "f32"), idx, 0,
+                 rt.empty((5, 3), "f32"))
+        deferred("gather_elements", rt.randn((3, 4), "f32"),
+                 Buf(np.array([[0, 1, 9, 0]] * 3, np.int32), "i32"), 1,
+                 rt.empty((3, 4), "f32"))
+        deferred("gather_nd", rt.randn((3, 4), "f32"),
+                 Buf(np.array([[0, 1], [2, -7]], np.int64), "i64"), 0,
+                 rt.empty((2,), "f32"))
+        deferred("bernoulli", Buf(np.array([0.2, 0.5, 1.5], np.float32),
+                                  "f32"), rt.empty((3,), "f32"), 1)
+        deferred("max_pool_grad", rt.randn((1, 1, 2, 2), "f32"),
+                 Buf(np.array([0, 3, 16, 1], np.int64).reshape(1, 1, 2, 2),
+                     "i64"), rt.empty((1, 1, 4, 4), "f32"))
+        for r in (1.0, -0.5):
+            deferred("dropout", rt.randn((4, 4), "f32"),
+                     rt.buf(np.array(r), "f32"), None, 1,
+                     rt.empty((4, 4), "f32"), None)
+            deferred("dropout_grad", rt.randn((4, 4), "f32"),
+                     Buf(np.ones((4, 4)), "bool"), rt.buf(np.array(r), "bf16"),
+                     Buf(np.array(1), "bool"), rt.empty((4, 4), "f32"))
+            deferred("dropout", rt.randn((0, 4), "f32"),
+                     rt.buf(np.array(r), "f32"), None, 1,
+                     rt.empty((0, 4), "f32"), None)
+        if cuda:  # the first failure wins, and is reported once
+            td, _ = gpu.upload(rt.randn((5, 3), "f32"))
+            ti, _ = gpu.upload(idx)
+            ty, _ = gpu.upload(rt.empty((3, 2, 3), "f32"))
+            tp, _ = gpu.upload(Buf(np.array([2.0, 0.5], np.float32), "f32"))
+            tq, _ = gpu.upload(rt.empty((2,), "f32"))
+            ok(L.amprt_gather(g, C.byref(td), C.byref(ti), 0, C.byref(ty)),
+               "gather, a bad index")
+            ok(L.amprt_bernoulli(g, C.byref(tp), C.byref(tq), 3),
+               "bernoulli, a bad p")
+            assert L.amprt_synchronize(g) == 1
+            assert gpu.err() == "gather: index 9 at 3 outside [-5, 5)", \
+                gpu.err()
+            ok(L.amprt_synchronize(g), "synchronize after the report")
+            gpu.free_all()
+        # The context then works as before.
+        x = rt.randn((4, 5), "f32")
+        c, gg, _ = both(rt, gpu, "softmax_cross_entropy_loss", x,
+                        Buf(np.array([1, 4, 2, 0], np.int64), "i64"), None,
+                        1, 0, 0, rt.empty((), "f32"), rt.empty((4, 5), "f32"))
+        same(rt, "sce after a deferred failure", c[6], gg[6], ulps=4)
+        c, gg, _ = both(rt, gpu, "dropout", x, rt.buf(np.array(0.5), "f32"),
+                        Buf(np.array(1), "bool"), 9, rt.empty((4, 5), "f32"),
+                        rt.empty((4, 5), "bool"))
+        same(rt, "dropout after a deferred failure", c[4], gg[4])
+        if cuda:
+            test_queue_graphs(rt, gpu, ok)
+        else:
+            assert L.amprt_graph_begin(g) == 4 and "no graphs" in gpu.err()
+    finally:
+        L.amprt_set_data_checks(g, 0)
+        L.amprt_set_random_offset(g, 0)
+        L.amprt_set_random_offset(rt.ctx, 0)
+        gpu.free_all()
+
+
+def test_queue_graphs(rt, gpu, ok):
+    """test_queue's graphs (CUDA, deferred checks): a step recorded once
+    (fill, add, sum of 17 inputs through an uploaded table, dropout,
+    random_fill with seed_step, the offset advanced inside), launched twice,
+    against the CPU at each launch's offset; a bad label found by a launch;
+    the memory the graph holds counted while it lives; a recording refused
+    by a call that would wait or run on the host."""
+    L = rt.lib
+    g = gpu.ctx
+    st = MemoryStats()
+
+    def in_use():
+        assert L.amprt_memory_stats_get(g, C.byref(st)) == 0
+        return st.in_use
+
+    shape = (48, 33)
+    x = rt.randn(shape, "f32")
+    parts = [rt.randn(shape, "f32") for _ in range(17)]
+    ratio, train = rt.buf(np.array(0.25), "f32"), Buf(np.array(1), "bool")
+    labels = Buf(rt.rng.integers(0, shape[1], (shape[0],)), "i64")
+    dev = {}
+    for name, b in (("x", x), ("ratio", ratio), ("train", train),
+                    ("labels", labels), ("y", rt.empty(shape, "f32")),
+                    ("z", rt.empty(shape, "f32")),
+                    ("w", rt.empty(shape, "f32")),
+                    ("m", rt.empty(shape, "bool")),
+                    ("s", rt.empty(shape, "f32")),
+                    ("loss", rt.empty((), "f32")),
+                    ("batch", Buf(np.zeros(50, np.int64), "i64"))):
+        dev[name] = gpu.upload(b)
+    ps = [gpu.upload(b) for b in parts]
+    parr = (Tensor * len(ps))(*[t for t, _ in ps])
+
+    def T(name):
+        return C.byref(dev[name][0])
+
+    def record():
+        ok(L.amprt_advance_random_offset(g, 1), "advance (recorded)")
+        ok(L.amprt_fill(g, T("y"), C.c_double(0.5)), "fill")
+        ok(L.amprt_add(g, T("x"), T("y"), T("z")), "add")
+        ok(L.amprt_sum(g, parr, len(ps), T("s")), "sum")
+        ok(L.amprt_dropout(g, T("z"), T("ratio"), T("train"), 77, T("w"),
+                           T("m")), "dropout")
+        ok(L.amprt_random_fill(g, T("batch"), C.c_uint64(5), C.c_uint64(3),
+                               10), "random_fill")
+        ok(L.amprt_softmax_cross_entropy_loss(g, T("s"), T("labels"), None,
+                                              1, 0, 0, T("loss"), None),
+           "softmax_cross_entropy_loss")
+
+    def expect(offset):
+        """The CPU's step at `offset` (after the graph's advance)."""
+        assert L.amprt_set_random_offset(rt.ctx, offset) == 0
+        y, z = rt.empty(shape, "f32"), rt.empty(shape, "f32")
+        w, m, s = (rt.empty(shape, "f32"), rt.empty(shape, "bool"),
+                   rt.empty(shape, "f32"))
+        batch, loss = Buf(np.zeros(50, np.int64), "i64"), rt.empty((), "f32")
+        rt.ok("fill", y.ref, C.c_double(0.5))
+        rt.ok("add", x.ref, y.ref, z.ref)
+        rt.ok("sum", tensor_array(parts), len(parts), s.ref)
+        rt.ok("dropout", z.ref, ratio.ref, train.ref, 77, w.ref, m.ref)
+        rt.ok("random_fill", batch.ref, C.c_uint64(5), C.c_uint64(3), 10)
+        rt.ok("softmax_cross_entropy_loss", s.ref, labels.ref, None, 1, 0, 0,
+              loss.ref, None)
+        return dict(w=w, m=m, s=s, batch=batch, loss=loss)
+
+    def got(name):
+        t, b = dev[name]
+        gpu.download(t, b)
+        return b
+
+    before = in_use()
+    ok(L.amprt_set_random_offset(g, 10), "set_random_offset")
+    ok(L.amprt_graph_begin(g), "graph_begin")
+    assert L.amprt_graph_begin(g) == 1, "a second graph_begin"
+    record()
+    graph = C.c_void_p()
+    ok(L.amprt_graph_end(g, C.byref(graph)), "graph_end")
+    assert graph.value
+    held = in_use()
+    assert held >= before, (held, before)
+    # Nothing ran while recording.
+    same(rt, "nothing ran while recording", got("w"),
+         rt.empty(shape, "f32"))
+    for launch in (1, 2):
+        ok(L.amprt_graph_launch(g, graph), "graph_launch %d" % launch)
+        f = C.c_uint64()
+        ok(L.amprt_fence_record(g, C.byref(f)), "fence_record")
+        ok(L.amprt_fence_wait(g, f.value), "fence_wait")
+        want = expect(10 + launch)
+        for name in ("w", "m", "s", "batch"):
+            same(rt, "graph launch %d: %s" % (launch, name), want[name],
+                 got(name))
+        same(rt, "graph launch %d: loss" % launch, want["loss"], got("loss"),
+             ulps=4)
+    # The labels are data: a bad one is found by the next launch.
+    bad = Buf(labels.arr.copy(), "i64")
+    bad.arr[5] = shape[1] + 3
+    t, _ = dev["labels"]
+    ok(L.amprt_memcpy(g, t.data, bad.arr.ctypes.data, bad.arr.nbytes, 1),
+       "labels in")
+    ok(L.amprt_graph_launch(g, graph), "graph_launch, a bad label")
+    assert L.amprt_synchronize(g) == 1
+    assert gpu.err() == ("softmax_cross_entropy_loss: label %d at 5 outside "
+                         "[0, %d)" % (shape[1] + 3, shape[1])), gpu.err()
+    ok(L.amprt_memcpy(g, t.data, labels.arr.ctypes.data, labels.arr.nbytes,
+                      1), "labels in")
+    ok(L.amprt_graph_destroy(g, graph), "graph_destroy")
+    assert in_use() == before, (st.in_use, before)
+
+    # Calls that cannot be recorded: the recording makes no graph, and
+    # nothing it held ran.
+    host = rt.randn(shape, "f32")
+    for refused in ("memcpy", "mse_loss", "synchronize"):
+        ok(L.amprt_graph_begin(g), "graph_begin")
+        ok(L.amprt_fill(g, T("y"), C.c_double(3.0)), "fill (recorded)")
+        if refused == "memcpy":
+            s_ = L.amprt_memcpy(g, dev["x"][0].data, host.arr.ctypes.data,
+                                host.arr.nbytes, 1)
+        elif refused == "mse_loss":  # no CUDA kernel: it would run on the host
+            s_ = L.amprt_mse_loss(g, T("x"), T("y"), T("loss"))
+        else:
+            s_ = L.amprt_synchronize(g)
+        msg = gpu.err()
+        assert s_ == 4 and "cannot be recorded" in msg, (refused, s_, msg)
+        graph = C.c_void_p()
+        assert L.amprt_graph_end(g, C.byref(graph)) == 4, refused
+        assert not graph.value and "no graph" in gpu.err(), gpu.err()
+        # The context runs eagerly again; the recorded fill never ran.
+        same(rt, "refused %s: y as before" % refused, got("y"),
+             Buf(np.full(shape, 0.5, np.float32), "f32"))
+        ok(L.amprt_fill(g, T("z"), C.c_double(2.0)), "fill")
+        same(rt, "refused %s: eager fill" % refused, got("z"),
+             Buf(np.full(shape, 2.0, np.float32), "f32"))
+    assert in_use() == before, (st.in_use, before)
+    gpu.free_all()
+
+
 TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_gemm, test_matmul, test_unscale_finite,
          test_unscale_check_gate, test_loss_scaler,
@@ -2173,7 +2523,7 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_attention_views,
          test_cpu_fallback,
          test_collectives, test_compare_stats, test_memory_accounting,
-         test_unaligned]
+         test_unaligned, test_queue]
 
 
 def main():
