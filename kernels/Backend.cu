@@ -54,7 +54,7 @@ void cudaRelease(amprt_context *ctx, void *p) {
   if (!p)
     return;
   // Work queued on the stream may still use p.
-  cudaStreamSynchronize(stream(ctx));
+  drain(ctx);
   cudaFree(p);
 }
 
@@ -70,7 +70,7 @@ amprt_status cudaCopy(amprt_context *ctx, void *dst, const void *src,
              cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream(ctx)));
   if (kind == AMPRT_DEVICE_TO_DEVICE)
     return AMPRT_OK;
-  AMPRT_CUDA(ctx, "amprt_memcpy", cudaStreamSynchronize(stream(ctx)));
+  AMPRT_CUDA(ctx, "amprt_memcpy", drain(ctx));
   return reportDeferred(ctx);
 }
 
@@ -85,7 +85,7 @@ amprt_status cudaSet(amprt_context *ctx, void *dst, int value, size_t bytes) {
 /// amprt_synchronize, and onHost's wait: a deferred failure is reported by
 /// either.
 amprt_status cudaSync(amprt_context *ctx) {
-  AMPRT_CUDA(ctx, "amprt_synchronize", cudaStreamSynchronize(stream(ctx)));
+  AMPRT_CUDA(ctx, "amprt_synchronize", drain(ctx));
   return reportDeferred(ctx);
 }
 
@@ -258,7 +258,7 @@ amprt_status amprt::cuda::readStatus(amprt_context *ctx, const char *k,
   AMPRT_CUDA(ctx, k,
              cudaMemcpyAsync(s.hostStatus, s.devStatus, sizeof(int64_t),
                              cudaMemcpyDeviceToHost, s.stream));
-  AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
+  AMPRT_CUDA(ctx, k, drain(ctx));
   out = *s.hostStatus;
   return AMPRT_OK;
 }
@@ -284,7 +284,7 @@ amprt_status amprt::cuda::readScalars(amprt_context *ctx, const char *k,
   }
   if (!copied)
     return AMPRT_OK; // nothing to wait for
-  AMPRT_CUDA(ctx, k, cudaStreamSynchronize(s.stream));
+  AMPRT_CUDA(ctx, k, drain(ctx));
   i = 0;
   for (T t : ts) {
     if (t && numel(t) > 0)

@@ -134,6 +134,13 @@ inline State &state(amprt_context *ctx) {
 }
 inline cudaStream_t stream(amprt_context *ctx) { return state(ctx).stream; }
 
+/// Waits for all the work queued on the context's stream, counted as a
+/// drain (amprt_queue_stats).
+inline cudaError_t drain(amprt_context *ctx) {
+  ++ctx->waits.drains;
+  return cudaStreamSynchronize(stream(ctx));
+}
+
 /// Records a failed CUDA runtime call, and clears the thread's last error
 /// (a failed call sets it too) so that the next launch check does not
 /// report it again; an error that sticks to the device stays.

@@ -159,6 +159,9 @@ amprt_status cudaFenceWait(amprt_context *ctx, uint64_t fence) {
   if (s.fenceHeld[slot] < fence)
     return ctx->fail(AMPRT_ERR_INTERNAL, "%s: fence %llu has no event", k,
                      (unsigned long long)fence);
+  if (cudaEventQuery(s.fences[slot]) == cudaErrorNotReady)
+    ++ctx->waits.fence_waits;
+  cudaGetLastError(); // not ready is no error
   AMPRT_CUDA(ctx, k, cudaEventSynchronize(s.fences[slot]));
   return reportDeferred(ctx);
 }

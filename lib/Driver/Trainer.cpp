@@ -113,36 +113,15 @@ llvm::Error Trainer::run() {
                   " bytes, more than one protobuf can (2 "
                   "GiB) with --external-data=never");
   }
-  int lossOut = -1, scaleOut = -1, finiteOut = -1;
-  // The scale the log shows where the graph has no scaler state: a static
-  // scale of fp16 AMP, else none.
-  double staticScale =
-      opts.amp && opts.staticLossScale != 0 ? opts.staticLossScale : 1.0;
-  for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
-    if (lossOut < 0 && p.dtype == AMPRT_F32 && p.shape.empty())
-      lossOut = i;
-    if (p.name == (kLossScaleName + train::kUpdatedSuffix).str())
-      scaleOut = i;
-    if (p.name == train::kAllFiniteName)
-      finiteOut = i;
-  }
-  // Outputs written back into state: "<x>.out" for an input "<x>".
-  std::vector<std::pair<unsigned, DeviceBuffer *>> writeBack;
-  for (auto [i, p] : llvm::enumerate(trainProg->outputs())) {
-    StringRef n = p.name;
-    if (n.consume_back(".out") && trainProg->findInput(n) >= 0) {
-      DeviceBuffer *b = state[n].get();
-      if (b->bytes == p.bytes())
-        writeBack.push_back({unsigned(i), b});
-    }
-  }
+  if (auto e = planSteps())
+    return e;
   // The state without a gradient the step updates from its own batch.
   std::vector<unsigned> inPlace = trainProg->inputsWrittenInPlace();
   for (const std::string &p : params) {
     if (llvm::is_contained(trainable, p))
       continue;
     int in = trainProg->findInput(p);
-    bool written = llvm::any_of(writeBack,
+    bool written = llvm::any_of(plan.writeBack,
                                 [&](const auto &w) {
                                   return w.second == state[p].get();
                                 }) ||
@@ -150,26 +129,13 @@ llvm::Error Trainer::run() {
     if (written)
       stepWrittenParams.push_back(p);
   }
-  // The optimizer's "updated" flag: AdamWOptimizer's output 0 (a bool);
-  // graphs without one update when their update signals are fed true.
-  int updatedOut = -1;
-  if (!optProg->outputs().empty() && optProg->outputs()[0].dtype == AMPRT_BOOL)
-    updatedOut = 0;
-  std::vector<DeviceBuffer *> updateSignals;
-  for (const std::string &n : updateIns)
-    updateSignals.push_back(state[n].get());
   DeviceBuffer *lr =
       state.count("learning_rate") ? state["learning_rate"].get() : nullptr;
-  DeviceBuffer *stepIn = state.count("step") ? state["step"].get() : nullptr;
-  DeviceBuffer *finiteIn = state.count(train::kAllFiniteName)
-                               ? state[train::kAllFiniteName].get()
-                               : nullptr;
   if (lr) {
     float v = float(opts.lr);
     amprt_memcpy(ctx, lr->data, &v, 4, AMPRT_HOST_TO_DEVICE);
   }
 
-  std::unique_ptr<llvm::raw_fd_ostream> log;
   std::string logTmp;
   if (!opts.logPath.empty() && writesOutputs()) {
     std::error_code ec;
@@ -215,53 +181,20 @@ llvm::Error Trainer::run() {
                  << n.getInt();
       status << " bytes\n";
     }
-  bool tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
-  auto start = std::chrono::steady_clock::now();
-  uint64_t first = stepsDone;
-  // Gradient accumulation: the optimizer runs on the last step of each
-  // group of opts.accumulate steps, if every step of the group was finite.
-  //
-  // The control values of a step stay on the device: the signals are
-  // filled by kernels, the all-finite flag goes from the training graph to
-  // the optimizer (and-ed over an accumulation group) without a host round
-  // trip, and the optimizer's step counter grows there by its "updated"
-  // flag. The host reads the step's results (loss, scale, flags) once, at
-  // its end, and keeps its own counts from them.
-  DeviceBuffer groupBuf[2];
-  int group = 0; // groupBuf[group] holds the group's flag so far
-  DeviceBuffer stepOne, stepNext;
-  for (DeviceBuffer *b : {&groupBuf[0], &groupBuf[1], &stepOne, &stepNext}) {
-    b->ctx = ctx;
-    b->bytes = 1;
-    b->dtype = AMPRT_BOOL;
-    if (stepIn && (b == &stepOne || b == &stepNext)) {
-      // The counter's own type and shape (i64 in ORT's optimizer graphs).
-      b->bytes = stepIn->bytes;
-      b->dtype = stepIn->dtype;
-      b->shape = stepIn->shape;
-    }
-    if (amprt_malloc(ctx, b->bytes, &b->data) != AMPRT_OK)
-      return fail(Twine("device memory: ") + amprt_last_error(ctx));
-  }
+  tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
+  loopStart = std::chrono::steady_clock::now();
+  firstStep = stepsDone;
   auto check = [&](amprt_status st, StringRef what) -> llvm::Error {
     if (st == AMPRT_OK)
       return llvm::Error::success();
     return fail(Twine(what) + ": " + amprt_last_error(ctx));
   };
-  auto fillWith = [&](DeviceBuffer &b, double v) {
-    amprt_tensor t = b.tensor();
-    return check(amprt_fill(ctx, &t, v), "step signal");
-  };
-  // The flag the optimizer gets is device data when the training graph
-  // reports one; "updated" is, when the optimizer reports it or follows
-  // that flag.
-  bool deviceFlag = finiteOut >= 0;
-  bool followsFlag = !updateSignals.empty() || finiteIn;
-  bool deviceUpdated = updatedOut >= 0 || (deviceFlag && followsFlag);
-  if (stepIn && deviceUpdated)
-    if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
+  if (plan.stepIn && plan.deviceUpdated) {
+    amprt_tensor t = plan.stepIn->tensor();
+    if (auto e = check(amprt_fill(ctx, &t, double(optimizerStep + 1)),
+                       "optimizer step"))
       return e;
-  std::optional<RangeCollector> collector;
+  }
   if (!opts.collectRangesPath.empty()) {
     if (precisionName() != "fp32")
       return fail("--collect-ranges measures the fp32 step's values: run "
@@ -283,201 +216,68 @@ llvm::Error Trainer::run() {
         return fail(Twine("device memory: ") + amprt_last_error(ctx));
       optSnapshots.push_back({i, copy});
     }
-  uint8_t groupFinite = 1;
+  // A kernel that finds bad data (a label out of range) reports it when
+  // the loop next waits, not by making the device wait at once; the
+  // random offset is the step's, moved on by each step's device work.
+  if (auto e = check(amprt_set_data_checks(ctx, AMPRT_CHECKS_DEFERRED),
+                     "data checks"))
+    return e;
+  if (auto e = check(amprt_set_random_offset(ctx, stepsDone), "random"))
+    return e;
+  // The host reads a step's results while the device runs the next one,
+  // unless the next step needs them (the host's optimizer step count), the
+  // ranks compare them, or a diagnostic reads each step as it goes.
+  bool runAhead = !(plan.stepIn && !plan.deviceUpdated) && worldSize == 1 &&
+                  !opts.localizeNonfinite && !opts.stepRunner && !collector;
+  // Gradient accumulation: the optimizer runs on the last step of each
+  // group of opts.accumulate steps, if every step of the group was finite.
+  if (opts.stepGraph == StepGraph::On) {
+    // Refused before any step, where it can be known then.
+    std::string why = StringRef(amprt_backend_name(ctx)) == "cpu"
+                          ? "the cpu backend has no graphs"
+                          : stepGraphObstacle();
+    if (!why.empty())
+      return fail("--cuda-graph=on: the step cannot be one graph: " + why);
+  }
+  // What the host waited for in the steady state: from the third step of
+  // the process (the first makes plans and workspaces, the second may be
+  // recorded).
+  amprt_queue_stats steadyFrom = {0, 0, 0};
+  uint64_t steadyStep = firstStep + 2;
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
-    if (auto e = fillBatch(stepsDone))
-      return e;
+    if (stepsDone == steadyStep)
+      amprt_queue_stats_get(ctx, &steadyFrom);
     bool groupStart = stepsDone % opts.accumulate == 0;
     bool groupEnd = (stepsDone + 1) % opts.accumulate == 0;
-    for (DeviceBuffer *b : resetSignals)
-      if (auto e = fillWith(*b, groupStart))
-        return e;
-    for (DeviceBuffer *b : accumulateSignals)
-      if (auto e = fillWith(*b, !groupStart))
-        return e;
-    // New dropout masks and random draws each step; a resumed run draws
-    // what the uninterrupted one drew at this step.
-    if (auto e = check(amprt_set_random_offset(ctx, stepsDone), "random"))
-      return e;
-    if (opts.localizeNonfinite)
-      for (auto &[i, copy] : stepSnapshots)
-        amprt_memcpy(ctx, copy, trainProg->inputData(i),
-                     trainProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
-    if (auto e = opts.stepRunner ? opts.stepRunner(*trainProg, ctx, stepsDone,
-                                                   false, nodeOpTypes)
-                 : collector     ? collector->runStep(*trainProg, ctx)
-                                 : trainProg->run())
-      return e;
-    if (opts.localizeNonfinite) {
-      float loss = 0;
-      uint8_t flag = 1;
-      if (lossOut >= 0)
-        amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
-                     AMPRT_DEVICE_TO_HOST);
-      if (finiteOut >= 0)
-        amprt_memcpy(ctx, &flag, trainProg->output(finiteOut), 1,
-                     AMPRT_DEVICE_TO_HOST);
-      if (!std::isfinite(loss) || !flag)
-        if (auto e = localizeStep(int64_t(stepsDone), loss, !flag))
-          return e;
-    }
-    for (auto &[i, b] : writeBack)
-      amprt_memcpy(ctx, b->data, trainProg->output(i), b->bytes,
-                   AMPRT_DEVICE_TO_DEVICE);
-    // Data parallel: the parameters without a gradient that the step
-    // updates from the rank's own batch (BatchNorm's running statistics)
-    // are rank 0's on every rank, as DDP broadcasts its buffers.
-    if (auto e = broadcastBuffers())
-      return e;
-    // The group's flag on the device: this step's, and-ed with the
-    // earlier steps' of the group.
-    const void *flag = deviceFlag ? trainProg->output(finiteOut) : nullptr;
-    if (deviceFlag && opts.accumulate > 1) {
-      DeviceBuffer &cur = groupBuf[group], &other = groupBuf[1 - group];
-      amprt_tensor f = {const_cast<void *>(flag), AMPRT_BOOL, 0, nullptr},
-                   a = cur.tensor(), y = other.tensor();
-      if (groupStart)
-        amprt_memcpy(ctx, cur.data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
-      else if (auto e =
-                   check(amprt_logical_and(ctx, &a, &f, &y), "all-finite flag"))
-        return e;
-      else
-        group = 1 - group;
-      flag = groupBuf[group].data;
-    }
-    void *updatedDev = nullptr;
-    if (groupEnd) {
-      for (DeviceBuffer *b : updateSignals) {
-        if (flag)
-          amprt_memcpy(ctx, b->data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
-        else if (auto e = fillWith(*b, 1))
-          return e;
-      }
-      if (finiteIn) {
-        if (flag)
-          amprt_memcpy(ctx, finiteIn->data, flag, 1, AMPRT_DEVICE_TO_DEVICE);
-        else if (auto e = fillWith(*finiteIn, 1))
-          return e;
-      }
-      if (stepIn && !deviceUpdated)
-        if (auto e = fillWith(*stepIn, double(optimizerStep + 1)))
-          return e;
-      bool stepFinite = true;
-      if (opts.localizeNonfinite) {
-        // Only a step whose training run was finite: a non-finite one was
-        // localized there, and its update is skipped or already NaN.
-        float loss = 0;
-        uint8_t f = 1;
-        if (lossOut >= 0)
-          amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
-                       AMPRT_DEVICE_TO_HOST);
-        if (flag)
-          amprt_memcpy(ctx, &f, flag, 1, AMPRT_DEVICE_TO_HOST);
-        stepFinite = std::isfinite(loss) && f;
-        for (auto &[i, copy] : optSnapshots)
-          amprt_memcpy(ctx, copy, optProg->inputData(i),
-                       optProg->inputs()[i].bytes(), AMPRT_DEVICE_TO_DEVICE);
-      }
-      if (auto e = opts.stepRunner ? opts.stepRunner(*optProg, ctx, stepsDone,
-                                                     true, nodeOpTypes)
-                                   : optProg->run())
-        return e;
-      if (opts.localizeNonfinite && stepFinite)
-        if (auto e = localizeOptimizer(int64_t(stepsDone)))
-          return e;
-      // --shard-optimizer: each parameter from the rank that updated it.
-      if (auto e = gatherParameters())
-        return e;
-      updatedDev = updatedOut >= 0 ? optProg->output(updatedOut)
-                                   : const_cast<void *>(flag);
-      if (stepIn && deviceUpdated) {
-        // step += updated, for the next optimizer run.
-        amprt_tensor u = {updatedDev, AMPRT_BOOL, int32_t(stepIn->shape.size()),
-                          stepIn->shape.data()},
-                     one = stepOne.tensor(), next = stepNext.tensor(),
-                     cur = stepIn->tensor();
-        if (auto e = check(amprt_cast(ctx, &u, &one), "optimizer step"))
-          return e;
-        if (auto e = check(amprt_add(ctx, &cur, &one, &next), "optimizer step"))
-          return e;
-        amprt_memcpy(ctx, stepIn->data, stepNext.data, stepIn->bytes,
-                     AMPRT_DEVICE_TO_DEVICE);
-      }
-    }
-    // The step's results, read once the device is done with it.
-    uint8_t finite = 1;
-    if (finiteOut >= 0)
-      amprt_memcpy(ctx, &finite, trainProg->output(finiteOut), 1,
-                   AMPRT_DEVICE_TO_HOST);
-    groupFinite &= finite;
-    if (groupEnd) {
-      // Without an "updated" output, the flag fed to the optimizer says.
-      uint8_t updated = followsFlag ? groupFinite : uint8_t(1);
-      if (updatedOut >= 0)
-        amprt_memcpy(ctx, &updated, updatedDev, 1, AMPRT_DEVICE_TO_HOST);
-      if (updated)
-        ++optimizerStep;
-      if (!groupFinite)
-        ++skipped;
-      groupFinite = 1;
-    }
-    // A static scale is a constant of the graph, not an output.
-    float loss = NAN, scale = float(staticScale);
-    if (lossOut >= 0)
-      amprt_memcpy(ctx, &loss, trainProg->output(lossOut), 4,
-                   AMPRT_DEVICE_TO_HOST);
-    if (scaleOut >= 0)
-      amprt_memcpy(ctx, &scale, trainProg->output(scaleOut), 4,
-                   AMPRT_DEVICE_TO_HOST);
-    if (worldSize > 1) {
-      // The loss of the global batch: the mean of the ranks' (each the
-      // mean over its part).
-      auto mean = meanOverRanks(loss);
-      if (!mean)
-        return mean.takeError();
-      loss = *mean;
-      if (opts.verifyReplicas) {
-        auto same = sameOnAllRanks(stateChecksum());
-        if (!same)
-          return same.takeError();
-        if (!*same)
-          return fail("data parallel: after step " + Twine(stepsDone + 1) +
-                      " the ranks' parameters or optimizer state differ");
-      }
-    }
-    // Seconds since the loop started, taken after the step's results were
-    // read back (so its device work is done): with --log-time a benchmark
-    // takes the steady state from one process, (seconds[j] - seconds[i]) /
-    // (j - i).
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    if (log) {
-      *log << stepsDone << "," << llvm::format("%.9g", loss) << ","
-           << llvm::format("%.9g", scale) << "," << int(finite) << ","
-           << skipped << "," << optimizerStep;
-      if (opts.logTime)
-        *log << "," << llvm::format("%.6f", secs);
-      *log << "\n";
-    }
     bool last = int64_t(stepsDone) + 1 == opts.steps;
-    if (opts.progress && (tty || last))
-      status << (tty ? "\r" : "") << "step " << stepsDone + 1 << "/"
-             << opts.steps << "  loss " << llvm::format("%.6f", loss)
-             << "  scale " << llvm::format("%g", scale) << "  skipped "
-             << skipped << "  "
-             << llvm::format("%.1f", double(stepsDone + 1 - first) /
-                                         std::max(secs, 1e-9))
-             << " steps/s" << (last || !tty ? "\n" : "");
-    status.flush();
-    // --checkpoint-every: the state after this step (a multiple of
-    // --accumulate, so between groups), replaced atomically; the last
-    // step's is written below.
-    if (opts.checkpointEvery > 0 && !last && (writesOutputs() || sharded()) &&
-        (stepsDone + 1) % uint64_t(opts.checkpointEvery) == 0)
-      if (auto e = saveCheckpoint(opts.checkpointPath, stepsDone + 1))
+    bool checkpoint = opts.checkpointEvery > 0 &&
+                      (stepsDone + 1) % uint64_t(opts.checkpointEvery) == 0;
+    if (auto e = fillBatch(stepsDone))
+      return e;
+    if (auto e = runStep(groupStart, groupEnd))
+      return e;
+    if (auto e = queueResults(groupEnd))
+      return e;
+    size_t keep = runAhead && !last && !checkpoint ? 1 : 0;
+    while (pending.size() > keep)
+      if (auto e = finishStep())
         return e;
   }
+  // What the last step queued after its results (nothing, unless a
+  // deferred check failed there).
+  if (auto e = check(amprt_synchronize(ctx), "the last step"))
+    return e;
+  amprt_queue_stats waits;
+  if (opts.progress && stepsDone > steadyStep &&
+      StringRef(amprt_backend_name(ctx)) != "cpu" &&
+      amprt_queue_stats_get(ctx, &waits) == AMPRT_OK)
+    status << "amp-run: steps " << steadyStep + 1 << " to " << stepsDone
+           << ": the host drained the device's queue "
+           << waits.drains - steadyFrom.drains << " times and waited "
+           << waits.fence_waits - steadyFrom.fence_waits
+           << " times for a step's results (" << stepsDone - steadyStep
+           << " steps, " << waits.graph_launches - steadyFrom.graph_launches
+           << " graph launches)\n";
   if (opts.progress && opts.steps > 0) {
     MemoryUse use = memoryUse();
     status << "amp-run: device memory at its peak: " << use.peak << " bytes ("

@@ -105,52 +105,74 @@ int64_t Trainer::numClasses(StringRef input) {
   return classes;
 }
 
-llvm::Error Trainer::fillBatch(int64_t step) {
+llvm::Error Trainer::drawSyntheticBatch() {
   StringRef src = opts.data;
-  bool synthetic = src.consume_front("synthetic:");
+  if (!src.consume_front("synthetic:"))
+    return llvm::Error::success();
   uint64_t seed = 0;
-  if (synthetic)
-    src.getAsInteger(10, seed);
+  src.getAsInteger(10, seed);
+  for (auto [k, name] : llvm::enumerate(dataInputs)) {
+    DeviceBuffer &b = *state[name];
+    // Data parallel: a batched input's global batch is the ranks' batches
+    // in rank order; this rank draws its part (the samples from rank *
+    // batch), the others the whole input.
+    bool sharded = worldSize > 1 && batchedInputs.contains(name);
+    int64_t part = sharded ? rank : 0;
+    // Step t's stream starts at s + 7919 t: the runtime adds 7919 times
+    // its random offset, which is the step's.
+    uint64_t s = seed * 0x100000001b3ull + k;
+    // Element i of the global batch is drawn from s + i * golden: this
+    // rank's first element is element part * numel of it.
+    int64_t numel = int64_t(b.bytes / amprt_dtype_size(b.dtype));
+    s += uint64_t(part) * uint64_t(numel) * 0x9e3779b97f4a7c15ull;
+    // A narrowed input is drawn in its 16-bit type: random_fill rounds
+    // the f32 draw once more, the values the graph's cast made.
+    if (b.fedAs != AMPRT_F32 && b.fedAs != AMPRT_I64 && b.fedAs != AMPRT_I32 &&
+        b.fedAs != AMPRT_BOOL)
+      return fail("synthetic data: unsupported dtype for '" + name + "'");
+    int64_t classes = 0;
+    if (b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32) {
+      auto it = classCounts.find(name);
+      if (it == classCounts.end())
+        it = classCounts
+                 .try_emplace(name, std::max<int64_t>(numClasses(name), 1))
+                 .first;
+      classes = it->second;
+    }
+    // Element i is the (i+1)-th draw of the splitmix stream from the
+    // step's seed, drawn where the batch lives (on the device for cuda):
+    // no host work and no copy per step, the same values on every backend.
+    amprt_tensor t = b.tensor();
+    if (amprt_random_fill(ctx, &t, s, 7919, classes) != AMPRT_OK)
+      return fail(Twine("synthetic data for '") + name +
+                  "': " + amprt_last_error(ctx));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Trainer::fillBatch(int64_t step) {
+  bool synthetic = StringRef(opts.data).starts_with("synthetic:");
   for (auto [k, name] : llvm::enumerate(dataInputs)) {
     DeviceBuffer &b = *state[name];
     int64_t batch = b.shape.empty() ? 1 : b.shape[0];
-    // Data parallel: a batched input's global batch is the ranks' batches
-    // in rank order; this rank reads its part (the samples from
-    // rank * batch), the others the whole input.
     bool sharded = worldSize > 1 && batchedInputs.contains(name);
     int64_t ranks = sharded ? worldSize : 1, part = sharded ? rank : 0;
-    if (synthetic) {
-      uint64_t s = seed * 0x100000001b3ull + uint64_t(step) * 7919 + k;
-      // Element i of the global batch is drawn from s + i * golden: this
-      // rank's first element is element part * numel of it.
-      int64_t numel = int64_t(b.bytes / amprt_dtype_size(b.dtype));
-      s += uint64_t(part) * uint64_t(numel) * 0x9e3779b97f4a7c15ull;
-      // A narrowed input is drawn in its 16-bit type: random_fill rounds
-      // the f32 draw once more, the values the graph's cast made.
-      if (b.fedAs != AMPRT_F32 && b.fedAs != AMPRT_I64 &&
-          b.fedAs != AMPRT_I32 && b.fedAs != AMPRT_BOOL)
-        return fail("synthetic data: unsupported dtype for '" + name + "'");
-      int64_t classes = 0;
-      if (b.dtype == AMPRT_I64 || b.dtype == AMPRT_I32) {
-        auto it = classCounts.find(name);
-        if (it == classCounts.end())
-          it = classCounts
-                   .try_emplace(name, std::max<int64_t>(numClasses(name), 1))
-                   .first;
-        classes = it->second;
-      }
-      // Element i is the (i+1)-th draw of the splitmix stream from s, drawn
-      // where the batch lives (on the device for cuda): no host work and no
-      // copy per step, the same values on every backend.
-      amprt_tensor t = b.tensor();
-      if (amprt_random_fill(ctx, &t, s, 0, classes) != AMPRT_OK)
-        return fail(Twine("synthetic data for '") + name +
-                    "': " + amprt_last_error(ctx));
-    } else {
+    if (!synthetic) {
+      // The staging buffer of this turn, once its last copy is done: the
+      // device may still run the previous step while this one is gathered.
+      Staging &stage = staging[name];
+      int turn = stage.next;
+      stage.next = 1 - turn;
+      if (stage.fence[turn] &&
+          amprt_fence_wait(ctx, stage.fence[turn]) != AMPRT_OK)
+        return fail("step " + Twine(step) + ": " + amprt_last_error(ctx));
+      if (!stage.buf[turn] &&
+          amprt_host_alloc(ctx, b.bytes, &stage.buf[turn]) != AMPRT_OK)
+        return fail(Twine("host memory: ") + amprt_last_error(ctx));
+      char *host = static_cast<char *>(stage.buf[turn]);
       // Epoch e uses a permutation of the rows seeded by (seed, e); the
       // batch of a step is a pure function of the step, so a resumed run
       // sees the same batches.
-      std::vector<char> host(b.bytes);
       int64_t global = batch * ranks;
       int64_t perEpoch = datasetRows / global;
       int64_t epoch = step / perEpoch,
@@ -169,7 +191,7 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       size_t row = b.bytes / size_t(batch) / amprt_dtype_size(b.dtype) *
                    amprt_dtype_size(b.fedAs);
       std::vector<char> rows(narrowed ? row * size_t(batch) : 0);
-      char *gathered = narrowed ? rows.data() : host.data();
+      char *gathered = narrowed ? rows.data() : host;
       for (int64_t r = 0; r < batch; ++r)
         std::memcpy(&gathered[r * row], &t.data[perm[first + r] * row], row);
       if (narrowed) {
@@ -178,21 +200,31 @@ llvm::Error Trainer::fillBatch(int64_t step) {
           return fail(Twine("the CPU backend: ") + amprt_last_error(nullptr));
         int64_t n = int64_t(b.bytes / amprt_dtype_size(b.dtype));
         amprt_tensor from = {gathered, b.fedAs, 1, &n};
-        amprt_tensor to = {host.data(), b.dtype, 1, &n};
+        amprt_tensor to = {host, b.dtype, 1, &n};
         if (amprt_cast(hostCtx, &from, &to) != AMPRT_OK)
           return fail(Twine("data for '") + name +
                       "': " + amprt_last_error(hostCtx));
       }
-      amprt_memcpy(ctx, b.data, host.data(), b.bytes, AMPRT_HOST_TO_DEVICE);
-    }
-    if (step == opts.injectNonFiniteStep && b.fedAs == AMPRT_F32 && b.bytes &&
-        (opts.injectNonFiniteRank < 0 || opts.injectNonFiniteRank == rank)) {
-      float nan = NAN;
-      uint16_t nan16 = b.dtype == AMPRT_F16 ? 0x7e00 : 0x7fc0; // f16, bf16
-      amprt_memcpy(ctx, b.data,
-                   b.dtype == AMPRT_F32 ? static_cast<void *>(&nan) : &nan16,
-                   amprt_dtype_size(b.dtype), AMPRT_HOST_TO_DEVICE);
+      if (amprt_memcpy_async(ctx, b.data, host, b.bytes,
+                             AMPRT_HOST_TO_DEVICE) != AMPRT_OK ||
+          amprt_fence_record(ctx, &stage.fence[turn]) != AMPRT_OK)
+        return fail(Twine("data for '") + name + "': " + amprt_last_error(ctx));
     }
   }
   return llvm::Error::success();
+}
+
+void Trainer::injectNonFinite() {
+  if (opts.injectNonFiniteRank >= 0 && opts.injectNonFiniteRank != rank)
+    return;
+  for (const std::string &name : dataInputs) {
+    DeviceBuffer &b = *state[name];
+    if (b.fedAs != AMPRT_F32 || !b.bytes)
+      continue;
+    float nan = NAN;
+    uint16_t nan16 = b.dtype == AMPRT_F16 ? 0x7e00 : 0x7fc0; // f16, bf16
+    amprt_memcpy(ctx, b.data,
+                 b.dtype == AMPRT_F32 ? static_cast<void *>(&nan) : &nan16,
+                 amprt_dtype_size(b.dtype), AMPRT_HOST_TO_DEVICE);
+  }
 }

@@ -9,8 +9,11 @@
 // context, the lowered programs, the device buffers by name, the counters),
 // and the helpers its files share. Its member functions live in one file
 // per concern:
-//   Trainer.cpp            the step loop: signals, the training and
-//                          optimizer programs, the all-finite flag, the log
+//   Trainer.cpp            the run: the step loop, its setup and its end
+//   TrainerStep.cpp        one step: its device work (signals, the
+//                          training and optimizer programs, the all-finite
+//                          flag), queued or recorded as a graph, and its
+//                          results, read back without waiting and logged
 //   TrainerLoad.cpp        load(): import or parse, the AMP pipeline, the
 //                          --dims/--batch binding, the parameters, the
 //                          lowering, the programs and their inputs
@@ -29,6 +32,7 @@
 #include "amp/Driver/Checkpoint.h"
 #include "amp/Driver/HostTensor.h"
 #include "amp/Driver/OrtCheckpoint.h"
+#include "amp/Driver/RangeCollector.h"
 #include "amp/Driver/Trainer.h"
 #include "amp/Execution/Program.h"
 #include "amp/Runtime/Kernels.h"
@@ -39,6 +43,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <chrono>
 #include <map>
 #include <optional>
 
@@ -104,6 +109,18 @@ public:
     gatherGroups.clear();
     if (scratchData)
       amprt_free(ctx, scratchData);
+    if (stepGraph)
+      amprt_graph_destroy(ctx, stepGraph);
+    for (DeviceBuffer *b : {&plan.groupBuf[0], &plan.groupBuf[1], &plan.stepOne,
+                            &plan.stepNext}) {
+      amprt_free(ctx, b->data);
+      b->data = nullptr;
+    }
+    if (records)
+      amprt_host_free(ctx, records);
+    for (auto &[name, s] : staging)
+      for (void *p : s.buf)
+        amprt_host_free(ctx, p);
     trainProg.reset();
     optProg.reset();
     if (ctx)
@@ -390,7 +407,89 @@ private:
           return llvm::Error::success();
         });
   }
+  /// The step's batch from the data files: gathered on the host into
+  /// host memory the device copies from, and copied without waiting
+  /// (synthetic batches are drawn by the step's device work).
   llvm::Error fillBatch(int64_t step);
+  /// The synthetic batch of the step the random offset names, drawn on
+  /// the device (part of the step's device work, so of its graph).
+  llvm::Error drawSyntheticBatch();
+  /// --inject-nonfinite's step: the first element of every float data
+  /// input made NaN, after the batch.
+  void injectNonFinite();
+  /// Per data input: two buffers of host memory the batches are staged in
+  /// by turns, each with the fence of its last copy.
+  struct Staging {
+    void *buf[2] = {nullptr, nullptr};
+    uint64_t fence[2] = {0, 0};
+    int next = 0;
+  };
+  llvm::StringMap<Staging> staging;
+
+  // One step (TrainerStep.cpp).
+  /// What the step loop found once: the outputs it reads and the buffers
+  /// it feeds.
+  struct StepPlan {
+    int lossOut = -1, scaleOut = -1, finiteOut = -1, updatedOut = -1;
+    /// The scale the log shows where the graph has no scaler state.
+    double staticScale = 1.0;
+    /// Outputs written back into state: "<x>.out" for an input "<x>".
+    std::vector<std::pair<unsigned, DeviceBuffer *>> writeBack;
+    std::vector<DeviceBuffer *> updateSignals;
+    DeviceBuffer *stepIn = nullptr, *finiteIn = nullptr;
+    /// The flag the optimizer gets is device data (deviceFlag); the
+    /// optimizer follows it (followsFlag); "updated" is device data.
+    bool deviceFlag = false, followsFlag = false, deviceUpdated = false;
+    /// The group's all-finite flag so far: groupBuf[group].
+    DeviceBuffer groupBuf[2];
+    int group = 0;
+    DeviceBuffer stepOne, stepNext;
+  } plan;
+  /// Finds `plan` and makes its buffers.
+  llvm::Error planSteps();
+  /// Queues the device work of step stepsDone: its synthetic batch, the
+  /// signals, the training program, the all-finite flag, the optimizer at
+  /// a group's end, and the random offset moved on. The same calls every
+  /// step once groups are one step long: what a step graph records.
+  llvm::Error queueStep(bool groupStart, bool groupEnd);
+  /// What the host reads of a step, copied to host memory without waiting.
+  struct StepRecord {
+    float loss;
+    float scale;
+    uint8_t finite;
+    uint8_t updated;
+  };
+  static constexpr unsigned kRecords = 4;
+  StepRecord *records = nullptr;
+  /// A step queued whose record is not read yet.
+  struct PendingStep {
+    uint64_t step;
+    uint64_t fence;
+    bool groupEnd;
+  };
+  std::vector<PendingStep> pending;
+  /// Queues the copies of step stepsDone's results into its record.
+  llvm::Error queueResults(bool groupEnd);
+  /// Waits for the oldest pending step's record and logs it.
+  llvm::Error finishStep();
+  /// Why the step cannot be one graph ("" when it can).
+  std::string stepGraphObstacle() const;
+  /// The recorded step, launched for every step after the first; tried
+  /// once (stepGraphTried).
+  amprt_graph *stepGraph = nullptr;
+  bool stepGraphTried = false;
+  /// Queues step stepsDone's device work: by the graph when there is one
+  /// (recorded here at the second step of the process), else call by
+  /// call.
+  llvm::Error runStep(bool groupStart, bool groupEnd);
+  /// --collect-ranges: runs the training program and measures its values.
+  std::optional<RangeCollector> collector;
+  // What finishStep keeps between steps.
+  uint8_t groupFinite = 1;
+  std::chrono::steady_clock::time_point loopStart;
+  uint64_t firstStep = 0;
+  bool tty = false;
+  std::unique_ptr<llvm::raw_fd_ostream> log;
   /// The state after `steps` steps (amp-run's checkpoint format).
   llvm::Error saveCheckpoint(StringRef path, uint64_t steps);
   llvm::Error loadCheckpoint(StringRef path);

@@ -82,7 +82,7 @@ void cpuMemInfo(amprt_context *, uint64_t *freeBytes, uint64_t *total) {
 const KernelTable cpuKernels = {};
 const Backend cpu = {"cpu",   cpuAlloc, cpuRelease,  cpuCopy,
                      cpuSet,  cpuSync,  &cpuKernels, nullptr,
-                     nullptr, nullptr,  cpuMemInfo, nullptr};
+                     nullptr, nullptr,  cpuMemInfo,  nullptr};
 
 #ifdef AMPRT_HAVE_CUDA
 constexpr const char *kBackends = "cpu, cuda";

@@ -81,8 +81,8 @@ amprt_status amprt_host_alloc(amprt_context *ctx, size_t bytes, void **out) {
     *out = std::aligned_alloc(64, rounded ? rounded : 64);
   }
   if (!*out)
-    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: %zu bytes: out of memory",
-                     k, bytes);
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY, "%s: %zu bytes: out of memory", k,
+                     bytes);
   return AMPRT_OK;
 }
 
@@ -100,8 +100,8 @@ amprt_status amprt_host_free(amprt_context *ctx, void *ptr) {
   return AMPRT_OK;
 }
 
-amprt_status amprt_memcpy_async(amprt_context *ctx, void *dst,
-                                const void *src, size_t bytes, int32_t kind) {
+amprt_status amprt_memcpy_async(amprt_context *ctx, void *dst, const void *src,
+                                size_t bytes, int32_t kind) {
   if (!ctx)
     return AMPRT_ERR_INVALID_ARGUMENT;
   ctx->error.clear();
@@ -222,11 +222,23 @@ amprt_status amprt_graph_launch(amprt_context *ctx, amprt_graph *graph) {
   if (!graph)
     return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: graph is NULL", k);
   if (ctx->capturing || !ctx->backend->queue)
-    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
-                     "%s: %s", k,
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT, "%s: %s", k,
                      ctx->capturing ? "while recording a graph"
                                     : "this backend has no graphs");
-  return ctx->backend->queue->graphLaunch(ctx, graph);
+  AMPRT_TRY(ctx->backend->queue->graphLaunch(ctx, graph));
+  ++ctx->waits.graph_launches;
+  return AMPRT_OK;
+}
+
+amprt_status amprt_queue_stats_get(amprt_context *ctx, amprt_queue_stats *out) {
+  if (!ctx)
+    return AMPRT_ERR_INVALID_ARGUMENT;
+  ctx->error.clear();
+  if (!out)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "amprt_queue_stats_get: out is NULL");
+  *out = ctx->waits;
+  return AMPRT_OK;
 }
 
 amprt_status amprt_graph_destroy(amprt_context *ctx, amprt_graph *graph) {

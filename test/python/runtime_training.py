@@ -708,7 +708,8 @@ def test_abi_and_memory(rt):
             # Steps without waiting (ABI 9).
             "advance_random_offset", "set_data_checks", "host_alloc",
             "host_free", "memcpy_async", "fence_record", "fence_wait",
-            "graph_begin", "graph_end", "graph_launch", "graph_destroy"}
+            "graph_begin", "graph_end", "graph_launch", "graph_destroy",
+            "queue_stats_get"}
     try:
         out = subprocess.run(["nm", "-D", "--defined-only", L._name],
                              capture_output=True, text=True, check=True)
@@ -919,6 +920,93 @@ def test_attention_views(rt):
                      g[:, :, 2].transpose(0, 2, 1, 3), dv.f64())
     print("  packed q/k/v in, [B, S, H, D] out, k in both layouts: the "
           "contiguous calls' bits")
+
+def test_steps_without_waiting(rt):
+    """Runtime ABI 9 on the CPU: the random offset advanced equals the
+    offset set (dropout's masks and random_fill's seed_step), the data-check
+    modes, host memory, queued copies (done on return here), fence numbers
+    and their misuse, and graphs refused with a reason."""
+    L = rt.lib
+    L.amprt_set_random_offset.argtypes = [C.c_void_p, C.c_uint64]
+    L.amprt_advance_random_offset.argtypes = [C.c_void_p, C.c_uint64]
+    L.amprt_fence_wait.argtypes = [C.c_void_p, C.c_uint64]
+    x = rt.randn((32, 32), "f32")
+    ratio, train = rt.buf(np.array(0.5), "f32"), Buf(np.array(1), "bool")
+
+    def mask():
+        y, m = rt.empty(x.shape, "f32"), rt.empty(x.shape, "bool")
+        rt.ok("dropout", x.ref, ratio.ref, train.ref, 99, y.ref, m.ref)
+        return m.arr.copy()
+    assert L.amprt_set_random_offset(rt.ctx, 5) == 0
+    at5 = mask()
+    assert L.amprt_set_random_offset(rt.ctx, 2) == 0
+    at2 = mask()
+    assert L.amprt_advance_random_offset(rt.ctx, 3) == 0
+    rt.equal("dropout at 2 + 3", mask(), at5)
+    assert not np.array_equal(at2, at5), "offset ignored"
+    # random_fill: seed + seed_step * offset (64-bit wrap-around).
+    seed, step = 0xFFFFFFFFFFFFFFF0, 7919
+    y, want = rt.empty((300,), "f32"), rt.empty((300,), "f32")
+    assert L.amprt_set_random_offset(rt.ctx, 4) == 0
+    rt.ok("random_fill", y.ref, C.c_uint64(seed), C.c_uint64(step), 0)
+    assert L.amprt_set_random_offset(rt.ctx, 0) == 0
+    rt.ok("random_fill", want.ref, C.c_uint64((seed + 4 * step) % 2**64),
+          0, 0)
+    rt.equal("random_fill seed_step", y.arr, want.arr)
+    # Data checks: the CPU fails the call itself in either mode.
+    assert L.amprt_set_data_checks(rt.ctx, 1) == 0
+    rt.fails("softmax_cross_entropy_loss", rt.randn((2, 3), "f32").ref,
+             rt.buf(np.array([0, 7]), "i64").ref, None, 1, 0, 0,
+             rt.empty((), "f32").ref, None, match="label 7 at 1")
+    assert L.amprt_set_data_checks(rt.ctx, 0) == 0
+    assert L.amprt_set_data_checks(rt.ctx, 2) == 1
+    assert "invalid mode 2" in rt.error()
+    # Host memory and queued copies.
+    h, d = C.c_void_p(), C.c_void_p()
+    assert L.amprt_host_alloc(rt.ctx, 1000, C.byref(h)) == 0
+    assert h.value and h.value % 64 == 0
+    assert L.amprt_malloc(rt.ctx, 1000, C.byref(d)) == 0
+    src = np.arange(250, dtype=np.float32)
+    C.memmove(h, src.ctypes.data, 1000)
+    assert L.amprt_memcpy_async(rt.ctx, d, h, 1000, 1) == 0
+    back = np.zeros(250, np.float32)
+    assert L.amprt_memcpy_async(rt.ctx, h, d, 400, 2) == 0
+    C.memmove(back.ctypes.data, h, 400)
+    rt.equal("queued copies", back[:100], src[:100])
+    assert L.amprt_memcpy_async(rt.ctx, d, h, 8, 9) == 1
+    assert "invalid kind 9" in rt.error()
+    assert L.amprt_memcpy_async(rt.ctx, None, h, 8, 1) == 1
+    assert "NULL pointer" in rt.error()
+    # Fences: numbers from 1, one more each; waiting for one not recorded
+    # is an error.
+    f1, f2 = C.c_uint64(), C.c_uint64()
+    assert L.amprt_fence_record(rt.ctx, C.byref(f1)) == 0
+    assert L.amprt_fence_record(rt.ctx, C.byref(f2)) == 0
+    assert f2.value == f1.value + 1 and f1.value >= 1
+    assert L.amprt_fence_wait(rt.ctx, f1.value) == 0
+    assert L.amprt_fence_wait(rt.ctx, f2.value + 1) == 1
+    assert "was not recorded" in rt.error()
+    assert L.amprt_fence_wait(rt.ctx, 0) == 1
+    assert L.amprt_fence_record(rt.ctx, None) == 1
+    # Graphs: none on the CPU, and misuse refused.
+    assert L.amprt_graph_begin(rt.ctx) == 4
+    assert "has no graphs" in rt.error()
+    g = C.c_void_p()
+    assert L.amprt_graph_end(rt.ctx, C.byref(g)) == 1 and not g.value
+    assert "not recording" in rt.error()
+    assert L.amprt_graph_launch(rt.ctx, None) == 1
+    assert L.amprt_graph_destroy(rt.ctx, None) == 0
+    assert L.amprt_host_free(rt.ctx, h) == 0
+    assert L.amprt_host_free(rt.ctx, None) == 0
+    # Nothing waits on the CPU.
+    stats = (C.c_uint64 * 3)()
+    assert L.amprt_queue_stats_get(rt.ctx, stats) == 0
+    assert list(stats) == [0, 0, 0], list(stats)
+    assert L.amprt_queue_stats_get(rt.ctx, None) == 1
+    L.amprt_free(rt.ctx, d)
+    print("  random offset advanced, seed_step, data checks, host memory, "
+          "queued copies, fences, graphs refused")
+
 
 TESTS = [v for k, v in list(globals().items()) if k.startswith("test_")]
 

@@ -41,6 +41,17 @@ enum class ExternalData {
   Never,
 };
 
+/// Whether amp-run records a step as one graph and launches it for the
+/// steps after (--cuda-graph).
+enum class StepGraph {
+  /// When the device has graphs and the run allows one (else call by call,
+  /// with a line saying why on a device).
+  Auto,
+  /// As Auto, but a run that cannot record its step is an error.
+  On,
+  Off,
+};
+
 struct TrainOptions {
   std::string trainingModel;  ///< training_model.onnx
   std::string optimizerModel; ///< optimizer_model.onnx
@@ -123,6 +134,9 @@ struct TrainOptions {
   /// Attention in f16/bf16 and its gradient as fused calls (amprt-fuse's
   /// fuse-attention; off with keepValues, whose values they never store).
   bool fuseAttention = true;
+  /// The step as one graph, launched once a step (docs/amp-run.md, "Steps
+  /// without waiting").
+  StepGraph stepGraph = StepGraph::Auto;
   /// With amp: value ranges (--collect-ranges) the AMP pass keeps the
   /// nodes that would overflow or underflow fp32 by (its ranges= option).
   std::string ampRangesPath;

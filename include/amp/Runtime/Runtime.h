@@ -193,8 +193,9 @@ typedef enum amprt_data_checks {
   /// The call returns once queued; the first failure is returned, with
   /// its kernel's message, by the next call that waits for the device
   /// (amprt_synchronize, amprt_fence_wait, an amprt_memcpy that is not
-  /// device to device) and then forgotten. What the failing kernel wrote
-  /// is undefined.
+  /// device to device, a kernel call that runs on the host, which waits
+  /// first) and then forgotten. What the failing kernel wrote is
+  /// undefined.
   AMPRT_CHECKS_DEFERRED = 1
 } amprt_data_checks;
 /// Selects the mode (amprt_data_checks). The CPU knows at once: its calls
@@ -224,6 +225,21 @@ AMPRT_API amprt_status amprt_memcpy_async(amprt_context *ctx, void *dst,
 /// is recorded.
 AMPRT_API amprt_status amprt_fence_record(amprt_context *ctx, uint64_t *fence);
 AMPRT_API amprt_status amprt_fence_wait(amprt_context *ctx, uint64_t fence);
+
+/// What the host waited for since the context was made: how a loop tells
+/// a step that keeps the device busy from one that empties its queue.
+typedef struct amprt_queue_stats {
+  /// Waits for all the queued work: amprt_synchronize, copies to or from
+  /// the host, kernels run on the host, immediate data checks, frees.
+  uint64_t drains;
+  /// amprt_fence_wait calls that found the device short of the fence and
+  /// waited (the work queued after it kept running).
+  uint64_t fence_waits;
+  uint64_t graph_launches;
+} amprt_queue_stats;
+/// The counts (all 0 on the CPU, whose calls never wait for a device).
+AMPRT_API amprt_status amprt_queue_stats_get(amprt_context *ctx,
+                                             amprt_queue_stats *out);
 
 /// A recorded graph of queued work (CUDA: a CUDA graph).
 typedef struct amprt_graph amprt_graph;

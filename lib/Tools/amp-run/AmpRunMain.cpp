@@ -111,6 +111,19 @@ struct AmpRunOptions {
                "scores and probabilities never stored (=false: the graph's "
                "separate calls)"),
       cl::cat(category), cl::init(true)};
+  cl::opt<amp::driver::StepGraph> cudaGraph{
+      "cuda-graph",
+      cl::desc("record the second step as one CUDA graph and launch it for "
+               "every step after (the step's host work then is one launch)"),
+      cl::values(clEnumValN(amp::driver::StepGraph::Auto, "auto",
+                            "when the device and the run allow it, else "
+                            "call by call (a line says why)"),
+                 clEnumValN(amp::driver::StepGraph::On, "on",
+                            "as auto, but a step that cannot be one graph "
+                            "is an error"),
+                 clEnumValN(amp::driver::StepGraph::Off, "off",
+                            "always call by call")),
+      cl::init(amp::driver::StepGraph::Auto), cl::cat(category)};
   cl::opt<int64_t> steps{"steps", cl::desc("training steps"), cl::cat(category),
                          cl::init(1)};
   cl::opt<int64_t> batch{"batch",
@@ -342,6 +355,7 @@ int AmpRunOptions::execute() {
                                              &collectRanges,
                                              &ampRanges,
                                              &accumulate,
+                                             &cudaGraph,
                                              &maxBatch})
       if (opt->getNumOccurrences()) {
         llvm::errs() << "amp-run: --" << opt->ArgStr
@@ -432,6 +446,7 @@ int AmpRunOptions::execute() {
   o.logPath = log;
   o.logTime = logTime;
   o.fuseAttention = fuseAttention;
+  o.stepGraph = cudaGraph;
   o.outPath = out;
   o.checkpointPath = checkpoint;
   o.resumePath = resume;

@@ -55,8 +55,7 @@ struct QueueOps {
   amprt_status (*graphBegin)(amprt_context *ctx);
   /// Ends the recording; `failed`: a call was refused while recording, so
   /// no graph is made (*out NULL) and the recording is dropped.
-  amprt_status (*graphEnd)(amprt_context *ctx, bool failed,
-                           amprt_graph **out);
+  amprt_status (*graphEnd)(amprt_context *ctx, bool failed, amprt_graph **out);
   amprt_status (*graphLaunch)(amprt_context *ctx, amprt_graph *graph);
   void (*graphDestroy)(amprt_context *ctx, amprt_graph *graph);
 };
@@ -159,6 +158,9 @@ struct amprt_context {
   /// The last fence number given out (amprt_fence_record) and the last one
   /// known to have passed.
   uint64_t fencesRecorded = 0, fencesPassed = 0;
+  /// amprt_queue_stats: counted by the backend where it waits (drains,
+  /// fence waits) and by Queue.cpp (launches).
+  amprt_queue_stats waits = {0, 0, 0};
   /// amprt_context_set_comm: what the collectives reduce over (not owned;
   /// NULL: a group of one rank).
   amprt_comm *comm = nullptr;
