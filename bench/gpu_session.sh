@@ -14,6 +14,8 @@
 #   kernels bench/gpu_kernels.py (GEMM vs cuBLAS peak, AdamW vs bandwidth);
 #   train   bench/train_step_bench.py run --device cuda on the artifacts in
 #           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
+#   train-calls train with --cuda-graph=off: the steps call by call, to
+#           set against train's one graph launch a step;
 #   train-find the CNN again with measured convolution algorithms on both
 #           sides (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark);
 #   train-gemm the MLP at batch 8192, where its step is GEMM-bound: the
@@ -54,7 +56,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-calls|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -188,6 +190,15 @@ stage_train-gemm() {
     --markdown "$out/train-step-gemm.md"
 }
 
+stage_train-calls() {
+  # The steps call by call (--cuda-graph=off), against the graph of
+  # stage train: what one launch a step saves.
+  "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --amp-run-flag=--cuda-graph=off \
+    --markdown "$out/train-step-calls.md"
+}
+
 stage_train-bf16() {
   "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
@@ -291,7 +302,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-calls|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

@@ -115,10 +115,11 @@ def make(args) -> int:
 
 def amp_run_window(amp_run: str, model_dir: Path, batch: int, lo: int,
                    hi: int, device: str, amp: str | None,
-                   env: dict | None = None) -> tuple[float, int, float]:
+                   env: dict | None = None,
+                   flags: list | None = None) -> tuple[float, int, float]:
     """One amp-run process of `hi` steps: the mean seconds of steps lo..hi-1
     (from its --log), the steps its loss scaler skipped among them, and the
-    last loss."""
+    last loss. `flags`: more amp-run options (--cuda-graph=off)."""
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "steps.csv")
         cmd = [amp_run, str(model_dir / "training_model.onnx"),
@@ -127,6 +128,7 @@ def amp_run_window(amp_run: str, model_dir: Path, batch: int, lo: int,
                "--device", device, "--log", log, "--log-time", "--quiet"]
         if amp:
             cmd.append("--amp=" + amp)
+        cmd += flags or []
         res = subprocess.run(cmd, capture_output=True, text=True,
                              env={**os.environ, **(env or {})})
         if res.returncode != 0:
@@ -148,7 +150,8 @@ def ours_step(args, model_dir: Path, batch: int,
     most skipped steps of any of their windows, and the median's loss."""
     env = {"AMPRT_CUDNN_FIND": "1"} if args.cudnn_benchmark else None
     runs = [amp_run_window(args.amp_run, model_dir, batch, args.steps_lo,
-                           args.steps_hi, args.device, amp, env)
+                           args.steps_hi, args.device, amp, env,
+                           args.amp_run_flag)
             for _ in range(args.repeat)]
     runs.sort(key=lambda r: r[0])
     mid = runs[len(runs) // 2]
@@ -381,6 +384,9 @@ def main() -> int:
     r.add_argument("--markdown")
     r.add_argument("--models", nargs="*", choices=MODELS,
                    help="only these models of the artifacts")
+    r.add_argument("--amp-run-flag", action="append", default=[],
+                   help="one more amp-run option for our runs (repeatable), "
+                        "e.g. --amp-run-flag=--cuda-graph=off")
     r.add_argument("--cudnn-benchmark", action="store_true",
                    help="both sides measure convolution algorithms: amp-run "
                         "with AMPRT_CUDNN_FIND=1, PyTorch with "
