@@ -349,8 +349,17 @@ amprt_status findPlan(amprt_context *ctx, const char *k, bool backward,
   auto &cache = state(ctx).attentionPlans;
   std::string key = planKey(backward ? 'b' : 'f', p);
   auto it = cache.find(key);
-  if (it == cache.end())
-    it = cache.emplace(std::move(key), buildPlan(h, p, backward)).first;
+  if (it == cache.end()) {
+    std::shared_ptr<Plan> built = buildPlan(h, p, backward);
+    // A plan turned down while a graph is recorded may have been turned
+    // down for the recording's sake: not kept, the call runs eagerly
+    // later and builds it again.
+    if (!built && ctx->capturing) {
+      plan = nullptr;
+      return AMPRT_OK;
+    }
+    it = cache.emplace(std::move(key), std::move(built)).first;
+  }
   plan = std::static_pointer_cast<Plan>(it->second);
   return AMPRT_OK;
 }

@@ -169,6 +169,7 @@ amprt_status cudaOpen(amprt_context *ctx) {
                      "%s: cudaMallocManaged(random offset) failed", k);
   }
   ctx->deviceRandomOffset = static_cast<uint64_t *>(offset);
+  s->deferred->offsetAt = ctx->deviceRandomOffset;
   e = cudaMemsetAsync(offset, 0, sizeof(uint64_t), s->stream);
   if (e != cudaSuccess) {
     cudaClose(ctx);

@@ -70,6 +70,11 @@ struct DeferredCheck {
   const char *kernel; // the call's name (a string literal of the host)
   int64_t value, at, bound;
   double real;
+  /// The random offset when the failing kernel ran (read from `offsetAt`,
+  /// the context's device offset, which the host sets once): a training
+  /// loop that keeps the offset at the step index names the step.
+  uint64_t offset;
+  const uint64_t *offsetAt;
 };
 
 /// Fence slots of a context: fence n is recorded in event n % kFences.
@@ -181,6 +186,10 @@ amprt_status clearStatus(amprt_context *ctx, const char *k);
 /// Waits for the stream and returns devStatus (kNoError when clean). Only
 /// for immediate checks: while recording a graph it refuses the call.
 amprt_status readStatus(amprt_context *ctx, const char *k, int64_t &out);
+/// The message of a deferred failure, as the immediate check words it.
+amprt_status describeDeferred(amprt_context *ctx, int32_t message,
+                              const char *k, long long v, long long at,
+                              long long bound, double real);
 
 /// Writes failure `c` of call `kernel` into `rec` unless it holds one (the
 /// first failure wins). One thread of one kernel at a time.
@@ -195,6 +204,7 @@ recordFailure(DeferredCheck *rec, const char *kernel, const DeferredCheck &c) {
   r->at = c.at;
   r->bound = c.bound;
   r->real = c.real;
+  r->offset = r->offsetAt ? *r->offsetAt : 0;
   __threadfence_system();
   r->set = 1;
 }

@@ -42,6 +42,7 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <string>
 
 using namespace amprt;
 using namespace amprt::cuda;
@@ -326,7 +327,18 @@ amprt_status amprt::cuda::reportDeferred(amprt_context *ctx) {
   const char *k = r->kernel ? r->kernel : "a kernel";
   long long v = r->value, at = r->at, bound = r->bound;
   double real = r->real;
+  unsigned long long offset = r->offset;
   r->set = 0; // reported once, then forgotten
+  amprt_status bad = describeDeferred(ctx, message, k, v, at, bound, real);
+  // The offset the call ran at (Runtime.h, amprt_data_checks).
+  ctx->error += " [random offset " + std::to_string(offset) + "]";
+  return bad;
+}
+
+amprt_status amprt::cuda::describeDeferred(amprt_context *ctx, int32_t message,
+                                           const char *k, long long v,
+                                           long long at, long long bound,
+                                           double real) {
   amprt_status bad = AMPRT_ERR_INVALID_ARGUMENT;
   switch (message) {
   case kLabelOutside:

@@ -216,12 +216,7 @@ llvm::Error Trainer::run() {
         return fail(Twine("device memory: ") + amprt_last_error(ctx));
       optSnapshots.push_back({i, copy});
     }
-  // A kernel that finds bad data (a label out of range) reports it when
-  // the loop next waits, not by making the device wait at once; the
-  // random offset is the step's, moved on by each step's device work.
-  if (auto e = check(amprt_set_data_checks(ctx, AMPRT_CHECKS_DEFERRED),
-                     "data checks"))
-    return e;
+  // The random offset is the step's, moved on by each step's device work.
   if (auto e = check(amprt_set_random_offset(ctx, stepsDone), "random"))
     return e;
   // The host reads a step's results while the device runs the next one,
@@ -229,6 +224,14 @@ llvm::Error Trainer::run() {
   // ranks compare them, or a diagnostic reads each step as it goes.
   bool runAhead = !(plan.stepIn && !plan.deviceUpdated) && worldSize == 1 &&
                   !opts.localizeNonfinite && !opts.stepRunner && !collector;
+  // Then a kernel that finds bad data (a label out of range) reports it
+  // when the loop next waits (finishStep), not by making the device wait
+  // at once. A run that reads each step as it goes keeps the immediate
+  // checks: its own reads would otherwise be the ones to get the failure.
+  if (runAhead)
+    if (auto e = check(amprt_set_data_checks(ctx, AMPRT_CHECKS_DEFERRED),
+                       "data checks"))
+      return e;
   // Gradient accumulation: the optimizer runs on the last step of each
   // group of opts.accumulate steps, if every step of the group was finite.
   if (opts.stepGraph == StepGraph::On) {
@@ -263,14 +266,14 @@ llvm::Error Trainer::run() {
       if (auto e = finishStep())
         return e;
   }
+  amprt_queue_stats waits;
+  bool counted = amprt_queue_stats_get(ctx, &waits) == AMPRT_OK;
   // What the last step queued after its results (nothing, unless a
   // deferred check failed there).
-  if (auto e = check(amprt_synchronize(ctx), "the last step"))
-    return e;
-  amprt_queue_stats waits;
-  if (opts.progress && stepsDone > steadyStep &&
-      StringRef(amprt_backend_name(ctx)) != "cpu" &&
-      amprt_queue_stats_get(ctx, &waits) == AMPRT_OK)
+  if (amprt_synchronize(ctx) != AMPRT_OK)
+    return stepFailure(stepsDone - 1);
+  if (opts.progress && stepsDone > steadyStep && counted &&
+      StringRef(amprt_backend_name(ctx)) != "cpu")
     status << "amp-run: steps " << steadyStep + 1 << " to " << stepsDone
            << ": the host drained the device's queue "
            << waits.drains - steadyFrom.drains << " times and waited "

@@ -165,7 +165,7 @@ llvm::Error Trainer::fillBatch(int64_t step) {
       stage.next = 1 - turn;
       if (stage.fence[turn] &&
           amprt_fence_wait(ctx, stage.fence[turn]) != AMPRT_OK)
-        return fail("step " + Twine(step) + ": " + amprt_last_error(ctx));
+        return stepFailure(step > 0 ? step - 1 : 0);
       if (!stage.buf[turn] &&
           amprt_host_alloc(ctx, b.bytes, &stage.buf[turn]) != AMPRT_OK)
         return fail(Twine("host memory: ") + amprt_last_error(ctx));
@@ -214,17 +214,20 @@ llvm::Error Trainer::fillBatch(int64_t step) {
   return llvm::Error::success();
 }
 
-void Trainer::injectNonFinite() {
+llvm::Error Trainer::injectNonFinite() {
   if (opts.injectNonFiniteRank >= 0 && opts.injectNonFiniteRank != rank)
-    return;
+    return llvm::Error::success();
   for (const std::string &name : dataInputs) {
     DeviceBuffer &b = *state[name];
     if (b.fedAs != AMPRT_F32 || !b.bytes)
       continue;
     float nan = NAN;
     uint16_t nan16 = b.dtype == AMPRT_F16 ? 0x7e00 : 0x7fc0; // f16, bf16
-    amprt_memcpy(ctx, b.data,
-                 b.dtype == AMPRT_F32 ? static_cast<void *>(&nan) : &nan16,
-                 amprt_dtype_size(b.dtype), AMPRT_HOST_TO_DEVICE);
+    if (amprt_memcpy(ctx, b.data,
+                     b.dtype == AMPRT_F32 ? static_cast<void *>(&nan) : &nan16,
+                     amprt_dtype_size(b.dtype),
+                     AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
+      return stepFailure(stepsDone);
   }
+  return llvm::Error::success();
 }

@@ -416,7 +416,11 @@ private:
   llvm::Error drawSyntheticBatch();
   /// --inject-nonfinite's step: the first element of every float data
   /// input made NaN, after the batch.
-  void injectNonFinite();
+  llvm::Error injectNonFinite();
+  /// The failure amprt_last_error holds, for the step that caused it: a
+  /// deferred data check names it by its random offset, else `step` (0
+  /// based) is taken.
+  llvm::Error stepFailure(uint64_t step);
   /// Per data input: two buffers of host memory the batches are staged in
   /// by turns, each with the fence of its last copy.
   struct Staging {

@@ -106,7 +106,8 @@ llvm::Error Trainer::queueStep(bool groupStart, bool groupEnd) {
   if (auto e = drawSyntheticBatch())
     return e;
   if (int64_t(stepsDone) == opts.injectNonFiniteStep)
-    injectNonFinite();
+    if (auto e = injectNonFinite())
+      return e;
   for (DeviceBuffer *b : resetSignals)
     if (auto e = fillWith(*b, groupStart))
       return e;
@@ -324,13 +325,29 @@ llvm::Error Trainer::queueResults(bool groupEnd) {
   return llvm::Error::success();
 }
 
+llvm::Error Trainer::stepFailure(uint64_t step) {
+  // A deferred data check names the random offset its call ran at, which
+  // is the index of the step that queued it.
+  StringRef msg = amprt_last_error(ctx);
+  StringRef head = msg;
+  uint64_t offset = step;
+  size_t at = msg.rfind(" [random offset ");
+  if (at != StringRef::npos && msg.ends_with("]") &&
+      !msg.slice(at + 16, msg.size() - 1).getAsInteger(10, offset))
+    head = msg.take_front(at);
+  else
+    offset = step;
+  return fail("step " + Twine(offset + 1) + ": " + head);
+}
+
 llvm::Error Trainer::finishStep() {
   StepPlan &p = plan;
   PendingStep done = pending.front();
   pending.erase(pending.begin());
-  // A deferred data check of the step's kernels fails here.
+  // A deferred data check of the step's kernels (or the next step's,
+  // which may have run by now) fails here.
   if (amprt_fence_wait(ctx, done.fence) != AMPRT_OK)
-    return fail("step " + Twine(done.step + 1) + ": " + amprt_last_error(ctx));
+    return stepFailure(done.step);
   const StepRecord &r = records[done.step % kRecords];
   uint8_t finite = r.finite;
   groupFinite &= finite;

@@ -194,8 +194,10 @@ typedef enum amprt_data_checks {
   /// its kernel's message, by the next call that waits for the device
   /// (amprt_synchronize, amprt_fence_wait, an amprt_memcpy that is not
   /// device to device, a kernel call that runs on the host, which waits
-  /// first) and then forgotten. What the failing kernel wrote is
-  /// undefined.
+  /// first) and then forgotten; its message ends with " [random offset
+  /// N]", the offset the failing call ran at (a loop that keeps the offset
+  /// at the step index reads the step there). What the failing kernel
+  /// wrote is undefined.
   AMPRT_CHECKS_DEFERRED = 1
 } amprt_data_checks;
 /// Selects the mode (amprt_data_checks). The CPU knows at once: its calls
