@@ -389,24 +389,16 @@ amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c, T y,
                                     beta)
                   : amprt_gemm(ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
     };
-    if (checkFloat(ctx, k, "a", a) || checkFloat(ctx, k, "b", b) ||
-        checkFloat(ctx, k, "c", c, true) || checkFloat(ctx, k, "y", y) ||
-        a->rank != 2 || b->rank != 2)
-      return onHost(ctx, cpu);
-    int64_t M = trans_a ? a->shape[1] : a->shape[0];
-    int64_t K = trans_a ? a->shape[0] : a->shape[1];
-    int64_t Kb = trans_b ? b->shape[1] : b->shape[0];
-    int64_t N = trans_b ? b->shape[0] : b->shape[1];
-    Shape so = {M, N}, bc;
-    if (K != Kb || checkShape(ctx, k, "y", y, so) ||
-        (c &&
-         (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)) ||
-        K == 0)
+    // a [.., K] without trans_a is [M, K] with its leading dims as rows,
+    // and y [.., N] is [M, N]: the same bytes.
+    GemmGeometry g;
+    if (checkGemm(ctx, k, a, b, c, y, trans_a, trans_b, g) || g.K == 0)
       return onHost(ctx, cpu); // errors, and the K = 0 corner
+    int64_t M = g.M, N = g.N, K = g.K;
     if (M == 0 || N == 0)
       return AMPRT_OK;
     bool withC = c && beta != 0.f;
-    Shape stc = withC ? broadcastStrides(shapeOf(c), so) : Shape{0, 0};
+    Shape stc = withC ? g.cStrides : Shape{0, 0};
     auto reluInPlace = [&] { return relu ? amprt_relu(ctx, y, y) : AMPRT_OK; };
     if (withC && beta == 1.f && y->dtype == AMPRT_F32 &&
         c->dtype == AMPRT_F32 && stc[0] == 0 && stc[1] == 1) {

@@ -29,7 +29,8 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
                                         llvm::StringRef what,
                                         bool overwriteAccumulators,
                                         bool narrowInputs, bool keepValues,
-                                        bool fuseAttention) {
+                                        bool fuseAttention,
+                                        bool fuseMatMulBias) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
@@ -44,6 +45,8 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
   // A run that reads every value afterwards needs the scores and
   // probabilities that fused attention never stores.
   options.fuseAttention = fuseAttention && !keepValues;
+  // Nor the product before a bias, which the bias gemm never stores.
+  options.fuseMatMulBias = fuseMatMulBias && !keepValues;
   buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(

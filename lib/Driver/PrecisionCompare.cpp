@@ -669,6 +669,8 @@ TrainOptions innerRun(const TrainOptions &train) {
   // Attention's separate calls: every value they make has its fp32
   // counterpart, and a rerun on fp32 inputs needs no fused call's lse.
   o.fuseAttention = false;
+  // Nor a bias gemm: the product before the bias is a value of its own.
+  o.fuseMatMulBias = false;
   return o;
 }
 

@@ -245,6 +245,46 @@ amprt_status amprt::checkMatmul(amprt_context *ctx, const char *k, T a, T b,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkGemm(amprt_context *ctx, const char *k, T a, T b, T c,
+                              T y, int32_t trans_a, int32_t trans_b,
+                              GemmGeometry &g) {
+  AMPRT_TRY(checkFloat(ctx, k, "a", a));
+  AMPRT_TRY(checkFloat(ctx, k, "b", b));
+  AMPRT_TRY(checkFloat(ctx, k, "c", c, /*optional=*/true));
+  AMPRT_TRY(checkFloat(ctx, k, "y", y));
+  if (a->rank < 2 || (trans_a && a->rank != 2) || b->rank != 2)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: a must be 2-D (or [.., K] without trans_a) and b "
+                     "2-D, got %s (trans_a %d) and %s",
+                     k, shapeStr(a).c_str(), trans_a, shapeStr(b).c_str());
+  int64_t rows = 1;
+  for (int32_t d = 0; d + 1 < a->rank; ++d)
+    rows *= a->shape[d];
+  g.M = trans_a ? a->shape[1] : rows;
+  g.K = trans_a ? a->shape[0] : a->shape[a->rank - 1];
+  int64_t Kb = trans_b ? b->shape[1] : b->shape[0];
+  g.N = trans_b ? b->shape[0] : b->shape[1];
+  if (g.K != Kb)
+    return ctx->fail(AMPRT_ERR_SHAPE,
+                     "%s: inner dimensions differ: a %s (trans_a %d), b "
+                     "%s (trans_b %d)",
+                     k, shapeStr(a).c_str(), trans_a, shapeStr(b).c_str(),
+                     trans_b);
+  Shape ys = trans_a ? Shape{g.M} : Shape(a->shape, a->shape + a->rank - 1);
+  ys.push_back(g.N);
+  AMPRT_TRY(checkShape(ctx, k, "y", y, ys));
+  g.cStrides.clear();
+  if (c) {
+    Shape so = {g.M, g.N}, bc;
+    if (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)
+      return ctx->fail(AMPRT_ERR_SHAPE,
+                       "%s: c of shape %s does not broadcast to %s", k,
+                       shapeStr(c).c_str(), shapeStr(so).c_str());
+    g.cStrides = broadcastStrides(shapeOf(c), so);
+  }
+  return AMPRT_OK;
+}
+
 /// gemm, and (relu) gemm_relu: the relu applied to the f32 result before
 /// its one rounding, which is what relu computes from the rounded value
 /// (rounding keeps order and sign, and maps 0 to 0).
@@ -252,35 +292,10 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
                              T y, int32_t trans_a, int32_t trans_b, float alpha,
                              float beta, bool relu) {
   return guard(ctx, k, [&]() -> amprt_status {
-    AMPRT_TRY(checkFloat(ctx, k, "a", a));
-    AMPRT_TRY(checkFloat(ctx, k, "b", b));
-    AMPRT_TRY(checkFloat(ctx, k, "c", c, /*optional=*/true));
-    AMPRT_TRY(checkFloat(ctx, k, "y", y));
-    if (a->rank != 2 || b->rank != 2)
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: a and b must be 2-D, got %s and %s", k,
-                       shapeStr(a).c_str(), shapeStr(b).c_str());
-    int64_t M = trans_a ? a->shape[1] : a->shape[0];
-    int64_t K = trans_a ? a->shape[0] : a->shape[1];
-    int64_t Kb = trans_b ? b->shape[1] : b->shape[0];
-    int64_t N = trans_b ? b->shape[0] : b->shape[1];
-    if (K != Kb)
-      return ctx->fail(AMPRT_ERR_SHAPE,
-                       "%s: inner dimensions differ: a %s (trans_a %d), b "
-                       "%s (trans_b %d)",
-                       k, shapeStr(a).c_str(), trans_a, shapeStr(b).c_str(),
-                       trans_b);
-    Shape so = {M, N};
-    AMPRT_TRY(checkShape(ctx, k, "y", y, so));
-    Shape stc;
-    if (c) {
-      Shape bc;
-      if (c->rank > 2 || !broadcastShapes({shapeOf(c), so}, bc) || bc != so)
-        return ctx->fail(AMPRT_ERR_SHAPE,
-                         "%s: c of shape %s does not broadcast to %s", k,
-                         shapeStr(c).c_str(), shapeStr(so).c_str());
-      stc = broadcastStrides(shapeOf(c), so);
-    }
+    GemmGeometry gg;
+    AMPRT_TRY(checkGemm(ctx, k, a, b, c, y, trans_a, trans_b, gg));
+    int64_t M = gg.M, N = gg.N, K = gg.K;
+    const Shape &stc = gg.cStrides;
     F32In ic(c);
     F32Out out(y);
     MatmulGeometry g;
@@ -288,7 +303,10 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
     if (!fastMatmul(g, a, b, alpha, out.p)) {
       F32In ia(a), ib(b);
       std::vector<float> ta, tb;
-      const float *A = asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta);
+      // Not transposed, a's leading dims are its rows.
+      const float *A =
+          trans_a ? asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta)
+                  : ia.p;
       const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
       sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
     }

@@ -293,6 +293,28 @@ def test_gemm(rt):
     rt.ok("gemm", a.ref, b.ref, None, y.ref, 0, 0, 1.0, 0.0)
     rt.close("gemm_f16_in_f32_out", y, a.f64() @ b.f64(), "f32",
              scale=np.abs(a.f64()) @ np.abs(b.f64()), terms=300)
+    # a [.., K] without trans_a: a linear layer with its bias on [B, S, K],
+    # the leading dims as rows, y [B, S, N]; the bits of the 2-D call, and
+    # of gemm_relu the relu of them.
+    for dt in FLOATS:
+        a, b = rt.randn((3, 5, 24), dt), rt.randn((16, 24), dt)
+        c = rt.randn((16,), dt)
+        for kernel in ("gemm", "gemm_relu"):
+            y3 = rt.empty((3, 5, 16), dt)
+            rt.ok(kernel, a.ref, b.ref, c.ref, y3.ref, 0, 1, 1.0, 1.0)
+            a2 = rt.buf(a.f64().reshape(15, 24), dt)
+            y2 = rt.empty((15, 16), dt)
+            rt.ok(kernel, a2.ref, b.ref, c.ref, y2.ref, 0, 1, 1.0, 1.0)
+            rt.equal(kernel + " [.., K] " + dt, y3.arr.reshape(15, 16),
+                     y2.arr)
+    rt.fails("gemm", rt.randn((3, 5, 24), "f32").ref,
+             rt.randn((16, 24), "f32").ref, None,
+             rt.empty((15, 16), "f32").ref, 0, 1, 1.0, 0.0,
+             match="y has shape")
+    rt.fails("gemm", rt.randn((3, 24, 5), "f32").ref,
+             rt.randn((24, 16), "f32").ref, None,
+             rt.empty((5, 16), "f32").ref, 1, 0, 1.0, 0.0,
+             match="a must be 2-D")
 
 
 def test_matmul(rt):

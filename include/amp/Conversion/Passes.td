@@ -129,8 +129,11 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     and their gradient) as one `attention` and one `attention_grad` call;
     sums of GatherGrads as scatters into one buffer; widening casts read by
     their elementwise consumers; a gemm and the relu reading it as one
-    `gemm_relu`. Results are bit-identical to the calls before, except
-    attention's: its scores and probabilities stay f32 inside the call.
+    `gemm_relu`; with `fuse-matmul-bias`, a MatMul with a 2-D weight and
+    the Add of its bias as one gemm. Results are bit-identical to the calls
+    before, except attention's (its scores and probabilities stay f32
+    inside the call) and a 16-bit bias gemm's (the product is not rounded
+    before the bias is added).
   }];
   let options = [
     Option<"overwriteAccumulators", "overwrite-accumulators", "bool",
@@ -141,6 +144,10 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     Option<"fuseAttention", "fuse-attention", "bool", /*default=*/"true",
            "Attention in f16/bf16 and its gradient as fused attention "
            "calls (scores and probabilities never stored)">,
+    Option<"fuseMatMulBias", "fuse-matmul-bias", "bool", /*default=*/"true",
+           "A MatMul with a 2-D weight and the Add of its bias as one gemm "
+           "(the product before the bias never stored; one rounding less "
+           "in 16 bits)">,
   ];
   let dependentDialects = ["::amp::amprt::AmpRTDialect"];
 }

@@ -30,14 +30,16 @@ void loadDialects(mlir::MLIRContext &ctx);
 /// the caller overwrites the gradient accumulators every step, and
 /// `narrow-inputs` when it converts its f32 batches to 16 bits, and
 /// `keep-values` when it reads every value after the run, and
-/// `fuse-attention` unless `fuseAttention` is false or keepValues is true);
+/// `fuse-attention` and `fuse-matmul-bias` unless `fuseAttention` and
+/// `fuseMatMulBias` are false or keepValues is true);
 /// the lowering's errors are diagnostics, its arena remarks are dropped.
 /// `what` names the model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
                            llvm::StringRef what,
                            bool overwriteAccumulators = false,
                            bool narrowInputs = false, bool keepValues = false,
-                           bool fuseAttention = true);
+                           bool fuseAttention = true,
+                           bool fuseMatMulBias = true);
 
 } // namespace amp::driver
 

@@ -134,6 +134,9 @@ struct TrainOptions {
   /// Attention in f16/bf16 and its gradient as fused calls (amprt-fuse's
   /// fuse-attention; off with keepValues, whose values they never store).
   bool fuseAttention = true;
+  /// A MatMul and its bias Add as one gemm (amprt-fuse's fuse-matmul-bias;
+  /// off with keepValues).
+  bool fuseMatMulBias = true;
   /// The step as one graph, launched once a step (docs/amp-run.md, "Steps
   /// without waiting").
   StepGraph stepGraph = StepGraph::Auto;

@@ -73,6 +73,7 @@ void populateGatherGradSumsPatterns(mlir::RewritePatternSet &patterns);
 void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);
 /// A gemm and the relu that reads its result as one gemm_relu, the
 /// ReluGrads reading the relu's output (FuseGemmRelu.cpp).
+void populateFuseMatMulBiasPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseGemmReluPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace amp::lowering

@@ -108,6 +108,8 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
     }
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
+    if (fuseMatMulBias)
+      applyFusion(module, populateFuseMatMulBiasPatterns);
     applyFusion(module, populateFuseGemmReluPatterns);
   }
 };
@@ -190,6 +192,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "attention calls (scores and probabilities never "
                      "stored)"),
       llvm::cl::init(true)};
+  Option<bool> fuseMatMulBias{
+      *this, "fuse-matmul-bias",
+      llvm::cl::desc("A MatMul with a 2-D weight and the Add of its bias as "
+                     "one gemm"),
+      llvm::cl::init(true)};
   Option<bool> narrowInputs{
       *this, "narrow-inputs",
       llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
@@ -205,8 +212,8 @@ void amp::buildConvertTrainToRuntimePipeline(
     OpPassManager &pm, const TrainToRuntimeOptions &options) {
   pm.addPass(createTrainBindDims({options.dims}));
   pm.addPass(createConvertTrainToAmpRT({options.dims, options.narrowInputs}));
-  pm.addPass(
-      createAmpRTFuse({options.overwriteAccumulators, options.fuseAttention}));
+  pm.addPass(createAmpRTFuse({options.overwriteAccumulators,
+                              options.fuseAttention, options.fuseMatMulBias}));
   pm.addPass(createAmpRTPlanBuffers({options.schedule, options.keepValues}));
 }
 
@@ -225,6 +232,7 @@ void amp::registerConvertTrainToRuntimePasses() {
         options.overwriteAccumulators = o.overwriteAccumulators;
         options.narrowInputs = o.narrowInputs;
         options.fuseAttention = o.fuseAttention;
+        options.fuseMatMulBias = o.fuseMatMulBias;
         buildConvertTrainToRuntimePipeline(pm, options);
       });
 }

@@ -47,6 +47,9 @@ struct TrainToRuntimeOptions {
   /// Attention in f16/bf16 and its gradient become fused `attention` and
   /// `attention_grad` calls (amprt-fuse's fuse-attention; docs/Lowering.md).
   bool fuseAttention = true;
+  /// A MatMul with a 2-D weight and the Add of its bias become one gemm
+  /// (amprt-fuse's fuse-matmul-bias; docs/Lowering.md).
+  bool fuseMatMulBias = true;
   /// The caller fills the batches of data itself and can convert f32
   /// samples to f16/bf16 (round to nearest even) as it copies them: an f32
   /// data input (a dim bound by `dims`) that the graph only casts to one

@@ -148,6 +148,22 @@ amprt_status checkMatmul(amprt_context *ctx, const char *k,
                          const amprt_tensor *y, bool transA, bool transB,
                          MatmulGeometry &g);
 
+/// gemm's geometry: y[M, N] = op(a)[M, K] op(b)[K, N] (+ c broadcast to
+/// [M, N] with strides cStrides, empty without c).
+struct GemmGeometry {
+  int64_t M = 0, N = 0, K = 0;
+  Shape cStrides;
+};
+/// gemm's and gemm_relu's checks (Gemm.cpp): float operands; a [M, K]
+/// ([K, M] with trans_a) or, without trans_a, [.., K] whose leading dims
+/// are the rows (a linear layer on [batch, seq, features]); b 2-D with the
+/// same K; y of a's leading dims and N; c (optional, rank <= 2)
+/// broadcasting to [M, N].
+amprt_status checkGemm(amprt_context *ctx, const char *k, const amprt_tensor *a,
+                       const amprt_tensor *b, const amprt_tensor *c,
+                       const amprt_tensor *y, int32_t transA, int32_t transB,
+                       GemmGeometry &g);
+
 /// An operand of attention as the kernel reads or writes it: the element
 /// offset, logical dims and element strides into its buffer (a contiguous
 /// operand: 0, its shape, its packed strides).
