@@ -76,6 +76,16 @@ __global__ void epilogueKernel(const float *d, const void *c, int32_t cdt,
   }
 }
 
+/// gemm_act_grad's epilogue: the f32 product rounded as dx's dtype holds
+/// it, then the activation's gradient from it and x (Gemm.cpp's loop).
+__global__ void actGradKernel(const float *d, const void *x, int32_t xdt,
+                              Act act, void *dx, int32_t dt, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    storeF(dx, dt, i,
+           activationGrad(act, roundedTo(dt, d[i]), loadF(x, xdt, i), 0.f));
+}
+
 /// Largest power of two (<= 256) dividing the address and every batch step.
 uint32_t alignmentOf(const void *p, int64_t strideBytes) {
   uint64_t v =
@@ -448,6 +458,39 @@ amprt_status cudaGemm(amprt_context *ctx, T a, T b, T c, T y, int32_t trans_a,
                   false);
 }
 
+amprt_status cudaGemmActGrad(amprt_context *ctx, T a, T b, T x, T dx,
+                             int32_t trans_a, int32_t trans_b, float alpha,
+                             int32_t act) {
+  const char *k = "gemm_act_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    auto cpu = [&] {
+      return amprt_gemm_act_grad(ctx, a, b, x, dx, trans_a, trans_b, alpha,
+                                 act);
+    };
+    Act fn;
+    GemmGeometry g;
+    if (checkGemmActGrad(ctx, a, b, x, dx, trans_a, trans_b, act, fn, g) ||
+        g.K == 0)
+      return onHost(ctx, cpu); // errors, and the K = 0 corner
+    if (g.M == 0 || g.N == 0)
+      return AMPRT_OK;
+    // The product in f32 (dx itself when f32), then one epilogue pass.
+    Prepared p;
+    AMPRT_TRY(prepare(ctx, k, a, b, dx, /*needF32Out=*/true, p));
+    amprt_status st = rowMajorProduct(ctx, k, p, trans_a, trans_b, g.M, g.N,
+                                      g.K, 0, 0, 0, 0, 0, 1, alpha, 0.f);
+    if (st == AMPRT_ERR_UNSUPPORTED)
+      return onHost(ctx, cpu);
+    AMPRT_TRY(st);
+    int64_t n = g.M * g.N;
+    actGradKernel<<<gridFor(n, kThreads, 4), kThreads, 0, stream(ctx)>>>(
+        static_cast<const float *>(p.d), x->data, x->dtype, fn, dx->data,
+        dx->dtype, n);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  });
+}
+
 amprt_status cudaGemmRelu(amprt_context *ctx, T a, T b, T c, T y,
                           int32_t trans_a, int32_t trans_b, float alpha,
                           float beta) {
@@ -531,6 +574,7 @@ amprt_status cudaFusedMatmul(amprt_context *ctx, T a, T b, T y, int32_t trans_a,
 void amprt::cuda::registerGemm(KernelTable &t) {
   t.gemm = cudaGemm;
   t.gemm_relu = cudaGemmRelu;
+  t.gemm_act_grad = cudaGemmActGrad;
   t.matmul = cudaMatmul;
   t.fused_matmul = cudaFusedMatmul;
 }

@@ -30,7 +30,7 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
                                         bool overwriteAccumulators,
                                         bool narrowInputs, bool keepValues,
                                         bool fuseAttention,
-                                        bool fuseMatMulBias) {
+                                        bool fuseGemmEpilogues) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
@@ -46,7 +46,7 @@ llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
   // probabilities that fused attention never stores.
   options.fuseAttention = fuseAttention && !keepValues;
   // Nor the product before a bias, which the bias gemm never stores.
-  options.fuseMatMulBias = fuseMatMulBias && !keepValues;
+  options.fuseGemmEpilogues = fuseGemmEpilogues && !keepValues;
   buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(

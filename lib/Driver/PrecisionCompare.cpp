@@ -670,7 +670,7 @@ TrainOptions innerRun(const TrainOptions &train) {
   // counterpart, and a rerun on fp32 inputs needs no fused call's lse.
   o.fuseAttention = false;
   // Nor a bias gemm: the product before the bias is a value of its own.
-  o.fuseMatMulBias = false;
+  o.fuseGemmEpilogues = false;
   return o;
 }
 

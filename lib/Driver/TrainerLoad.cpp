@@ -502,7 +502,7 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // to 16 bits is converted as it is copied (narrow-inputs).
   return lowerToRuntime(module, loweringDims, what, opts.accumulate == 1,
                         /*narrowInputs=*/true, opts.keepValues,
-                        opts.fuseAttention, opts.fuseMatMulBias);
+                        opts.fuseAttention, opts.fuseGemmEpilogues);
 }
 
 llvm::Error Trainer::dumpLowered() {

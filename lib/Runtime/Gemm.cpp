@@ -285,6 +285,39 @@ amprt_status amprt::checkGemm(amprt_context *ctx, const char *k, T a, T b, T c,
   return AMPRT_OK;
 }
 
+amprt_status amprt::checkGemmActGrad(amprt_context *ctx, T a, T b, T x, T dx,
+                                     int32_t trans_a, int32_t trans_b,
+                                     int32_t actCode, Act &act,
+                                     GemmGeometry &g) {
+  const char *k = "gemm_act_grad";
+  static const Act acts[] = {Act::Relu, Act::Gelu, Act::FastGelu};
+  if (actCode < 0 || actCode > 2)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: act %d is not 0 (relu), 1 (gelu) or 2 (fast_gelu)", k,
+                     actCode);
+  act = acts[actCode];
+  AMPRT_TRY(checkGemm(ctx, k, a, b, nullptr, dx, trans_a, trans_b, g));
+  AMPRT_TRY(checkFloat(ctx, k, "x", x));
+  return checkShape(ctx, k, "x", x, shapeOf(dx));
+}
+
+/// out[M, N] = alpha op(a) op(b) in f32, for gemm's geometry (a without
+/// trans_a may be [.., K]): oneDNN's fast path, else the reference loops.
+static void gemmProduct(const GemmGeometry &gg, T a, T b, int32_t trans_a,
+                        int32_t trans_b, float alpha, float *out) {
+  MatmulGeometry g;
+  g.M = gg.M, g.N = gg.N, g.K = gg.K, g.transA = trans_a, g.transB = trans_b;
+  if (fastMatmul(g, a, b, alpha, out))
+    return;
+  F32In ia(a), ib(b);
+  std::vector<float> ta, tb;
+  // Not transposed, a's leading dims are its rows.
+  const float *A =
+      trans_a ? asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta) : ia.p;
+  const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
+  sgemm(gg.M, gg.N, gg.K, alpha, A, gg.K, B, gg.N, false, out, gg.N);
+}
+
 /// gemm, and (relu) gemm_relu: the relu applied to the f32 result before
 /// its one rounding, which is what relu computes from the rounded value
 /// (rounding keeps order and sign, and maps 0 to 0).
@@ -294,22 +327,11 @@ static amprt_status gemmImpl(amprt_context *ctx, const char *k, T a, T b, T c,
   return guard(ctx, k, [&]() -> amprt_status {
     GemmGeometry gg;
     AMPRT_TRY(checkGemm(ctx, k, a, b, c, y, trans_a, trans_b, gg));
-    int64_t M = gg.M, N = gg.N, K = gg.K;
+    int64_t M = gg.M, N = gg.N;
     const Shape &stc = gg.cStrides;
     F32In ic(c);
     F32Out out(y);
-    MatmulGeometry g;
-    g.M = M, g.N = N, g.K = K, g.transA = trans_a, g.transB = trans_b;
-    if (!fastMatmul(g, a, b, alpha, out.p)) {
-      F32In ia(a), ib(b);
-      std::vector<float> ta, tb;
-      // Not transposed, a's leading dims are its rows.
-      const float *A =
-          trans_a ? asRowMajor(ia.p, a->shape[0], a->shape[1], trans_a, ta)
-                  : ia.p;
-      const float *B = asRowMajor(ib.p, b->shape[0], b->shape[1], trans_b, tb);
-      sgemm(M, N, K, alpha, A, K, B, N, false, out.p, N);
-    }
+    gemmProduct(gg, a, b, trans_a, trans_b, alpha, out.p);
     bool bias = c && beta != 0.f;
     // Row by row, each loop simple enough to vectorize: the bias (broadcast
     // along the row, a scalar, or strided), then the relu on the row while
@@ -353,6 +375,35 @@ amprt_status amprt_gemm_relu(amprt_context *ctx, T a, T b, T c, T y,
   AMPRT_DISPATCH(gemm_relu, ctx, a, b, c, y, trans_a, trans_b, alpha, beta);
   return gemmImpl(ctx, "gemm_relu", a, b, c, y, trans_a, trans_b, alpha, beta,
                   /*relu=*/true);
+}
+
+amprt_status amprt_gemm_act_grad(amprt_context *ctx, T a, T b, T x, T dx,
+                                 int32_t trans_a, int32_t trans_b, float alpha,
+                                 int32_t act) {
+  AMPRT_DISPATCH(gemm_act_grad, ctx, a, b, x, dx, trans_a, trans_b, alpha, act);
+  const char *k = "gemm_act_grad";
+  return guard(ctx, k, [&]() -> amprt_status {
+    Act fn;
+    GemmGeometry gg;
+    AMPRT_TRY(
+        checkGemmActGrad(ctx, a, b, x, dx, trans_a, trans_b, act, fn, gg));
+    int64_t M = gg.M, N = gg.N;
+    // The product in f32 where dx will be (its own memory for f32).
+    F32Out out(dx);
+    gemmProduct(gg, a, b, trans_a, trans_b, alpha, out.p);
+    // Rounded as the product's own buffer would hold it, then the
+    // gradient as its kernel computes it from that value.
+    F32In ix(x);
+    int32_t dt = dx->dtype;
+    parallelFor(
+        M * N, 8.0 * double(M) * double(N), [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo; i < hi; ++i)
+            out.p[i] =
+                activationGrad(fn, roundedTo(dt, out.p[i]), ix.p[i], 0.f);
+        });
+    out.commit();
+    return AMPRT_OK;
+  });
 }
 
 amprt_status amprt_matmul(amprt_context *ctx, T a, T b, T y) {

@@ -311,6 +311,34 @@ def test_gemm(rt):
              rt.randn((16, 24), "f32").ref, None,
              rt.empty((15, 16), "f32").ref, 0, 1, 1.0, 0.0,
              match="y has shape")
+    # gemm_act_grad: the bits of gemm then the activation's gradient.
+    for dt in FLOATS:
+        for act, grad in ((0, "relu_grad"), (1, "gelu_grad"),
+                          (2, "fast_gelu_grad")):
+            for ashape, tb in (((3, 5, 24), 1), ((15, 24), 0)):
+                a = rt.randn(ashape, dt)
+                b = rt.randn((16, 24) if tb else (24, 16), dt)
+                out = ashape[:-1] + (16,)
+                x = rt.randn(out, dt)
+                dx = rt.empty(out, dt)
+                rt.ok("gemm_act_grad", a.ref, b.ref, x.ref, dx.ref, 0, tb,
+                      C.c_float(0.5), act)
+                g, want = rt.empty(out, dt), rt.empty(out, dt)
+                a2 = rt.buf(a.f64().reshape(-1, 24), dt)
+                g2 = rt.empty((int(np.prod(out[:-1])), 16), dt)
+                rt.ok("gemm", a2.ref, b.ref, None, g2.ref, 0, tb,
+                      C.c_float(0.5), 0.0)
+                g = rt.buf(g2.f64().reshape(out), dt)
+                rt.ok(grad, g.ref, x.ref, want.ref)
+                rt.equal("gemm_act_grad %s %s %s" % (dt, grad, ashape),
+                         dx.arr, want.arr)
+    ok = rt.randn((15, 24), "f32"), rt.randn((24, 16), "f32")
+    rt.fails("gemm_act_grad", ok[0].ref, ok[1].ref,
+             rt.randn((15, 16), "f32").ref, rt.empty((15, 16), "f32").ref,
+             0, 0, C.c_float(1.0), 3, match="act 3 is not")
+    rt.fails("gemm_act_grad", ok[0].ref, ok[1].ref,
+             rt.randn((16, 15), "f32").ref, rt.empty((15, 16), "f32").ref,
+             0, 0, C.c_float(1.0), 0, match="x has shape")
     rt.fails("gemm", rt.randn((3, 24, 5), "f32").ref,
              rt.randn((24, 16), "f32").ref, None,
              rt.empty((5, 16), "f32").ref, 1, 0, 1.0, 0.0,

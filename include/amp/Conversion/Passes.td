@@ -129,8 +129,9 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     and their gradient) as one `attention` and one `attention_grad` call;
     sums of GatherGrads as scatters into one buffer; widening casts read by
     their elementwise consumers; a gemm and the relu reading it as one
-    `gemm_relu`; with `fuse-matmul-bias`, a MatMul with a 2-D weight and
-    the Add of its bias as one gemm. Results are bit-identical to the calls
+    `gemm_relu`; with `fuse-gemm-epilogues`, a MatMul with a 2-D weight and
+    the Add of its bias as one gemm, and a product read only by an
+    activation's gradient as one `gemm_act_grad`. Results are bit-identical to the calls
     before, except attention's (its scores and probabilities stay f32
     inside the call) and a 16-bit bias gemm's (the product is not rounded
     before the bias is added).
@@ -144,10 +145,11 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     Option<"fuseAttention", "fuse-attention", "bool", /*default=*/"true",
            "Attention in f16/bf16 and its gradient as fused attention "
            "calls (scores and probabilities never stored)">,
-    Option<"fuseMatMulBias", "fuse-matmul-bias", "bool", /*default=*/"true",
+    Option<"fuseGemmEpilogues", "fuse-gemm-epilogues", "bool", /*default=*/"true",
            "A MatMul with a 2-D weight and the Add of its bias as one gemm "
-           "(the product before the bias never stored; one rounding less "
-           "in 16 bits)">,
+           "(one rounding less in 16 bits), a product and the activation "
+           "gradient reading it as one gemm_act_grad: the product never "
+           "stored">,
   ];
   let dependentDialects = ["::amp::amprt::AmpRTDialect"];
 }

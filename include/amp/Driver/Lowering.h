@@ -30,8 +30,8 @@ void loadDialects(mlir::MLIRContext &ctx);
 /// the caller overwrites the gradient accumulators every step, and
 /// `narrow-inputs` when it converts its f32 batches to 16 bits, and
 /// `keep-values` when it reads every value after the run, and
-/// `fuse-attention` and `fuse-matmul-bias` unless `fuseAttention` and
-/// `fuseMatMulBias` are false or keepValues is true);
+/// `fuse-attention` and `fuse-gemm-epilogues` unless `fuseAttention` and
+/// `fuseGemmEpilogues` are false or keepValues is true);
 /// the lowering's errors are diagnostics, its arena remarks are dropped.
 /// `what` names the model in the error.
 llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
@@ -39,7 +39,7 @@ llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
                            bool overwriteAccumulators = false,
                            bool narrowInputs = false, bool keepValues = false,
                            bool fuseAttention = true,
-                           bool fuseMatMulBias = true);
+                           bool fuseGemmEpilogues = true);
 
 } // namespace amp::driver
 

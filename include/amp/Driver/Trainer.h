@@ -134,9 +134,10 @@ struct TrainOptions {
   /// Attention in f16/bf16 and its gradient as fused calls (amprt-fuse's
   /// fuse-attention; off with keepValues, whose values they never store).
   bool fuseAttention = true;
-  /// A MatMul and its bias Add as one gemm (amprt-fuse's fuse-matmul-bias;
+  /// A MatMul and its bias Add as one gemm, a product and the activation
+  /// gradient of it as one gemm_act_grad (amprt-fuse's fuse-gemm-epilogues;
   /// off with keepValues).
-  bool fuseMatMulBias = true;
+  bool fuseGemmEpilogues = true;
   /// The step as one graph, launched once a step (docs/amp-run.md, "Steps
   /// without waiting").
   StepGraph stepGraph = StepGraph::Auto;

@@ -132,3 +132,10 @@ void amp::lowering::eraseUnusedBuffers(func::FuncOp func) {
       if (SymbolTable::symbolKnownUseEmpty(global, module))
         global->erase();
 }
+
+bool amp::lowering::holdsValueBefore(Value buffer, amprt::CallOp call) {
+  if (!isTemporary(buffer))
+    return true;
+  SmallVector<BufferUse, 4> uses = bufferUses(buffer);
+  return !uses.empty() && uses.front().call->isBeforeInBlock(call);
+}

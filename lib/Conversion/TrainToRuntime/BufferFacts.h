@@ -52,6 +52,11 @@ mlir::Type elementType(mlir::Value buffer);
 /// The shape of `buffer`'s memref type.
 llvm::ArrayRef<int64_t> bufferShape(mlir::Value buffer);
 
+/// Whether `buffer` holds its value before `call` runs: an input or a
+/// constant, or a temporary (in the unplanned form) first named, so
+/// written, by an earlier call.
+bool holdsValueBefore(mlir::Value buffer, amprt::CallOp call);
+
 /// The calls of `kernel` in `func`'s body.
 bool isCallOf(mlir::Operation *op, llvm::StringRef kernel);
 

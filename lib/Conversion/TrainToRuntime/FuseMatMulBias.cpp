@@ -25,6 +25,7 @@
 
 #include "BufferFacts.h"
 #include "FusePatterns.h"
+#include "Products.h"
 
 using namespace mlir;
 using namespace amp;
@@ -32,39 +33,17 @@ using namespace amp::lowering;
 
 namespace {
 
-/// Whether `buffer` holds its value before `call`: an input or a constant,
-/// or a temporary written (first) by an earlier call.
-bool readyBefore(Value buffer, amprt::CallOp call) {
-  if (!isTemporary(buffer))
-    return true;
-  SmallVector<BufferUse, 4> uses = bufferUses(buffer);
-  return !uses.empty() && uses.front().call->isBeforeInBlock(call);
-}
-
 struct FuseMatMulBias : CallPattern {
   FuseMatMulBias(MLIRContext *ctx, StringRef kernel)
       : CallPattern(ctx, kernel) {}
 
   LogicalResult rewriteCall(amprt::CallOp mm,
                             PatternRewriter &rewriter) const override {
-    bool fused = mm.getKernel() == "fused_matmul";
-    int32_t transA = 0, transB = 0;
-    float alpha = 1.f;
-    if (fused) {
-      auto ta = mm->getAttrOfType<IntegerAttr>("trans_a");
-      auto tb = mm->getAttrOfType<IntegerAttr>("trans_b");
-      auto al = mm->getAttrOfType<FloatAttr>("alpha");
-      if (!ta || !tb || !al)
-        return failure();
-      transA = int32_t(ta.getInt());
-      transB = int32_t(tb.getInt());
-      alpha = float(al.getValueAsDouble());
-    }
-    Value a = mm.getSingleTensor("a"), b = mm.getSingleTensor("b"),
-          y = mm.getSingleTensor("y");
-    if (!a || !b || !y || transA || bufferShape(a).size() < 2 ||
-        bufferShape(b).size() != 2 || a == y || b == y)
+    std::optional<Product> p = productOf(mm);
+    if (!p || p->ta || bufferShape(p->b).size() != 2 || p->a == p->y ||
+        p->b == p->y)
       return failure();
+    Value a = p->a, b = p->b, y = p->y;
     if (!isTemporary(y) || isReturned(y) || isWrittenInPlace(y))
       return failure();
     amprt::CallOp add;
@@ -83,7 +62,7 @@ struct FuseMatMulBias : CallPattern {
     ArrayRef<int64_t> ys = bufferShape(y);
     if (bufferShape(bias) != ArrayRef<int64_t>(ys.back()) ||
         !isa<FloatType>(elementType(bias)) || isWrittenInPlace(bias) ||
-        !readyBefore(bias, mm))
+        !holdsValueBefore(bias, mm))
       return failure();
     Value z = add.getSingleTensor("y");
     if (!z || z == y || z == bias || z == a || z == b || bufferShape(z) != ys ||
@@ -94,13 +73,10 @@ struct FuseMatMulBias : CallPattern {
     for (BufferUse use : bufferUses(z))
       if (use.call != add && !add->isBeforeInBlock(use.call))
         return failure();
-    SmallVector<NamedAttribute> attrs = {
-        rewriter.getNamedAttr("trans_a", rewriter.getI32IntegerAttr(0)),
-        rewriter.getNamedAttr("trans_b", rewriter.getI32IntegerAttr(transB)),
-        rewriter.getNamedAttr("alpha", rewriter.getF32FloatAttr(alpha)),
-        rewriter.getNamedAttr("beta", rewriter.getF32FloatAttr(1.f))};
-    if (auto node = mm->getAttrOfType<StringAttr>("node"))
-      attrs.push_back(rewriter.getNamedAttr("node", node));
+    // The product's flags and alpha, the bias as c with beta 1.
+    SmallVector<NamedAttribute> attrs = productAttrs(rewriter, mm, *p);
+    attrs.push_back(
+        rewriter.getNamedAttr("beta", rewriter.getF32FloatAttr(1.f)));
     rewriter.setInsertionPoint(mm);
     amprt::createCall(rewriter, mm.getLoc(), "gemm",
                       {{"a", a}, {"b", b}, {"c", bias}, {"y", z}}, attrs);

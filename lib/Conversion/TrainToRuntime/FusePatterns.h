@@ -75,6 +75,7 @@ void populateFoldCastsPatterns(mlir::RewritePatternSet &patterns);
 /// ReluGrads reading the relu's output (FuseGemmRelu.cpp).
 void populateFuseMatMulBiasPatterns(mlir::RewritePatternSet &patterns);
 void populateFuseGemmReluPatterns(mlir::RewritePatternSet &patterns);
+void populateFuseGemmActGradPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace amp::lowering
 

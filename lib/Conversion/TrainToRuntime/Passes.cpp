@@ -108,9 +108,11 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
     }
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
-    if (fuseMatMulBias)
+    if (fuseGemmEpilogues)
       applyFusion(module, populateFuseMatMulBiasPatterns);
     applyFusion(module, populateFuseGemmReluPatterns);
+    if (fuseGemmEpilogues)
+      applyFusion(module, populateFuseGemmActGradPatterns);
   }
 };
 
@@ -192,10 +194,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "attention calls (scores and probabilities never "
                      "stored)"),
       llvm::cl::init(true)};
-  Option<bool> fuseMatMulBias{
-      *this, "fuse-matmul-bias",
+  Option<bool> fuseGemmEpilogues{
+      *this, "fuse-gemm-epilogues",
       llvm::cl::desc("A MatMul with a 2-D weight and the Add of its bias as "
-                     "one gemm"),
+                     "one gemm, a product and the activation gradient "
+                     "reading it as one gemm_act_grad"),
       llvm::cl::init(true)};
   Option<bool> narrowInputs{
       *this, "narrow-inputs",
@@ -212,8 +215,9 @@ void amp::buildConvertTrainToRuntimePipeline(
     OpPassManager &pm, const TrainToRuntimeOptions &options) {
   pm.addPass(createTrainBindDims({options.dims}));
   pm.addPass(createConvertTrainToAmpRT({options.dims, options.narrowInputs}));
-  pm.addPass(createAmpRTFuse({options.overwriteAccumulators,
-                              options.fuseAttention, options.fuseMatMulBias}));
+  pm.addPass(
+      createAmpRTFuse({options.overwriteAccumulators, options.fuseAttention,
+                       options.fuseGemmEpilogues}));
   pm.addPass(createAmpRTPlanBuffers({options.schedule, options.keepValues}));
 }
 
@@ -232,7 +236,7 @@ void amp::registerConvertTrainToRuntimePasses() {
         options.overwriteAccumulators = o.overwriteAccumulators;
         options.narrowInputs = o.narrowInputs;
         options.fuseAttention = o.fuseAttention;
-        options.fuseMatMulBias = o.fuseMatMulBias;
+        options.fuseGemmEpilogues = o.fuseGemmEpilogues;
         buildConvertTrainToRuntimePipeline(pm, options);
       });
 }

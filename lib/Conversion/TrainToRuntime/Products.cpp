@@ -50,18 +50,25 @@ std::optional<Product> amp::lowering::productOf(amprt::CallOp call) {
   return p;
 }
 
+SmallVector<NamedAttribute> amp::lowering::productAttrs(Builder &builder,
+                                                        amprt::CallOp like,
+                                                        const Product &p) {
+  SmallVector<NamedAttribute> attrs;
+  if (Attribute node = like->getAttr("node"))
+    attrs.push_back(builder.getNamedAttr("node", node));
+  attrs.push_back(
+      builder.getNamedAttr("trans_a", builder.getI32IntegerAttr(p.ta)));
+  attrs.push_back(
+      builder.getNamedAttr("trans_b", builder.getI32IntegerAttr(p.tb)));
+  attrs.push_back(builder.getNamedAttr(
+      "alpha", builder.getFloatAttr(builder.getF32Type(), p.alpha)));
+  return attrs;
+}
+
 void amp::lowering::replaceProduct(PatternRewriter &rewriter,
                                    amprt::CallOp like, const Product &p) {
   Type f32 = rewriter.getF32Type();
-  SmallVector<NamedAttribute> attrs;
-  if (Attribute node = like->getAttr("node"))
-    attrs.push_back(rewriter.getNamedAttr("node", node));
-  attrs.push_back(
-      rewriter.getNamedAttr("trans_a", rewriter.getI32IntegerAttr(p.ta)));
-  attrs.push_back(
-      rewriter.getNamedAttr("trans_b", rewriter.getI32IntegerAttr(p.tb)));
-  attrs.push_back(
-      rewriter.getNamedAttr("alpha", rewriter.getFloatAttr(f32, p.alpha)));
+  SmallVector<NamedAttribute> attrs = productAttrs(rewriter, like, p);
   rewriter.setInsertionPoint(like);
   if (like.getKernel() == "gemm") {
     attrs.push_back(

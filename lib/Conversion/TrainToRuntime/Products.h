@@ -36,6 +36,10 @@ struct Product {
 /// promotion: not a flag).
 std::optional<Product> productOf(amprt::CallOp call);
 
+/// The attributes of a call that computes p's product: `like`'s node, p's
+/// trans flags and alpha (a gemm adds beta).
+llvm::SmallVector<mlir::NamedAttribute>
+productAttrs(mlir::Builder &builder, amprt::CallOp like, const Product &p);
 /// Replaces the product `like` by `p`, in its place: a gemm for a gemm, else
 /// a fused_matmul, named after `like`'s node.
 void replaceProduct(mlir::PatternRewriter &rewriter, amprt::CallOp like,

@@ -1,5 +1,5 @@
 // RUN: amp-opt %s --split-input-file --convert-train-to-runtime | FileCheck %s
-// RUN: amp-opt %s --split-input-file --convert-train-to-runtime="fuse-matmul-bias=0" | FileCheck %s --check-prefix=OFF
+// RUN: amp-opt %s --split-input-file --convert-train-to-runtime="fuse-gemm-epilogues=0" | FileCheck %s --check-prefix=OFF
 
 // A linear layer on [batch, seq, features] as PyTorch exports it: MatMul
 // with a 2-D weight, then the Add of the bias. One gemm on the 3-D operand

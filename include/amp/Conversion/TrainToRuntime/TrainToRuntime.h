@@ -47,9 +47,10 @@ struct TrainToRuntimeOptions {
   /// Attention in f16/bf16 and its gradient become fused `attention` and
   /// `attention_grad` calls (amprt-fuse's fuse-attention; docs/Lowering.md).
   bool fuseAttention = true;
-  /// A MatMul with a 2-D weight and the Add of its bias become one gemm
-  /// (amprt-fuse's fuse-matmul-bias; docs/Lowering.md).
-  bool fuseMatMulBias = true;
+  /// A MatMul with a 2-D weight and the Add of its bias become one gemm, a
+  /// product and the activation gradient that reads it one gemm_act_grad
+  /// (amprt-fuse's fuse-gemm-epilogues; docs/Lowering.md).
+  bool fuseGemmEpilogues = true;
   /// The caller fills the batches of data itself and can convert f32
   /// samples to f16/bf16 (round to nearest even) as it copies them: an f32
   /// data input (a dim bound by `dims`) that the graph only casts to one

@@ -18,6 +18,7 @@
 #define AMP_RUNTIME_BACKEND_CHECKS_H
 
 #include "amp/Runtime/Backend/Backend.h"
+#include "amp/Runtime/Math/Elementwise.h"
 #include "amp/Runtime/Math/Geometry.h"
 #include "amp/Runtime/Math/Recurrent.h"
 
@@ -163,6 +164,15 @@ amprt_status checkGemm(amprt_context *ctx, const char *k, const amprt_tensor *a,
                        const amprt_tensor *b, const amprt_tensor *c,
                        const amprt_tensor *y, int32_t transA, int32_t transB,
                        GemmGeometry &g);
+
+/// gemm_act_grad's checks: checkGemm's for a, b and dx (no c), x a float
+/// tensor of dx's shape, act 0 (relu), 1 (gelu) or 2 (fast_gelu), whose
+/// activation `act` gets.
+amprt_status checkGemmActGrad(amprt_context *ctx, const amprt_tensor *a,
+                              const amprt_tensor *b, const amprt_tensor *x,
+                              const amprt_tensor *dx, int32_t transA,
+                              int32_t transB, int32_t actCode, Act &act,
+                              GemmGeometry &g);
 
 /// An operand of attention as the kernel reads or writes it: the element
 /// offset, logical dims and element strides into its buffer (a contiguous

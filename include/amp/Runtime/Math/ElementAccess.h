@@ -132,6 +132,14 @@ AMPRT_HD inline float bf16ToF32(uint16_t b) {
   return floatOf(uint32_t(b) << 16);
 }
 
+/// v stored into a float tensor of dtype dt and read back: f16 and bf16
+/// round it, f32 and f64 keep it.
+AMPRT_HD inline float roundedTo(int32_t dt, float v) {
+  return dt == AMPRT_F16    ? f16ToF32(f32ToF16(v))
+         : dt == AMPRT_BF16 ? bf16ToF32(f32ToBf16(v))
+                            : v;
+}
+
 /// Reads element i of a float tensor (f32/f16/bf16/f64) as float.
 AMPRT_HD inline float loadF(const void *p, int32_t dt, int64_t i) {
   switch (dt) {
