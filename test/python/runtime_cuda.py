@@ -436,6 +436,28 @@ def test_gemm(rt, gpu):
             if beta == 1.0:
                 assert np.isnan(g[3].f64()[5]).all(), \
                     "gemm_relu %s: the NaN row was not kept" % dt
+    # A linear layer on [B, S, K] with its bias (amprt-fuse's MatMul + Add),
+    # and gemm_act_grad (a product and the ReLU/GELU/FastGELU gradient of
+    # it): as the CPU, within the product's rounding.
+    for dt in FLOATS:
+        B, S, K, N = 3, 23, 130, 45
+        a = rt.randn((B, S, K), dt)
+        b = rt.randn((N, K), dt)
+        cc = rt.randn((N,), dt)
+        c, g, _ = both(rt, gpu, "gemm", a, b, cc, rt.empty((B, S, N), dt), 0,
+                       1, C.c_float(1), C.c_float(1))
+        a2 = rt.buf(a.f64().reshape(B * S, K), dt)
+        sc = gemm_scale(a2, b, 0, 1, 1.0).reshape(B, S, N) + np.abs(cc.f64())
+        same(rt, "gemm [.., K] bias %s" % dt, c[3], g[3], ulps=1,
+             scale=2 * sc, terms=K)
+        x = rt.randn((B, S, N), dt)
+        for act in (0, 1, 2):
+            c, g, _ = both(rt, gpu, "gemm_act_grad", a, b, x,
+                           rt.empty((B, S, N), dt), 0, 1, C.c_float(0.5),
+                           act)
+            sc = gemm_scale(a2, b, 0, 1, 0.5).reshape(B, S, N)
+            same(rt, "gemm_act_grad %s act %d" % (dt, act), c[3], g[3],
+                 ulps=1, scale=2 * sc, terms=K)
 
 
 def test_matmul(rt, gpu):
