@@ -271,7 +271,7 @@ llvm::Error Trainer::run() {
   // What the last step queued after its results (nothing, unless a
   // deferred check failed there).
   if (amprt_synchronize(ctx) != AMPRT_OK)
-    return stepFailure(stepsDone - 1);
+    return stepFailure(stepsDone ? stepsDone - 1 : 0);
   if (opts.progress && stepsDone > steadyStep && counted &&
       StringRef(amprt_backend_name(ctx)) != "cpu")
     status << "amp-run: steps " << steadyStep + 1 << " to " << stepsDone
