@@ -13,7 +13,10 @@ status line naming the graph, and none of the steady state's steps
 draining the device's queue (docs/amp-run.md, "Steps without waiting").
 
 Usage: step_graph_check.py --amp-run AMP_RUN [--device cuda|cpu]
-  [--steps N] [--batch B] [--amp MODE] DIR [DIR...]
+  [--steps N] [--batch B] [--amp MODE] [--files] DIR [DIR...]
+--files feeds batches from npy files (loss_logs.py's, the host-side path:
+staged in page-locked memory and copied before each launch) instead of the
+synthetic stream drawn inside the step.
 --device cpu checks the script itself on a machine without a GPU: the CPU
 has no graphs, so both runs go call by call (auto and off). Prints one line
 per model and "PASS" or "FAIL" at the end.
@@ -28,6 +31,20 @@ import sys
 import tempfile
 
 
+def data_folder(args, d, tmp):
+    """--data's value for model `d`: the synthetic stream, or (--files) a
+    folder of npy files written once."""
+    if not args.files:
+        return "synthetic:5"
+    import loss_logs
+    rel = "/".join(os.path.normpath(d).split(os.sep)[-2:])
+    folder = os.path.join(tmp, rel.replace("/", "_") + "-data")
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        loss_logs.write_data(d, loss_logs.FILE_DATA.get(rel, {}), folder)
+    return folder
+
+
 def run(args, d, graph, tmp):
     name = os.path.basename(os.path.normpath(d))
     log = os.path.join(tmp, "%s-%s.csv" % (name, graph))
@@ -35,7 +52,8 @@ def run(args, d, graph, tmp):
     cmd = [args.amp_run, os.path.join(d, "training_model.onnx"),
            os.path.join(d, "optimizer_model.onnx"), "--weights",
            os.path.join(d, "forward.onnx"), "--batch", str(args.batch),
-           "--steps", str(args.steps), "--data", "synthetic:5", "--device",
+           "--steps", str(args.steps), "--data", data_folder(args, d, tmp),
+           "--device",
            args.device, "--log", log, "-o", out, "--cuda-graph", graph]
     if args.amp:
         cmd.append("--amp=" + args.amp)
@@ -54,6 +72,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--amp", default="")
+    ap.add_argument("--files", action="store_true")
     ap.add_argument("dirs", nargs="+")
     args = ap.parse_args()
     ok = True
