@@ -232,8 +232,6 @@ llvm::Error Trainer::run() {
     if (auto e = check(amprt_set_data_checks(ctx, AMPRT_CHECKS_DEFERRED),
                        "data checks"))
       return e;
-  // Gradient accumulation: the optimizer runs on the last step of each
-  // group of opts.accumulate steps, if every step of the group was finite.
   if (opts.stepGraph == StepGraph::On) {
     // Refused before any step, where it can be known then.
     std::string why = StringRef(amprt_backend_name(ctx)) == "cpu"
@@ -247,6 +245,8 @@ llvm::Error Trainer::run() {
   // recorded).
   amprt_queue_stats steadyFrom = {0, 0, 0};
   uint64_t steadyStep = firstStep + 2;
+  // Gradient accumulation: the optimizer runs on the last step of each
+  // group of opts.accumulate steps, if every step of the group was finite.
   for (; int64_t(stepsDone) < opts.steps; ++stepsDone) {
     if (stepsDone == steadyStep)
       amprt_queue_stats_get(ctx, &steadyFrom);
