@@ -225,6 +225,20 @@ amprt_status cudaGraphEnd(amprt_context *ctx, bool failed, amprt_graph **out) {
     return cudaFail(ctx, k, "cudaGraphUpload", e);
   }
   uint64_t after = graphMemoryUsed(s.device);
+  uint64_t held = after > before ? after - before : 0;
+  // The graph's memory counts against the context's limit as an
+  // allocation would (amprt_set_memory_limit).
+  if (!ctx->memory.admits(held)) {
+    drop();
+    cudaDeviceGraphMemTrim(s.device);
+    cudaGetLastError();
+    return ctx->fail(AMPRT_ERR_OUT_OF_MEMORY,
+                     "%s: the graph holds %llu bytes of device memory, past "
+                     "the context's limit (%llu bytes, %llu in use)",
+                     k, (unsigned long long)held,
+                     (unsigned long long)ctx->memory.limit,
+                     (unsigned long long)ctx->memory.inUse);
+  }
   auto *graph = new (std::nothrow) amprt_graph;
   if (!graph) {
     drop();
@@ -232,7 +246,7 @@ amprt_status cudaGraphEnd(amprt_context *ctx, bool failed, amprt_graph **out) {
   }
   graph->graph = g;
   graph->exec = exec;
-  graph->bytes = after > before ? after - before : 0;
+  graph->bytes = held;
   graph->tables = std::move(tables);
   ctx->memory.add(graph->bytes);
   *out = graph;

@@ -500,9 +500,12 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // scaling's gate may then follow the accumulation (docs/Lowering.md).
   // The trainer fills every batch itself: f32 data that the graph only casts
   // to 16 bits is converted as it is copied (narrow-inputs).
-  return lowerToRuntime(module, loweringDims, what, opts.accumulate == 1,
-                        /*narrowInputs=*/true, opts.keepValues,
-                        opts.fuseAttention, opts.fuseGemmEpilogues);
+  return lowerToRuntime(
+      module, loweringDims, what, opts.accumulate == 1,
+      /*narrowInputs=*/true, opts.keepValues, opts.fuseAttention,
+      // --collect-ranges measures every value the AMP
+      // lowering may keep: the products too.
+      opts.fuseGemmEpilogues && opts.collectRangesPath.empty());
 }
 
 llvm::Error Trainer::dumpLowered() {

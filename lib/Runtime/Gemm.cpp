@@ -147,8 +147,16 @@ amprt_status matmulImpl(amprt_context *ctx, const char *k, T a, T b, T y,
   MatmulGeometry g;
   AMPRT_TRY(checkMatmul(ctx, k, a, b, y, transA, transB, g));
   {
+    // A shared b and an untransposed a: one [batches * M, K] product, the
+    // call gemm makes of a [.., K] operand (FuseMatMulBias.cpp relies on
+    // the two giving the same bits).
+    MatmulGeometry flat = g;
+    if (!g.transA && numel(g.bb) == 1 && numel(g.ba) == numel(g.bo)) {
+      flat.M = g.M * numel(g.bo);
+      flat.ba = flat.bb = flat.bo = Shape{};
+    }
     F32Out out(y);
-    if (fastMatmul(g, a, b, alpha, out.p)) {
+    if (fastMatmul(flat, a, b, alpha, out.p)) {
       out.commit();
       return AMPRT_OK;
     }

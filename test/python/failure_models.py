@@ -78,6 +78,27 @@ def activation_overflow():
     return nodes, inits, 256, 8, "fc/Gemm"
 
 
+def matmul_overflow():
+    """activation_overflow's Linear as PyTorch exports one on [batch, seq,
+    features]: MatMul with the weight, then the Add of the bias. The product
+    before the bias is the value that overflows (amprt-fuse makes the two one
+    gemm; --collect-ranges must still measure the product)."""
+    rng = np.random.default_rng(0)
+    w = rng.uniform(900.0, 1100.0, (256, 8)).astype(np.float32)
+    b = np.zeros(8, np.float32)
+    nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
+             helper.make_node("MatMul", ["magnitude", "fc.weight"],
+                              ["product"], name="fc/MatMul"),
+             helper.make_node("Add", ["product", "fc.bias"], ["hidden"],
+                              name="fc/Add"),
+             helper.make_node("Mul", ["hidden", "scale"], ["output"],
+                              name="scale/Mul")]
+    inits = [numpy_helper.from_array(w, "fc.weight"),
+             numpy_helper.from_array(b, "fc.bias"),
+             numpy_helper.from_array(np.array(1e-5, np.float32), "scale")]
+    return nodes, inits, 256, 8, "fc/MatMul"
+
+
 def scaled_linear(factor_name, factor):
     """A Linear layer 16 -> 8 (weights N(0, 0.1), zero bias) whose output
     `hidden` is multiplied by the scalar `factor_name` = `factor` (node
@@ -196,6 +217,7 @@ def small_targets(directory):
 
 
 MODELS = {"activation_overflow": activation_overflow,
+          "matmul_overflow": matmul_overflow,
           "optimizer_nan": optimizer_nan,
           "reduction_overflow": reduction_overflow,
           "gradient_underflow": gradient_underflow,

@@ -311,6 +311,21 @@ def test_gemm(rt):
              rt.randn((16, 24), "f32").ref, None,
              rt.empty((15, 16), "f32").ref, 0, 1, 1.0, 0.0,
              match="y has shape")
+    # FuseMatMulBias's claim: in f32, fused_matmul on [.., K] then the add
+    # of a bias are gemm with c, bit for bit (both paths: the fast one
+    # flattens the batch as gemm does).
+    for ta_b in (0, 1):
+        a = rt.randn((4, 37, 70), "f32")
+        b = rt.randn((29, 70) if ta_b else (70, 29), "f32")
+        c = rt.randn((29,), "f32")
+        p, z = rt.empty((4, 37, 29), "f32"), rt.empty((4, 37, 29), "f32")
+        rt.ok("fused_matmul", a.ref, b.ref, p.ref, 0, ta_b, C.c_float(0.5))
+        rt.ok("add", p.ref, c.ref, z.ref)
+        y = rt.empty((4, 37, 29), "f32")
+        rt.ok("gemm", a.ref, b.ref, c.ref, y.ref, 0, ta_b, C.c_float(0.5),
+              C.c_float(1.0))
+        rt.equal("fused_matmul + add == gemm with c, trans_b %d" % ta_b,
+                 y.arr, z.arr)
     # gemm_act_grad: the bits of gemm then the activation's gradient.
     for dt in FLOATS:
         for act, grad in ((0, "relu_grad"), (1, "gelu_grad"),

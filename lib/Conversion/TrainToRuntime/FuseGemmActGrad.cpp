@@ -73,8 +73,11 @@ struct FuseGemmActGrad : CallPattern {
     if (!grad || act < 0)
       return failure();
     Value x = grad.getSingleTensor("x"), dx = grad.getSingleTensor("dx");
-    if (!x || !dx || x == g || dx == g || dx == x || dx == a || dx == b ||
-        elementType(dx) != elementType(g) || bufferShape(dx) != bufferShape(g))
+    // x must not be an operand of the product either: the fused call would
+    // name it twice (and read as written).
+    if (!x || !dx || x == g || x == a || x == b || dx == g || dx == x ||
+        dx == a || dx == b || elementType(dx) != elementType(g) ||
+        bufferShape(dx) != bufferShape(g))
       return failure();
     if (isWrittenInPlace(x) || !holdsValueBefore(x, mm) || isWrittenInPlace(dx))
       return failure();
