@@ -128,9 +128,9 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
     `fuse-attention`, attention in 16 bits (scores, softmax, output product
     and their gradient) as one `attention` and one `attention_grad` call;
     sums of GatherGrads as scatters into one buffer; widening casts read by
-    their elementwise consumers; a gemm and the relu reading it as one
-    `gemm_relu`; with `fuse-gemm-epilogues`, a MatMul with a 2-D weight and
-    the Add of its bias as one gemm, and a product read only by an
+    their elementwise consumers; with `fuse-gemm-epilogues`, a MatMul with a
+    2-D weight and the Add of its bias as one gemm, a gemm and the relu
+    reading it as one `gemm_relu`, and a product read only by an
     activation's gradient as one `gemm_act_grad`. Results are bit-identical to the calls
     before, except attention's (its scores and probabilities stay f32
     inside the call) and a 16-bit bias gemm's (the product is not rounded
@@ -147,9 +147,9 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
            "calls (scores and probabilities never stored)">,
     Option<"fuseGemmEpilogues", "fuse-gemm-epilogues", "bool", /*default=*/"true",
            "A MatMul with a 2-D weight and the Add of its bias as one gemm "
-           "(one rounding less in 16 bits), a product and the activation "
-           "gradient reading it as one gemm_act_grad: the product never "
-           "stored">,
+           "(one rounding less in 16 bits), a gemm and its ReLU as one "
+           "gemm_relu, a product and the activation gradient reading it as "
+           "one gemm_act_grad: the product never stored">,
   ];
   let dependentDialects = ["::amp::amprt::AmpRTDialect"];
 }

@@ -108,11 +108,15 @@ struct AmpRTFusePass : public amp::impl::AmpRTFuseBase<AmpRTFusePass> {
     }
     applyFusion(module, populateGatherGradSumsPatterns);
     applyFusion(module, populateFoldCastsPatterns);
-    if (fuseGemmEpilogues)
+    // The GEMM epilogues: each drops a value (the product before the bias
+    // or the ReLU, the gradient before the activation's) that a run reading
+    // every value (keep-values, --compare-precision, --collect-ranges)
+    // needs.
+    if (fuseGemmEpilogues) {
       applyFusion(module, populateFuseMatMulBiasPatterns);
-    applyFusion(module, populateFuseGemmReluPatterns);
-    if (fuseGemmEpilogues)
+      applyFusion(module, populateFuseGemmReluPatterns);
       applyFusion(module, populateFuseGemmActGradPatterns);
+    }
   }
 };
 
