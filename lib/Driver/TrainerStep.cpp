@@ -123,15 +123,21 @@ llvm::Error Trainer::queueStep(bool groupStart, bool groupEnd) {
                : collector     ? collector->runStep(*trainProg, ctx)
                                : trainProg->run())
     return e;
-  if (opts.localizeNonfinite) {
+  // --localize-nonfinite: the step's loss and an all-finite flag, read at
+  // once (1 without a flag).
+  auto lossAndFlag = [&](const void *flagData) {
     float loss = 0;
     uint8_t flag = 1;
     if (p.lossOut >= 0)
       amprt_memcpy(ctx, &loss, trainProg->output(p.lossOut), 4,
                    AMPRT_DEVICE_TO_HOST);
-    if (p.finiteOut >= 0)
-      amprt_memcpy(ctx, &flag, trainProg->output(p.finiteOut), 1,
-                   AMPRT_DEVICE_TO_HOST);
+    if (flagData)
+      amprt_memcpy(ctx, &flag, flagData, 1, AMPRT_DEVICE_TO_HOST);
+    return std::make_pair(loss, flag);
+  };
+  if (opts.localizeNonfinite) {
+    auto [loss, flag] = lossAndFlag(
+        p.finiteOut >= 0 ? trainProg->output(p.finiteOut) : nullptr);
     if (!std::isfinite(loss) || !flag)
       if (auto e = localizeStep(int64_t(stepsDone), loss, !flag))
         return e;
@@ -182,13 +188,7 @@ llvm::Error Trainer::queueStep(bool groupStart, bool groupEnd) {
     if (opts.localizeNonfinite) {
       // Only a step whose training run was finite: a non-finite one was
       // localized there, and its update is skipped or already NaN.
-      float loss = 0;
-      uint8_t f = 1;
-      if (p.lossOut >= 0)
-        amprt_memcpy(ctx, &loss, trainProg->output(p.lossOut), 4,
-                     AMPRT_DEVICE_TO_HOST);
-      if (flag)
-        amprt_memcpy(ctx, &f, flag, 1, AMPRT_DEVICE_TO_HOST);
+      auto [loss, f] = lossAndFlag(flag);
       stepFinite = std::isfinite(loss) && f;
       for (auto &[i, copy] : optSnapshots)
         amprt_memcpy(ctx, copy, optProg->inputData(i),

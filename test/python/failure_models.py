@@ -63,19 +63,23 @@ import amp_run_vs_ort  # noqa: E402,F401 (onnxruntime.training without torch)
 from onnxruntime.training import artifacts  # noqa: E402
 
 
+def overflow_inits(w):
+    """The overflow models' initializers: the Linear's weight `w`, a zero
+    bias of 8 and the 1e-5 scale before the loss."""
+    return [numpy_helper.from_array(w, "fc.weight"),
+            numpy_helper.from_array(np.zeros(8, np.float32), "fc.bias"),
+            numpy_helper.from_array(np.array(1e-5, np.float32), "scale")]
+
+
 def activation_overflow():
     rng = np.random.default_rng(0)
     w = rng.uniform(900.0, 1100.0, (8, 256)).astype(np.float32)
-    b = np.zeros(8, np.float32)
     nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
              helper.make_node("Gemm", ["magnitude", "fc.weight", "fc.bias"],
                               ["hidden"], name="fc/Gemm", transB=1),
              helper.make_node("Mul", ["hidden", "scale"], ["output"],
                               name="scale/Mul")]
-    inits = [numpy_helper.from_array(w, "fc.weight"),
-             numpy_helper.from_array(b, "fc.bias"),
-             numpy_helper.from_array(np.array(1e-5, np.float32), "scale")]
-    return nodes, inits, 256, 8, "fc/Gemm"
+    return nodes, overflow_inits(w), 256, 8, "fc/Gemm"
 
 
 def matmul_overflow():
@@ -85,7 +89,6 @@ def matmul_overflow():
     gemm; --collect-ranges must still measure the product)."""
     rng = np.random.default_rng(0)
     w = rng.uniform(900.0, 1100.0, (256, 8)).astype(np.float32)
-    b = np.zeros(8, np.float32)
     nodes = [helper.make_node("Abs", ["input"], ["magnitude"], name="abs/Abs"),
              helper.make_node("MatMul", ["magnitude", "fc.weight"],
                               ["product"], name="fc/MatMul"),
@@ -93,10 +96,7 @@ def matmul_overflow():
                               name="fc/Add"),
              helper.make_node("Mul", ["hidden", "scale"], ["output"],
                               name="scale/Mul")]
-    inits = [numpy_helper.from_array(w, "fc.weight"),
-             numpy_helper.from_array(b, "fc.bias"),
-             numpy_helper.from_array(np.array(1e-5, np.float32), "scale")]
-    return nodes, inits, 256, 8, "fc/MatMul"
+    return nodes, overflow_inits(w), 256, 8, "fc/MatMul"
 
 
 def scaled_linear(factor_name, factor):
