@@ -423,6 +423,7 @@ Program::create(ModuleOp module, StringRef funcName, amprt_context *ctx) {
           w.spatial_rank = geti("spatial_rank");
           w.ceil_mode = geti("ceil_mode");
           w.count_include_pad = geti("count_include_pad");
+          w.layout = int32_t(geti("layout"));
           w.group = geti("group");
           getv("kernel", w.kernel, 3);
           getv("strides", w.strides, 3);

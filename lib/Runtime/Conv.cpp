@@ -28,16 +28,25 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
   if (sr < 1 || sr > 3)
     return ctx->fail(AMPRT_ERR_UNSUPPORTED,
                      "%s: spatial rank %d not supported (1, 2 or 3)", k, sr);
+  if (win->layout != AMPRT_LAYOUT_CHANNELS_FIRST &&
+      win->layout != AMPRT_LAYOUT_CHANNELS_LAST)
+    return ctx->fail(AMPRT_ERR_INVALID_ARGUMENT,
+                     "%s: layout %d not supported (0 channels first, 1 "
+                     "channels last)",
+                     k, win->layout);
+  bool last = win->layout == AMPRT_LAYOUT_CHANNELS_LAST;
   if (x->rank != sr + 2)
-    return ctx->fail(AMPRT_ERR_SHAPE,
-                     "%s: x has shape %s, expected rank %d (N, C, spatial)", k,
-                     shapeStr(x).c_str(), sr + 2);
+    return ctx->fail(
+        AMPRT_ERR_SHAPE, "%s: x has shape %s, expected rank %d (%s)", k,
+        shapeStr(x).c_str(), sr + 2, last ? "N, spatial, C" : "N, C, spatial");
+  // Where x keeps its spatial dims and its channels.
+  int32_t spatial0 = last ? 1 : 2, channelDim = last ? sr + 1 : 1;
   // The window per dim, (D, H, W) order; the dims x lacks are 1 wide.
   int64_t in[3] = {1, 1, 1}, ker[3] = {1, 1, 1}, st[3] = {1, 1, 1},
           pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, dl[3] = {1, 1, 1}, out[3];
   for (int i = 0; i < sr; ++i) {
     int a = 3 - sr + i;
-    in[a] = x->shape[2 + i];
+    in[a] = x->shape[spatial0 + i];
     ker[a] = kernel[i];
     if (win->kernel[i] != 0 && win->kernel[i] != kernel[i])
       return ctx->fail(AMPRT_ERR_SHAPE,
@@ -64,7 +73,8 @@ amprt_status amprt::makeWindow(amprt_context *ctx, const char *k,
                        shapeStr(x).c_str());
   }
   g.N = x->shape[0];
-  g.C = x->shape[1];
+  g.C = x->shape[channelDim];
+  g.channelsLast = last;
   g.D = in[0], g.H = in[1], g.W = in[2];
   g.kd = ker[0], g.kh = ker[1], g.kw = ker[2];
   g.sd = st[0], g.sh = st[1], g.sw = st[2];
@@ -158,14 +168,14 @@ amprt_status convShape(amprt_context *ctx, const char *k, T x, T w,
   if (w->rank != x->rank)
     return ctx->fail(AMPRT_ERR_SHAPE, "%s: w has shape %s, x %s: ranks differ",
                      k, shapeStr(w).c_str(), shapeStr(x).c_str());
-  AMPRT_TRY(makeWindow(ctx, k, x, w->shape + 2, win, s.g));
+  AMPRT_TRY(makeWindow(ctx, k, x, weightKernel(w, win), win, s.g));
   s.G = win->group ? win->group : 1;
   s.M = w->shape[0];
   if (s.G < 1 || s.g.C % s.G != 0 || s.M % s.G != 0 ||
-      w->shape[1] * s.G != s.g.C)
+      weightChannels(w, win) * s.G != s.g.C)
     return ctx->fail(AMPRT_ERR_SHAPE,
                      "%s: group %lld does not fit x %s and w %s (need C = "
-                     "w[1] * group, M %% group == 0)",
+                     "w's channels * group, M %% group == 0)",
                      k, (long long)s.G, shapeStr(x).c_str(),
                      shapeStr(w).c_str());
   s.Cg = s.g.C / s.G;
@@ -224,26 +234,30 @@ amprt_status amprt_conv_transpose(amprt_context *ctx, T x, T w, T bias, T y,
                                   const amprt_window *win) {
   AMPRT_DISPATCH(conv_transpose, ctx, x, w, bias, y, win);
   return guard(ctx, "conv_transpose", [&]() -> amprt_status {
-    const char *k = "conv_transpose";
-    ConvShape s;
-    AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, win, true, s));
-    const Window &g = s.g;
-    F32In ix(x), iw(w), ib(bias);
-    int64_t P = g.outPlane(), CKK = s.Cg * g.taps(), HW = g.inPlane();
-    std::vector<float> wT = groupTransposes(s, iw.p);
-    std::vector<float> col(size_t(CKK * P)), acc(size_t(numel(y)), 0.f);
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t gi = 0; gi < s.G; ++gi)
-        dataGradSlice(s, wT.data() + gi * s.Mg * CKK,
-                      ix.p + (n * s.M + gi * s.Mg) * P,
-                      acc.data() + (n * g.C + gi * s.Cg) * HW, col.data());
-    if (bias)
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t c = 0; c < g.C; ++c)
-          for (int64_t p = 0; p < HW; ++p)
-            acc[size_t((n * g.C + c) * HW + p)] += ib.p[c];
-    fromF32(acc.data(), y->data, y->dtype, numel(y));
-    return AMPRT_OK;
+    return viaChannelsFirst(
+        win, {&x, &w}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+          const char *k = "conv_transpose";
+          ConvShape s;
+          AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, fw, true, s));
+          const Window &g = s.g;
+          F32In ix(x), iw(w), ib(bias);
+          int64_t P = g.outPlane(), CKK = s.Cg * g.taps(), HW = g.inPlane();
+          std::vector<float> wT = groupTransposes(s, iw.p);
+          std::vector<float> col(size_t(CKK * P)), acc(size_t(numel(y)), 0.f);
+          for (int64_t n = 0; n < g.N; ++n)
+            for (int64_t gi = 0; gi < s.G; ++gi)
+              dataGradSlice(s, wT.data() + gi * s.Mg * CKK,
+                            ix.p + (n * s.M + gi * s.Mg) * P,
+                            acc.data() + (n * g.C + gi * s.Cg) * HW,
+                            col.data());
+          if (bias)
+            for (int64_t n = 0; n < g.N; ++n)
+              for (int64_t c = 0; c < g.C; ++c)
+                for (int64_t p = 0; p < HW; ++p)
+                  acc[size_t((n * g.C + c) * HW + p)] += ib.p[c];
+          fromF32(acc.data(), y->data, y->dtype, numel(y));
+          return AMPRT_OK;
+        });
   });
 }
 
@@ -251,35 +265,38 @@ amprt_status amprt_conv(amprt_context *ctx, T x, T w, T bias, T y,
                         const amprt_window *win) {
   AMPRT_DISPATCH(conv, ctx, x, w, bias, y, win);
   return guard(ctx, "conv", [&]() -> amprt_status {
-    const char *k = "conv";
-    ConvShape s;
-    AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, win, false, s));
-    const Window &g = s.g;
-    F32In ix(x), iw(w), ib(bias);
-    F32Out out(y);
-    int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
-    bool direct = isPointwise(g);
-    std::vector<float> col(direct ? 0 : size_t(CKK * P));
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t gi = 0; gi < s.G; ++gi) {
-        const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
-        const float *B = xs;
-        if (!direct) {
-          im2col(g, s.Cg, xs, col.data());
-          B = col.data();
-        }
-        float *ys = out.p + (n * s.M + gi * s.Mg) * P;
-        sgemm(s.Mg, P, CKK, 1.f, iw.p + gi * s.Mg * CKK, CKK, B, P, false, ys,
-              P);
-        if (bias)
-          for (int64_t m = 0; m < s.Mg; ++m) {
-            float bv = ib.p[gi * s.Mg + m];
-            for (int64_t p = 0; p < P; ++p)
-              ys[m * P + p] += bv;
-          }
-      }
-    out.commit();
-    return AMPRT_OK;
+    return viaChannelsFirst(
+        win, {&x, &w}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+          const char *k = "conv";
+          ConvShape s;
+          AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, fw, false, s));
+          const Window &g = s.g;
+          F32In ix(x), iw(w), ib(bias);
+          F32Out out(y);
+          int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
+          bool direct = isPointwise(g);
+          std::vector<float> col(direct ? 0 : size_t(CKK * P));
+          for (int64_t n = 0; n < g.N; ++n)
+            for (int64_t gi = 0; gi < s.G; ++gi) {
+              const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
+              const float *B = xs;
+              if (!direct) {
+                im2col(g, s.Cg, xs, col.data());
+                B = col.data();
+              }
+              float *ys = out.p + (n * s.M + gi * s.Mg) * P;
+              sgemm(s.Mg, P, CKK, 1.f, iw.p + gi * s.Mg * CKK, CKK, B, P, false,
+                    ys, P);
+              if (bias)
+                for (int64_t m = 0; m < s.Mg; ++m) {
+                  float bv = ib.p[gi * s.Mg + m];
+                  for (int64_t p = 0; p < P; ++p)
+                    ys[m * P + p] += bv;
+                }
+            }
+          out.commit();
+          return AMPRT_OK;
+        });
   });
 }
 
@@ -287,73 +304,78 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
                              T db, const amprt_window *win) {
   AMPRT_DISPATCH(conv_grad, ctx, dy, x, w, dx, dw, db, win);
   return guard(ctx, "conv_grad", [&]() -> amprt_status {
-    const char *k = "conv_grad";
-    AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
-    AMPRT_TRY(checkFloat(ctx, k, "x", x));
-    AMPRT_TRY(checkFloat(ctx, k, "w", w));
-    AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
-    AMPRT_TRY(checkFloat(ctx, k, "dw", dw, true));
-    AMPRT_TRY(checkFloat(ctx, k, "db", db, true));
-    ConvShape s;
-    AMPRT_TRY(convShape(ctx, k, x, w, win, s));
-    const Window &g = s.g;
-    AMPRT_TRY(
-        checkShape(ctx, k, "dy", dy, outShape(g, win->spatial_rank, s.M)));
-    if (dx)
-      AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
-    if (dw)
-      AMPRT_TRY(checkShape(ctx, k, "dw", dw, shapeOf(w)));
-    if (db)
-      AMPRT_TRY(checkShape(ctx, k, "db", db, {s.M}));
-    F32In idy(dy), ix(x), iw(w);
-    int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
-    bool direct = isPointwise(g);
-    if (db) {
-      std::vector<double> acc(size_t(s.M), 0.0);
-      for (int64_t n = 0; n < g.N; ++n)
-        for (int64_t m = 0; m < s.M; ++m) {
-          const float *r = idy.p + (n * s.M + m) * P;
-          float part = 0.f;
-          for (int64_t p = 0; p < P; ++p)
-            part += r[p];
-          acc[size_t(m)] += part;
-        }
-      for (int64_t m = 0; m < s.M; ++m)
-        storeF(db->data, db->dtype, m, float(acc[size_t(m)]));
-    }
-    if (!dx && !dw)
-      return AMPRT_OK;
-    std::vector<float> col(size_t(CKK * P)), colT, wT;
-    std::vector<float> dwAcc(dw ? size_t(s.M * CKK) : 0, 0.f);
-    std::vector<float> dxAcc(dx ? size_t(numel(x)) : 0, 0.f);
-    if (dx)
-      wT = groupTransposes(s, iw.p);
-    if (dw)
-      colT.resize(size_t(CKK * P));
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t gi = 0; gi < s.G; ++gi) {
-        const float *dys = idy.p + (n * s.M + gi * s.Mg) * P;
-        if (dw) {
-          const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
-          const float *C = xs;
-          if (!direct) {
-            im2col(g, s.Cg, xs, col.data());
-            C = col.data();
+    return viaChannelsFirst(
+        win, {&dy, &x, &w}, {&dx, &dw},
+        [&](const amprt_window *fw) -> amprt_status {
+          const char *k = "conv_grad";
+          AMPRT_TRY(checkFloat(ctx, k, "dy", dy));
+          AMPRT_TRY(checkFloat(ctx, k, "x", x));
+          AMPRT_TRY(checkFloat(ctx, k, "w", w));
+          AMPRT_TRY(checkFloat(ctx, k, "dx", dx, true));
+          AMPRT_TRY(checkFloat(ctx, k, "dw", dw, true));
+          AMPRT_TRY(checkFloat(ctx, k, "db", db, true));
+          ConvShape s;
+          AMPRT_TRY(convShape(ctx, k, x, w, fw, s));
+          const Window &g = s.g;
+          AMPRT_TRY(
+              checkShape(ctx, k, "dy", dy, outShape(g, fw->spatial_rank, s.M)));
+          if (dx)
+            AMPRT_TRY(checkShape(ctx, k, "dx", dx, shapeOf(x)));
+          if (dw)
+            AMPRT_TRY(checkShape(ctx, k, "dw", dw, shapeOf(w)));
+          if (db)
+            AMPRT_TRY(checkShape(ctx, k, "db", db, {s.M}));
+          F32In idy(dy), ix(x), iw(w);
+          int64_t P = g.outPlane(), CKK = s.Cg * g.taps();
+          bool direct = isPointwise(g);
+          if (db) {
+            std::vector<double> acc(size_t(s.M), 0.0);
+            for (int64_t n = 0; n < g.N; ++n)
+              for (int64_t m = 0; m < s.M; ++m) {
+                const float *r = idy.p + (n * s.M + m) * P;
+                float part = 0.f;
+                for (int64_t p = 0; p < P; ++p)
+                  part += r[p];
+                acc[size_t(m)] += part;
+              }
+            for (int64_t m = 0; m < s.M; ++m)
+              storeF(db->data, db->dtype, m, float(acc[size_t(m)]));
           }
-          transpose2d(C, CKK, P, colT.data());
-          sgemm(s.Mg, CKK, P, 1.f, dys, P, colT.data(), CKK, true,
-                dwAcc.data() + gi * s.Mg * CKK, CKK);
-        }
-        if (dx)
-          dataGradSlice(s, wT.data() + gi * s.Mg * CKK, dys,
-                        dxAcc.data() + (n * g.C + gi * s.Cg) * g.inPlane(),
-                        col.data());
-      }
-    if (dw)
-      fromF32(dwAcc.data(), dw->data, dw->dtype, numel(w));
-    if (dx)
-      fromF32(dxAcc.data(), dx->data, dx->dtype, numel(x));
-    return AMPRT_OK;
+          if (!dx && !dw)
+            return AMPRT_OK;
+          std::vector<float> col(size_t(CKK * P)), colT, wT;
+          std::vector<float> dwAcc(dw ? size_t(s.M * CKK) : 0, 0.f);
+          std::vector<float> dxAcc(dx ? size_t(numel(x)) : 0, 0.f);
+          if (dx)
+            wT = groupTransposes(s, iw.p);
+          if (dw)
+            colT.resize(size_t(CKK * P));
+          for (int64_t n = 0; n < g.N; ++n)
+            for (int64_t gi = 0; gi < s.G; ++gi) {
+              const float *dys = idy.p + (n * s.M + gi * s.Mg) * P;
+              if (dw) {
+                const float *xs = ix.p + (n * g.C + gi * s.Cg) * g.inPlane();
+                const float *C = xs;
+                if (!direct) {
+                  im2col(g, s.Cg, xs, col.data());
+                  C = col.data();
+                }
+                transpose2d(C, CKK, P, colT.data());
+                sgemm(s.Mg, CKK, P, 1.f, dys, P, colT.data(), CKK, true,
+                      dwAcc.data() + gi * s.Mg * CKK, CKK);
+              }
+              if (dx)
+                dataGradSlice(s, wT.data() + gi * s.Mg * CKK, dys,
+                              dxAcc.data() +
+                                  (n * g.C + gi * s.Cg) * g.inPlane(),
+                              col.data());
+            }
+          if (dw)
+            fromF32(dwAcc.data(), dw->data, dw->dtype, numel(w));
+          if (dx)
+            fromF32(dxAcc.data(), dx->data, dx->dtype, numel(x));
+          return AMPRT_OK;
+        });
   });
 }
 

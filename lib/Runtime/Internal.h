@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -298,6 +299,26 @@ void sgemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
            int64_t ldc);
 /// dst[c, r] = src[r, c] for an R x C row-major src.
 void transpose2d(const float *src, int64_t R, int64_t C, float *dst);
+/// Copies the elements of x at base + sum(idx[d] * strides[d]) in the order
+/// of `so` into y (Shape.cpp; y of x's dtype).
+void gatherStrided(const amprt_tensor *x, const amprt_tensor *y,
+                   const Shape &so, const Shape &strides, int64_t base);
+
+/// Runs a windowed kernel's channels-first `body` for a call whose window
+/// is channels last (Layout.cpp): each tensor of `ins` [N, spatial..., C]
+/// is copied to [N, C, spatial...] and the caller's pointer repointed at
+/// the copy, each of `outs` repointed at a channels-first buffer that is
+/// copied back after the body; `body` gets the window as channels first.
+/// `indices`, when one of `outs`, holds flat indices into ins[0], moved to
+/// its channels-last position. Tensors of rank below 3 stay (the body's
+/// checks refuse them). A window that is not channels last runs the body
+/// as it is. The same bits as the channels-first kernel by construction.
+amprt_status
+viaChannelsFirst(const amprt_window *win,
+                 std::initializer_list<const amprt_tensor **> ins,
+                 std::initializer_list<const amprt_tensor **> outs,
+                 const std::function<amprt_status(const amprt_window *)> &body,
+                 const amprt_tensor **indices = nullptr);
 
 /// The CPU backend's thread count and arithmetic path (CpuConfig.cpp,
 /// amprt_cpu_set_threads / amprt_cpu_set_path).

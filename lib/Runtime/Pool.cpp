@@ -105,30 +105,35 @@ amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
                             const amprt_window *win) {
   AMPRT_DISPATCH(max_pool, ctx, x, y, indices, win);
   return guard(ctx, "max_pool", [&]() -> amprt_status {
-    Window g;
-    Shape so;
-    AMPRT_TRY(checkMaxPool(ctx, x, y, indices, win, g, so));
-    F32In ix(x);
-    F32Out out(y);
-    auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
-    forEachWindow(
-        g, [&](int64_t o, int64_t, int64_t, int64_t, int64_t base, auto taps) {
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t arg = -1;
-          taps([&](int64_t t) {
-            float v = ix.p[base + t];
-            // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
-            if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-              best = v;
-              arg = t;
-            }
+    return viaChannelsFirst(
+        win, {&x}, {&y, &indices},
+        [&](const amprt_window *fw) -> amprt_status {
+          Window g;
+          Shape so;
+          AMPRT_TRY(checkMaxPool(ctx, x, y, indices, fw, g, so));
+          F32In ix(x);
+          F32Out out(y);
+          auto *idx = indices ? static_cast<int64_t *>(indices->data) : nullptr;
+          forEachWindow(g, [&](int64_t o, int64_t, int64_t, int64_t,
+                               int64_t base, auto taps) {
+            float best = -std::numeric_limits<float>::infinity();
+            int64_t arg = -1;
+            taps([&](int64_t t) {
+              float v = ix.p[base + t];
+              // NaN wins, as in ONNX Runtime's (v > best || isnan) loop.
+              if (arg < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
+                best = v;
+                arg = t;
+              }
+            });
+            out.p[o] = best;
+            if (idx)
+              idx[o] = arg < 0 ? -1 : base + arg;
           });
-          out.p[o] = best;
-          if (idx)
-            idx[o] = arg < 0 ? -1 : base + arg;
-        });
-    out.commit();
-    return AMPRT_OK;
+          out.commit();
+          return AMPRT_OK;
+        },
+        &indices);
   });
 }
 
@@ -160,19 +165,22 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
                                 const amprt_window *win) {
   AMPRT_DISPATCH(average_pool, ctx, x, y, win);
   return guard(ctx, "average_pool", [&]() -> amprt_status {
-    Window g;
-    AMPRT_TRY(checkAveragePool(ctx, false, x, y, win, g));
-    F32In ix(x);
-    F32Out out(y);
-    forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
-                         int64_t base, auto taps) {
-      float s = 0.f;
-      taps([&](int64_t t) { s += ix.p[base + t]; });
-      int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
-      out.p[o] = cnt ? s / float(cnt) : 0.f;
-    });
-    out.commit();
-    return AMPRT_OK;
+    return viaChannelsFirst(
+        win, {&x}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+          Window g;
+          AMPRT_TRY(checkAveragePool(ctx, false, x, y, fw, g));
+          F32In ix(x);
+          F32Out out(y);
+          forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
+                               int64_t base, auto taps) {
+            float s = 0.f;
+            taps([&](int64_t t) { s += ix.p[base + t]; });
+            int64_t cnt = avgCount(g, od, oh, ow, fw->count_include_pad);
+            out.p[o] = cnt ? s / float(cnt) : 0.f;
+          });
+          out.commit();
+          return AMPRT_OK;
+        });
   });
 }
 
@@ -180,20 +188,23 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
                                      const amprt_window *win) {
   AMPRT_DISPATCH(average_pool_grad, ctx, dy, dx, win);
   return guard(ctx, "average_pool_grad", [&]() -> amprt_status {
-    Window g;
-    AMPRT_TRY(checkAveragePool(ctx, true, dx, dy, win, g));
-    F32In idy(dy);
-    std::vector<float> acc(size_t(numel(dx)), 0.f);
-    forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
-                         int64_t base, auto taps) {
-      int64_t cnt = avgCount(g, od, oh, ow, win->count_include_pad);
-      if (!cnt)
-        return;
-      float v = idy.p[o] / float(cnt);
-      taps([&](int64_t t) { acc[size_t(base + t)] += v; });
-    });
-    fromF32(acc.data(), dx->data, dx->dtype, numel(dx));
-    return AMPRT_OK;
+    return viaChannelsFirst(
+        win, {&dy}, {&dx}, [&](const amprt_window *fw) -> amprt_status {
+          Window g;
+          AMPRT_TRY(checkAveragePool(ctx, true, dx, dy, fw, g));
+          F32In idy(dy);
+          std::vector<float> acc(size_t(numel(dx)), 0.f);
+          forEachWindow(g, [&](int64_t o, int64_t od, int64_t oh, int64_t ow,
+                               int64_t base, auto taps) {
+            int64_t cnt = avgCount(g, od, oh, ow, fw->count_include_pad);
+            if (!cnt)
+              return;
+            float v = idy.p[o] / float(cnt);
+            taps([&](int64_t t) { acc[size_t(base + t)] += v; });
+          });
+          fromF32(acc.data(), dx->data, dx->dtype, numel(dx));
+          return AMPRT_OK;
+        });
   });
 }
 

@@ -27,12 +27,8 @@ Shape amprt::stridesOf(const Shape &s) {
   return st;
 }
 
-namespace {
-
-/// Copies the elements of x at base + sum(idx[d] * strides[d]) in the order
-/// of `so` into y.
-void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
-                   int64_t base) {
+void amprt::gatherStrided(T x, T y, const Shape &so, const Shape &strides,
+                          int64_t base) {
   size_t es = amprt_dtype_size(x->dtype);
   auto *src = static_cast<const char *>(x->data) + base * int64_t(es);
   Shape st[1] = {strides};
@@ -45,8 +41,6 @@ void gatherStrided(T x, T y, const Shape &so, const Shape &strides,
         so, st, 1, [&](int64_t o, const int64_t *off) { out[o] = in[off[0]]; });
   });
 }
-
-} // namespace
 
 amprt_status amprt::sliceGeometry(amprt_context *ctx, const char *k,
                                   const Shape &sx, const int64_t *starts,

@@ -48,17 +48,19 @@ class Tensor(C.Structure):
 
 class Window(C.Structure):
     _fields_ = [("spatial_rank", C.c_int32), ("ceil_mode", C.c_int32),
-                ("count_include_pad", C.c_int32), ("reserved", C.c_int32),
+                ("count_include_pad", C.c_int32), ("layout", C.c_int32),
                 ("group", C.c_int64), ("kernel", C.c_int64 * 3),
                 ("strides", C.c_int64 * 3), ("pads", C.c_int64 * 6),
                 ("dilations", C.c_int64 * 3)]
 
 
 def window(kernel, strides=None, pads=None, dilations=None, group=1,
-           ceil_mode=0, count_include_pad=0):
+           ceil_mode=0, count_include_pad=0, layout=0):
+    """layout: 0 channels first, 1 channels last (ABI 10)."""
     w = Window()
     sr = len(kernel)
     w.spatial_rank = sr
+    w.layout = layout
     w.group = group
     w.ceil_mode = ceil_mode
     w.count_include_pad = count_include_pad

@@ -706,6 +706,151 @@ def rt_unit(dt):
 # Normalization, softmax, losses, reductions
 # ---------------------------------------------------------------------------
 
+def to_last(b):
+    """A channels-last copy of a channels-first Buf ([N, C, s...] ->
+    [N, s..., C]; a convolution weight [M, C/g, k...] -> [M, k..., C/g]),
+    the same stored bits."""
+    perm = (0,) + tuple(range(2, b.arr.ndim)) + (1,)
+    return Buf(np.ascontiguousarray(b.arr.transpose(perm)), b.dt)
+
+
+def last_bits(b):
+    """b's stored values moved channels last, to compare bit for bit."""
+    return np.ascontiguousarray(
+        b.arr.transpose((0,) + tuple(range(2, b.arr.ndim)) + (1,)))
+
+
+def test_channels_last(rt):
+    """Windows with layout 1 (ABI 10): x, y [N, spatial..., C], weights
+    [M, kernel..., C/g], max_pool's indices flat into x as stored. Each
+    gives the channels-first call's values bit for bit (the CPU runs them
+    through channels-first copies; the lowering's channels-last regions
+    count on it), and so do the rewrites amprt-channels-last makes: a global
+    average pool as an average pool over the whole image, a batch
+    normalization on [N * spatial, C]."""
+    def same(what, got, want):
+        rt.equal(what, got.arr, last_bits(want))
+
+    cases = [c for c in CONVS] + [
+        ((2, 2, 5, 6, 4), (3, 2, 3, 3, 2), (1, 2, 1), (1, 0, 1, 1, 1, 0),
+         (1, 1, 1), 1),
+        ((2, 3, 11), (4, 3, 3), (2,), (1, 0), (1,), 1)]
+    for dt in FLOATS:
+        for xs, ws, st, pd, dl, grp in cases:
+            x, w, b = rt.randn(xs, dt), rt.randn(ws, dt), rt.randn(ws[:1], dt)
+            first = window(ws[2:], st, pd, dl, grp)
+            last = window(ws[2:], st, pd, dl, grp, layout=1)
+            ys = conv_nd_ref(np.zeros(xs), np.zeros(ws), None, st, pd, dl,
+                             grp).shape
+            y, yl = rt.empty(ys, dt), rt.empty(to_last(rt.empty(ys, dt)).shape,
+                                               dt)
+            rt.ok("conv", x.ref, w.ref, b.ref, y.ref, first)
+            rt.ok("conv", to_last(x).ref, to_last(w).ref, b.ref, yl.ref, last)
+            same("conv channels last %s %s" % (dt, xs), yl, y)
+            dy = rt.randn(ys, dt)
+            outs = [rt.empty(xs, dt), rt.empty(ws, dt), rt.empty(ws[:1], dt)]
+            outl = [to_last(outs[0]), to_last(outs[1]), rt.empty(ws[:1], dt)]
+            rt.ok("conv_grad", dy.ref, x.ref, w.ref, *[o.ref for o in outs],
+                  first)
+            rt.ok("conv_grad", to_last(dy).ref, to_last(x).ref,
+                  to_last(w).ref, *[o.ref for o in outl], last)
+            same("conv_grad dx channels last " + dt, outl[0], outs[0])
+            same("conv_grad dw channels last " + dt, outl[1], outs[1])
+            rt.equal("conv_grad db channels last " + dt, outl[2].arr,
+                     outs[2].arr)
+            ct, ctl = rt.empty(xs, dt), to_last(rt.empty(xs, dt))
+            rt.ok("conv_transpose", dy.ref, w.ref, None, ct.ref, first)
+            rt.ok("conv_transpose", to_last(dy).ref, to_last(w).ref, None,
+                  ctl.ref, last)
+            same("conv_transpose channels last " + dt, ctl, ct)
+        for k, st, pd, ceil in (((2, 2), (2, 2), (0, 0, 0, 0), 0),
+                                ((3, 3), (2, 1), (1, 1, 1, 0), 0),
+                                ((3, 2), (2, 2), (0, 0, 0, 0), 1)):
+            x = rt.randn((2, 5, 7, 6), dt)
+            xl = to_last(x)
+            first = window(k, st, pd, ceil_mode=ceil)
+            last = window(k, st, pd, ceil_mode=ceil, layout=1)
+            wins = pool_windows(x.f64(), k, st, pd, -np.inf)
+            ys = wins.shape[:4] if not ceil else None
+            if ceil:
+                ys = (2, 5) + tuple(-(-(n + pd[i] + pd[i + 2] - k[i]) // st[i])
+                                    + 1 for i, n in enumerate((7, 6)))
+            y, ind = rt.empty(ys, dt), rt.empty(ys, "i64")
+            yl, indl = to_last(y), to_last(ind)
+            rt.ok("max_pool", x.ref, y.ref, ind.ref, first)
+            rt.ok("max_pool", xl.ref, yl.ref, indl.ref, last)
+            same("max_pool channels last " + dt, yl, y)
+            # Indices into x as stored: the channels-last x holds at each
+            # the value the channels-first x holds at the other's.
+            rt.equal("max_pool indices channels last " + dt,
+                     xl.arr.reshape(-1)[indl.arr], last_bits(y))
+            dy = rt.randn(ys, dt)
+            dx, dxl = rt.empty(x.shape, dt), to_last(rt.empty(x.shape, dt))
+            rt.ok("max_pool_grad", dy.ref, ind.ref, dx.ref)
+            rt.ok("max_pool_grad", to_last(dy).ref, indl.ref, dxl.ref)
+            same("max_pool_grad channels last " + dt, dxl, dx)
+            for cip in (0, 1):
+                first = window(k, st, pd, ceil_mode=ceil,
+                               count_include_pad=cip)
+                last = window(k, st, pd, ceil_mode=ceil,
+                              count_include_pad=cip, layout=1)
+                y, yl = rt.empty(ys, dt), to_last(rt.empty(ys, dt))
+                rt.ok("average_pool", x.ref, y.ref, first)
+                rt.ok("average_pool", xl.ref, yl.ref, last)
+                same("average_pool channels last " + dt, yl, y)
+                dx, dxl = rt.empty(x.shape, dt), to_last(rt.empty(x.shape, dt))
+                rt.ok("average_pool_grad", dy.ref, dx.ref, first)
+                rt.ok("average_pool_grad", to_last(dy).ref, dxl.ref, last)
+                same("average_pool_grad channels last " + dt, dxl, dx)
+        # GlobalAveragePool is an average pool over the whole image.
+        x = rt.randn((2, 5, 4, 3), dt)
+        y, yl = rt.empty((2, 5, 1, 1), dt), rt.empty((2, 1, 1, 5), dt)
+        whole = window((4, 3), layout=1)
+        rt.ok("global_average_pool", x.ref, y.ref)
+        rt.ok("average_pool", to_last(x).ref, yl.ref, whole)
+        same("global_average_pool as average_pool " + dt, yl, y)
+        dy = rt.randn((2, 5, 1, 1), dt)
+        dx, dxl = rt.empty(x.shape, dt), to_last(rt.empty(x.shape, dt))
+        rt.ok("global_average_pool_grad", dy.ref, dx.ref)
+        rt.ok("average_pool_grad", to_last(dy).ref, dxl.ref, whole)
+        same("global_average_pool_grad as average_pool_grad " + dt, dxl, dx)
+        # Batch normalization of [N, H, W, C] as [N * H * W, C].
+        x = rt.randn((3, 4, 5, 2), dt)
+        s, bb = rt.randn((4,), dt), rt.randn((4,), dt)
+        rm, rv = rt.randn((4,), "f32"), rt.uniform((4,), "f32", 0.5, 2)
+        dy = rt.randn(x.shape, dt)
+        outs = []
+        for xx, g in ((x, dy), (Buf(last_bits(x).reshape(-1, 4), dt),
+                                Buf(last_bits(dy).reshape(-1, 4), dt))):
+            y = rt.empty(xx.shape, dt)
+            stats = [rt.empty((4,), "f32") for _ in range(4)]
+            rt.ok("batch_norm_training", xx.ref, s.ref, bb.ref, rm.ref,
+                  rv.ref, 0.9, 1e-5, y.ref, *[t.ref for t in stats])
+            dx, ds, db = rt.empty(xx.shape, dt), rt.empty((4,), dt), \
+                rt.empty((4,), dt)
+            rt.ok("batch_norm_grad", g.ref, xx.ref, s.ref, stats[2].ref,
+                  stats[3].ref, dx.ref, ds.ref, db.ref)
+            outs.append((y, stats, g, dx, ds, db))
+        (y, st1, _, dx, ds, db), (yl, st2, _, dxl, dsl, dbl) = outs
+        rt.equal("batch_norm [N*H*W, C] y " + dt, yl.arr.reshape(3, 5, 2, 4),
+                 last_bits(y))
+        for a, c in zip(st1, st2):
+            rt.equal("batch_norm [N*H*W, C] statistics " + dt, c.arr, a.arr)
+        rt.equal("batch_norm_grad [N*H*W, C] dx " + dt,
+                 dxl.arr.reshape(3, 5, 2, 4), last_bits(dx))
+        rt.equal("batch_norm_grad [N*H*W, C] dscale " + dt, dsl.arr, ds.arr)
+        rt.equal("batch_norm_grad [N*H*W, C] dbias " + dt, dbl.arr, db.arr)
+    # Bad layouts and shapes are refused with the call's name.
+    x, w = rt.randn((1, 5, 5, 3), "f32"), rt.randn((2, 3, 3, 3), "f32")
+    rt.fails("conv", x.ref, w.ref, None, rt.empty((1, 3, 3, 2), "f32").ref,
+             window((3, 3), layout=2), status=1, match="layout 2")
+    rt.fails("conv", x.ref, rt.randn((2, 3, 3, 4), "f32").ref, None,
+             rt.empty((1, 3, 3, 2), "f32").ref, window((3, 3), layout=1),
+             status=3, match="group")
+    rt.fails("max_pool", x.ref, rt.empty((1, 3, 4, 4), "f32").ref, None,
+             window((2, 2), layout=1), status=3, match="y")
+
+
 def bn_fwd(x, s, b, eps):
     ax = (0,) + tuple(range(2, x.ndim))
     m = x.mean(axis=ax, keepdims=True)

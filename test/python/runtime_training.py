@@ -644,7 +644,7 @@ def test_memory_accounting(rt):
 
 def test_abi_and_memory(rt):
     L = rt.lib
-    assert L.amprt_abi_version() == 9
+    assert L.amprt_abi_version() == 10
     assert L.amprt_backend_name(rt.ctx) == b"cpu"
     ctx = C.c_void_p()
     # "cuda": unknown in a CPU-only build, unavailable without a device

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /// ABI version: bumped on any incompatible change of a signature or struct.
-#define AMPRT_ABI_VERSION 9
+#define AMPRT_ABI_VERSION 10
 
 /// Largest tensor rank the runtime accepts.
 #define AMPRT_MAX_RANK 8
@@ -72,6 +72,18 @@ typedef struct amprt_tensor {
   const int64_t *shape;
 } amprt_tensor;
 
+/// Where a windowed kernel's tensors keep their channels (ABI 10); the
+/// values are part of the ABI.
+typedef enum amprt_layout {
+  /// ONNX's order: x, y [N, C, spatial...]; a convolution's weight [M,
+  /// C/group, kernel...].
+  AMPRT_LAYOUT_CHANNELS_FIRST = 0,
+  /// Channels innermost (NHWC): x, y [N, spatial..., C]; a convolution's
+  /// weight [M, kernel..., C/group] (conv_transpose's [C, kernel...,
+  /// M/group]); max_pool's indices flat into x as it is stored.
+  AMPRT_LAYOUT_CHANNELS_LAST = 1
+} amprt_layout;
+
 /// Window attributes of Conv, ConvGrad and the pools (ONNX attribute names).
 /// Only the first `spatial_rank` entries of each array are read; pads holds
 /// the begin pads then the end pads (ONNX order: x1_begin, x2_begin, ...,
@@ -80,8 +92,8 @@ typedef struct amprt_window {
   int32_t spatial_rank; /* 1, 2 or 3 */
   int32_t ceil_mode;    /* pools: 0 floor, 1 ceil (output shape check only) */
   int32_t count_include_pad; /* AveragePool */
-  int32_t reserved;
-  int64_t group; /* Conv */
+  int32_t layout;            /* amprt_layout (ABI 10; was reserved, 0) */
+  int64_t group;             /* Conv */
   int64_t kernel[3];
   int64_t strides[3];
   int64_t pads[6];

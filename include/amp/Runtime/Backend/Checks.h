@@ -310,16 +310,35 @@ amprt_status checkRmsNormGrad(amprt_context *ctx, const amprt_tensor *dy,
                               const amprt_tensor *dscale, int64_t &outer,
                               int64_t &inner);
 
-/// x's (or y's) shape for a window of spatial rank sr: N, channels, then
-/// the last sr of (Do, Ho, Wo).
+/// y's shape for a window of spatial rank sr: N, channels, then the last
+/// sr of (Do, Ho, Wo); channels last when the window is.
 inline Shape windowShape(const Window &g, int32_t sr, int64_t channels) {
-  Shape s = {g.N, channels};
+  Shape s = {g.N};
+  if (!g.channelsLast)
+    s.push_back(channels);
   int64_t o[3] = {g.Do, g.Ho, g.Wo};
   s.insert(s.end(), o + 3 - sr, o + 3);
+  if (g.channelsLast)
+    s.push_back(channels);
   return s;
 }
+/// Whether `win` asks for channels last (amprt_window::layout).
+inline bool channelsLast(const amprt_window *win) {
+  return win && win->layout == AMPRT_LAYOUT_CHANNELS_LAST;
+}
+/// A convolution weight's kernel dims ([M, C/g, k...] channels first, [M,
+/// k..., C/g] channels last) and its channels per group.
+inline const int64_t *weightKernel(const amprt_tensor *w,
+                                   const amprt_window *win) {
+  return w->shape + (channelsLast(win) ? 1 : 2);
+}
+inline int64_t weightChannels(const amprt_tensor *w, const amprt_window *win) {
+  return w->shape[channelsLast(win) ? w->rank - 1 : 1];
+}
 /// Fills `g` from x's shape, a kernel shape (kernel dims of `win` when
-/// non-zero must agree with `kernel`) and `win`; ceil selects ceil mode.
+/// non-zero must agree with `kernel`) and `win` (its layout says where x
+/// keeps its channels; a layout that is neither is refused); ceil selects
+/// ceil mode.
 amprt_status makeWindow(amprt_context *ctx, const char *k,
                         const amprt_tensor *x, const int64_t *kernel,
                         const amprt_window *win, Window &g);

@@ -220,6 +220,8 @@ struct Window {
   int64_t pk = 0, pb = 0, pr = 0;            // end pads
   int64_t dd = 1, dh = 1, dw = 1;            // dilations
   int64_t Do = 1, Ho = 0, Wo = 0;            // output
+  /// Channels innermost (AMPRT_LAYOUT_CHANNELS_LAST): x [N, D, H, W, C].
+  bool channelsLast = false;
   /// Elements of one (n, c) plane of the input and of the output; taps of
   /// one channel of the kernel.
   AMPRT_HD int64_t inPlane() const { return D * H * W; }
