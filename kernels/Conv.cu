@@ -4,15 +4,20 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Conv.cpp's semantics on cuDNN (legacy convolution API, NCHW; 1-D windows
-// as H = 1, 3-D ones with 5-D descriptors): cudnnConvolutionForward,
+// Conv.cpp's semantics on cuDNN (legacy convolution API; 1-D windows as H =
+// 1, 3-D ones with 5-D descriptors): cudnnConvolutionForward,
 // BackwardData and BackwardFilter with an f32 compute type; ConvTranspose is
 // BackwardData of the convolution its window describes. f16/bf16 tensors
 // allow Tensor Core math; f32 ones use FMA math (no TF32) unless
 // AMPRT_CUDA_ALLOW_TF32 is set. The bias of conv is added by cudnnAddTensor
 // and db is our own per-channel sum in double.
-// What cuDNN's legacy API cannot express runs the CPU code: mixed dtypes,
-// asymmetric pads, ceil mode, and any configuration cuDNN rejects.
+// A channels-last window (amprt_window::layout) describes x, y, dx, dy as
+// NHWC / NDHWC tensors and the weight [M, kernel..., C/g] as an NHWC
+// (KRSC) filter, so that cuDNN runs its channels-last kernels (the Tensor
+// Core ones for f16/bf16) on the tensors as stored, with no transposes.
+// What cuDNN's legacy API cannot express runs the CPU code (which takes
+// either layout: Layout.cpp): mixed dtypes, asymmetric pads, ceil mode, and
+// any configuration cuDNN rejects.
 //
 // Rounding: an f16/bf16 conv or conv_transpose with a bias rounds twice
 // (the convolution into y, then y + bias); without a bias, and in f32, once.
@@ -24,6 +29,7 @@
 
 #include "Common.cuh"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -70,7 +76,7 @@ struct Conv {
 };
 
 /// The geometry, when the call is one the GPU path takes (else false: the
-/// CPU code runs, and reports any error).
+/// CPU code runs, and reports any error); g.channelsLast is the layout.
 struct Geometry {
   Window g;
   int64_t M = 0, G = 1;
@@ -81,12 +87,12 @@ bool geometry(amprt_context *ctx, const char *k, T x, T w,
               const amprt_window *win, Geometry &s) {
   if (!win || w->rank != x->rank || win->ceil_mode || win->spatial_rank > 3)
     return false;
-  if (makeWindow(ctx, k, x, w->shape + 2, win, s.g) != AMPRT_OK)
+  if (makeWindow(ctx, k, x, weightKernel(w, win), win, s.g) != AMPRT_OK)
     return false;
   s.G = win->group ? win->group : 1;
   s.M = w->shape[0];
   if (s.G < 1 || s.g.C % s.G != 0 || s.M % s.G != 0 ||
-      w->shape[1] * s.G != s.g.C)
+      weightChannels(w, win) * s.G != s.g.C)
     return false;
   // cuDNN's legacy descriptors take one pad per dimension.
   if (s.g.pt != s.g.pb || s.g.pl != s.g.pr || s.g.pf != s.g.pk)
@@ -103,7 +109,8 @@ Shape outShape(const Geometry &s, int32_t sr) {
   return windowShape(s.g, sr, s.M);
 }
 
-/// The algorithm cache key of a problem: direction, dtype and geometry.
+/// The algorithm cache key of a problem: direction, dtype, layout and
+/// geometry.
 std::string algoKey(char dir, int32_t dt, const Geometry &s) {
   const Window &g = s.g;
   int64_t v[] = {dt,   g.N,  g.C,  g.D,  g.H,  g.W,  s.M,  s.G,
@@ -111,6 +118,7 @@ std::string algoKey(char dir, int32_t dt, const Geometry &s) {
                  g.pl, g.pk, g.pb, g.pr, g.dd, g.dh, g.dw};
   std::string key(1, dir);
   key += std::to_string(s.sr); // 4-D or 5-D descriptors
+  key += g.channelsLast ? "nhwc" : "nchw";
   for (int64_t x : v)
     key += "," + std::to_string(x);
   return key;
@@ -129,21 +137,26 @@ amprt_status handle(amprt_context *ctx, const char *k, cudnnHandle_t &h) {
   return AMPRT_OK;
 }
 
+/// cuDNN's name for the window's layout, of tensors and filters alike:
+/// NCHW (NCDHW, and weights KCRS) or NHWC (NDHWC, weights KRSC).
+cudnnTensorFormat_t dnnFormat(const Geometry &s) {
+  return s.g.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
 /// A 4-D (N, C, H, W) or, for 3-D windows, 5-D (N, C, D, H, W) packed
-/// tensor descriptor.
+/// tensor descriptor, stored in the window's layout (dims are given in
+/// NCHW order either way; the format sets the strides).
 amprt_status tensorDesc(amprt_context *ctx, const char *k, const Geometry &s,
                         cudnnTensorDescriptor_t d, cudnnDataType_t t, int64_t n,
                         int64_t c, int64_t dd, int64_t h, int64_t w) {
   if (s.sr < 3) {
     AMPRT_DNN(ctx, k,
-              cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, t, int(n),
-                                         int(c), int(h), int(w)));
+              cudnnSetTensor4dDescriptor(d, dnnFormat(s), t, int(n), int(c),
+                                         int(h), int(w)));
     return AMPRT_OK;
   }
   int dims[5] = {int(n), int(c), int(dd), int(h), int(w)};
-  int strides[5] = {int(c * dd * h * w), int(dd * h * w), int(h * w), int(w),
-                    1};
-  AMPRT_DNN(ctx, k, cudnnSetTensorNdDescriptor(d, t, 5, dims, strides));
+  AMPRT_DNN(ctx, k, cudnnSetTensorNdDescriptorEx(d, dnnFormat(s), t, 5, dims));
   return AMPRT_OK;
 }
 
@@ -166,7 +179,7 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
   AMPRT_TRY(tensorDesc(ctx, k, s, c.x, t, g.N, g.C, g.D, g.H, g.W));
   if (s.sr < 3) {
     AMPRT_DNN(ctx, k,
-              cudnnSetFilter4dDescriptor(c.w, t, CUDNN_TENSOR_NCHW, int(s.M),
+              cudnnSetFilter4dDescriptor(c.w, t, dnnFormat(s), int(s.M),
                                          int(g.C / s.G), int(g.kh), int(g.kw)));
     AMPRT_DNN(ctx, k,
               cudnnSetConvolution2dDescriptor(
@@ -177,8 +190,7 @@ amprt_status describe(amprt_context *ctx, const char *k, const Geometry &s,
     int pad[3] = {int(g.pf), int(g.pt), int(g.pl)};
     int str[3] = {int(g.sd), int(g.sh), int(g.sw)};
     int dil[3] = {int(g.dd), int(g.dh), int(g.dw)};
-    AMPRT_DNN(ctx, k,
-              cudnnSetFilterNdDescriptor(c.w, t, CUDNN_TENSOR_NCHW, 5, fd));
+    AMPRT_DNN(ctx, k, cudnnSetFilterNdDescriptor(c.w, t, dnnFormat(s), 5, fd));
     AMPRT_DNN(ctx, k,
               cudnnSetConvolutionNdDescriptor(c.conv, 3, pad, str, dil,
                                               CUDNN_CROSS_CORRELATION,
@@ -323,6 +335,74 @@ __global__ void biasGradKernel(const void *dy, int32_t ddy, void *db,
   }
 }
 
+// Channels last, dy is [rows, M] (rows = N * Do * Ho * Wo) and db its
+// column sums: a block per 32 adjacent channels and run of rows, its 8
+// warps on every 8th row of the run (each warp reads 32 adjacent elements
+// of a row), then the runs added in order.
+constexpr int kDbCols = 32, kDbLanes = 8;
+
+/// part[j][m] = the sum of dy[r, m] over run j of the rows, in double.
+__global__ void biasGradRowsKernel(const void *dy, int32_t ddy, double *part,
+                                   int64_t rows, int64_t M, int64_t chunks) {
+  __shared__ double lane[kDbLanes][kDbCols];
+  int tx = threadIdx.x % kDbCols, ty = threadIdx.x / kDbCols;
+  int64_t m = blockIdx.x * int64_t(kDbCols) + tx, j = blockIdx.y;
+  int64_t len = (rows + chunks - 1) / chunks;
+  int64_t r1 = (j + 1) * len < rows ? (j + 1) * len : rows;
+  double acc = 0;
+  if (m < M)
+    for (int64_t r = j * len + ty; r < r1; r += kDbLanes)
+      acc += loadF(dy, ddy, r * M + m);
+  lane[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && m < M) {
+    for (int l = 1; l < kDbLanes; ++l)
+      acc += lane[l][tx];
+    part[j * M + m] = acc;
+  }
+}
+
+/// db[m] = the runs' sums of channel m, added in run order.
+__global__ void biasGradTotalKernel(const double *part, void *db, int32_t ddb,
+                                    int64_t M, int64_t chunks) {
+  for (int64_t m = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; m < M;
+       m += int64_t(gridDim.x) * blockDim.x) {
+    double acc = 0;
+    for (int64_t j = 0; j < chunks; ++j)
+      acc += part[j * M + m];
+    storeF(db, ddb, m, float(acc));
+  }
+}
+
+/// db = the sum of dy over everything but its channels, in dy's layout.
+amprt_status biasGrad(amprt_context *ctx, const char *k, const Geometry &s,
+                      T dy, T db) {
+  cudaStream_t st = stream(ctx);
+  int64_t M = s.M, rows = s.g.N * s.g.outPlane();
+  if (!s.g.channelsLast) {
+    biasGradKernel<<<unsigned(std::min<int64_t>(M, 65535)), 256, 0, st>>>(
+        dy->data, dy->dtype, db->data, db->dtype, s.g.N, M, s.g.outPlane());
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    return AMPRT_OK;
+  }
+  // About 2048 blocks, runs of at least 64 rows.
+  int64_t colBlocks = (M + kDbCols - 1) / kDbCols;
+  int64_t chunks = std::max<int64_t>(
+      1, std::min<int64_t>({(rows + 63) / 64,
+                            std::max<int64_t>(2048 / colBlocks, 1), 65535}));
+  Scratch part;
+  AMPRT_TRY(part.get(ctx, k, size_t(chunks * M) * sizeof(double)));
+  auto *pp = static_cast<double *>(part.p);
+  biasGradRowsKernel<<<dim3(unsigned(colBlocks), unsigned(chunks)),
+                       kDbCols * kDbLanes, 0, st>>>(dy->data, dy->dtype, pp,
+                                                    rows, M, chunks);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  biasGradTotalKernel<<<gridFor(M, 256), 256, 0, st>>>(pp, db->data, db->dtype,
+                                                       M, chunks);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  return AMPRT_OK;
+}
+
 /// Whether the cuDNN path takes a conv (x -> y) or conv_transpose call (the
 /// convolution y -> x, its bias over y's channels): float tensors of one
 /// dtype, none empty, a geometry cuDNN expresses, the shapes right. Else
@@ -427,13 +507,8 @@ amprt_status cudaConvGrad(amprt_context *ctx, T dy, T x, T w, T dx, T dw, T db,
     if (w->dtype != dt || dy->dtype != dt || (dx && dx->dtype != dt) ||
         (dw && dw->dtype != dt) || numel(x) == 0 || numel(dy) == 0)
       return onHost(ctx, cpu); // mixed dtypes, empty tensors
-    if (db) {
-      int64_t P = s.g.outPlane();
-      biasGradKernel<<<unsigned(std::min<int64_t>(s.M, 65535)), 256, 0,
-                       stream(ctx)>>>(dy->data, dy->dtype, db->data, db->dtype,
-                                      s.g.N, s.M, P);
-      AMPRT_CUDA_LAUNCHED(ctx, k);
-    }
+    if (db)
+      AMPRT_TRY(biasGrad(ctx, k, s, dy, db));
     if (!dx && !dw)
       return AMPRT_OK;
     cudnnHandle_t h;

@@ -10,10 +10,12 @@
 // f64 as there, in a block tree instead of a sequence, and the elementwise
 // results are the CPU's f32 expressions (compiled without FMA contraction).
 // BatchNorm: blocks per (channel, run of images), with the partial sums in
-// a scratch table; LayerNorm: one block per row, and dscale / dbias as
-// column sums over runs of rows, then over the runs. RMSNorm runs the
-// LayerNorm kernels with a zero mean and no bias, which are the CPU's RMSNorm
-// expressions term for term.
+// a scratch table; with one element per image and channel (S == 1: [N, C],
+// as a channels-last BatchNorm is lowered) blocks per (32 channels, run of
+// rows), the threads across the channels. LayerNorm: one block per row, and
+// dscale / dbias as column sums over runs of rows, then over the runs.
+// RMSNorm runs the LayerNorm kernels with a zero mean and no bias, which are
+// the CPU's RMSNorm expressions term for term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +105,23 @@ __global__ void bnStatsKernel(BnArgs a, int pass) {
     a.part[(pass * a.C + c) * a.chunks + j] = acc;
 }
 
+/// Channel c's saved and running statistics, those asked for, from its
+/// batch mean m (mf as float) and variance var.
+__device__ __forceinline__ void bnStoreStats(const BnArgs &a, int64_t c,
+                                             double m, double var, float mf,
+                                             float inv) {
+  if (a.sm.p)
+    storeF(a.sm.p, a.sm.dt, c, mf);
+  if (a.sis.p)
+    storeF(a.sis.p, a.sis.dt, c, inv);
+  if (a.rmo.p)
+    storeF(a.rmo.p, a.rmo.dt, c,
+           runningStat(a.momentum, ldOr(a.rm.p, a.rm.dt, c, 0.f), m));
+  if (a.rvo.p)
+    storeF(a.rvo.p, a.rvo.dt, c,
+           runningStat(a.momentum, ldOr(a.rv.p, a.rv.dt, c, 1.f), var));
+}
+
 __global__ void bnApplyKernel(BnArgs a) {
   int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
   bnRange(a.N, a.chunks, j, n0, n1);
@@ -121,18 +140,8 @@ __global__ void bnApplyKernel(BnArgs a) {
       storeF(a.y.p, a.y.dt, o,
              batchNormApply(loadF(a.x.p, a.x.dt, o), mf, al, b));
     }
-  if (j == 0 && threadIdx.x == 0) {
-    if (a.sm.p)
-      storeF(a.sm.p, a.sm.dt, c, mf);
-    if (a.sis.p)
-      storeF(a.sis.p, a.sis.dt, c, inv);
-    if (a.rmo.p)
-      storeF(a.rmo.p, a.rmo.dt, c,
-             runningStat(a.momentum, ldOr(a.rm.p, a.rm.dt, c, 0.f), m));
-    if (a.rvo.p)
-      storeF(a.rvo.p, a.rvo.dt, c,
-             runningStat(a.momentum, ldOr(a.rv.p, a.rv.dt, c, 1.f), var));
-  }
+  if (j == 0 && threadIdx.x == 0)
+    bnStoreStats(a, c, m, var, mf, inv);
 }
 
 /// Splits each channel's images into runs (about 2048 blocks, at most one
@@ -146,6 +155,139 @@ amprt_status bnPlan(amprt_context *ctx, const char *k, Args &a, Scratch &part,
   AMPRT_TRY(part.get(ctx, k, size_t(2 * a.C * a.chunks) * sizeof(double)));
   a.part = static_cast<double *>(part.p);
   grid = dim3(unsigned(a.C), unsigned(a.chunks));
+  return AMPRT_OK;
+}
+
+// BatchNorm of rows: S == 1, x as [N, C] (BatchNorm1d, and a channels-last
+// BatchNorm lowered to [N * spatial, C]). A block per channel would read one
+// element per image with one thread; here a block takes 32 adjacent
+// channels of a run of rows, its 8 warps on every 8th row of the run (a
+// warp reads 32 adjacent elements of a row). The lanes' f64 sums are added
+// in lane order into the partial-sum table above, and a thread per channel
+// adds the runs in run order (bnTotal) and leaves the channel's floats for
+// the elementwise kernel.
+
+constexpr int kCols = 32, kLanes = kBlock / kCols;
+
+/// The rows path's per-channel tables.
+struct BnRowTables {
+  double *mean; // [C]: the batch mean, pass 1's centre
+  /// [3][C]: the floats of the elementwise kernel (training: mean, a =
+  /// inv_std * scale, bias; grad: bnGradScales).
+  float *coef;
+};
+
+/// The thread's channel c (past C in the last block) and its lane's rows
+/// of block (x, y)'s run: n, n + kLanes, ... below n1.
+__device__ __forceinline__ void
+bnRowsLane(int64_t N, int64_t chunks, int64_t &c, int64_t &n, int64_t &n1) {
+  c = blockIdx.x * int64_t(kCols) + threadIdx.x % kCols;
+  bnRange(N, chunks, blockIdx.y, n, n1);
+  n += threadIdx.x / kCols;
+}
+
+/// The sum of v over the lanes of the thread's channel, in lane order, to
+/// the threads of lane 0 (threadIdx.x < kCols).
+__device__ __forceinline__ double laneSum(double v, double (*sh)[kCols]) {
+  __syncthreads(); // sh may still be read by a previous call
+  sh[threadIdx.x / kCols][threadIdx.x % kCols] = v;
+  __syncthreads();
+  double s = 0;
+  if (threadIdx.x < kCols)
+    for (int l = 0; l < kLanes; ++l)
+      s += sh[l][threadIdx.x];
+  return s;
+}
+
+/// Runs of at least 64 rows (about 2048 blocks), the partial-sum table and
+/// the per-channel tables in one scratch; the grid is (channel blocks,
+/// runs).
+template <typename Args>
+amprt_status bnRowsPlan(amprt_context *ctx, const char *k, Args &a,
+                        BnRowTables &t, Scratch &tmp, dim3 &grid) {
+  int64_t colBlocks = (a.C + kCols - 1) / kCols;
+  a.chunks = std::max<int64_t>(
+      1, std::min<int64_t>(
+             {(a.N + 63) / 64, std::max<int64_t>(2048 / colBlocks, 1), 65535}));
+  size_t partBytes = size_t(2 * a.C * a.chunks) * sizeof(double);
+  size_t meanBytes = size_t(a.C) * sizeof(double);
+  AMPRT_TRY(
+      tmp.get(ctx, k, partBytes + meanBytes + size_t(3 * a.C) * sizeof(float)));
+  char *p = static_cast<char *>(tmp.p);
+  a.part = reinterpret_cast<double *>(p);
+  t.mean = reinterpret_cast<double *>(p + partBytes);
+  t.coef = reinterpret_cast<float *>(p + partBytes + meanBytes);
+  grid = dim3(unsigned(colBlocks), unsigned(a.chunks));
+  return AMPRT_OK;
+}
+
+/// pass 0: sum of x; pass 1: sum of (x - mean)^2, per (channel, run).
+__global__ void bnRowsStatsKernel(BnArgs a, BnRowTables t, int pass) {
+  __shared__ double sh[kLanes][kCols];
+  int64_t c, n, n1;
+  bnRowsLane(a.N, a.chunks, c, n, n1);
+  bool in = c < a.C;
+  double m = pass == 1 && in ? t.mean[c] : 0, acc = 0;
+  if (in)
+    for (; n < n1; n += kLanes) {
+      double v = loadF(a.x.p, a.x.dt, n * a.C + c);
+      acc += pass == 0 ? v : (v - m) * (v - m);
+    }
+  acc = laneSum(acc, sh);
+  if (threadIdx.x < kCols && in)
+    a.part[(pass * a.C + c) * a.chunks + blockIdx.y] = acc;
+}
+
+/// pass 0: each channel's mean; pass 1: its variance, then the saved and
+/// running statistics and the floats of bnRowsApplyKernel.
+__global__ void bnRowsTotalKernel(BnArgs a, BnRowTables t, int pass) {
+  double M = double(a.N);
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < a.C;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    double s = bnTotal(a.part, a.C, a.chunks, pass, c);
+    if (pass == 0) {
+      t.mean[c] = M > 0 ? s / M : 0;
+      continue;
+    }
+    double m = t.mean[c], var = M > 0 ? s / M : 0;
+    float mf = float(m);
+    float inv = invStd(var, a.epsilon);
+    t.coef[c] = mf;
+    t.coef[a.C + c] = inv * loadF(a.scale.p, a.scale.dt, c);
+    t.coef[2 * a.C + c] = loadF(a.bias.p, a.bias.dt, c);
+    bnStoreStats(a, c, m, var, mf, inv);
+  }
+}
+
+__global__ void bnRowsApplyKernel(BnArgs a, BnRowTables t) {
+  int64_t c, n, n1;
+  bnRowsLane(a.N, a.chunks, c, n, n1);
+  if (c >= a.C)
+    return;
+  float mf = t.coef[c], al = t.coef[a.C + c], b = t.coef[2 * a.C + c];
+  for (; n < n1; n += kLanes) {
+    int64_t o = n * a.C + c;
+    storeF(a.y.p, a.y.dt, o,
+           batchNormApply(loadF(a.x.p, a.x.dt, o), mf, al, b));
+  }
+}
+
+/// batch_norm_training of rows (S == 1): for each pass the sums per
+/// (channel, run), then per channel; then y.
+amprt_status bnRowsTraining(amprt_context *ctx, const char *k, BnArgs &a) {
+  Scratch tmp;
+  BnRowTables t;
+  dim3 grid;
+  AMPRT_TRY(bnRowsPlan(ctx, k, a, t, tmp, grid));
+  cudaStream_t s = stream(ctx);
+  for (int pass = 0; pass < 2; ++pass) {
+    bnRowsStatsKernel<<<grid, kBlock, 0, s>>>(a, t, pass);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+    bnRowsTotalKernel<<<gridFor(a.C, kBlock), kBlock, 0, s>>>(a, t, pass);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+  }
+  bnRowsApplyKernel<<<grid, kBlock, 0, s>>>(a, t);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
   return AMPRT_OK;
 }
 
@@ -180,6 +322,8 @@ amprt_status cudaBatchNormTraining(amprt_context *ctx, T x, T scale, T bias,
     a.rvo = opt(running_var_out);
     a.sm = opt(saved_mean);
     a.sis = opt(saved_inv_std);
+    if (a.S == 1)
+      return bnRowsTraining(ctx, k, a);
     Scratch part;
     dim3 grid;
     AMPRT_TRY(bnPlan(ctx, k, a, part, grid));
@@ -221,31 +365,122 @@ __global__ void bnGradSumsKernel(BnGradArgs a) {
   }
 }
 
+/// Channel c's dbias and dscale, those asked for, from its sums of dy and
+/// dy * xhat.
+__device__ __forceinline__ void bnStoreGradSums(const BnGradArgs &a, int64_t c,
+                                                double sdy, double sdyx) {
+  if (a.dbias.p)
+    storeF(a.dbias.p, a.dbias.dt, c, float(sdy));
+  if (a.dscale.p)
+    storeF(a.dscale.p, a.dscale.dt, c, float(sdyx));
+}
+
+/// The floats of channel c's dx: a = scale * inv_std, mean(dy) and mean(dy
+/// xhat), from its sums over M elements.
+struct BnGradScales {
+  float al, mdy, mdyx;
+};
+__device__ __forceinline__ BnGradScales bnGradScales(const BnGradArgs &a,
+                                                     int64_t c, double M,
+                                                     double sdy, double sdyx) {
+  float inv = loadF(a.sis.p, a.sis.dt, c);
+  return {loadF(a.scale.p, a.scale.dt, c) * inv, M > 0 ? float(sdy / M) : 0.f,
+          M > 0 ? float(sdyx / M) : 0.f};
+}
+
 __global__ void bnGradApplyKernel(BnGradArgs a) {
   int64_t c = blockIdx.x, j = blockIdx.y, n0, n1;
   bnRange(a.N, a.chunks, j, n0, n1);
   double M = double(a.N * a.S);
   double sdy = bnTotal(a.part, a.C, a.chunks, 0, c);
   double sdyx = bnTotal(a.part, a.C, a.chunks, 1, c);
-  if (j == 0 && threadIdx.x == 0) {
-    if (a.dbias.p)
-      storeF(a.dbias.p, a.dbias.dt, c, float(sdy));
-    if (a.dscale.p)
-      storeF(a.dscale.p, a.dscale.dt, c, float(sdyx));
-  }
+  if (j == 0 && threadIdx.x == 0)
+    bnStoreGradSums(a, c, sdy, sdyx);
   if (!a.dx.p)
     return;
   float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
-  float al = loadF(a.scale.p, a.scale.dt, c) * inv;
-  float mdy = M > 0 ? float(sdy / M) : 0.f;
-  float mdyx = M > 0 ? float(sdyx / M) : 0.f;
+  BnGradScales g = bnGradScales(a, c, M, sdy, sdyx);
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t i = threadIdx.x; i < a.S; i += blockDim.x) {
       int64_t o = (n * a.C + c) * a.S + i;
       float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
-      storeF(a.dx.p, a.dx.dt, o,
-             batchNormGradDx(al, loadF(a.dy.p, a.dy.dt, o), mdy, xh, mdyx));
+      storeF(
+          a.dx.p, a.dx.dt, o,
+          batchNormGradDx(g.al, loadF(a.dy.p, a.dy.dt, o), g.mdy, xh, g.mdyx));
     }
+}
+
+/// Per (channel, run) of rows: the sums of dy and dy * xhat.
+__global__ void bnRowsGradSumsKernel(BnGradArgs a) {
+  __shared__ double sh[kLanes][kCols];
+  int64_t c, n, n1;
+  bnRowsLane(a.N, a.chunks, c, n, n1);
+  bool in = c < a.C;
+  double sdy = 0, sdyx = 0;
+  if (in) {
+    float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
+    for (; n < n1; n += kLanes) {
+      int64_t o = n * a.C + c;
+      float g = loadF(a.dy.p, a.dy.dt, o);
+      sdy += g;
+      sdyx += double(g) * double((loadF(a.x.p, a.x.dt, o) - m) * inv);
+    }
+  }
+  sdy = laneSum(sdy, sh);
+  sdyx = laneSum(sdyx, sh);
+  if (threadIdx.x < kCols && in) {
+    a.part[c * a.chunks + blockIdx.y] = sdy;
+    a.part[(a.C + c) * a.chunks + blockIdx.y] = sdyx;
+  }
+}
+
+/// Per channel: dbias and dscale, and the floats of bnRowsGradApplyKernel.
+__global__ void bnRowsGradTotalKernel(BnGradArgs a, BnRowTables t) {
+  double M = double(a.N);
+  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < a.C;
+       c += int64_t(gridDim.x) * blockDim.x) {
+    double sdy = bnTotal(a.part, a.C, a.chunks, 0, c);
+    double sdyx = bnTotal(a.part, a.C, a.chunks, 1, c);
+    bnStoreGradSums(a, c, sdy, sdyx);
+    BnGradScales g = bnGradScales(a, c, M, sdy, sdyx);
+    t.coef[c] = g.al;
+    t.coef[a.C + c] = g.mdy;
+    t.coef[2 * a.C + c] = g.mdyx;
+  }
+}
+
+__global__ void bnRowsGradApplyKernel(BnGradArgs a, BnRowTables t) {
+  int64_t c, n, n1;
+  bnRowsLane(a.N, a.chunks, c, n, n1);
+  if (c >= a.C)
+    return;
+  float m = loadF(a.sm.p, a.sm.dt, c), inv = loadF(a.sis.p, a.sis.dt, c);
+  float al = t.coef[c], mdy = t.coef[a.C + c], mdyx = t.coef[2 * a.C + c];
+  for (; n < n1; n += kLanes) {
+    int64_t o = n * a.C + c;
+    float xh = (loadF(a.x.p, a.x.dt, o) - m) * inv;
+    storeF(a.dx.p, a.dx.dt, o,
+           batchNormGradDx(al, loadF(a.dy.p, a.dy.dt, o), mdy, xh, mdyx));
+  }
+}
+
+/// batch_norm_grad of rows (S == 1): the sums per (channel, run), then per
+/// channel; then dx when asked for.
+amprt_status bnRowsGrad(amprt_context *ctx, const char *k, BnGradArgs &a) {
+  Scratch tmp;
+  BnRowTables t;
+  dim3 grid;
+  AMPRT_TRY(bnRowsPlan(ctx, k, a, t, tmp, grid));
+  cudaStream_t s = stream(ctx);
+  bnRowsGradSumsKernel<<<grid, kBlock, 0, s>>>(a);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  bnRowsGradTotalKernel<<<gridFor(a.C, kBlock), kBlock, 0, s>>>(a, t);
+  AMPRT_CUDA_LAUNCHED(ctx, k);
+  if (a.dx.p) {
+    bnRowsGradApplyKernel<<<grid, kBlock, 0, s>>>(a, t);
+    AMPRT_CUDA_LAUNCHED(ctx, k);
+  }
+  return AMPRT_OK;
 }
 
 amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
@@ -271,6 +506,8 @@ amprt_status cudaBatchNormGrad(amprt_context *ctx, T dy, T x, T scale,
     a.dx = opt(dx);
     a.dscale = opt(dscale);
     a.dbias = opt(dbias);
+    if (a.S == 1)
+      return bnRowsGrad(ctx, k, a);
     Scratch part;
     dim3 grid;
     AMPRT_TRY(bnPlan(ctx, k, a, part, grid));

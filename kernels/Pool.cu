@@ -7,7 +7,11 @@
 // The CUDA versions of Pool.cpp. max_pool and average_pool: one thread per
 // output element, the window visited by the CPU's own forEachTap (max_pool
 // with its NaN and tie rules), so values and indices are the CPU's bit for
-// bit. max_pool_grad and average_pool_grad: a scatter-add into f32 with
+// bit. A channels-last window (x [N, spatial..., C]) is pooled in place,
+// the channel innermost among the threads so that a warp reads 32 adjacent
+// channels of each tap; its max_pool indices are flat into x as stored,
+// those of the CPU's channels-first copy moved there (Layout.cpp).
+// max_pool_grad and average_pool_grad: a scatter-add into f32 with
 // atomics (overlapping windows sum in another order than the CPU's); a bad
 // max_pool index is reported as the CPU reports it, and dx is then left
 // untouched (deferred data checks: recorded for the next wait, dx
@@ -25,30 +29,40 @@ namespace {
 
 constexpr int kThreads = 256;
 
-/// The window position (od, oh, ow) and the (n, c) plane of output
-/// element o.
+/// The window position (od, oh, ow) of output element o, the offset `base`
+/// in x of the first element of its (n, c) plane and the distance `step`
+/// between the plane's elements: 1 channels first (y [N, C, Do, Ho, Wo]),
+/// C channels last (y [N, Do, Ho, Wo, C]). Tap t of forEachTap is x[base +
+/// t * step].
 __device__ __forceinline__ void outputPosition(const Window &g, int64_t o,
                                                int64_t &od, int64_t &oh,
-                                               int64_t &ow, int64_t &nc) {
+                                               int64_t &ow, int64_t &base,
+                                               int64_t &step) {
+  int64_t c = 0;
+  if (g.channelsLast) {
+    c = o % g.C;
+    o /= g.C;
+  }
   ow = o % g.Wo;
   int64_t r = o / g.Wo;
   oh = r % g.Ho;
   r /= g.Ho;
   od = r % g.Do;
-  nc = r / g.Do;
+  r /= g.Do; // n channels last, n * C + c channels first
+  step = g.channelsLast ? g.C : 1;
+  base = g.channelsLast ? r * g.inPlane() * g.C + c : r * g.inPlane();
 }
 
 __global__ void maxPoolKernel(Window g, const void *x, int32_t dx, void *y,
                               int32_t dy, int64_t *indices, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t od, oh, ow, nc;
-    outputPosition(g, o, od, oh, ow, nc);
-    int64_t base = nc * g.inPlane();
+    int64_t od, oh, ow, base, step;
+    outputPosition(g, o, od, oh, ow, base, step);
     float best = -INFINITY;
     int64_t arg = -1;
     forEachTap(g, od, oh, ow, [&](int64_t t) {
-      float v = loadF(x, dx, base + t);
+      float v = loadF(x, dx, base + t * step);
       if (arg < 0 || v > best || (isnan(v) && !isnan(best))) {
         best = v;
         arg = t;
@@ -56,7 +70,7 @@ __global__ void maxPoolKernel(Window g, const void *x, int32_t dx, void *y,
     });
     storeF(y, dy, o, best);
     if (indices)
-      indices[o] = arg < 0 ? -1 : base + arg;
+      indices[o] = arg < 0 ? -1 : base + arg * step;
   }
 }
 
@@ -150,11 +164,11 @@ __global__ void avgPoolKernel(Window g, bool includePad, const void *x,
                               int32_t dx, void *y, int32_t dy, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t od, oh, ow, nc;
-    outputPosition(g, o, od, oh, ow, nc);
-    int64_t base = nc * g.inPlane();
+    int64_t od, oh, ow, base, step;
+    outputPosition(g, o, od, oh, ow, base, step);
     float s = 0.f;
-    forEachTap(g, od, oh, ow, [&](int64_t t) { s += loadF(x, dx, base + t); });
+    forEachTap(g, od, oh, ow,
+               [&](int64_t t) { s += loadF(x, dx, base + t * step); });
     int64_t cnt = avgCount(g, od, oh, ow, includePad);
     storeF(y, dy, o, cnt ? s / float(cnt) : 0.f);
   }
@@ -166,14 +180,14 @@ __global__ void avgPoolGradKernel(Window g, bool includePad, const void *dy,
                                   int32_t ddy, float *acc, int64_t n) {
   for (int64_t o = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; o < n;
        o += int64_t(gridDim.x) * blockDim.x) {
-    int64_t od, oh, ow, nc;
-    outputPosition(g, o, od, oh, ow, nc);
+    int64_t od, oh, ow, base, step;
+    outputPosition(g, o, od, oh, ow, base, step);
     int64_t cnt = avgCount(g, od, oh, ow, includePad);
     if (!cnt)
       continue;
-    int64_t base = nc * g.inPlane();
     float v = loadF(dy, ddy, o) / float(cnt);
-    forEachTap(g, od, oh, ow, [&](int64_t t) { atomicAdd(acc + base + t, v); });
+    forEachTap(g, od, oh, ow,
+               [&](int64_t t) { atomicAdd(acc + base + t * step, v); });
   }
 }
 

@@ -1542,6 +1542,115 @@ def test_normalization(rt, gpu):
          rt.randn((3,), "f32"), rt.randn((3,), "f32"), None, None, None)
 
 
+def last_shape(s):
+    """A channels-first shape moved channels last: [N, C, s...] -> [N, s...,
+    C]; a convolution weight [M, C/g, k...] -> [M, k..., C/g]."""
+    return (s[0],) + tuple(s[2:]) + (s[1],)
+
+
+def window_shapes(xs, win, channels, kernel=None):
+    """(x's, y's) shapes of a window call on x of channels-first shape xs:
+    y has `channels` channels and the windows of Window.h
+    (amprt_window_count) along each spatial dim; both moved channels last
+    when the window is (win.layout). kernel: the window's extent, when not
+    win.kernel (a convolution's weight)."""
+    sr = len(xs) - 2
+    sp = []
+    for i in range(sr):
+        k = (kernel or win.kernel)[i]
+        n, pb = xs[2 + i], win.pads[i]
+        e = n + pb + win.pads[sr + i] - (max(win.dilations[i], 1) * (k - 1)
+                                         + 1)
+        if not win.ceil_mode:
+            o = e // win.strides[i] + 1 if e >= 0 else 0
+        else:
+            o = -(-e // win.strides[i]) + 1
+            o -= (o - 1) * win.strides[i] >= n + pb
+        sp.append(o)
+    ys = (xs[0], channels) + tuple(sp)
+    lay = last_shape if win.layout else tuple
+    return lay(xs), lay(ys)
+
+
+def max_pool_checks(rt, gpu, dt, xs, win):
+    """max_pool (values and indices exact) and max_pool_grad through its
+    indices on x of channels-first shape xs, in win's layout."""
+    xs, ys = window_shapes(xs, win, xs[1])
+    x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
+    last = " channels last" if win.layout else ""
+    c, g, _ = both(rt, gpu, "max_pool", x, rt.empty(ys, dt),
+                   rt.empty(ys, "i64"), C.byref(win))
+    same(rt, "max_pool" + last, c[1], g[1])
+    same(rt, "max_pool indices" + last, c[2], g[2])
+    dy = rt.randn(ys, dt)
+    c2, g2, _ = both(rt, gpu, "max_pool_grad", dy, c[2], rt.empty(xs, dt))
+    sc = np.zeros(int(np.prod(xs)))
+    np.add.at(sc, c[2].arr.reshape(-1), np.abs(decode(dy)).reshape(-1))
+    same(rt, "max_pool_grad" + last, c2[2], g2[2], ulps=1,
+         scale=sc.reshape(xs), terms=9)
+
+
+def average_pool_checks(rt, gpu, dt, xs, win):
+    """average_pool (exact) and average_pool_grad on x of channels-first
+    shape xs, in win's layout."""
+    xs, ys = window_shapes(xs, win, xs[1])
+    x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
+    last = " channels last" if win.layout else ""
+    c, g, _ = both(rt, gpu, "average_pool", x, rt.empty(ys, dt),
+                   C.byref(win))
+    same(rt, "average_pool" + last, c[1], g[1])
+    dy = rt.randn(ys, dt)
+    c2, g2, _ = both(rt, gpu, "average_pool_grad", dy, rt.empty(xs, dt),
+                     C.byref(win))
+    taps = int(np.prod(win.kernel[:len(xs) - 2]))
+    same(rt, "average_pool_grad" + last, c2[1], g2[1], ulps=1,
+         scale=np.max(np.abs(decode(dy))) * taps, terms=taps)
+
+
+def test_batch_norm_rows(rt, gpu):
+    """batch_norm_training and batch_norm_grad on [M, C] (S = 1: threads
+    across the channels, blocks over runs of rows), as a channels-last
+    BatchNorm is lowered ([N * H * W, C]), with and without the optional
+    outputs."""
+    for dt in FLOATS:
+        for shape in ((8 * 56 * 56, 64), (1000, 100), (37, 2048)):
+            C_ = shape[1]
+            x = rt.randn(shape, dt, 3.0)
+            sc, bs = rt.randn((C_,), dt), rt.randn((C_,), dt)
+            rm, rv = rt.randn((C_,), "f32"), rt.uniform((C_,), "f32", 0.5, 2)
+            outs = [rt.empty(shape, dt)] + [rt.empty((C_,), "f32")
+                                            for _ in range(4)]
+            c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, rm, rv,
+                           C.c_float(0.9), C.c_float(1e-5), *outs)
+            for j, what in ((7, "y"), (8, "running_mean"), (9, "running_var"),
+                            (10, "saved_mean"), (11, "saved_inv_std")):
+                same(rt, "batch_norm_training rows " + what, c[j], g[j],
+                     **norm_tol(c[j]))
+            dy = rt.randn(shape, dt)
+            c2, g2, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, c[10],
+                             c[11], rt.empty(shape, dt),
+                             rt.empty((C_,), "f32"), rt.empty((C_,), "f32"))
+            for j, what in ((5, "dx"), (6, "dscale"), (7, "dbias")):
+                same(rt, "batch_norm_grad rows " + what, c2[j], g2[j],
+                     **norm_tol(c2[j]))
+    # y alone forward; dx alone, then the sums alone, backward.
+    x = rt.randn((300, 40), "bf16")
+    sc, bs = rt.randn((40,), "f32"), rt.randn((40,), "f32")
+    c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, None, None,
+                   C.c_float(0.9), C.c_float(1e-5),
+                   rt.empty((300, 40), "bf16"), None, None, None, None)
+    same(rt, "batch_norm_training rows y alone", c[7], g[7], **norm_tol(c[7]))
+    sm, si = rt.randn((40,), "f32"), rt.uniform((40,), "f32", 0.5, 2.0)
+    dy = rt.randn((300, 40), "bf16")
+    for outs in ((rt.empty((300, 40), "bf16"), None, None),
+                 (None, rt.empty((40,), "f32"), rt.empty((40,), "f32"))):
+        c, g, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, sm, si, *outs)
+        for j in range(5, 8):
+            if outs[j - 5] is not None:
+                same(rt, "batch_norm_grad rows, some outputs", c[j], g[j],
+                     **norm_tol(c[j]))
+
+
 def test_max_pool(rt, gpu):
     for dt in FLOATS:
         for xs, win in (((2, 3, 9, 11), window([3, 3], [2, 2], [1, 1, 1, 1])),
@@ -1549,22 +1658,7 @@ def test_max_pool(rt, gpu):
                         ((3, 4, 17), window([3], [1], [1, 1])),
                         ((2, 2, 5, 6, 7),
                          window([3, 2, 3], [2, 1, 2], [1, 0, 1, 1, 1, 0]))):
-            x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
-            sp = [(xs[2 + i] + win.pads[i] + win.pads[i + len(xs) - 2]
-                   - win.kernel[i]) // win.strides[i] + 1
-                  for i in range(len(xs) - 2)]
-            ys = xs[:2] + tuple(sp)
-            c, g, _ = both(rt, gpu, "max_pool", x, rt.empty(ys, dt),
-                           rt.empty(ys, "i64"), C.byref(win))
-            same(rt, "max_pool", c[1], g[1])
-            same(rt, "max_pool indices", c[2], g[2])
-            dy = rt.randn(ys, dt)
-            c2, g2, _ = both(rt, gpu, "max_pool_grad", dy, c[2],
-                             rt.empty(xs, dt))
-            sc = np.zeros(int(np.prod(xs)))
-            np.add.at(sc, c[2].arr.reshape(-1), np.abs(decode(dy)).reshape(-1))
-            same(rt, "max_pool_grad", c2[2], g2[2], ulps=1,
-                 scale=sc.reshape(xs), terms=9)
+            max_pool_checks(rt, gpu, dt, xs, win)
     bad = Buf(np.array([[0, 3], [70, 1]], np.int64), "i64")
     both(rt, gpu, "max_pool_grad", rt.randn((2, 2), "f32"), bad,
          rt.empty((8, 8), "f32"))
@@ -1578,21 +1672,8 @@ def test_average_pool(rt, gpu):
                               ((2, 2, 5, 6, 7), [3, 2, 3], [2, 1, 2],
                                [1, 0, 1, 1, 1, 0])):
             for cip in (0, 1):
-                win = window(k, st, pd, count_include_pad=cip)
-                x = special(rt, xs, dt) if dt == "f32" else rt.randn(xs, dt)
-                pads = win.pads
-                sp = [(xs[2 + i] + pads[i] + pads[i + len(xs) - 2] - k[i])
-                      // st[i] + 1 for i in range(len(xs) - 2)]
-                ys = xs[:2] + tuple(sp)
-                c, g, _ = both(rt, gpu, "average_pool", x, rt.empty(ys, dt),
-                               C.byref(win))
-                same(rt, "average_pool", c[1], g[1])
-                dy = rt.randn(ys, dt)
-                c2, g2, _ = both(rt, gpu, "average_pool_grad", dy,
-                                 rt.empty(xs, dt), C.byref(win))
-                taps = int(np.prod(k))
-                same(rt, "average_pool_grad", c2[1], g2[1], ulps=1,
-                     scale=np.max(np.abs(decode(dy))) * taps, terms=taps)
+                average_pool_checks(rt, gpu, dt, xs,
+                                    window(k, st, pd, count_include_pad=cip))
         for xs in ((4, 6, 5), (8, 16, 7, 7), (2, 3, 64, 64), (2, 2, 3, 4, 5)):
             x = rt.randn(xs, dt)
             ys = xs[:2] + (1,) * (len(xs) - 2)
@@ -1615,6 +1696,29 @@ def test_average_pool(rt, gpu):
     same(rt, "global_average_pool of an empty plane", c[1], g[1])
     both(rt, gpu, "average_pool", rt.randn((2, 3, 4, 4), "f32"),
          rt.empty((2, 3, 3, 3), "f32"), C.byref(window([3, 3], [1, 1])))
+
+
+def test_pool_channels_last(rt, gpu):
+    """Layout 1: x, y [N, spatial..., C], a thread per output with the
+    channel innermost; max_pool's indices flat into x as stored."""
+    for dt in FLOATS:
+        for xs, k, st, pd, ceil in (
+                ((2, 3, 9, 11), [3, 3], [2, 2], [1, 1, 1, 1], 0),
+                ((2, 64, 8, 8), [3, 3], [2, 2], [1, 1, 1, 1], 0),
+                ((2, 5, 9, 10), [3, 3], [2, 2], [1, 0, 0, 0], 1),
+                ((3, 4, 17), [3], [1], [1, 2], 0),
+                ((2, 3, 5, 6, 7), [3, 2, 3], [2, 1, 2], [1, 0, 1, 1, 1, 0],
+                 0)):
+            max_pool_checks(rt, gpu, dt, xs,
+                            window(k, st, pd, ceil_mode=ceil, layout=1))
+            for cip in (0, 1):
+                average_pool_checks(rt, gpu, dt, xs,
+                                    window(k, st, pd, ceil_mode=ceil,
+                                           count_include_pad=cip, layout=1))
+    # A layout that is neither: the CPU's words on both.
+    both(rt, gpu, "max_pool", rt.randn((2, 4, 4, 3), "f32"),
+         rt.empty((2, 3, 3, 3), "f32"), None,
+         C.byref(window([2, 2], [1, 1], layout=2)))
 
 
 # ---------------------------------------------------------------------------
@@ -1758,6 +1862,45 @@ def test_recurrent(rt, gpu):
 # Convolution (cuDNN) and the CPU fallback path
 # ---------------------------------------------------------------------------
 
+def conv_checks(rt, gpu, dt, xs, ws, win):
+    """conv, conv_grad and conv_transpose on x and w of channels-first
+    shapes xs and ws, in win's layout."""
+    xs, ys = window_shapes(xs, win, ws[0], ws[2:])
+    K = ws[1] * int(np.prod(ws[2:]))
+    last = " channels last" if win.layout else ""
+    ws = last_shape(ws) if win.layout else ws
+    x, w = rt.randn(xs, dt), rt.randn(ws, dt)
+    b = rt.randn((ws[0],), dt)
+    # The bias broadcast over y's channels.
+    along = (-1,) if win.layout else (1, -1) + (1,) * (len(ys) - 2)
+    c, g, _ = both(rt, gpu, "conv", x, w, b, rt.empty(ys, dt), C.byref(win))
+    sc = np.max(np.abs(decode(c[3])), initial=0) + 1
+    # f16/bf16 with a bias round twice on the GPU (conv, then + bias): one
+    # more ulp of the largest |conv| term.
+    atol = 0.0 if dt == "f32" else float(ulp(dt, np.max(
+        np.abs(decode(c[3])) + np.abs(decode(b)).reshape(along), initial=0)))
+    same(rt, "conv" + last, c[3], g[3], ulps=1, scale=4 * sc, terms=K,
+         atol=atol)
+    dy = rt.randn(ys, dt)
+    c2, g2, _ = both(rt, gpu, "conv_grad", dy, x, w, rt.empty(xs, dt),
+                     rt.empty(ws, dt), rt.empty((ws[0],), dt), C.byref(win))
+    for j, out in ((3, "dx"), (4, "dw"), (5, "db")):
+        m = np.max(np.abs(decode(c2[j])), initial=0) + 1
+        terms = int(np.prod(ys)) // ws[0] if j > 3 else K * ws[0]
+        same(rt, "conv_grad %s%s" % (out, last), c2[j], g2[j], ulps=1,
+             scale=4 * m, terms=terms)
+    # conv_transpose: conv_grad's dx with dy as its input, plus a bias over
+    # the channels of its output (x's shape here).
+    bt = rt.randn((xs[-1] if win.layout else xs[1],), dt)
+    c3, g3, _ = both(rt, gpu, "conv_transpose", dy, w, bt, rt.empty(xs, dt),
+                     C.byref(win))
+    m = np.max(np.abs(decode(c3[3])), initial=0) + 1
+    atol = 0.0 if dt == "f32" else float(ulp(dt, m + np.max(
+        np.abs(decode(bt)))))
+    same(rt, "conv_transpose" + last, c3[3], g3[3], ulps=1, scale=4 * m,
+         terms=K * ws[0], atol=atol)
+
+
 def test_conv(rt, gpu):
     for dt in FLOATS:
         for xs, ws, win in (
@@ -1778,43 +1921,41 @@ def test_conv(rt, gpu):
                 ((2, 4, 4, 5, 6), (4, 2, 2, 3, 2),
                  window([2, 3, 2], [2, 1, 1], [0, 1, 1, 1, 1, 0],
                         group=2))):
-            x, w = rt.randn(xs, dt), rt.randn(ws, dt)
-            b = rt.randn((ws[0],), dt)
-            # The output shape (floor mode).
-            sp = [(xs[2 + i] + win.pads[i] + win.pads[i + len(ws) - 2]
-                   - (win.dilations[i] * (ws[2 + i] - 1) + 1))
-                  // win.strides[i] + 1 for i in range(len(ws) - 2)]
-            ys = (xs[0], ws[0]) + tuple(sp)
-            c, g, _ = both(rt, gpu, "conv", x, w, b, rt.empty(ys, dt),
-                           C.byref(win))
-            K = ws[1] * int(np.prod(ws[2:]))
-            sc = np.max(np.abs(decode(c[3])), initial=0) + 1
-            # f16/bf16 with a bias round twice on the GPU (conv, then +
-            # bias): one more ulp of the largest |conv| term.
-            atol = 0.0 if dt == "f32" else float(ulp(dt, np.max(
-                np.abs(decode(c[3])) + np.abs(decode(b))[None, :, None].reshape(
-                    (1, -1) + (1,) * (len(ys) - 2)), initial=0)))
-            same(rt, "conv", c[3], g[3], ulps=1, scale=4 * sc, terms=K,
-                 atol=atol)
-            dy = rt.randn(ys, dt)
-            c2, g2, _ = both(rt, gpu, "conv_grad", dy, x, w,
-                             rt.empty(xs, dt), rt.empty(ws, dt),
-                             rt.empty((ws[0],), dt), C.byref(win))
-            for j, what in ((3, "dx"), (4, "dw"), (5, "db")):
-                m = np.max(np.abs(decode(c2[j])), initial=0) + 1
-                terms = int(np.prod(ys)) // ws[0] if j > 3 else K * ws[0]
-                same(rt, "conv_grad " + what, c2[j], g2[j], ulps=1,
-                     scale=4 * m, terms=terms)
-            # conv_transpose: conv_grad's dx with dy as its input, plus a
-            # bias over the channels of its output (x's shape here).
-            bt = rt.randn((xs[1],), dt)
-            c3, g3, _ = both(rt, gpu, "conv_transpose", dy, w, bt,
-                             rt.empty(xs, dt), C.byref(win))
-            m = np.max(np.abs(decode(c3[3])), initial=0) + 1
-            atol = 0.0 if dt == "f32" else float(ulp(dt, m + np.max(
-                np.abs(decode(bt)))))
-            same(rt, "conv_transpose", c3[3], g3[3], ulps=1, scale=4 * m,
-                 terms=K * ws[0], atol=atol)
+            conv_checks(rt, gpu, dt, xs, ws, win)
+
+
+def test_conv_channels_last(rt, gpu):
+    """Layout 1: x, y [N, spatial..., C], w [M, kernel..., C/g] (cuDNN's
+    NHWC / NDHWC tensors and KRSC filters); db sums over the rows of dy
+    [N * spatial, M]."""
+    for dt in FLOATS:
+        for xs, ws, win in (
+                ((2, 16, 9, 11), (32, 16, 3, 3),
+                 window([3, 3], [1, 1], [1, 1, 1, 1], layout=1)),
+                # Groups, strides, pads, dilations.
+                ((2, 4, 10, 8), (6, 2, 3, 2),
+                 window([3, 2], [2, 1], [1, 0, 1, 0], [1, 2], group=2,
+                        layout=1)),
+                # Depthwise.
+                ((2, 8, 9, 9), (8, 1, 3, 3),
+                 window([3, 3], [2, 2], [1, 1, 1, 1], group=8, layout=1)),
+                # Pointwise, 70 channels (a column block and a part).
+                ((2, 8, 5, 6), (70, 8, 1, 1), window([1, 1], layout=1)),
+                # 1-D (NWC as NHWC with H = 1).
+                ((3, 4, 17), (6, 4, 4), window([4], [2], [1, 1], layout=1)),
+                # 3-D (NDHWC).
+                ((2, 3, 5, 6, 7), (4, 3, 3, 2, 3),
+                 window([3, 2, 3], [1, 2, 1], [1, 0, 1, 1, 0, 1], [1, 1, 2],
+                        layout=1)),
+                # Asymmetric pads: the CPU fallback, channels last.
+                ((2, 4, 10, 8), (6, 2, 3, 2),
+                 window([3, 2], [2, 1], [0, 1, 1, 0], [1, 2], group=2,
+                        layout=1))):
+            conv_checks(rt, gpu, dt, xs, ws, win)
+    # A layout that is neither: the CPU's words on both.
+    both(rt, gpu, "conv", rt.randn((2, 5, 5, 3), "f32"),
+         rt.randn((4, 3, 3, 3), "f32"), None, rt.empty((2, 3, 3, 4), "f32"),
+         C.byref(window([3, 3], layout=2)))
 
 
 def attention_check(rt, exact, rel):
@@ -2540,8 +2681,9 @@ TESTS = [test_cast, test_binary, test_activations, test_fill_copy_accumulate,
          test_where_sum_scale, test_shape_ops, test_concat_slice,
          test_index64,
          test_dropout, test_random, test_select, test_normalization,
-         test_max_pool,
-         test_average_pool, test_recurrent, test_conv, test_attention,
+         test_batch_norm_rows, test_max_pool,
+         test_average_pool, test_pool_channels_last, test_recurrent,
+         test_conv, test_conv_channels_last, test_attention,
          test_attention_views,
          test_cpu_fallback,
          test_collectives, test_compare_stats, test_memory_accounting,
