@@ -16,6 +16,9 @@
 #           BUNDLE/../artifacts (train_step_bench.py make --preset gpu);
 #   train-calls train with --cuda-graph=off: the steps call by call, to
 #           set against train's one graph launch a step;
+#   train-nchw train with --channels-last=off: convolutions in the graph's
+#           NCHW, to set against train's NHWC regions (the default on a
+#           device);
 #   train-find the CNN again with measured convolution algorithms on both
 #           sides (AMPRT_CUDNN_FIND=1, torch.backends.cudnn.benchmark);
 #   train-gemm the MLP at batch 8192, where its step is GEMM-bound: the
@@ -56,7 +59,7 @@
 set -uo pipefail
 if [[ -z ${AMP_GS_STAGE:-} ]]; then
   if [[ $# -lt 2 ]]; then
-    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-calls|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile]..." >&2
+    echo "usage: $0 BUNDLE OUT_DIR [env|lit|seeds|kernels|train|train-calls|train-nchw|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile]..." >&2
     exit 2
   fi
   repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -199,6 +202,15 @@ stage_train-calls() {
     --markdown "$out/train-step-calls.md"
 }
 
+stage_train-nchw() {
+  # Convolutions channels first (--channels-last=off), against the NHWC
+  # regions of stage train: what the layout gains the CNN.
+  "$py" "$repo/bench/train_step_bench.py" run \
+    --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
+    --device cuda --amp-run-flag=--channels-last=off \
+    --markdown "$out/train-step-nchw.md"
+}
+
 stage_train-bf16() {
   "$py" "$repo/bench/train_step_bench.py" run \
     --artifacts "$bundle/../artifacts" --amp-run "$bundle/bin/amp-run" \
@@ -302,7 +314,7 @@ fi
 
 for s in "${stages[@]}"; do
   case $s in
-    env|lit|seeds|kernels|train|train-calls|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile) run_stage "$s" ;;
+    env|lit|seeds|kernels|train|train-calls|train-nchw|train-find|train-gemm|train-bf16|peer|memcheck|profile|compare-cost|compare-profile) run_stage "$s" ;;
     *) echo "unknown stage $s" >&2; failed+=("$s") ;;
   esac
 done

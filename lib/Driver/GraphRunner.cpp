@@ -250,7 +250,9 @@ llvm::Expected<bool> amp::driver::runGraph(const RunOptions &o,
     return it == names.end() ? nullptr : &inputs[it - names.begin()];
   });
 
-  if (auto e = lowerToRuntime(*module, o.dims, o.model))
+  TrainToRuntimeOptions lowering;
+  lowering.dims = o.dims;
+  if (auto e = lowerToRuntime(*module, lowering, o.model))
     return std::move(e);
 
   Device dev, cpu;

@@ -25,28 +25,24 @@ void amp::driver::loadDialects(MLIRContext &ctx) {
   ctx.loadAllAvailableDialects();
 }
 
-llvm::Error amp::driver::lowerToRuntime(ModuleOp module, llvm::StringRef dims,
-                                        llvm::StringRef what,
-                                        bool overwriteAccumulators,
-                                        bool narrowInputs, bool keepValues,
-                                        bool fuseAttention,
-                                        bool fuseGemmEpilogues) {
+llvm::Error amp::driver::lowerToRuntime(ModuleOp module,
+                                        TrainToRuntimeOptions options,
+                                        llvm::StringRef what) {
   MLIRContext *ctx = module.getContext();
   // The lowering's arena remark is for amp-opt; callers report their own.
   ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &d) {
     return success(d.getSeverity() == DiagnosticSeverity::Remark);
   });
   PassManager pm(ctx);
-  TrainToRuntimeOptions options;
-  options.dims = dims.str();
-  options.overwriteAccumulators = overwriteAccumulators;
-  options.narrowInputs = narrowInputs;
-  options.keepValues = keepValues;
-  // A run that reads every value afterwards needs the scores and
-  // probabilities that fused attention never stores.
-  options.fuseAttention = fuseAttention && !keepValues;
-  // Nor the product before a bias, which the bias gemm never stores.
-  options.fuseGemmEpilogues = fuseGemmEpilogues && !keepValues;
+  if (options.keepValues) {
+    // A run that reads every value afterwards needs the scores and
+    // probabilities that fused attention never stores, the product before
+    // a bias that a bias gemm never stores, and each value in its graph's
+    // layout.
+    options.fuseAttention = false;
+    options.fuseGemmEpilogues = false;
+    options.channelsLast = ChannelsLast::Off;
+  }
   buildConvertTrainToRuntimePipeline(pm, options);
   if (failed(pm.run(module)))
     return llvm::createStringError(

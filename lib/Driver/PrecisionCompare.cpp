@@ -671,6 +671,8 @@ TrainOptions innerRun(const TrainOptions &train) {
   o.fuseAttention = false;
   // Nor a bias gemm: the product before the bias is a value of its own.
   o.fuseGemmEpilogues = false;
+  // Each value in its graph's layout, as the fp32 run's.
+  o.channelsLast = ChannelsLastChoice::Off;
   return o;
 }
 

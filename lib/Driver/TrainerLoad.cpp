@@ -500,12 +500,34 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
   // scaling's gate may then follow the accumulation (docs/Lowering.md).
   // The trainer fills every batch itself: f32 data that the graph only casts
   // to 16 bits is converted as it is copied (narrow-inputs).
-  return lowerToRuntime(
-      module, loweringDims, what, opts.accumulate == 1,
-      /*narrowInputs=*/true, opts.keepValues, opts.fuseAttention,
-      // --collect-ranges measures every value the AMP
-      // lowering may keep: the products too.
-      opts.fuseGemmEpilogues && opts.collectRangesPath.empty());
+  TrainToRuntimeOptions o;
+  o.dims = loweringDims;
+  o.overwriteAccumulators = opts.accumulate == 1;
+  o.narrowInputs = true;
+  o.keepValues = opts.keepValues;
+  o.fuseAttention = opts.fuseAttention;
+  // --collect-ranges measures every value the AMP lowering may keep: the
+  // products too.
+  o.fuseGemmEpilogues =
+      opts.fuseGemmEpilogues && opts.collectRangesPath.empty();
+  // Channels last is a device's gain: on the CPU a channels-last window
+  // runs through channels-first copies (the same bits, more time).
+  switch (opts.channelsLast) {
+  case ChannelsLastChoice::Auto:
+    o.channelsLast =
+        opts.device == "cpu" ? ChannelsLast::Off : ChannelsLast::LowPrecision;
+    break;
+  case ChannelsLastChoice::Off:
+    o.channelsLast = ChannelsLast::Off;
+    break;
+  case ChannelsLastChoice::LowPrecision:
+    o.channelsLast = ChannelsLast::LowPrecision;
+    break;
+  case ChannelsLastChoice::All:
+    o.channelsLast = ChannelsLast::All;
+    break;
+  }
+  return lowerToRuntime(module, o, what);
 }
 
 llvm::Error Trainer::dumpLowered() {

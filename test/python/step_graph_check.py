@@ -13,13 +13,18 @@ status line naming the graph, and none of the steady state's steps
 draining the device's queue (docs/amp-run.md, "Steps without waiting").
 
 Usage: step_graph_check.py --amp-run AMP_RUN [--device cuda|cpu]
-  [--steps N] [--batch B] [--amp MODE] [--files] DIR [DIR...]
+  [--steps N] [--batch B] [--amp MODE] [--files]
+  [--variant-a=FLAGS --variant-b=FLAGS] DIR [DIR...]
 --files feeds batches from npy files (loss_logs.py's, the host-side path:
 staged in page-locked memory and copied before each launch) instead of the
 synthetic stream drawn inside the step.
 --device cpu checks the script itself on a machine without a GPU: the CPU
 has no graphs, so both runs go call by call (auto and off). Prints one line
 per model and "PASS" or "FAIL" at the end.
+--variant-a and --variant-b compare two other ways of running instead, each
+a string of amp-run flags (e.g. --variant-a=--channels-last=all
+--variant-b=--channels-last=off: a lowering that must not change a bit on
+the device it runs on); the graph's checks are then skipped.
 """
 
 import argparse
@@ -45,16 +50,16 @@ def data_folder(args, d, tmp):
     return folder
 
 
-def run(args, d, graph, tmp):
+def run(args, d, flags, tag, tmp):
     name = os.path.basename(os.path.normpath(d))
-    log = os.path.join(tmp, "%s-%s.csv" % (name, graph))
-    out = os.path.join(tmp, "%s-%s.onnx" % (name, graph))
+    log = os.path.join(tmp, "%s-%s.csv" % (name, tag))
+    out = os.path.join(tmp, "%s-%s.onnx" % (name, tag))
     cmd = [args.amp_run, os.path.join(d, "training_model.onnx"),
            os.path.join(d, "optimizer_model.onnx"), "--weights",
            os.path.join(d, "forward.onnx"), "--batch", str(args.batch),
            "--steps", str(args.steps), "--data", data_folder(args, d, tmp),
            "--device",
-           args.device, "--log", log, "-o", out, "--cuda-graph", graph]
+           args.device, "--log", log, "-o", out] + flags
     if args.amp:
         cmd.append("--amp=" + args.amp)
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -73,16 +78,24 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--amp", default="")
     ap.add_argument("--files", action="store_true")
+    ap.add_argument("--variant-a")
+    ap.add_argument("--variant-b")
     ap.add_argument("dirs", nargs="+")
     args = ap.parse_args()
+    graphs = args.variant_a is None and args.variant_b is None
+    if graphs:
+        graph = "on" if args.device != "cpu" else "auto"
+        variants = [["--cuda-graph", graph], ["--cuda-graph", "off"]]
+    else:
+        variants = [(v or "").split() for v in (args.variant_a,
+                                               args.variant_b)]
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for d in args.dirs:
             name = os.path.basename(os.path.normpath(d))
-            graph = "on" if args.device != "cpu" else "auto"
             try:
-                log_g, out_g, err_g = run(args, d, graph, tmp)
-                log_e, out_e, _ = run(args, d, "off", tmp)
+                log_g, out_g, err_g = run(args, d, variants[0], "a", tmp)
+                log_e, out_e, _ = run(args, d, variants[1], "b", tmp)
             except RuntimeError as e:
                 print("%s: %s" % (name, e))
                 ok = False
@@ -99,7 +112,7 @@ def main():
                     log_e.splitlines()[first]))
             if not filecmp.cmp(out_g, out_e, shallow=False):
                 problems.append("trained models differ")
-            if args.device != "cpu":
+            if graphs and args.device != "cpu":
                 if "launch one CUDA graph each" not in err_g:
                     problems.append("no graph line")
                 m = re.search(r"drained the device's queue (\d+) times and "

@@ -154,6 +154,39 @@ def AmpRTFuse : Pass<"amprt-fuse", "::mlir::ModuleOp"> {
   let dependentDialects = ["::amp::amprt::AmpRTDialect"];
 }
 
+def AmpRTChannelsLast : Pass<"amprt-channels-last", "::mlir::ModuleOp"> {
+  let summary = "Run convolutions and the calls around them channels last "
+                "(NHWC) in unplanned lowered functions";
+  let description = [{
+    The buffers that a convolution, a pooling, a batch normalization or an
+    elementwise call reads and writes together form regions; a region
+    that holds a convolution computing in f16/bf16 (`16bit`), or any
+    convolution (`all`), takes the channels-last shape ([N, spatial...,
+    C]; a convolution's weight [M, kernel..., C/g]), its windows
+    `layout = 1`, its global average pools an average pool over the whole
+    image, its batch normalizations reshapes to [N * spatial, C]. A buffer
+    that something outside the region names too (a graph input or output,
+    another call) gets a channels-last twin, kept in step by `transpose`
+    calls where the other layout is read next. A cast whose wider side
+    only it ties to a region stays out of it, so the edge is on the narrow
+    side. Results are bit-identical on the CPU backend (which runs a
+    channels-last window through channels-first copies) (docs/Lowering.md,
+    "Channels last").
+  }];
+  let options = [
+    Option<"channelsLast", "channels-last", "::amp::ChannelsLast",
+           /*default=*/"::amp::ChannelsLast::Off",
+           "Which convolutions run channels last",
+           [{::llvm::cl::values(
+             clEnumValN(::amp::ChannelsLast::Off, "off", "none"),
+             clEnumValN(::amp::ChannelsLast::LowPrecision, "16bit",
+                        "those computing in f16/bf16"),
+             clEnumValN(::amp::ChannelsLast::All, "all", "every one"))}]>,
+  ];
+  let dependentDialects = ["::amp::amprt::AmpRTDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def AmpRTPlanBuffers : Pass<"amprt-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Schedule the calls of unplanned lowered functions and "
                 "place their temporaries in one arena";

@@ -14,6 +14,8 @@
 #ifndef AMP_DRIVER_LOWERING_H
 #define AMP_DRIVER_LOWERING_H
 
+#include "amp/Conversion/TrainToRuntime/TrainToRuntime.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringRef.h"
@@ -26,20 +28,13 @@ namespace amp::driver {
 void loadDialects(mlir::MLIRContext &ctx);
 
 /// Lowers every train.graph of `module` to runtime calls
-/// (convert-train-to-runtime with `dims`, and `overwrite-accumulators` when
-/// the caller overwrites the gradient accumulators every step, and
-/// `narrow-inputs` when it converts its f32 batches to 16 bits, and
-/// `keep-values` when it reads every value after the run, and
-/// `fuse-attention` and `fuse-gemm-epilogues` unless `fuseAttention` and
-/// `fuseGemmEpilogues` are false or keepValues is true);
-/// the lowering's errors are diagnostics, its arena remarks are dropped.
-/// `what` names the model in the error.
-llvm::Error lowerToRuntime(mlir::ModuleOp module, llvm::StringRef dims,
-                           llvm::StringRef what,
-                           bool overwriteAccumulators = false,
-                           bool narrowInputs = false, bool keepValues = false,
-                           bool fuseAttention = true,
-                           bool fuseGemmEpilogues = true);
+/// (convert-train-to-runtime with `options`; with keepValues, whose caller
+/// reads every value after the run, without the rewrites that leave a
+/// value unstored or stored otherwise: fused attention, GEMM epilogues,
+/// channels last); the lowering's errors are diagnostics, its arena
+/// remarks are dropped. `what` names the model in the error.
+llvm::Error lowerToRuntime(mlir::ModuleOp module, TrainToRuntimeOptions options,
+                           llvm::StringRef what);
 
 } // namespace amp::driver
 

@@ -52,6 +52,16 @@ enum class StepGraph {
   Off,
 };
 
+/// Which convolutions amp-run lowers channels last (--channels-last;
+/// amp::ChannelsLast).
+enum class ChannelsLastChoice {
+  /// Those computing in f16/bf16 on a device; none on the CPU.
+  Auto,
+  Off,
+  LowPrecision,
+  All,
+};
+
 struct TrainOptions {
   std::string trainingModel;  ///< training_model.onnx
   std::string optimizerModel; ///< optimizer_model.onnx
@@ -138,6 +148,9 @@ struct TrainOptions {
   /// gradient of it as one gemm_act_grad (amprt-fuse's fuse-gemm-epilogues;
   /// off with keepValues).
   bool fuseGemmEpilogues = true;
+  /// Convolutions and the calls around them channels last (amprt-channels-
+  /// last; off with keepValues).
+  ChannelsLastChoice channelsLast = ChannelsLastChoice::Auto;
   /// The step as one graph, launched once a step (docs/amp-run.md, "Steps
   /// without waiting").
   StepGraph stepGraph = StepGraph::Auto;

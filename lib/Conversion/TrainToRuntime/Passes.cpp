@@ -204,6 +204,16 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "one gemm, a product and the activation gradient "
                      "reading it as one gemm_act_grad"),
       llvm::cl::init(true)};
+  Option<ChannelsLast> channelsLast{
+      *this, "channels-last",
+      llvm::cl::desc("Convolutions and the calls around them channels last "
+                     "(NHWC), the layout changed at the edges"),
+      llvm::cl::init(ChannelsLast::Off),
+      llvm::cl::values(
+          clEnumValN(ChannelsLast::Off, "off", "none"),
+          clEnumValN(ChannelsLast::LowPrecision, "16bit",
+                     "those computing in f16/bf16"),
+          clEnumValN(ChannelsLast::All, "all", "every convolution"))};
   Option<bool> narrowInputs{
       *this, "narrow-inputs",
       llvm::cl::desc("The driver converts f32 batches to 16 bits as it "
@@ -222,6 +232,8 @@ void amp::buildConvertTrainToRuntimePipeline(
   pm.addPass(
       createAmpRTFuse({options.overwriteAccumulators, options.fuseAttention,
                        options.fuseGemmEpilogues}));
+  if (options.channelsLast != ChannelsLast::Off)
+    pm.addPass(createAmpRTChannelsLast({options.channelsLast}));
   pm.addPass(createAmpRTPlanBuffers({options.schedule, options.keepValues}));
 }
 
@@ -231,7 +243,8 @@ void amp::registerConvertTrainToRuntimePasses() {
       "convert-train-to-runtime",
       "Lower train graphs to amprt runtime calls on static memref buffers, "
       "planned by liveness in one arena (train-bind-dims, "
-      "convert-train-to-amprt, amprt-fuse, amprt-plan-buffers)",
+      "convert-train-to-amprt, amprt-fuse, amprt-channels-last, "
+      "amprt-plan-buffers)",
       [](OpPassManager &pm, const PipelineOptions &o) {
         TrainToRuntimeOptions options;
         options.dims = o.dims;
@@ -241,6 +254,7 @@ void amp::registerConvertTrainToRuntimePasses() {
         options.narrowInputs = o.narrowInputs;
         options.fuseAttention = o.fuseAttention;
         options.fuseGemmEpilogues = o.fuseGemmEpilogues;
+        options.channelsLast = o.channelsLast;
         buildConvertTrainToRuntimePipeline(pm, options);
       });
 }

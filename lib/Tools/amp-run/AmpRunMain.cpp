@@ -111,6 +111,19 @@ struct AmpRunOptions {
                "scores and probabilities never stored (=false: the graph's "
                "separate calls)"),
       cl::cat(category), cl::init(true)};
+  cl::opt<amp::driver::ChannelsLastChoice> channelsLast{
+      "channels-last",
+      cl::desc("convolutions and the calls around them in NHWC, the layout "
+               "changed only at the edges of those regions"),
+      cl::values(clEnumValN(amp::driver::ChannelsLastChoice::Auto, "auto",
+                            "16bit on a device, off on the CPU"),
+                 clEnumValN(amp::driver::ChannelsLastChoice::Off, "off",
+                            "every layer as the graph has it (NCHW)"),
+                 clEnumValN(amp::driver::ChannelsLastChoice::LowPrecision,
+                            "16bit", "the regions of f16/bf16 convolutions"),
+                 clEnumValN(amp::driver::ChannelsLastChoice::All, "all",
+                            "the regions of every convolution")),
+      cl::init(amp::driver::ChannelsLastChoice::Auto), cl::cat(category)};
   cl::opt<amp::driver::StepGraph> cudaGraph{
       "cuda-graph",
       cl::desc("record the second step as one CUDA graph and launch it for "
@@ -447,6 +460,7 @@ int AmpRunOptions::execute() {
   o.logTime = logTime;
   o.fuseAttention = fuseAttention;
   o.stepGraph = cudaGraph;
+  o.channelsLast = channelsLast;
   o.outPath = out;
   o.checkpointPath = checkpoint;
   o.resumePath = resume;

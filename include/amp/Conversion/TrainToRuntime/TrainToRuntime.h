@@ -26,6 +26,17 @@
 
 namespace amp {
 
+/// Which convolutions run channels last, with the calls around them
+/// (amprt-channels-last; docs/Lowering.md, "Channels last").
+enum class ChannelsLast {
+  /// None: every window channels first, as ONNX has it.
+  Off,
+  /// The regions of convolutions that compute in f16/bf16 (Tensor Cores).
+  LowPrecision,
+  /// The regions of every convolution.
+  All
+};
+
 struct TrainToRuntimeOptions {
   /// Symbolic dims bound to sizes: "batch=64,seq=128".
   std::string dims;
@@ -57,6 +68,9 @@ struct TrainToRuntimeOptions {
   /// 16-bit type is taken in that type, and its argument has
   /// kNarrowedFromAttr (docs/Lowering.md).
   bool narrowInputs = false;
+  /// Convolutions and the calls around them channels last, the layout
+  /// changed at the region's edges (amprt-channels-last).
+  ChannelsLast channelsLast = ChannelsLast::Off;
 };
 
 /// Adds the passes of `convert-train-to-runtime` to `pm` (on modules).
