@@ -102,10 +102,10 @@ def run(sess, feeds):
     return dict(zip(names, vals))
 
 
-def close(a, b, rtol):
+def close(a, b, rtol, floor=1e-6):
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
-    scale = max(float(np.max(np.abs(b))), 1e-6)
+    scale = max(float(np.max(np.abs(b))), floor)
     err = float(np.max(np.abs(a - b))) if a.size else 0.0
     return err <= rtol * scale, err / scale
 
@@ -146,13 +146,22 @@ def check_training(amp_opt, path, tmp, shapes, amp_extra):
     f32 = lambda v: np.array(v, np.float32)
     i64 = lambda v: np.array(v, np.int64)
 
+    # A gradient far below the step's largest is compared at 1e-5 of that:
+    # a convolution's bias before a BatchNormalization has the gradient 0
+    # (the normalization subtracts each channel's mean), and its fp32 value
+    # (1e-7 on the CNN fixture, against 3.6 for the batch norm's) is
+    # rounding noise, which fp16 kernels (ONNX Runtime's native ones on a
+    # CPU with AVX512-FP16) round otherwise.
+    floor = 1e-5 * max((float(np.max(np.abs(ref[b]))) for b in buffers),
+                       default=0.0)
+
     # Clean step.
     out = run(sess, {**feeds, "amp.loss_scale": f32(65536.0),
                      "amp.growth_tracker": i64(0)})
     worst = worst_ls = 0.0
     for b in buffers:
         expect(np.any(ref[b] != 0), f"reference gradient {b} is all zero")
-        ok, rel = close(out[b], ref[b], RTOL)
+        ok, rel = close(out[b], ref[b], RTOL, floor)
         worst = max(worst, rel)
         expect(ok, f"clean step: gradient {b} off by {rel:.3g} (> {RTOL})")
         ok, rel = close(out[b], low[b], LS_RTOL)
@@ -185,7 +194,7 @@ def check_training(amp_opt, path, tmp, shapes, amp_extra):
     # Static scale.
     out = run(session(static), feeds)
     for b in buffers:
-        ok, rel = close(out[b], ref[b], RTOL)
+        ok, rel = close(out[b], ref[b], RTOL, floor)
         expect(ok, f"static: gradient {b} off by {rel:.3g}")
     expect(bool(out["amp.all_finite"]), "static: flag false")
 
