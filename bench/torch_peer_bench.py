@@ -21,6 +21,9 @@ times, on the benchmark models of `train_step_bench.py make --preset gpu`
   max-autotune  torch.compile(model, mode="max-autotune") (Triton GEMM
                 autotuning, CUDA graphs), AdamW(fused=True)
 
+Every mode but eager puts the CNN and its batch in torch.channels_last
+memory format (--torch-channels-last, default on: PyTorch's advice for
+Tensor Core convolutions, as amp-run's convolutions are NHWC on a device).
 fp16 runs use a GradScaler, bf16 none (as PyTorch's recipes do). PyTorch:
 20 steps after warm-up (compiling included in the warm-up), median of 3
 windows. Each row says which steps its loss scaler skipped in the window.
@@ -52,13 +55,14 @@ MODES = ("eager", "fused", "compile", "max-autotune")
 
 def torch_amp_step(name: str, sizes: dict, batch: int, mode: str,
                    precision: str, warmup: int, steps: int,
-                   repeat: int) -> tuple[float, int]:
+                   repeat: int, channels_last: bool) -> tuple[float, int]:
     """Median step time of `repeat` windows and the steps skipped in them."""
     t, skipped, _ = train_step_bench.torch_step(
         name, sizes, batch, "cuda", True, warmup, steps, precision,
         repeat=repeat, fused=mode != "eager",
         compile_mode={"compile": "default",
-                      "max-autotune": "max-autotune"}.get(mode))
+                      "max-autotune": "max-autotune"}.get(mode),
+        channels_last=channels_last and mode != "eager")
     return t, skipped
 
 
@@ -71,6 +75,10 @@ def main() -> int:
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--deadline", type=float, default=1e9)
     ap.add_argument("--markdown")
+    ap.add_argument("--torch-channels-last", choices=("on", "off"), default="on",
+                    help="the CNN and its batch in channels_last memory format in "
+                         "every mode but eager (the peer at its best; amp-run's "
+                         "convolutions are NHWC on a device too)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     meta = json.loads((Path(args.artifacts) / "sizes.json").read_text())
@@ -99,7 +107,8 @@ def main() -> int:
                 t0 = time.perf_counter()
                 warmup = 5 if mode in ("eager", "fused") else 10
                 peers[mode] = torch_amp_step(name, sizes, batch, mode, precision,
-                                             warmup, 20, 3)
+                                             warmup, 20, 3,
+                                             args.torch_channels_last == "on")
                 print(f"[{name} {precision}] torch {mode}: {peers[mode][0] * 1e3:.3f} ms "
                       f"({peers[mode][1]} skipped; {time.perf_counter() - t0:.0f} s with "
                       f"warm-up)", flush=True)
@@ -115,7 +124,8 @@ def main() -> int:
     import torch
     print(f"\ndevice {torch.cuda.get_device_name(0)}, torch {torch.__version__}; "
           f"amp-run steps 10..59 of one process, median of 3 processes; torch 20 steps "
-          f"after warm-up, median of 3 windows")
+          f"after warm-up, median of 3 windows; torch channels_last "
+          f"{args.torch_channels_last} (but eager)")
     print("\n".join(lines))
     if left_out:
         print("left out (deadline): " + ", ".join(left_out))

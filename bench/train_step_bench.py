@@ -184,16 +184,22 @@ def torch_step(name: str, sizes: dict, batch: int, device: str, amp: bool,
                warmup: int, steps: int, precision: str = "fp16",
                cudnn_benchmark: bool = False,
                repeat: int = 1, fused: bool = False,
-               compile_mode: str | None = None) -> tuple[float, int, float]:
+               compile_mode: str | None = None,
+               channels_last: bool = False) -> tuple[float, int, float]:
     """Median over `repeat` consecutive windows of `steps` steps (after
     `warmup`) of the mean step time, the steps GradScaler skipped in them,
     and the last loss. `fused`: AdamW(fused=True) instead of its foreach
     default; `compile_mode`: the model through torch.compile in that mode
-    ("default", "max-autotune", ...)."""
+    ("default", "max-autotune", ...); `channels_last`: an image model and
+    its batch in torch.channels_last memory format (PyTorch's advice for
+    Tensor Core convolutions)."""
     import torch
 
     torch.backends.cudnn.benchmark = cudnn_benchmark
     model, x, y = torch_model_and_batch(name, sizes, batch, device)
+    if channels_last and x.dim() == 4:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
     if compile_mode:
         model = torch.compile(model, mode=compile_mode)
