@@ -512,7 +512,9 @@ llvm::Error Trainer::lower(ModuleOp module, StringRef what) {
       opts.fuseGemmEpilogues && opts.collectRangesPath.empty();
   // Channels last is a device's gain: on the CPU a channels-last window
   // runs through channels-first copies (the same bits, more time).
-  switch (opts.channelsLast) {
+  // --collect-ranges reads every value by its name as the graph has it.
+  switch (opts.collectRangesPath.empty() ? opts.channelsLast
+                                         : ChannelsLastChoice::Off) {
   case ChannelsLastChoice::Auto:
     o.channelsLast =
         opts.device == "cpu" ? ChannelsLast::Off : ChannelsLast::LowPrecision;

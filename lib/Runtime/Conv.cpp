@@ -235,7 +235,8 @@ amprt_status amprt_conv_transpose(amprt_context *ctx, T x, T w, T bias, T y,
   AMPRT_DISPATCH(conv_transpose, ctx, x, w, bias, y, win);
   return guard(ctx, "conv_transpose", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&x, &w}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+        ctx, "conv_transpose", win, {{"x", &x}, {"w", &w}}, {{"y", &y}},
+        [&](const amprt_window *fw) -> amprt_status {
           const char *k = "conv_transpose";
           ConvShape s;
           AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, fw, true, s));
@@ -266,7 +267,8 @@ amprt_status amprt_conv(amprt_context *ctx, T x, T w, T bias, T y,
   AMPRT_DISPATCH(conv, ctx, x, w, bias, y, win);
   return guard(ctx, "conv", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&x, &w}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+        ctx, "conv", win, {{"x", &x}, {"w", &w}}, {{"y", &y}},
+        [&](const amprt_window *fw) -> amprt_status {
           const char *k = "conv";
           ConvShape s;
           AMPRT_TRY(checkConvCall(ctx, k, x, w, bias, y, fw, false, s));
@@ -305,7 +307,8 @@ amprt_status amprt_conv_grad(amprt_context *ctx, T dy, T x, T w, T dx, T dw,
   AMPRT_DISPATCH(conv_grad, ctx, dy, x, w, dx, dw, db, win);
   return guard(ctx, "conv_grad", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&dy, &x, &w}, {&dx, &dw},
+        ctx, "conv_grad", win, {{"dy", &dy}, {"x", &x}, {"w", &w}},
+        {{"dx", &dx}, {"dw", &dw}},
         [&](const amprt_window *fw) -> amprt_status {
           const char *k = "conv_grad";
           AMPRT_TRY(checkFloat(ctx, k, "dy", dy));

@@ -305,7 +305,8 @@ void gatherStrided(const amprt_tensor *x, const amprt_tensor *y,
                    const Shape &so, const Shape &strides, int64_t base);
 
 /// Runs a windowed kernel's channels-first `body` for a call whose window
-/// is channels last (Layout.cpp): each tensor of `ins` [N, spatial..., C]
+/// is channels last (Layout.cpp): each tensor (checked first, named as the
+/// kernel `k` names it) of `ins` [N, spatial..., C]
 /// is copied to [N, C, spatial...] and the caller's pointer repointed at
 /// the copy, each of `outs` repointed at a channels-first buffer that is
 /// copied back after the body; `body` gets the window as channels first.
@@ -313,10 +314,11 @@ void gatherStrided(const amprt_tensor *x, const amprt_tensor *y,
 /// its channels-last position. Tensors of rank below 3 stay (the body's
 /// checks refuse them). A window that is not channels last runs the body
 /// as it is. The same bits as the channels-first kernel by construction.
+using NamedTensor = std::pair<const char *, const amprt_tensor **>;
 amprt_status
-viaChannelsFirst(const amprt_window *win,
-                 std::initializer_list<const amprt_tensor **> ins,
-                 std::initializer_list<const amprt_tensor **> outs,
+viaChannelsFirst(amprt_context *ctx, const char *k, const amprt_window *win,
+                 std::initializer_list<NamedTensor> ins,
+                 std::initializer_list<NamedTensor> outs,
                  const std::function<amprt_status(const amprt_window *)> &body,
                  const amprt_tensor **indices = nullptr);
 

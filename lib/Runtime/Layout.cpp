@@ -77,16 +77,23 @@ void makeCopy(FirstCopy &c, const amprt_tensor **slot) {
 } // namespace
 
 amprt_status amprt::viaChannelsFirst(
-    const amprt_window *win, std::initializer_list<const amprt_tensor **> ins,
-    std::initializer_list<const amprt_tensor **> outs,
+    amprt_context *ctx, const char *k, const amprt_window *win,
+    std::initializer_list<NamedTensor> ins,
+    std::initializer_list<NamedTensor> outs,
     const std::function<amprt_status(const amprt_window *)> &body,
     const amprt_tensor **indices) {
   if (!channelsLast(win))
     return body(win);
+  // Each tensor is read or written here before the body's checks: it must
+  // be one (its shape and data).
+  for (auto group : {ins, outs})
+    for (const NamedTensor &t : group)
+      AMPRT_TRY(checkTensor(ctx, k, t.first, *t.second, /*optional=*/true));
   std::vector<FirstCopy> copies(ins.size() + outs.size());
   size_t n = 0;
   auto moved = [](const amprt_tensor *t) { return t && t->rank >= 3; };
-  for (const amprt_tensor **slot : ins) {
+  for (const NamedTensor &t : ins) {
+    const amprt_tensor **slot = t.second;
     if (!moved(*slot))
       continue;
     FirstCopy &c = copies[n++];
@@ -96,9 +103,9 @@ amprt_status amprt::viaChannelsFirst(
     gatherStrided(c.last, &c.t, so, st, 0);
   }
   size_t firstOut = n;
-  for (const amprt_tensor **slot : outs)
-    if (moved(*slot))
-      makeCopy(copies[n++], slot);
+  for (const NamedTensor &t : outs)
+    if (moved(*t.second))
+      makeCopy(copies[n++], t.second);
   amprt_window first = *win;
   first.layout = AMPRT_LAYOUT_CHANNELS_FIRST;
   amprt_status st = body(&first);

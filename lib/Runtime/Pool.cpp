@@ -106,7 +106,7 @@ amprt_status amprt_max_pool(amprt_context *ctx, T x, T y, T indices,
   AMPRT_DISPATCH(max_pool, ctx, x, y, indices, win);
   return guard(ctx, "max_pool", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&x}, {&y, &indices},
+        ctx, "max_pool", win, {{"x", &x}}, {{"y", &y}, {"indices", &indices}},
         [&](const amprt_window *fw) -> amprt_status {
           Window g;
           Shape so;
@@ -166,7 +166,8 @@ amprt_status amprt_average_pool(amprt_context *ctx, T x, T y,
   AMPRT_DISPATCH(average_pool, ctx, x, y, win);
   return guard(ctx, "average_pool", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&x}, {&y}, [&](const amprt_window *fw) -> amprt_status {
+        ctx, "average_pool", win, {{"x", &x}}, {{"y", &y}},
+        [&](const amprt_window *fw) -> amprt_status {
           Window g;
           AMPRT_TRY(checkAveragePool(ctx, false, x, y, fw, g));
           F32In ix(x);
@@ -189,7 +190,8 @@ amprt_status amprt_average_pool_grad(amprt_context *ctx, T dy, T dx,
   AMPRT_DISPATCH(average_pool_grad, ctx, dy, dx, win);
   return guard(ctx, "average_pool_grad", [&]() -> amprt_status {
     return viaChannelsFirst(
-        win, {&dy}, {&dx}, [&](const amprt_window *fw) -> amprt_status {
+        ctx, "average_pool_grad", win, {{"dy", &dy}}, {{"dx", &dx}},
+        [&](const amprt_window *fw) -> amprt_status {
           Window g;
           AMPRT_TRY(checkAveragePool(ctx, true, dx, dy, fw, g));
           F32In idy(dy);

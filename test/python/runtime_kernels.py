@@ -20,8 +20,8 @@ import sys
 import numpy as np
 from math import erf, sqrt, pi
 
-from runtime_harness import (NP_STORAGE, Runtime, Buf, window, tensor_array,
-                            i64s, quantize)
+from runtime_harness import (NP_STORAGE, Runtime, Buf, Tensor, window,
+                             tensor_array, i64s, quantize)
 
 FLOATS = ("f32", "f16", "bf16")
 verf = np.vectorize(erf)
@@ -849,6 +849,11 @@ def test_channels_last(rt):
              status=3, match="group")
     rt.fails("max_pool", x.ref, rt.empty((1, 3, 4, 4), "f32").ref, None,
              window((2, 2), layout=1), status=3, match="y")
+    # A tensor is checked before its channels-first copy is made.
+    bad = Tensor(None, x.t.dtype, x.t.rank, x.t.shape)
+    rt.fails("conv", C.byref(bad), w.ref, None,
+             rt.empty((1, 3, 3, 2), "f32").ref, window((3, 3), layout=1),
+             status=1, match="conv: x has 75 elements but no data")
 
 
 def bn_fwd(x, s, b, eps):

@@ -176,6 +176,29 @@ SmallVector<int64_t> toFirstPerm(size_t rank) {
   return p;
 }
 
+/// Whether a reduction sums the channels together with a spatial dim (each
+/// of more than one element): it walks its input as stored, so channels
+/// last it would add them in another order.
+bool reducesChannelsWithSpatial(amprt::CallOp call) {
+  ArrayRef<int64_t> sx = bufferShape(call.getTensors()[0]);
+  int64_t rank = int64_t(sx.size());
+  if (rank < 3)
+    return false;
+  SmallVector<bool> reduced(size_t(rank), false);
+  auto axes = call->getAttrOfType<DenseI64ArrayAttr>("axes");
+  auto noop = call->getAttrOfType<IntegerAttr>("noop_with_empty_axes");
+  if (!axes || axes.empty())
+    reduced.assign(size_t(rank), !(noop && noop.getInt()));
+  else
+    for (int64_t a : axes.asArrayRef())
+      if (a >= -rank && a < rank)
+        reduced[size_t(a < 0 ? a + rank : a)] = true;
+  bool spatial = false;
+  for (int64_t d = 2; d < rank; ++d)
+    spatial |= reduced[size_t(d)] && sx[size_t(d)] > 1;
+  return spatial && reduced[1] && sx[1] > 1;
+}
+
 /// What `call` would be in a region, if anything.
 std::optional<Member> classify(amprt::CallOp call, ChannelsLast mode) {
   StringRef k = call.getKernel();
@@ -217,6 +240,8 @@ std::optional<Member> classify(amprt::CallOp call, ChannelsLast mode) {
   }
   bool reduce = k == "reduce_sum" || k == "reduce_mean" || k == "reduce_max" ||
                 k == "reduce_min";
+  if (reduce && reducesChannelsWithSpatial(call))
+    return std::nullopt;
   if (reduce || k == "pad" || k == "concat")
     m.role = reduce ? Role::Axes : k == "pad" ? Role::Pads : Role::Axis;
   else if (!elementwiseKernels().contains(k))
@@ -398,6 +423,9 @@ private:
         movedRoots.insert(
             regions.find(regions.id(m.call.getTensors()[m.operands.front()])));
     for (auto &[v, i] : regions.index)
+      if (movedRoots.contains(regions.find(i)) && !planMove(v).safe)
+        movedRoots.erase(regions.find(i));
+    for (auto &[v, i] : regions.index)
       if (movedRoots.contains(regions.find(i)))
         moved.insert(v);
   }
@@ -465,62 +493,106 @@ private:
                       {{"x", from}, {"y", to}}, attrs);
   }
 
-  /// Gives `v` its channels-last shape: in place where only members name
-  /// it, else as a twin that transposes keep in step with it.
-  void moveBuffer(Value v) {
-    auto type = cast<MemRefType>(v.getType());
-    auto lastType =
-        MemRefType::get(lastShape(type.getShape()), type.getElementType());
+  /// How `v` moves: in place where only members name it (`pure`), else as
+  /// a twin that copies keep in step with it, each copy before the call
+  /// that reads the other side next (`at`; null: the return).
+  struct Copy {
+    Operation *at;
+    bool toLast;
+  };
+  struct MovePlan {
+    bool pure = false;
+    SmallVector<Copy> copies;
+    /// Each side is written at most once, and a graph input or constant
+    /// never: what the unplanned form says of a buffer no call writes in
+    /// place (ScheduleCalls, AliasReshapes, RematerializeCasts and
+    /// exec::Program count on it). A value written in place on one side
+    /// and read on the other would need a second copy: its region stays.
+    bool safe = true;
+  };
+
+  MovePlan planMove(Value v) {
+    MovePlan plan;
     SmallVector<BufferUse, 4> uses = bufferUses(v);
-    bool pure = isTemporary(v) && !isReturned(v) &&
+    plan.pure = isTemporary(v) && !isReturned(v) &&
                 llvm::all_of(uses, [&](BufferUse u) {
                   return isLayoutOperand(u.call, u.operand);
                 });
-    // The twin of a buffer that stays holds the value only part of the
-    // time: the name stays with the buffer (diagnostics read values by
-    // name).
-    Value twin =
-        newBuffer(lastType, roleOf(v), pure ? valueOf(v) : StringAttr());
-    if (pure) {
-      v.replaceAllUsesWith(twin);
-      return;
-    }
+    if (plan.pure)
+      return plan;
     // Which of the two holds the value, call by call. A temporary's first
-    // namer writes it; every other namer reads it (and may write it in
-    // place).
-    Operation *producer = isTemporary(v) ? uses.front().call : nullptr;
-    bool firstHolds = !isTemporary(v), lastHolds = false;
+    // namer writes it; every other namer reads it, and writes it in place
+    // through an in-place parameter, or (a temporary) when it names it
+    // twice. Nothing writes a graph input but an in-place parameter.
+    bool temp = isTemporary(v);
+    Operation *producer = temp ? uses.front().call : nullptr;
+    bool firstHolds = !temp, lastHolds = false;
+    unsigned firstWrites = 0, lastWrites = 0;
     for (BufferUse u : uses) {
       amprt::CallOp call = u.call;
       bool produces = call == producer;
-      bool reads = !produces,
-           writes = produces || call.writesInPlace(u.operand);
-      Attribute node = call->getAttr("node");
+      bool inPlace = temp ? call.writesInPlace(u.operand)
+                          : amprt::isInPlaceParam(call.getKernel(), u.param);
+      bool reads = !produces, writes = produces || inPlace;
       if (isLayoutOperand(call, u.operand)) {
         if (reads && !lastHolds) {
-          transposeBefore(call, v, twin, /*toLast=*/true, node);
+          plan.copies.push_back({call, /*toLast=*/true});
           lastHolds = true;
+          ++lastWrites;
         }
-        call->setOperand(u.operand, twin);
         if (writes) {
           lastHolds = true;
           firstHolds = false;
+          ++lastWrites;
         }
       } else {
         if (reads && !firstHolds) {
-          transposeBefore(call, twin, v, /*toLast=*/false, node);
+          plan.copies.push_back({call, /*toLast=*/false});
           firstHolds = true;
+          ++firstWrites;
         }
         if (writes) {
           firstHolds = true;
           lastHolds = false;
+          ++firstWrites;
         }
       }
     }
-    bool output = isReturned(v) || isa<BlockArgument>(v);
-    if (output && !firstHolds)
-      transposeBefore(func.getBody().front().getTerminator(), twin, v,
-                      /*toLast=*/false, {});
+    if ((isReturned(v) || !temp) && !firstHolds) {
+      plan.copies.push_back({nullptr, /*toLast=*/false});
+      ++firstWrites;
+    }
+    plan.safe = lastWrites <= 1 && (temp ? firstWrites <= 1 : firstWrites == 0);
+    return plan;
+  }
+
+  /// Gives `v` its channels-last shape as `planMove` says.
+  void moveBuffer(Value v) {
+    MovePlan plan = planMove(v);
+    auto type = cast<MemRefType>(v.getType());
+    auto lastType =
+        MemRefType::get(lastShape(type.getShape()), type.getElementType());
+    // The twin of a buffer that stays holds the value only part of the
+    // time: the name stays with the buffer (diagnostics read values by
+    // name).
+    Value twin =
+        newBuffer(lastType, roleOf(v), plan.pure ? valueOf(v) : StringAttr());
+    if (plan.pure) {
+      v.replaceAllUsesWith(twin);
+      return;
+    }
+    SmallVector<BufferUse, 4> uses = bufferUses(v);
+    for (const Copy &c : plan.copies) {
+      Operation *at = c.at ? c.at : func.getBody().front().getTerminator();
+      Attribute node = c.at ? c.at->getAttr("node") : Attribute();
+      if (c.toLast)
+        transposeBefore(at, v, twin, /*toLast=*/true, node);
+      else
+        transposeBefore(at, twin, v, /*toLast=*/false, node);
+    }
+    for (BufferUse u : uses)
+      if (isLayoutOperand(u.call, u.operand))
+        u.call->setOperand(u.operand, twin);
   }
 
   DictionaryAttr withLayout(DictionaryAttr win) {

@@ -71,3 +71,67 @@ module {
     return %y : memref<2x5x2x2xf32>
   }
 }
+
+// -----
+
+// A value written in place on one side and read on the other would need a
+// second copy, which would write a buffer twice (the unplanned form's
+// planning counts on one write of a buffer no call writes in place): the
+// region stays channels first.
+// CHECK-LABEL: func.func @in_place
+// CHECK-NOT: layout = 1
+// CHECK-NOT: "transpose"
+// CHECK: return
+module {
+  func.func @in_place(%x: memref<2x3x4x4xf16> {amprt.name = "x"}, %w: memref<5x3x3x3xf16> {amprt.name = "w"}, %s: memref<f16> {amprt.name = "s"}, %b: memref<5x1x1xf16> {amprt.name = "b"}) -> (memref<2x80xf16> {amprt.name = "f"}, memref<2x5x4x4xf16> {amprt.name = "z"}) attributes {amprt.unplanned} {
+    %y = memref.alloc() {amprt.role = "activations", amprt.value = "y"} : memref<2x5x4x4xf16>
+    %f = memref.alloc() {amprt.role = "activations", amprt.value = "f"} : memref<2x80xf16>
+    %z = memref.alloc() {amprt.role = "activations", amprt.value = "z"} : memref<2x5x4x4xf16>
+    amprt.call "conv"(%x, %w, %y) {counts = array<i64: 1, 1, 0, 1>, node = "c", win = {ceil_mode = 0 : i64, count_include_pad = 0 : i64, dilations = array<i64: 1, 1>, group = 1 : i64, kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, spatial_rank = 2 : i64, strides = array<i64: 1, 1>}} : memref<2x3x4x4xf16>, memref<5x3x3x3xf16>, memref<2x5x4x4xf16>
+    amprt.call "reshape"(%y, %f) {counts = array<i64: 1, 1>, node = "flat"} : memref<2x5x4x4xf16>, memref<2x80xf16>
+    amprt.call "add"(%y, %s, %y) {counts = array<i64: 1, 1, 1>, node = "inplace"} : memref<2x5x4x4xf16>, memref<f16>, memref<2x5x4x4xf16>
+    amprt.call "add"(%y, %b, %z) {counts = array<i64: 1, 1, 1>, node = "bias"} : memref<2x5x4x4xf16>, memref<5x1x1xf16>, memref<2x5x4x4xf16>
+    return %f, %z : memref<2x80xf16>, memref<2x5x4x4xf16>
+  }
+}
+
+// -----
+
+// A graph input read twice by one call (a weight squared, as weight
+// normalization does) is read, not written: it goes in through one
+// transpose and nothing copies back into it.
+// CHECK-LABEL: func.func @square
+// CHECK-SAME: %[[W:[^:]*]]: memref<5x3x3x3xf16>
+// CHECK: amprt.call "transpose"(%[[W]], %[[WL:[^)]*]])
+// CHECK: amprt.call "mul"(%[[WL]], %[[WL]],
+// CHECK-NOT: amprt.call "transpose"({{[^,]*}}, %[[W]])
+// CHECK: return
+module {
+  func.func @square(%x: memref<2x3x4x4xf16> {amprt.name = "x"}, %w: memref<5x3x3x3xf16> {amprt.name = "w"}) -> (memref<2x5x4x4xf16> {amprt.name = "y"}, memref<5x3x3x3xf16> {amprt.name = "w2"}) attributes {amprt.unplanned} {
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4x4xf16>
+    %w2 = memref.alloc() {amprt.role = "activations"} : memref<5x3x3x3xf16>
+    amprt.call "mul"(%w, %w, %w2) {counts = array<i64: 1, 1, 1>, node = "sq"} : memref<5x3x3x3xf16>, memref<5x3x3x3xf16>, memref<5x3x3x3xf16>
+    amprt.call "conv"(%x, %w, %y) {counts = array<i64: 1, 1, 0, 1>, node = "c", win = {ceil_mode = 0 : i64, count_include_pad = 0 : i64, dilations = array<i64: 1, 1>, group = 1 : i64, kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, spatial_rank = 2 : i64, strides = array<i64: 1, 1>}} : memref<2x3x4x4xf16>, memref<5x3x3x3xf16>, memref<2x5x4x4xf16>
+    return %y, %w2 : memref<2x5x4x4xf16>, memref<5x3x3x3xf16>
+  }
+}
+
+// -----
+
+// A reduction over the channels and a spatial dim would add in another
+// order channels last: it stays out, and its input comes back to it.
+// CHECK-LABEL: func.func @channel_sum
+// CHECK: amprt.call "conv"({{.*}}layout = 1 : i64
+// CHECK: amprt.call "transpose"({{.*}}perm = array<i64: 0, 3, 1, 2>}
+// CHECK: amprt.call "reduce_sum"({{.*}}axes = array<i64: 1, 2>{{.*}} : memref<2x5x4x4xf16>, memref<2x1x1x4xf16>
+module {
+  func.func @channel_sum(%x: memref<2x3x4x4xf16> {amprt.name = "x"}, %w: memref<5x3x3x3xf16> {amprt.name = "w"}) -> (memref<2x5x4x4xf16> {amprt.name = "r"}, memref<2x1x1x4xf16> {amprt.name = "s"}) attributes {amprt.unplanned} {
+    %y = memref.alloc() {amprt.role = "activations"} : memref<2x5x4x4xf16>
+    %r = memref.alloc() {amprt.role = "activations"} : memref<2x5x4x4xf16>
+    %s = memref.alloc() {amprt.role = "activations"} : memref<2x1x1x4xf16>
+    amprt.call "conv"(%x, %w, %y) {counts = array<i64: 1, 1, 0, 1>, node = "c", win = {ceil_mode = 0 : i64, count_include_pad = 0 : i64, dilations = array<i64: 1, 1>, group = 1 : i64, kernel = array<i64: 3, 3>, pads = array<i64: 1, 1, 1, 1>, spatial_rank = 2 : i64, strides = array<i64: 1, 1>}} : memref<2x3x4x4xf16>, memref<5x3x3x3xf16>, memref<2x5x4x4xf16>
+    amprt.call "relu"(%y, %r) {counts = array<i64: 1, 1>, node = "r"} : memref<2x5x4x4xf16>, memref<2x5x4x4xf16>
+    amprt.call "reduce_sum"(%y, %s) {axes = array<i64: 1, 2>, counts = array<i64: 1, 1>, keepdims = 1 : i32, naxes = 2 : i64, node = "s", noop_with_empty_axes = 0 : i32} : memref<2x5x4x4xf16>, memref<2x1x1x4xf16>
+    return %r, %s : memref<2x5x4x4xf16>, memref<2x1x1x4xf16>
+  }
+}
