@@ -1463,6 +1463,29 @@ def norm_tol(c):
                 terms=4)
 
 
+def batch_norm_checks(rt, gpu, dt, shape, label):
+    """batch_norm_training (every output) and batch_norm_grad of x `shape`
+    (channels dim 1) on both backends, within norm_tol."""
+    C_ = shape[1]
+    x = rt.randn(shape, dt, 3.0)
+    sc, bs = rt.randn((C_,), dt), rt.randn((C_,), dt)
+    rm, rv = rt.randn((C_,), "f32"), rt.uniform((C_,), "f32", 0.5, 2)
+    outs = [rt.empty(shape, dt)] + [rt.empty((C_,), "f32") for _ in range(4)]
+    c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, rm, rv,
+                   C.c_float(0.9), C.c_float(1e-5), *outs)
+    for j, what in ((7, "y"), (8, "running_mean"), (9, "running_var"),
+                    (10, "saved_mean"), (11, "saved_inv_std")):
+        same(rt, "batch_norm_training%s %s" % (label, what), c[j], g[j],
+             **norm_tol(c[j]))
+    dy = rt.randn(shape, dt)
+    c2, g2, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, c[10], c[11],
+                     rt.empty(shape, dt), rt.empty((C_,), "f32"),
+                     rt.empty((C_,), "f32"))
+    for j, what in ((5, "dx"), (6, "dscale"), (7, "dbias")):
+        same(rt, "batch_norm_grad%s %s" % (label, what), c2[j], g2[j],
+             **norm_tol(c2[j]))
+
+
 def test_normalization(rt, gpu):
     for dt in FLOATS:
         for shape, axis in (((6, 40), -1), ((3, 4, 300), 2), ((2, 3, 4), 1),
@@ -1497,25 +1520,7 @@ def test_normalization(rt, gpu):
                 same(rt, "rms_norm_grad " + what, c2[j], g2[j],
                      **norm_tol(c2[j]))
         for shape in ((8, 5, 6, 7), (16, 3), (4, 2, 1000)):
-            C_ = shape[1]
-            x = rt.randn(shape, dt, 3.0)
-            sc, bs = rt.randn((C_,), dt), rt.randn((C_,), dt)
-            rm, rv = rt.randn((C_,), "f32"), rt.uniform((C_,), "f32", 0.5, 2)
-            outs = [rt.empty(shape, dt)] + [rt.empty((C_,), "f32")
-                                            for _ in range(4)]
-            c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, rm, rv,
-                           C.c_float(0.9), C.c_float(1e-5), *outs)
-            for j, what in ((7, "y"), (8, "running_mean"), (9, "running_var"),
-                            (10, "saved_mean"), (11, "saved_inv_std")):
-                same(rt, "batch_norm_training " + what, c[j], g[j],
-                     **norm_tol(c[j]))
-            dy = rt.randn(shape, dt)
-            c2, g2, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, c[10],
-                             c[11], rt.empty(shape, dt),
-                             rt.empty((C_,), "f32"), rt.empty((C_,), "f32"))
-            for j, what in ((5, "dx"), (6, "dscale"), (7, "dbias")):
-                same(rt, "batch_norm_grad " + what, c2[j], g2[j],
-                     **norm_tol(c2[j]))
+            batch_norm_checks(rt, gpu, dt, shape, "")
     both(rt, gpu, "layer_norm", rt.randn((2, 3), "f32"),
          rt.randn((4,), "f32"), None, -1, C.c_float(1e-5),
          rt.empty((2, 3), "f32"), None, None)
@@ -1614,25 +1619,7 @@ def test_batch_norm_rows(rt, gpu):
     outputs."""
     for dt in FLOATS:
         for shape in ((8 * 56 * 56, 64), (1000, 100), (37, 2048)):
-            C_ = shape[1]
-            x = rt.randn(shape, dt, 3.0)
-            sc, bs = rt.randn((C_,), dt), rt.randn((C_,), dt)
-            rm, rv = rt.randn((C_,), "f32"), rt.uniform((C_,), "f32", 0.5, 2)
-            outs = [rt.empty(shape, dt)] + [rt.empty((C_,), "f32")
-                                            for _ in range(4)]
-            c, g, _ = both(rt, gpu, "batch_norm_training", x, sc, bs, rm, rv,
-                           C.c_float(0.9), C.c_float(1e-5), *outs)
-            for j, what in ((7, "y"), (8, "running_mean"), (9, "running_var"),
-                            (10, "saved_mean"), (11, "saved_inv_std")):
-                same(rt, "batch_norm_training rows " + what, c[j], g[j],
-                     **norm_tol(c[j]))
-            dy = rt.randn(shape, dt)
-            c2, g2, _ = both(rt, gpu, "batch_norm_grad", dy, x, sc, c[10],
-                             c[11], rt.empty(shape, dt),
-                             rt.empty((C_,), "f32"), rt.empty((C_,), "f32"))
-            for j, what in ((5, "dx"), (6, "dscale"), (7, "dbias")):
-                same(rt, "batch_norm_grad rows " + what, c2[j], g2[j],
-                     **norm_tol(c2[j]))
+            batch_norm_checks(rt, gpu, dt, shape, " rows")
     # y alone forward; dx alone, then the sums alone, backward.
     x = rt.randn((300, 40), "bf16")
     sc, bs = rt.randn((40,), "f32"), rt.randn((40,), "f32")
