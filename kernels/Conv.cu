@@ -281,7 +281,16 @@ amprt_status runAlgos(amprt_context *ctx, const char *k, const std::string &key,
       return st;
     found = 0; // nothing measured ran: the heuristics' ranking
   }
-  AMPRT_DNN(ctx, k, get(perf, 16, &found));
+  // The heuristics refusing the problem (a layout, group or dtype cuDNN
+  // has no engine for) is no algorithm running: the CPU takes the call.
+  cudnnStatus_t ranked = get(perf, 16, &found);
+  if (ranked != CUDNN_STATUS_SUCCESS) {
+    if (!refused(ranked))
+      return ctx->fail(AMPRT_ERR_BACKEND, "%s: cuDNN's heuristics failed: %s",
+                       k, cudnnGetErrorString(ranked));
+    why += std::string(" heuristics: ") + cudnnGetErrorString(ranked) + ";";
+    return AMPRT_ERR_UNSUPPORTED;
+  }
   return tryRanked(found, /*sameMath=*/false);
 }
 
