@@ -95,39 +95,19 @@ struct Member {
 /// Elementwise kernels, broadcasting or not: the same permutation of every
 /// operand of one rank keeps each output element's inputs.
 const llvm::StringSet<> &elementwiseKernels() {
-  static const llvm::StringSet<> set = {"cast",
-                                        "identity",
-                                        "add",
-                                        "sub",
-                                        "mul",
-                                        "div",
-                                        "min",
-                                        "max",
-                                        "neg",
-                                        "abs",
-                                        "relu",
-                                        "sigmoid",
-                                        "tanh",
-                                        "exp",
-                                        "log",
-                                        "sqrt",
-                                        "reciprocal",
-                                        "gelu",
-                                        "fast_gelu",
-                                        "erf",
-                                        "relu_grad",
-                                        "sigmoid_grad",
-                                        "tanh_grad",
-                                        "gelu_grad",
-                                        "fast_gelu_grad",
-                                        "leaky_relu",
-                                        "leaky_relu_grad",
-                                        "quick_gelu",
-                                        "quick_gelu_grad",
-                                        "sum",
-                                        "scale",
-                                        "where",
-                                        "expand"};
+  static const llvm::StringSet<> set = {
+      // Arithmetic, comparisons and logic (numpy broadcasting).
+      "add", "sub", "mul", "div", "mod", "fmod", "pow", "min", "max", "less",
+      "greater", "equal", "less_or_equal", "greater_or_equal", "logical_and",
+      "logical_or", "logical_xor", "where", "sum", "scale",
+      // One tensor in, one out.
+      "cast", "identity", "expand", "neg", "abs", "relu", "sigmoid", "tanh",
+      "exp", "log", "sqrt", "reciprocal", "gelu", "fast_gelu", "erf", "sign",
+      "floor", "ceil", "round", "sin", "cos", "isnan", "isinf", "logical_not",
+      "leaky_relu", "quick_gelu",
+      // Activation gradients.
+      "relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad", "fast_gelu_grad",
+      "leaky_relu_grad", "quick_gelu_grad"};
   return set;
 }
 

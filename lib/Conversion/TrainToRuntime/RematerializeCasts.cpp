@@ -31,6 +31,14 @@
 // place (their value may change), and casts between integer types (any
 // cast qualifies; these are rare and small).
 //
+// A transpose or a reshape of a graph input is as exact to repeat (the
+// channels-last twin of an image batch, amprt-channels-last's, read by the
+// first convolution and by its weight gradient; a reshape of an input
+// cannot be a view of it, as inputs are not in the arena): those get
+// fresh copies too, from a graph input or constant, or from a temporary
+// alive at the group anyway (the copy is as large as its source, so keeping
+// the source instead saves nothing).
+//
 //===----------------------------------------------------------------------===//
 
 #include "PlannedProgram.h"
@@ -53,14 +61,18 @@ void PlannedProgram::rematerializeCasts() {
 
   // Fresh casts to insert, by the call index they go before.
   struct Fresh {
+    std::string kernel;
     int x, copy;
     NamedAttrList attrs; // the cast's: profiles name its node
     Location loc;
   };
   std::map<int, SmallVector<Fresh, 1>> before;
   for (auto [ci, c] : llvm::enumerate(calls)) {
-    if (c.sig->name != "cast" || c.tensors.size() != 2 ||
-        c.tensors[0].size() != 1 || c.tensors[1].size() != 1)
+    StringRef kernel = c.sig->name;
+    bool cast = kernel == "cast";
+    if ((!cast && kernel != "transpose" && kernel != "reshape") ||
+        c.tensors.size() != 2 || c.tensors[0].size() != 1 ||
+        c.tensors[1].size() != 1)
       continue;
     int x = c.tensors[0][0], y = c.tensors[1][0];
     // (Values, not references: newBufferLike grows `bufs`.)
@@ -84,12 +96,13 @@ void PlannedProgram::rematerializeCasts() {
              readers[e].first - readers[e - 1].first <= kGap)
         ++e;
       int start = readers[g].first;
-      bool fresh = g > 0 && start - readers[g - 1].first > kGap &&
-                   (persistent || smaller || lastUse.lookup(x) >= start);
+      bool fresh =
+          g > 0 && start - readers[g - 1].first > kGap &&
+          (persistent || (cast && smaller) || lastUse.lookup(x) >= start);
       if (fresh) {
         int copy = newBufferLike(y);
         bufs[copy].role = bufs[y].role;
-        before[start].push_back({x, copy, c.attrs, c.loc});
+        before[start].push_back({kernel.str(), x, copy, c.attrs, c.loc});
         for (size_t k = g; k < e; ++k) {
           auto &list = calls[readers[k].first].tensors[readers[k].second];
           for (int &b : list)
@@ -109,7 +122,7 @@ void PlannedProgram::rematerializeCasts() {
   for (auto [ci, c] : llvm::enumerate(calls)) {
     if (auto it = before.find(int(ci)); it != before.end())
       for (const Fresh &f : it->second)
-        out.push_back(plannedCall("cast", {{"x", {f.x}}, {"y", {f.copy}}},
+        out.push_back(plannedCall(f.kernel, {{"x", {f.x}}, {"y", {f.copy}}},
                                   f.attrs, f.loc));
     out.push_back(std::move(c));
   }

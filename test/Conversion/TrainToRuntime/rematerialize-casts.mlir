@@ -89,3 +89,33 @@ module {
     train.return %w16, %y1, %n9, %y2 : tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf32>, tensor<4x4xf16>
   }
 }
+
+// -----
+
+// A transpose of a graph input read far apart (amprt-channels-last's twin
+// of an image batch, read by a convolution and by its weight gradient) is
+// as exact to repeat: the late reader gets a fresh transpose of the input.
+// CHECK-LABEL: func.func @main
+// CHECK: amprt.call "transpose"(%arg0, %[[T1:[^)]*]]) {{.*}}node = "t"
+// CHECK-NEXT: amprt.call "relu"(%[[T1]],
+// CHECK-COUNT-10: amprt.call "neg"
+// CHECK-NEXT: amprt.call "transpose"(%arg0, %[[T2:[^)]*]]) {{.*}}node = "t"
+// CHECK-NEXT: amprt.call "relu"(%[[T2]],
+module {
+  train.graph @main(%x: tensor<2x3x4x4xf16> {train.name = "x"}, %a: tensor<4x4xf32> {train.name = "a"}) -> (tensor<2x4x4x3xf16> {train.name = "r1"}, tensor<4x4xf32> {train.name = "n"}, tensor<2x4x4x3xf16> {train.name = "r2"}) {
+    %t = Transpose(%x) {perm = array<i64: 0, 2, 3, 1>, train.name = "t", train.outputs = ["t"]} : (tensor<2x3x4x4xf16>) -> tensor<2x4x4x3xf16>
+    %r1 = Relu(%t) {train.name = "r1", train.outputs = ["r1"]} : (tensor<2x4x4x3xf16>) -> tensor<2x4x4x3xf16>
+    %n0 = Neg(%a) {train.name = "n0", train.outputs = ["n0"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n1 = Neg(%n0) {train.name = "n1", train.outputs = ["n1"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n2 = Neg(%n1) {train.name = "n2", train.outputs = ["n2"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n3 = Neg(%n2) {train.name = "n3", train.outputs = ["n3"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n4 = Neg(%n3) {train.name = "n4", train.outputs = ["n4"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n5 = Neg(%n4) {train.name = "n5", train.outputs = ["n5"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n6 = Neg(%n5) {train.name = "n6", train.outputs = ["n6"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n7 = Neg(%n6) {train.name = "n7", train.outputs = ["n7"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n8 = Neg(%n7) {train.name = "n8", train.outputs = ["n8"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %n9 = Neg(%n8) {train.name = "n9", train.outputs = ["n9"]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+    %r2 = Relu(%t) {train.name = "r2", train.outputs = ["r2"]} : (tensor<2x4x4x3xf16>) -> tensor<2x4x4x3xf16>
+    train.return %r1, %n9, %r2 : tensor<2x4x4x3xf16>, tensor<4x4xf32>, tensor<2x4x4x3xf16>
+  }
+}
