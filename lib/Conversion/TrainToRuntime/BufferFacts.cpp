@@ -73,14 +73,23 @@ bool amp::lowering::isCallOf(Operation *op, StringRef kernel) {
   return call && call.getKernel() == kernel;
 }
 
-Value amp::lowering::createConstantBuffer(RewriterBase &rewriter,
-                                          func::FuncOp func, ElementsAttr value,
-                                          bool shared) {
+void amp::lowering::setInsertionPointAfterBuffers(OpBuilder &builder,
+                                                  func::FuncOp func) {
   Block &body = func.getBody().front();
   Operation *lastBuffer = nullptr;
   for (Operation &op : body)
     if (isa<memref::AllocOp, memref::GetGlobalOp>(op))
       lastBuffer = &op;
+  if (lastBuffer)
+    builder.setInsertionPointAfter(lastBuffer);
+  else
+    builder.setInsertionPointToStart(&body);
+}
+
+Value amp::lowering::createConstantBuffer(RewriterBase &rewriter,
+                                          func::FuncOp func, ElementsAttr value,
+                                          bool shared) {
+  Block &body = func.getBody().front();
   if (shared)
     for (Operation &op : body)
       if (auto get = dyn_cast<memref::GetGlobalOp>(op))
@@ -107,10 +116,7 @@ Value amp::lowering::createConstantBuffer(RewriterBase &rewriter,
     global->setAttr(kSharedConstAttr, rewriter.getUnitAttr());
   // A unique name among the module's symbols.
   symbols.insert(global);
-  if (lastBuffer)
-    rewriter.setInsertionPointAfter(lastBuffer);
-  else
-    rewriter.setInsertionPointToStart(&body);
+  setInsertionPointAfterBuffers(rewriter, func);
   return memref::GetGlobalOp::create(rewriter, func.getLoc(), type,
                                      global.getSymName());
 }

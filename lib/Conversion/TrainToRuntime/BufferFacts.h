@@ -70,6 +70,12 @@ mlir::Value createConstantBuffer(mlir::RewriterBase &rewriter,
                                  mlir::func::FuncOp func,
                                  mlir::ElementsAttr value, bool shared);
 
+/// Puts `builder` after the last buffer of `func` (its last `memref.alloc`
+/// or `memref.get_global`), where a new buffer goes so that reading the
+/// function back numbers it after every buffer it has.
+void setInsertionPointAfterBuffers(mlir::OpBuilder &builder,
+                                   mlir::func::FuncOp func);
+
 /// Erases the buffers of `func` that nothing names any more, and the
 /// globals that nothing reads then.
 void eraseUnusedBuffers(mlir::func::FuncOp func);

@@ -413,15 +413,7 @@ private:
   /// A new buffer of `type` after the function's last buffer (so that the
   /// unplanned form reads back in the order it is written).
   Value newBuffer(MemRefType type, StringRef role, StringAttr value) {
-    Block &body = func.getBody().front();
-    Operation *last = nullptr;
-    for (Operation &op : body)
-      if (isa<memref::AllocOp, memref::GetGlobalOp>(op))
-        last = &op;
-    if (last)
-      builder.setInsertionPointAfter(last);
-    else
-      builder.setInsertionPointToStart(&body);
+    setInsertionPointAfterBuffers(builder, func);
     auto alloc = memref::AllocOp::create(builder, func.getLoc(), type);
     alloc->setAttr(kRoleAttr, builder.getStringAttr(role));
     if (value)
