@@ -170,8 +170,9 @@ llvm::Error Trainer::run() {
       return e;
     status << "amp-run: collectives per step: " << shardedTraffic() << "\n";
   }
-  // What the training arena holds where most of it is alive.
-  if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main"))
+  // What the training arena holds where most of it is alive, and which of
+  // its windows (convolutions, pools) run channels last.
+  if (auto main = trainLowered.lookupSymbol<func::FuncOp>("main")) {
     if (auto split = main->getAttrOfType<DictionaryAttr>(kArenaSplitAttr)) {
       status << "amp-run: training arena at its peak:";
       for (auto [i, role] : llvm::enumerate(kArenaRoles))
@@ -181,6 +182,18 @@ llvm::Error Trainer::run() {
                  << n.getInt();
       status << " bytes\n";
     }
+    unsigned windows = 0, nhwc = 0;
+    main.walk([&](amprt::CallOp call) {
+      if (auto win = call->getAttrOfType<DictionaryAttr>("win")) {
+        auto layout = win.getAs<IntegerAttr>("layout");
+        ++windows;
+        nhwc += layout && layout.getInt() != 0;
+      }
+    });
+    if (nhwc)
+      status << "amp-run: channels last: " << nhwc << " of " << windows
+             << " convolution and pooling calls in NHWC\n";
+  }
   tty = opts.progress && llvm::sys::Process::StandardErrIsDisplayed();
   loopStart = std::chrono::steady_clock::now();
   firstStep = stepsDone;
