@@ -158,8 +158,9 @@ def AmpRTChannelsLast : Pass<"amprt-channels-last", "::mlir::ModuleOp"> {
   let summary = "Run convolutions and the calls around them channels last "
                 "(NHWC) in unplanned lowered functions";
   let description = [{
-    The buffers that a convolution, a pooling, a batch normalization or an
-    elementwise call reads and writes together form regions; a region
+    The buffers that a convolution, a pooling, a batch normalization, an
+    elementwise call (broadcasts of one rank), a reduction keeping its dims,
+    a pad or a concat reads and writes together form regions; a region
     that holds a convolution computing in f16/bf16 (`16bit`), or any
     convolution (`all`), takes the channels-last shape ([N, spatial...,
     C]; a convolution's weight [M, kernel..., C/g]), its windows
@@ -167,9 +168,9 @@ def AmpRTChannelsLast : Pass<"amprt-channels-last", "::mlir::ModuleOp"> {
     image, its batch normalizations reshapes to [N * spatial, C]. A buffer
     that something outside the region names too (a graph input or output,
     another call) gets a channels-last twin, kept in step by `transpose`
-    calls where the other layout is read next. A cast whose wider side
-    only it ties to a region stays out of it, so the edge is on the narrow
-    side. Results are bit-identical on the CPU backend (which runs a
+    calls where the other layout is read next (a region where that would
+    write a buffer twice stays). A cast whose wider side only it ties to a
+    region stays out of it, so the edge is on the narrow side. Results are bit-identical on the CPU backend (which runs a
     channels-last window through channels-first copies) (docs/Lowering.md,
     "Channels last").
   }];

@@ -24,7 +24,12 @@
 //  * batch normalization: [N, spatial..., C] is [N * spatial, C], a
 //    BatchNorm1d whose statistics are the same, in the same order: the call
 //    reads and writes reshapes of its buffers (views once planned);
-//  * elementwise calls whose tensors all have one shape (or one element).
+//  * elementwise calls (arithmetic, comparisons, logic, activations and
+//    their gradients, casts) whose tensors but single elements all have
+//    one rank: one permutation of all keeps a broadcast;
+//  * reductions keeping their dims (axes permuted; not over the channels
+//    with a spatial dim, which would add in another order), pad (pads
+//    permuted) and concat (axis permuted).
 // A region is moved when it holds a convolution that computes in f16/bf16
 // (`channels-last=16bit`) or any convolution (`all`). A cast whose wider
 // side only it ties to the region is left out, so the edge falls on the
@@ -36,7 +41,11 @@
 // its buffer and gets a channels-last twin, and a `transpose` call copies
 // the value over where the other side reads it next: before a member's
 // read of a value written channels first, before a non-member's read of a
-// value written channels last, before the return for an output.
+// value written channels last, before the return for an output (a
+// reshape where only dims of size 1 move). The copies are planned first
+// (planMove): a value written in place on one side and read on the other
+// would be copied twice, writing a buffer twice where the unplanned form's
+// planning counts on one write, so its region stays channels first.
 //
 // On the CPU a channels-last window runs its channels-first kernel on
 // transposed copies (lib/Runtime/Layout.cpp): the step's results are those
