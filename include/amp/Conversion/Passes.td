@@ -178,11 +178,7 @@ def AmpRTChannelsLast : Pass<"amprt-channels-last", "::mlir::ModuleOp"> {
     Option<"channelsLast", "channels-last", "::amp::ChannelsLast",
            /*default=*/"::amp::ChannelsLast::Off",
            "Which convolutions run channels last",
-           [{::llvm::cl::values(
-             clEnumValN(::amp::ChannelsLast::Off, "off", "none"),
-             clEnumValN(::amp::ChannelsLast::LowPrecision, "16bit",
-                        "those computing in f16/bf16"),
-             clEnumValN(::amp::ChannelsLast::All, "all", "every one"))}]>,
+           [{::amp::channelsLastValues()}]>,
   ];
   let dependentDialects = ["::amp::amprt::AmpRTDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -295,10 +295,9 @@ public:
     for (Member &m : members)
       if (moved.contains(m.call.getTensors()[m.operands.front()]))
         movedMembers.push_back(m);
-    unsigned before = countCalls("transpose") + countCalls("reshape");
+    size_t edges = 0;
     for (Value v : moved)
-      moveBuffer(v);
-    unsigned edges = countCalls("transpose") + countCalls("reshape") - before;
+      edges += moveBuffer(v);
     unsigned windows = 0;
     for (Member &m : movedMembers) {
       windows += m.role == Role::Window || m.role == Role::GlobalPool;
@@ -329,12 +328,6 @@ private:
   bool isLayoutOperand(amprt::CallOp call, unsigned operand) {
     Member *m = member(call);
     return m && llvm::is_contained(m->operands, operand);
-  }
-
-  unsigned countCalls(StringRef kernel) {
-    unsigned n = 0;
-    func.walk([&](amprt::CallOp call) { n += call.getKernel() == kernel; });
-    return n;
   }
 
   void collectMembers() {
@@ -411,9 +404,12 @@ private:
       if (m.seed)
         movedRoots.insert(
             regions.find(regions.id(m.call.getTensors()[m.operands.front()])));
+    // Planned once, on the IR before any move: each value's uses are its
+    // own, so the other moves leave its plan as it is.
     for (auto &[v, i] : regions.index)
-      if (movedRoots.contains(regions.find(i)) && !planMove(v).safe)
-        movedRoots.erase(regions.find(i));
+      if (movedRoots.contains(regions.find(i)))
+        if (!plans.try_emplace(v, planMove(v)).first->second.safe)
+          movedRoots.erase(regions.find(i));
     for (auto &[v, i] : regions.index)
       if (movedRoots.contains(regions.find(i)))
         moved.insert(v);
@@ -443,6 +439,14 @@ private:
     return {};
   }
 
+  /// A new call's `node`: the ONNX node it serves, when there is one.
+  SmallVector<NamedAttribute> nodeAttrs(Attribute node) {
+    SmallVector<NamedAttribute> attrs;
+    if (node)
+      attrs.push_back(builder.getNamedAttr("node", node));
+    return attrs;
+  }
+
   /// Copies `from` into `to` (the other layout) before `at`: a reshape
   /// where only dims of size 1 move (a view once planned), else a
   /// transpose.
@@ -456,20 +460,16 @@ private:
     for (int64_t d : perm)
       if (bufferShape(from)[size_t(d)] != 1)
         wide.push_back(d);
+    SmallVector<NamedAttribute> attrs = nodeAttrs(node);
     if (llvm::is_sorted(wide)) {
-      SmallVector<NamedAttribute> attrs;
-      if (node)
-        attrs.push_back(builder.getNamedAttr("node", node));
       amprt::createCall(builder, at->getLoc(), "reshape",
                         {{"x", from}, {"y", to}}, attrs);
       return;
     }
-    SmallVector<NamedAttribute> attrs = {
-        builder.getNamedAttr("perm", builder.getDenseI64ArrayAttr(perm)),
-        builder.getNamedAttr("nperm",
-                             builder.getI64IntegerAttr(int64_t(rank)))};
-    if (node)
-      attrs.push_back(builder.getNamedAttr("node", node));
+    attrs.push_back(
+        builder.getNamedAttr("perm", builder.getDenseI64ArrayAttr(perm)));
+    attrs.push_back(builder.getNamedAttr(
+        "nperm", builder.getI64IntegerAttr(int64_t(rank))));
     amprt::createCall(builder, at->getLoc(), "transpose",
                       {{"x", from}, {"y", to}}, attrs);
   }
@@ -491,6 +491,8 @@ private:
     /// and read on the other would need a second copy: its region stays.
     bool safe = true;
   };
+  /// The plan of each buffer of a region that may move (pickRegions).
+  llvm::DenseMap<Value, MovePlan> plans;
 
   MovePlan planMove(Value v) {
     MovePlan plan;
@@ -547,9 +549,10 @@ private:
     return plan;
   }
 
-  /// Gives `v` its channels-last shape as `planMove` says.
-  void moveBuffer(Value v) {
-    MovePlan plan = planMove(v);
+  /// Gives `v` its channels-last shape as planned; the layout copies it
+  /// made.
+  size_t moveBuffer(Value v) {
+    const MovePlan &plan = plans.find(v)->second;
     auto type = cast<MemRefType>(v.getType());
     auto lastType =
         MemRefType::get(lastShape(type.getShape()), type.getElementType());
@@ -560,7 +563,7 @@ private:
         newBuffer(lastType, roleOf(v), plan.pure ? valueOf(v) : StringAttr());
     if (plan.pure) {
       v.replaceAllUsesWith(twin);
-      return;
+      return 0;
     }
     SmallVector<BufferUse, 4> uses = bufferUses(v);
     for (const Copy &c : plan.copies) {
@@ -574,6 +577,7 @@ private:
     for (BufferUse u : uses)
       if (isLayoutOperand(u.call, u.operand))
         u.call->setOperand(u.operand, twin);
+    return plan.copies.size();
   }
 
   DictionaryAttr withLayout(DictionaryAttr win) {
@@ -609,10 +613,9 @@ private:
       win.set("pads", builder.getDenseI64ArrayAttr(zeros));
       win.set("dilations", builder.getDenseI64ArrayAttr(ones));
       win.set("layout", builder.getI64IntegerAttr(kChannelsLastLayout));
-      SmallVector<NamedAttribute> attrs = {
-          builder.getNamedAttr("win", win.getDictionary(builder.getContext()))};
-      if (Attribute node = call->getAttr("node"))
-        attrs.push_back(builder.getNamedAttr("node", node));
+      SmallVector<NamedAttribute> attrs = nodeAttrs(call->getAttr("node"));
+      attrs.push_back(
+          builder.getNamedAttr("win", win.getDictionary(builder.getContext())));
       builder.setInsertionPoint(call);
       if (grad)
         amprt::createCall(builder, call.getLoc(), "average_pool_grad",
@@ -663,11 +666,9 @@ private:
         auto flat = MemRefType::get(
             {rows, s.back()}, cast<MemRefType>(v.getType()).getElementType());
         Value view = newBuffer(flat, roleOf(v), {});
-        bool writes = !holdsValueBefore(v, call) || call.writesInPlace(o);
         bool reads = holdsValueBefore(v, call);
-        SmallVector<NamedAttribute> attrs;
-        if (Attribute node = call->getAttr("node"))
-          attrs.push_back(builder.getNamedAttr("node", node));
+        bool writes = !reads || call.writesInPlace(o);
+        SmallVector<NamedAttribute> attrs = nodeAttrs(call->getAttr("node"));
         if (reads) {
           builder.setInsertionPoint(call);
           amprt::createCall(builder, call.getLoc(), "reshape",

@@ -208,12 +208,7 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       *this, "channels-last",
       llvm::cl::desc("Convolutions and the calls around them channels last "
                      "(NHWC), the layout changed at the edges"),
-      llvm::cl::init(ChannelsLast::Off),
-      llvm::cl::values(
-          clEnumValN(ChannelsLast::Off, "off", "none"),
-          clEnumValN(ChannelsLast::LowPrecision, "16bit",
-                     "those computing in f16/bf16"),
-          clEnumValN(ChannelsLast::All, "all", "every convolution"))};
+      llvm::cl::init(ChannelsLast::Off), channelsLastValues()};
   Option<bool> narrowInputs{
       *this, "narrow-inputs",
       llvm::cl::desc("The driver converts f32 batches to 16 bits as it "

@@ -20,6 +20,7 @@
 
 #include "amp/Dialect/AmpRT/LoweredForm.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
 
 #include <memory>
 #include <string>
@@ -36,6 +37,16 @@ enum class ChannelsLast {
   /// The regions of every convolution.
   All
 };
+
+/// The spellings of ChannelsLast on a command line (`channels-last=`), for
+/// the pass's option and the pipeline's.
+inline auto channelsLastValues() {
+  return llvm::cl::values(
+      clEnumValN(ChannelsLast::Off, "off", "none"),
+      clEnumValN(ChannelsLast::LowPrecision, "16bit",
+                 "the regions of convolutions computing in f16/bf16"),
+      clEnumValN(ChannelsLast::All, "all", "the regions of every convolution"));
+}
 
 struct TrainToRuntimeOptions {
   /// Symbolic dims bound to sizes: "batch=64,seq=128".
