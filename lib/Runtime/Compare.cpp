@@ -8,7 +8,8 @@
 // (lib/Driver/PrecisionCompare.cpp), computed where the values are: the
 // AMP run's value is read in its own dtype, the fp32 run's reference stays
 // in a runtime buffer, and only 11 doubles come back. Blocks of kBlock
-// elements on the thread pool, merged in block order (Math/Compare.h).
+// elements on the thread pool, merged in block order (Math/Compare.h);
+// a block's lanes sum eight elements at a time in f32 (compareBlock).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#ifdef AMPRT_COMPARE_VEC
+#include <immintrin.h>
+#endif
 
 using namespace amprt;
 
@@ -42,61 +46,119 @@ using Mask = CompareMask;
 /// Four doubles: half of a Floats widened.
 typedef double Doubles __attribute__((vector_size(32)));
 constexpr int kLanes = 8;
+/// Vectors per chunk: each lane sums a chunk's elements in f32, then adds
+/// that to its f64 sum (chunkSafe says when the chunk is summed in f64
+/// instead).
+constexpr int kChunk = 8;
 
-/// compareElementsOf's sums over eight elements at a time: the counts as
-/// integers per lane (a mask is -1), the sums in f64 (each half of the
-/// lanes widened), the largest in f32 (exact: a max of floats).
-struct VectorSums {
-  Mask *counts;       // [kCompareStats]
-  Doubles (*sums)[2]; // [kCompareStats][low, high lanes]
-  Floats *largest;
+/// Lanes 0-3 and 4-7 of v widened (one vcvtps2pd each; GCC's
+/// shufflevector and convertvector of a half go through memory).
+inline Doubles lowHalf(Floats v) {
+  return (Doubles)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
+}
+inline Doubles highHalf(Floats v) {
+  return (Doubles)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
+}
 
-  static Doubles low(Floats v) {
-    return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3),
-                                   Doubles);
-  }
-  static Doubles high(Floats v) {
-    return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7),
-                                   Doubles);
-  }
-  void count(int k, Mask c) const { counts[k] -= c; }
-  void square(int k, Floats v) const {
-    Doubles l = low(v), h = high(v);
-    sums[k][0] += l * l;
-    sums[k][1] += h * h;
-  }
-  void add(int k, Floats v) const {
-    sums[k][0] += low(v);
-    sums[k][1] += high(v);
-  }
-  void max(int, Floats v) const { *largest = v > *largest ? v : *largest; }
+/// The sums compareElementsOf adds to: of one chunk per lane in f32 (F32)
+/// or per lane in f64 (F64: each half of the lanes widened).
+struct ChunkF32 {
+  Floats s[kCompareStats] = {};
+  void square(int k, Floats v) { s[k] += v * v; }
+  void add(int k, Floats v) { s[k] += v; }
 };
+struct LanesF64 {
+  Doubles s[kCompareStats][2] = {};
+  void square(int k, Floats v) {
+    Doubles l = lowHalf(v), h = highHalf(v);
+    s[k][0] += l * l;
+    s[k][1] += h * h;
+  }
+  void add(int k, Floats v) {
+    s[k][0] += lowHalf(v);
+    s[k][1] += highHalf(v);
+  }
+  void add(const ChunkF32 &c, int k) {
+    s[k][0] += lowHalf(c.s[k]);
+    s[k][1] += highHalf(c.s[k]);
+  }
+};
+
+/// compareElementsOf's accumulator over eight elements at a time: the
+/// counts as integers per lane (a mask is -1) and the largest in f32
+/// (exact: a max of floats) when Counting, the sums into Sums.
+template <typename Sums, bool Counting> struct VectorAcc {
+  Mask *counts; // [kCompareStats]
+  Floats *largest;
+  Sums *sums;
+  void count(int k, Mask c) const {
+    if (Counting)
+      counts[k] -= c;
+  }
+  void square(int k, Floats v) const { sums->square(k, v); }
+  void add(int k, Floats v) const { sums->add(k, v); }
+  void max(int, Floats v) const {
+    if (Counting)
+      *largest = v > *largest ? v : *largest;
+  }
+};
+
+/// Whether a chunk's f32 sums are as good as f64's for the statistics
+/// (relative error at most kChunk ulps: every term is nonnegative): none
+/// overflowed, and no lane whose reference had a nonzero element summed
+/// its squares into f32's small range (|ref| below about 2^-30, where the
+/// squares of the differences would lose bits or underflow).
+/// `nonzero`: the lanes' nonzero counts grew in the chunk.
+bool chunkSafe(const ChunkF32 &c, Mask nonzero) {
+  Mask bad = Mask{} != Mask{};
+  for (int k : {kSqRef, kSqDiff, kSumRel})
+    bad |= c.s[k] - c.s[k] != Floats{};
+  bad |= nonzero & (c.s[kSqRef] < Floats{} + 0x1p-60f);
+  return _mm256_testz_si256((__m256i)bad, (__m256i)bad);
+}
 #endif
 
 /// The element statistics of v[0, len) against r[0, len) added to `into`:
 /// eight elements at a time as one vector (compareElementsOf on Floats;
 /// one chain per statistic would wait a division's latency per element),
-/// its lanes then the tail merged in order.
+/// kChunk vectors' sums in f32 (in f64 where chunkSafe says no), its lanes
+/// then the tail merged in order.
 void compareBlock(const float *v, const float *r, int64_t len, float floor,
                   float inv, double *into) {
   int64_t i = 0;
 #ifdef AMPRT_COMPARE_VEC
   Mask counts[kCompareStats] = {};
-  Doubles sums[kCompareStats][2] = {};
   Floats largest = {};
-  VectorSums acc{counts, sums, &largest};
-  for (; i + kLanes <= len; i += kLanes) {
-    Floats x, y;
-    std::memcpy(&x, v + i, sizeof x);
-    std::memcpy(&y, r + i, sizeof y);
-    compareElementsOf<Floats>(acc, x, y, floor, inv);
+  LanesF64 sums;
+  constexpr int64_t kStep = int64_t(kLanes) * kChunk;
+  auto load = [](const float *p) {
+    Floats f;
+    std::memcpy(&f, p, sizeof f);
+    return f;
+  };
+  for (; i + kStep <= len; i += kStep) {
+    ChunkF32 chunk;
+    VectorAcc<ChunkF32, true> acc{counts, &largest, &chunk};
+    Mask nonzero = counts[kNonzero];
+    for (int c = 0; c < kChunk; ++c)
+      compareElementsOf<Floats>(acc, load(v + i + c * kLanes),
+                                load(r + i + c * kLanes), floor, inv);
+    if (chunkSafe(chunk, counts[kNonzero] != nonzero)) {
+      for (int k : {kSqRef, kSqDiff, kSumRel})
+        sums.add(chunk, k);
+      continue;
+    }
+    VectorAcc<LanesF64, false> wide{counts, &largest, &sums};
+    for (int c = 0; c < kChunk; ++c)
+      compareElementsOf<Floats>(wide, load(v + i + c * kLanes),
+                                load(r + i + c * kLanes), floor, inv);
   }
   for (int l = 0; l < kLanes; ++l) {
     double lane[kCompareStats] = {};
     for (int k : {kCounted, kNonzero, kUnderflow, kOverflow})
       lane[k] = double(counts[k][l]);
     for (int k : {kSqRef, kSqDiff, kSumRel})
-      lane[k] = sums[k][l / 4][l % 4];
+      lane[k] = sums.s[k][l / 4][l % 4];
     lane[kMaxRel] = double(largest[l]);
     compareMerge(into, lane);
   }
@@ -105,6 +167,33 @@ void compareBlock(const float *v, const float *r, int64_t len, float floor,
   for (; i < len; ++i)
     compareElement(tail, v[i], r[i], floor, inv);
   compareMerge(into, tail);
+}
+
+/// The largest finite |v[i]| over [0, len) (0 when none): four vectors of
+/// running maxima (one would wait a max's latency per vector), an
+/// infinity or a NaN replaced by 0.
+float absMaxFinite(const float *v, int64_t len) {
+  int64_t i = 0;
+  float m = 0.f;
+#ifdef AMPRT_COMPARE_VEC
+  Floats part[4] = {};
+  for (; i + 4 * kLanes <= len; i += 4 * kLanes)
+    for (int j = 0; j < 4; ++j) {
+      Floats x;
+      std::memcpy(&x, v + i + j * kLanes, sizeof x);
+      Floats a = compareAbs(x);
+      a = a <= Floats{} + FLT_MAX ? a : Floats{};
+      part[j] = part[j] > a ? part[j] : a;
+    }
+  for (const Floats &p : part)
+    for (int l = 0; l < kLanes; ++l)
+      m = std::max(m, p[l]);
+#endif
+  for (; i < len; ++i) {
+    float a = std::fabs(v[i]);
+    m = a > m && a <= FLT_MAX ? a : m;
+  }
+  return m;
 }
 
 } // namespace
@@ -149,16 +238,7 @@ amprt_status amprt_abs_max_finite(amprt_context *ctx, T x, T y) {
       float buf[kBlock];
       for (int64_t b = b0; b < b1; ++b) {
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        const float *v = floatsOf(x, lo, len, buf);
-        // A select the simd loop reduces (a NaN or an infinity compares
-        // false against the finite bound).
-        float m = 0.f;
-#pragma omp simd reduction(max : m)
-        for (int64_t i = 0; i < len; ++i) {
-          float a = std::fabs(v[i]);
-          m = a > m && a <= FLT_MAX ? a : m;
-        }
-        part[size_t(b)] = m;
+        part[size_t(b)] = absMaxFinite(floatsOf(x, lo, len, buf), len);
       }
     });
     float m = 0.f;

@@ -2230,7 +2230,8 @@ def test_collectives(rt, gpu):
 
 def test_compare_stats(rt, gpu):
     """abs_max_finite exact; compare_stats: counts and the largest errors
-    exact, sums to 1e-9 relative (f64 sums in another order)."""
+    exact, sums to 1e-6 relative (the CPU's sum 8 elements per lane in f32
+    first, the device's in f64)."""
     for dt in FLOATS:
         for n, scale in ((3, 1.0), (100000, 65536.0), (4099, 2.0)):
             r = rt.rng.standard_normal(n) * 3
@@ -2250,7 +2251,7 @@ def test_compare_stats(rt, gpu):
             assert np.array_equal(cs[exact], gs[exact]), \
                 "compare_stats %s n %d: GPU %s, CPU %s (seed %d)" % (
                     dt, n, gs, cs, rt.seed)
-            assert np.allclose(gs, cs, rtol=1e-9, atol=1e-300), \
+            assert np.allclose(gs, cs, rtol=1e-6, atol=1e-300), \
                 "compare_stats %s n %d: GPU %s, CPU %s (seed %d)" % (
                     dt, n, gs, cs, rt.seed)
 

@@ -1252,12 +1252,19 @@ def compare_stats_ref(x, r, scale):
 def test_compare_stats(rt):
     """abs_max_finite and compare_stats (amp-run --compare-precision's
     per-value statistics) against numpy (the element's arithmetic in
-    float32, the sums in float64, as the kernel's): counts exact, sums to
-    1e-12 relative (their order differs), the largest error exact."""
+    float32, the sums in float64): counts exact, the largest error exact,
+    sums to 1e-6 relative (the CPU kernel sums 8 elements per lane in
+    float32 before float64: at most 8 ulps of float32 for these sums of
+    nonnegative terms). Magnitudes 1e-30 and 1e30 are where float32's sums
+    would underflow or overflow: the kernel sums those chunks in float64,
+    and they match to 1e-12 like the rest."""
     for dt in FLOATS:
-        for n, scale in ((1, 1.0), (5000, 1.0), (70001, 65536.0),
-                         (9000, 0.5)):
-            r = rt.rng.standard_normal(n) * 3
+        for n, scale, mag in ((1, 1.0, 3), (5000, 1.0, 3),
+                              (70001, 65536.0, 3), (9000, 0.5, 3),
+                              (3000, 1.0, 1e-30), (3000, 1.0, 1e30)):
+            if dt != "f32" and mag != 3:
+                continue  # out of a 16-bit type's range
+            r = rt.rng.standard_normal(n) * mag
             x = r * (1 + 1e-3 * rt.rng.standard_normal(n))
             x *= scale
             if n > 10:
@@ -1283,7 +1290,8 @@ def test_compare_stats(rt):
                 "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
             assert got[7] == (scale != 1.0), \
                 "compare_stats %s n %d: the scale not detected" % (dt, n)
-            assert np.allclose(got, want, rtol=1e-12, atol=1e-300), \
+            assert np.allclose(got, want, rtol=1e-6 if mag == 3 else 1e-12,
+                               atol=1e-300), \
                 "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
     rt.fails("compare_stats", rt.randn((4,), "f32").ref,
              rt.randn((5,), "f32").ref, rt.empty((1,), "f32").ref,

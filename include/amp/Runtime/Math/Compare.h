@@ -10,7 +10,8 @@
 // (kernels/Compare.cu). First a sample of about 1024 elements says whether
 // x carries the loss scale (compareSample, carriesScale); then every
 // element adds to the statistics of x, divided by the scale if it carries
-// it (compareElement: the element's arithmetic in f32, its sums in f64);
+// it (compareElement: the element's arithmetic in f32, its sums in f64; the
+// CPU kernel's lanes sum eight elements in f32 first, Compare.cpp);
 // the callers sum blocks in a fixed order, so a result depends only on the
 // blocking (by the element count), not on the threads.
 //
