@@ -17,8 +17,9 @@ passes, the lowering and the context creation are not counted:
                    its step_ms.total, the median wall time from one
                    step's start to the next's, the first step left out
                    (the fp32 run's programs with their values kept and
-                   the AMP run's with every comparison and rerun, which
-                   take turns, and everything between them).
+                   the AMP run's with every comparison and rerun, side
+                   by side on the CPU -- the fp32 run a step ahead --
+                   or in turn, and everything between them).
 
 The median of --repeat processes of each is printed, with the ratio.
 

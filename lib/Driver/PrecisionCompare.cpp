@@ -29,6 +29,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using namespace amp;
@@ -193,6 +194,19 @@ const RefValue *sameSizeRef(const Values &ref,
   return r && r->size() == numElements(*t.tensor) ? r : nullptr;
 }
 
+/// The bytes record() keeps of `prog`'s values when it copies them all
+/// (each named value the kernels compare as f32, with its largest).
+size_t keptBytes(exec::Program &prog) {
+  llvm::StringSet<> seen;
+  size_t bytes = 0;
+  for (size_t i = 0; i < prog.numCalls(); ++i)
+    for (const exec::Program::CallTensor &t : prog.callInfo(i).tensors)
+      if (!t.value.empty() && comparable(t.tensor) &&
+          seen.insert(t.value).second)
+        bytes += (size_t(numElements(*t.tensor)) * 4 + 63) / 64 * 64 + 4;
+  return bytes;
+}
+
 /// Whether call `info` is worth and safe to run twice: it computes in a
 /// 16-bit type somewhere (a call all in f32 computes what the fp32 run's
 /// does from the same inputs: it adds nothing), it reads and writes no
@@ -284,6 +298,9 @@ public:
   /// time is the time to the next one's (both runs, whatever each does
   /// between its programs, and their handing over).
   std::map<int64_t, std::chrono::steady_clock::time_point> stepStarts;
+  /// Whether the fp32 run recorded a step while the AMP run compared the
+  /// one before (its training program's values copied: runCompared).
+  bool overlapped = false;
   static void addTime(std::map<int64_t, double> &v, int64_t step,
                       std::chrono::steady_clock::time_point t0) {
     v[step] +=
@@ -292,21 +309,24 @@ public:
   }
 
   /// The fp32 run's program, call by call: every named value it reads or
-  /// writes kept into `out`.
-  llvm::Error record(exec::Program &prog, amprt_context *ctx, Values &out) {
+  /// writes kept into `out`; all of them copied when `copy` (else an f32
+  /// one is read in place).
+  llvm::Error record(exec::Program &prog, amprt_context *ctx, bool copy,
+                     Values &out) {
     // Into the comparison's memory, widened to f32 (or, for an f32 value
     // read in place, only referred to), with its largest finite magnitude:
     // kernels of the run's context, nothing read back.
     auto keep = [&](const exec::Program::CallTensor &ct) -> llvm::Error {
       const amprt_tensor &t = *ct.tensor;
       RefValue &r = out[ct.value];
-      // The fp32 program's values stay where they are until the AMP run
-      // has compared them: its temporaries in its arena (runCompared
-      // lowers it with keep-values), its inputs in the trainer's buffers
-      // (nothing writes them while the fp32 run waits for the
-      // comparison). An f32 one is read there, not copied; its last
-      // content is the value compared, as a copy after each write would be.
-      bool inPlace = t.dtype == AMPRT_F32;
+      // Without `copy`, the fp32 program's values stay where they are
+      // until the AMP run has compared them: its temporaries in its arena
+      // (runCompared lowers it with keep-values), its inputs in the
+      // trainer's buffers (nothing writes them while the fp32 run waits
+      // for the comparison). An f32 one is read there, not copied; its
+      // last content is the value compared, as a copy after each write
+      // would be.
+      bool inPlace = t.dtype == AMPRT_F32 && !copy;
       if (!r.owned) {
         int64_t n = numElements(t);
         size_t bytes = inPlace ? 0 : (size_t(n) * 4 + 63) / 64 * 64;
@@ -321,7 +341,11 @@ public:
       }
       if (inPlace)
         r.t.data = t.data;
-      else if (amprt_cast(ctx, &t, &r.t) != AMPRT_OK)
+      else if (t.dtype == AMPRT_F32
+                   ? amprt_memcpy(ctx, r.t.data, t.data,
+                                  size_t(numElements(t)) * 4,
+                                  AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK
+                   : amprt_cast(ctx, &t, &r.t) != AMPRT_OK)
         return kernelError(ctx, "keeping a value");
       if (amprt_abs_max_finite(ctx, &r.t, &r.max) != AMPRT_OK)
         return kernelError(ctx, "keeping a value");
@@ -695,12 +719,17 @@ public:
   explicit Lockstep(Memory &mem) : mem(mem) {}
 
   /// fp32 side: `values` of `key` are ready; waits until they are compared
-  /// (or the AMP run stopped).
-  llvm::Error publish(Key key, Values values) {
+  /// (or the AMP run stopped). Copies (`copied`: nothing of the run's is
+  /// read in place) wait only while kAhead programs before them are not
+  /// compared: the fp32 run records the next step's training program
+  /// while the AMP run compares this one (its optimizer program between).
+  llvm::Error publish(Key key, Values values, bool copied) {
     std::unique_lock<std::mutex> lock(mutex);
     ready.emplace_back(key, std::move(values));
     notifyAll();
-    waitFor(lock, [&] { return stopped || !isReady(key); });
+    waitFor(lock, [&] {
+      return stopped || (copied ? pendingBefore(key) < kAhead : !isReady(key));
+    });
     if (stopped) {
       // The AMP run ended first (its last programs were not the fp32
       // run's: a skipped step's optimizer): not a failure of this run.
@@ -810,6 +839,15 @@ private:
     lock.lock();
     changed.wait(lock, pred);
   }
+  /// Programs ahead of the fp32 run's that the AMP run has not compared.
+  static constexpr size_t kAhead = 2;
+  /// The programs published before `key` and not yet compared.
+  size_t pendingBefore(Key key) const {
+    size_t n = 0;
+    for (const auto &e : ready)
+      n += e.first < key;
+    return n;
+  }
   bool isReady(Key key) const {
     for (const auto &[k, v] : ready)
       if (k == key)
@@ -833,15 +871,36 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   Lockstep lockstep(mem);
   TrainOptions a = innerRun(train);
   a.amp = false;
-  a.keepValues = true; // record() reads the f32 values in place
+  a.keepValues = true; // record() may read the f32 values in place
+  // On the CPU, a program whose values fit a 32nd of the memory (and an
+  // eighth of what is available) is copied, so that the fp32 run records
+  // the next step while the AMP run compares this one (Lockstep::publish;
+  // up to three programs' copies at once): each run leaves most of the
+  // other core idle (small kernels run on one thread), and the copies cost
+  // a fraction of what the overlap saves. A larger model's kernels use
+  // every core themselves, and its values are read in place. Per program,
+  // decided at its first record.
+  uint64_t budget = 0;
+  if (opts.overlap && train.device == "cpu") {
+    amprt_memory_stats ms{};
+    if (amprt_memory_stats_get(mem.ctx, &ms) == AMPRT_OK)
+      budget = std::min(ms.device_total / 32, ms.device_free / 8);
+  }
+  std::optional<bool> copyProgram[2];
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
     auto t0 = std::chrono::steady_clock::now();
+    std::optional<bool> &copy = copyProgram[optimizer];
+    if (!copy) {
+      copy = budget && keptBytes(prog) <= budget;
+      if (!optimizer)
+        cmp.overlapped = *copy;
+    }
     Values values;
-    if (auto e = cmp.record(prog, ctx, values))
+    if (auto e = cmp.record(prog, ctx, *copy, values))
       return e;
     Comparison::addTime(cmp.recordSeconds, step, t0);
-    return lockstep.publish({step, optimizer}, std::move(values));
+    return lockstep.publish({step, optimizer}, std::move(values), *copy);
   };
   std::thread fp32([&] { lockstep.finish(driver::train(a, llvm::nulls())); });
 
@@ -1012,11 +1071,12 @@ llvm::Error amp::driver::comparePrecision(const TrainOptions &train,
   if (rows.size() > opts.top)
     status << "  ... " << rows.size() - opts.top
            << " more (--compare-report)\n";
-  status << llvm::format("amp-run: a compared step took %.2f ms, of which "
-                         "the fp32 run with its values kept %.2f ms and the "
-                         "AMP run with the comparisons and reruns %.2f ms "
+  status << llvm::format("amp-run: a compared step took %.2f ms: the fp32 "
+                         "run with its values kept %.2f ms and the AMP run "
+                         "with the comparisons and reruns %.2f ms, %s "
                          "(medians of %zu step%s)\n",
-                         totalMs, recordMs, compareMs, measured,
+                         totalMs, recordMs, compareMs,
+                         cmp.overlapped ? "side by side" : "in turn", measured,
                          measured == 1 ? "" : "s");
 
   // Nodes to keep fp32: the error they add themselves is past the

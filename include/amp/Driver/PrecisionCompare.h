@@ -32,6 +32,11 @@ struct CompareOptions {
   unsigned top = 20; ///< rows of the table on stderr
   /// A value is within tolerance when its relative error is at most this.
   double tolerance = 1e-2;
+  /// On the CPU: the fp32 run records the next step while the AMP run
+  /// compares this one, from copies of its values (while one program's fit
+  /// a 32nd of the memory); else the runs take turns, one step's
+  /// values read in place.
+  bool overlap = true;
 };
 
 /// Runs the comparison for the model and data of `train` (its steps; its

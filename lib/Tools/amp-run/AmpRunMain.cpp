@@ -266,6 +266,14 @@ struct AmpRunOptions {
   cl::opt<unsigned> compareTop{
       "compare-top", cl::desc("with --compare-precision: table rows (20)"),
       cl::init(20), cl::cat(category)};
+  cl::opt<bool> compareOverlap{
+      "compare-overlap",
+      cl::desc("with --compare-precision on the CPU: the fp32 run records "
+               "the next step while the AMP run compares this one, from "
+               "copies of its values (while a program's fit a 32nd of the "
+               "memory; =false: the runs in turn, one step's values "
+               "read in place)"),
+      cl::init(true), cl::cat(category)};
   cl::opt<double> compareTolerance{
       "compare-tolerance",
       cl::desc("with --compare-precision: the largest relative error a value "
@@ -547,6 +555,7 @@ int AmpRunOptions::execute() {
     c.dotPath = compareDot;
     c.top = compareTop;
     c.tolerance = compareTolerance;
+    c.overlap = compareOverlap;
     if (llvm::Error e = amp::driver::comparePrecision(o, c, llvm::errs())) {
       llvm::WithColor::error(llvm::errs(), "amp-run")
           << llvm::toString(std::move(e)) << "\n";
