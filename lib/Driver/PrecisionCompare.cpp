@@ -77,11 +77,22 @@ public:
     blocks.push_back(p);
     return p;
   }
-  /// `p` (of `bytes`) is free for another alloc of that size: a step's
-  /// values for the next step's, which have the same sizes.
+  /// `p` (of `bytes`) is free for another alloc of that size: a program's
+  /// values for a later step's, which have the same sizes.
   void recycle(void *p, size_t bytes) {
     std::lock_guard<std::mutex> lock(mutex);
     spare.emplace(bytes, p);
+  }
+  /// `bytes` from the host into `dst`, with the lock: the other run's
+  /// thread may be allocating on the same context.
+  llvm::Error upload(void *dst, const void *src, size_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (amprt_memcpy(ctx, dst, src, bytes, AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "precision comparison: a copy to the "
+                                     "device: %s",
+                                     amprt_last_error(ctx));
+    return llvm::Error::success();
   }
   void release(void *p) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -298,8 +309,8 @@ public:
   /// time is the time to the next one's (both runs, whatever each does
   /// between its programs, and their handing over).
   std::map<int64_t, std::chrono::steady_clock::time_point> stepStarts;
-  /// Whether the fp32 run recorded a step while the AMP run compared the
-  /// one before (its training program's values copied: runCompared).
+  /// Whether the fp32 run records a step while the AMP run compares the
+  /// one before (both programs' values copied: runCompared).
   bool overlapped = false;
   static void addTime(std::map<int64_t, double> &v, int64_t step,
                       std::chrono::steady_clock::time_point t0) {
@@ -642,8 +653,8 @@ private:
       }
       float *f = factorBlocks.back() + factorUsed++ % kFactorBlock;
       float one = 1;
-      if (amprt_memcpy(mem.ctx, f, &one, 4, AMPRT_HOST_TO_DEVICE) != AMPRT_OK)
-        return kernelError(mem.ctx, "a factor");
+      if (auto e = mem.upload(f, &one, sizeof one))
+        return e;
       it->second = {f, AMPRT_F32, 1, &kOne};
     }
     return &it->second;
@@ -710,9 +721,11 @@ std::string formatErr(double v) {
 
 /// The fp32 and the AMP run in lockstep: the fp32 run (a thread of its
 /// own) keeps each program's values and waits until the AMP run (the
-/// calling thread) has compared its same program with them; then the
-/// values' buffers serve the next program's. One step's values are kept at
-/// a time, and only one of the two runs computes at a time.
+/// calling thread) has compared its same program with them -- or, when it
+/// copied them, only until the programs kAhead before it are compared --;
+/// then the values' buffers serve a later program's. Read in place, one
+/// step's values are kept at a time and the runs take turns; copied, up to
+/// three programs' are, and the runs compute side by side.
 class Lockstep {
 public:
   using Key = std::pair<int64_t, bool>; // (step, optimizer program)
@@ -893,8 +906,9 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
     std::optional<bool> &copy = copyProgram[optimizer];
     if (!copy) {
       copy = budget && keptBytes(prog) <= budget;
-      if (!optimizer)
-        cmp.overlapped = *copy;
+      // Side by side when both programs are copied (each decided once).
+      cmp.overlapped = copyProgram[0].value_or(true) &&
+                       copyProgram[1].value_or(true);
     }
     Values values;
     if (auto e = cmp.record(prog, ctx, *copy, values))
@@ -902,7 +916,9 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
     Comparison::addTime(cmp.recordSeconds, step, t0);
     return lockstep.publish({step, optimizer}, std::move(values), *copy);
   };
-  std::thread fp32([&] { lockstep.finish(driver::train(a, llvm::nulls())); });
+  // Each run its own quiet stream: the runs write their progress at once.
+  llvm::raw_null_ostream fp32Quiet, ampQuiet;
+  std::thread fp32([&] { lockstep.finish(driver::train(a, fp32Quiet)); });
 
   TrainOptions b = innerRun(train);
   b.amp = true;
@@ -931,7 +947,7 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
     Comparison::addTime(cmp.compareSeconds, step, t0);
     return e;
   };
-  llvm::Error ampError = lockstep.waitFirst() ? driver::train(b, llvm::nulls())
+  llvm::Error ampError = lockstep.waitFirst() ? driver::train(b, ampQuiet)
                                               : llvm::Error::success();
   lockstep.stop();
   fp32.join();

@@ -64,7 +64,13 @@ inline Doubles highHalf(Floats v) {
 /// or per lane in f64 (F64: each half of the lanes widened).
 struct ChunkF32 {
   Floats s[kCompareStats] = {};
-  void square(int k, Floats v) { s[k] += v * v; }
+  /// The lanes with a nonzero difference (x' - r) in the chunk.
+  Mask differs = {};
+  void square(int k, Floats v) {
+    s[k] += v * v;
+    if (k == kSqDiff)
+      differs |= v != Floats{};
+  }
   void add(int k, Floats v) { s[k] += v; }
 };
 struct LanesF64 {
@@ -92,28 +98,31 @@ template <typename Sums, bool Counting> struct VectorAcc {
   Floats *largest;
   Sums *sums;
   void count(int k, Mask c) const {
-    if (Counting)
+    if constexpr (Counting)
       counts[k] -= c;
   }
   void square(int k, Floats v) const { sums->square(k, v); }
   void add(int k, Floats v) const { sums->add(k, v); }
   void max(int, Floats v) const {
-    if (Counting)
+    if constexpr (Counting)
       *largest = v > *largest ? v : *largest;
   }
 };
 
 /// Whether a chunk's f32 sums are as good as f64's for the statistics
 /// (relative error at most kChunk ulps: every term is nonnegative): none
-/// overflowed, and no lane whose reference had a nonzero element summed
-/// its squares into f32's small range (|ref| below about 2^-30, where the
-/// squares of the differences would lose bits or underflow).
-/// `nonzero`: the lanes' nonzero counts grew in the chunk.
+/// overflowed; no lane whose reference had a nonzero element summed its
+/// squares into f32's small range (|ref| below about 2^-30, where the
+/// squares of the differences would lose bits or underflow); and no lane
+/// with a nonzero difference summed its squares below 2^-100, where a
+/// square may have lost bits or become 0 (a tiny x against a zero
+/// reference). `nonzero`: the lanes' nonzero counts grew in the chunk.
 bool chunkSafe(const ChunkF32 &c, Mask nonzero) {
-  Mask bad = Mask{} != Mask{};
+  Mask bad = {};
   for (int k : {kSqRef, kSqDiff, kSumRel})
     bad |= c.s[k] - c.s[k] != Floats{};
   bad |= nonzero & (c.s[kSqRef] < Floats{} + 0x1p-60f);
+  bad |= c.differs & (c.s[kSqDiff] < Floats{} + 0x1p-100f);
   return _mm256_testz_si256((__m256i)bad, (__m256i)bad);
 }
 #endif

@@ -1293,6 +1293,20 @@ def test_compare_stats(rt):
             assert np.allclose(got, want, rtol=1e-6 if mag == 3 else 1e-12,
                                atol=1e-300), \
                 "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
+    # A zero reference against tiny values: the squares of the differences
+    # underflow in f32, so the kernel sums them in f64 (an error of 1, not
+    # 0, for the value).
+    r = np.zeros(3000)
+    x = rt.rng.standard_normal(3000) * 1e-30
+    xb, rb = rt.buf(x, "f32"), rt.buf(r, "f32")
+    mx, st = rt.empty((1,), "f32"), rt.empty((11,), "f64")
+    rt.ok("abs_max_finite", rb.ref, mx.ref)
+    rt.ok("compare_stats", xb.ref, rb.ref, mx.ref, C.c_float(1.0), st.ref,
+          None)
+    want, _ = compare_stats_ref(xb.f64(), rb.f64(), 1.0)
+    assert want[8] > 0 and np.allclose(st.arr, want, rtol=1e-12,
+                                       atol=1e-300), \
+        "compare_stats, zero reference: %s vs %s" % (st.arr, want)
     rt.fails("compare_stats", rt.randn((4,), "f32").ref,
              rt.randn((5,), "f32").ref, rt.empty((1,), "f32").ref,
              C.c_float(1), rt.empty((11,), "f64").ref, None,
