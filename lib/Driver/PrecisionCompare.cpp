@@ -907,8 +907,8 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
     if (!copy) {
       copy = budget && keptBytes(prog) <= budget;
       // Side by side when both programs are copied (each decided once).
-      cmp.overlapped = copyProgram[0].value_or(true) &&
-                       copyProgram[1].value_or(true);
+      cmp.overlapped =
+          copyProgram[0].value_or(true) && copyProgram[1].value_or(true);
     }
     Values values;
     if (auto e = cmp.record(prog, ctx, *copy, values))
