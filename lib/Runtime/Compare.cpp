@@ -13,16 +13,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "amp/Runtime/Math/Compare.h"
+#include "CompareVectors.h"
 #include "Internal.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#ifdef AMPRT_COMPARE_VEC
-#include <immintrin.h>
-#endif
 
 using namespace amprt;
 
@@ -41,136 +38,60 @@ const float *floatsOf(T x, int64_t lo, int64_t len, float *buf) {
 }
 
 #ifdef AMPRT_COMPARE_VEC
-using Floats = CompareFloats;
-using Mask = CompareMask;
-/// Four doubles: half of a Floats widened.
-typedef double Doubles __attribute__((vector_size(32)));
-constexpr int kLanes = 8;
-/// Vectors per chunk: each lane sums a chunk's elements in f32, then adds
-/// that to its f64 sum (chunkSafe says when the chunk is summed in f64
-/// instead).
-constexpr int kChunk = 8;
-
-/// Lanes 0-3 and 4-7 of v widened (one vcvtps2pd each; GCC's
-/// shufflevector and convertvector of a half go through memory).
-inline Doubles lowHalf(Floats v) {
-  return (Doubles)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
-}
-inline Doubles highHalf(Floats v) {
-  return (Doubles)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
-}
-
-/// The sums compareElementsOf adds to: of one chunk per lane in f32 (F32)
-/// or per lane in f64 (F64: each half of the lanes widened).
-struct ChunkF32 {
-  Floats s[kCompareStats] = {};
-  /// The lanes with a nonzero difference (x' - r) in the chunk.
-  Mask differs = {};
-  void square(int k, Floats v) {
-    s[k] += v * v;
-    if (k == kSqDiff)
-      differs |= v != Floats{};
+/// compareVectors' vectors on AVX2: eight floats.
+struct Avx2 {
+  using Floats = CompareFloats;
+  using Mask = CompareMask;
+  /// Four doubles: half of a Floats widened.
+  typedef double Doubles __attribute__((vector_size(32)));
+  static constexpr int kLanes = 8;
+  /// Lanes 0-3 and 4-7 of v widened (one vcvtps2pd each; GCC's
+  /// shufflevector and convertvector of a half go through memory).
+  static Doubles lowHalf(Floats v) {
+    return (Doubles)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v));
   }
-  void add(int k, Floats v) { s[k] += v; }
-};
-struct LanesF64 {
-  Doubles s[kCompareStats][2] = {};
-  void square(int k, Floats v) {
-    Doubles l = lowHalf(v), h = highHalf(v);
-    s[k][0] += l * l;
-    s[k][1] += h * h;
+  static Doubles highHalf(Floats v) {
+    return (Doubles)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1));
   }
-  void add(int k, Floats v) {
-    s[k][0] += lowHalf(v);
-    s[k][1] += highHalf(v);
-  }
-  void add(const ChunkF32 &c, int k) {
-    s[k][0] += lowHalf(c.s[k]);
-    s[k][1] += highHalf(c.s[k]);
+  static bool none(Mask m) {
+    return _mm256_testz_si256((__m256i)m, (__m256i)m);
   }
 };
 
-/// compareElementsOf's accumulator over eight elements at a time: the
-/// counts as integers per lane (a mask is -1) and the largest in f32
-/// (exact: a max of floats) when Counting, the sums into Sums.
-template <typename Sums, bool Counting> struct VectorAcc {
-  Mask *counts; // [kCompareStats]
-  Floats *largest;
-  Sums *sums;
-  void count(int k, Mask c) const {
-    if constexpr (Counting)
-      counts[k] -= c;
-  }
-  void square(int k, Floats v) const { sums->square(k, v); }
-  void add(int k, Floats v) const { sums->add(k, v); }
-  void max(int, Floats v) const {
-    if constexpr (Counting)
-      *largest = v > *largest ? v : *largest;
-  }
-};
-
-/// Whether a chunk's f32 sums are as good as f64's for the statistics
-/// (relative error at most kChunk ulps: every term is nonnegative): none
-/// overflowed; no lane whose reference had a nonzero element summed its
-/// squares into f32's small range (|ref| below about 2^-30, where the
-/// squares of the differences would lose bits or underflow); and no lane
-/// with a nonzero difference summed its squares below 2^-100, where a
-/// square may have lost bits or become 0 (a tiny x against a zero
-/// reference). `nonzero`: the lanes' nonzero counts grew in the chunk.
-bool chunkSafe(const ChunkF32 &c, Mask nonzero) {
-  Mask bad = {};
-  for (int k : {kSqRef, kSqDiff, kSumRel})
-    bad |= c.s[k] - c.s[k] != Floats{};
-  bad |= nonzero & (c.s[kSqRef] < Floats{} + 0x1p-60f);
-  bad |= c.differs & (c.s[kSqDiff] < Floats{} + 0x1p-100f);
-  return _mm256_testz_si256((__m256i)bad, (__m256i)bad);
+/// Whether compareBlock runs sixteen lanes (CompareAvx512.cpp): where the
+/// CPU has AVX-512, and not on the reference path (AMPRT_CPU_REFERENCE),
+/// whose statistics are the same bits on every x86-64-v3 machine.
+bool useAvx512() {
+#ifdef AMPRT_HAVE_AVX512_COMPARE
+  static const bool has = __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has && !cpuReference();
+#else
+  return false;
+#endif
 }
 #endif
 
 /// The element statistics of v[0, len) against r[0, len) added to `into`:
-/// eight elements at a time as one vector (compareElementsOf on Floats;
-/// one chain per statistic would wait a division's latency per element),
-/// kChunk vectors' sums in f32 (in f64 where chunkSafe says no), its lanes
-/// then the tail merged in order.
+/// as vectors (compareVectors: sixteen lanes where the CPU has AVX-512,
+/// else eight), then the tail one element at a time, merged in order.
 void compareBlock(const float *v, const float *r, int64_t len, float floor,
                   float inv, double *into) {
   int64_t i = 0;
 #ifdef AMPRT_COMPARE_VEC
-  Mask counts[kCompareStats] = {};
-  Floats largest = {};
-  LanesF64 sums;
-  constexpr int64_t kStep = int64_t(kLanes) * kChunk;
-  auto load = [](const float *p) {
-    Floats f;
-    std::memcpy(&f, p, sizeof f);
-    return f;
-  };
-  for (; i + kStep <= len; i += kStep) {
-    ChunkF32 chunk;
-    VectorAcc<ChunkF32, true> acc{counts, &largest, &chunk};
-    Mask nonzero = counts[kNonzero];
-    for (int c = 0; c < kChunk; ++c)
-      compareElementsOf<Floats>(acc, load(v + i + c * kLanes),
-                                load(r + i + c * kLanes), floor, inv);
-    if (chunkSafe(chunk, counts[kNonzero] != nonzero)) {
-      for (int k : {kSqRef, kSqDiff, kSumRel})
-        sums.add(chunk, k);
-      continue;
-    }
-    VectorAcc<LanesF64, false> wide{counts, &largest, &sums};
-    for (int c = 0; c < kChunk; ++c)
-      compareElementsOf<Floats>(wide, load(v + i + c * kLanes),
-                                load(r + i + c * kLanes), floor, inv);
-  }
-  for (int l = 0; l < kLanes; ++l) {
-    double lane[kCompareStats] = {};
-    for (int k : {kCounted, kNonzero, kUnderflow, kOverflow})
-      lane[k] = double(counts[k][l]);
-    for (int k : {kSqRef, kSqDiff, kSumRel})
-      lane[k] = sums.s[k][l / 4][l % 4];
-    lane[kMaxRel] = double(largest[l]);
-    compareMerge(into, lane);
-  }
+  double lanes[kMaxCompareLanes][kCompareStats];
+  int n = Avx2::kLanes;
+#ifdef AMPRT_HAVE_AVX512_COMPARE
+  if (useAvx512()) {
+    i = amprt_compare_vectors_avx512(v, r, len, floor, inv, lanes);
+    n = 16;
+  } else
+#endif
+    i = compareVectors<Avx2>(v, r, len, floor, inv, lanes);
+  for (int l = 0; l < n; ++l)
+    compareMerge(into, lanes[l]);
 #endif
   double tail[kCompareStats] = {};
   for (; i < len; ++i)
@@ -185,6 +106,8 @@ float absMaxFinite(const float *v, int64_t len) {
   int64_t i = 0;
   float m = 0.f;
 #ifdef AMPRT_COMPARE_VEC
+  using Floats = Avx2::Floats;
+  constexpr int kLanes = Avx2::kLanes;
   Floats part[4] = {};
   for (; i + 4 * kLanes <= len; i += 4 * kLanes)
     for (int j = 0; j < 4; ++j) {
@@ -267,8 +190,7 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
     const float *r = static_cast<const float *>(ref->data);
     double out[kCompareStats] = {};
     // The sample first: it says which x the errors are of.
-    for (int64_t i = 0, stride = compareSampleStride(n); i < n; i += stride)
-      compareSample(out, loadF(x->data, x->dtype, i), r[i]);
+    compareSampleOnHost(x->data, x->dtype, r, n, out);
     bool carries = carriesScale(out[kLogSum], out[kLogCount], scale);
     out[kCarries] = carries;
     if (factor)

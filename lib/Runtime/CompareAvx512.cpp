@@ -1,0 +1,53 @@
+//===- CompareAvx512.cpp - compare_stats' vector loop on AVX-512 ---------===//
+//
+// Part of amp-mlir. SPDX-License-Identifier: Apache-2.0
+//
+//===----------------------------------------------------------------------===//
+//
+// CompareVectors.h's loop on sixteen lanes. This file alone is compiled
+// for AVX-512 (lib/Runtime/CMakeLists.txt); Compare.cpp calls it only
+// where the CPU has it.
+//
+//===----------------------------------------------------------------------===//
+
+// GCC 12's AVX-512 conversion intrinsics pass an undefined source vector
+// to their masked builtins, which -Wmaybe-uninitialized takes for a read
+// (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "CompareVectors.h"
+
+#if !defined(__AVX512F__) || !defined(__AVX512DQ__)
+#error "CompareAvx512.cpp is compiled for AVX-512 (F, DQ, BW, VL)"
+#endif
+
+using namespace amprt;
+
+namespace {
+
+struct Avx512 {
+  using Floats = CompareFloats16;
+  using Mask = CompareMask16;
+  typedef double Doubles __attribute__((vector_size(64)));
+  static constexpr int kLanes = 16;
+  static Doubles lowHalf(Floats v) {
+    return (Doubles)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v));
+  }
+  static Doubles highHalf(Floats v) {
+    return (Doubles)_mm512_cvtps_pd(
+        (__m256)_mm512_extractf64x4_pd((__m512d)v, 1));
+  }
+  static bool none(Mask m) {
+    return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0;
+  }
+};
+
+} // namespace
+
+int64_t amprt_compare_vectors_avx512(const float *v, const float *r,
+                                     int64_t len, float floor, float inv,
+                                     double (*lanes)[kCompareStats]) {
+  return compareVectors<Avx512>(v, r, len, floor, inv, lanes);
+}
+
+#pragma GCC diagnostic pop
