@@ -63,10 +63,9 @@ struct Avx2 {
 /// whose statistics are the same bits on every x86-64-v3 machine.
 bool useAvx512() {
 #ifdef AMPRT_HAVE_AVX512_COMPARE
-  static const bool has = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return has && !cpuReference();
 #else
   return false;

@@ -19,8 +19,8 @@
 #include "amp/Runtime/Math/Compare.h"
 
 #include <cstdint>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
 #ifdef AMPRT_COMPARE_VEC
 #include <immintrin.h>
 #endif
@@ -113,9 +113,8 @@ constexpr int kMaxCompareLanes = 16;
 /// inline function that Compare.cpp compiles too, which the linker could
 /// take for both); returns n (the caller takes the tail).
 template <typename V>
-int64_t compareVectors(const float *v, const float *r, int64_t len,
-                       float floor, float inv,
-                       double (*lanes)[kCompareStats]) {
+int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
+                       float inv, double (*lanes)[kCompareStats]) {
   static_assert(V::kLanes <= kMaxCompareLanes, "too many lanes");
   using namespace compare_vectors;
   using Floats = typename V::Floats;
@@ -173,8 +172,6 @@ amprt_compare_vectors_avx512(const float *v, const float *r, int64_t len,
                              float floor, float inv,
                              double (*lanes)[amprt::kCompareStats]);
 
-namespace amprt {
-
-} // namespace amprt
+namespace amprt {} // namespace amprt
 
 #endif // AMP_LIB_RUNTIME_COMPAREVECTORS_H
