@@ -80,16 +80,15 @@ __device__ void blockMerge(double (*sh)[kCompareStats], const double *acc) {
   }
 }
 
-/// The sample (compareSampleIndex) into out's kLogSum, kLogCount and
+/// The sample (compareSampleStride) into out's kLogSum, kLogCount and
 /// kCarries: one block, a tree in f64.
 __global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
                              int64_t n, float scale, double *out,
                              float *factor) {
   __shared__ double sh[kThreads][2];
   double acc[kCompareStats] = {};
-  int64_t runs = compareSampleRunStride(n);
-  for (int64_t j = threadIdx.x, i = 0; (i = compareSampleIndex(j, runs)) < n;
-       j += blockDim.x)
+  int64_t stride = compareSampleStride(n);
+  for (int64_t i = threadIdx.x * stride; i < n; i += blockDim.x * stride)
     compareSample(acc, loadF(x, dt, i), ref[i]);
   sh[threadIdx.x][0] = acc[kLogSum];
   sh[threadIdx.x][1] = acc[kLogCount];

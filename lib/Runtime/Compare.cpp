@@ -58,19 +58,19 @@ struct Avx2 {
   }
 };
 
+#ifdef AMPRT_HAVE_AVX512_COMPARE
 /// Whether compareBlock runs sixteen lanes (CompareAvx512.cpp): where the
 /// CPU has AVX-512, and not on the reference path (AMPRT_CPU_REFERENCE),
 /// whose statistics are the same bits on every x86-64-v3 machine.
 bool useAvx512() {
-#ifdef AMPRT_HAVE_AVX512_COMPARE
   static const bool has =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   return has && !cpuReference();
-#else
-  return false;
-#endif
 }
+/// CompareAvx512.cpp's lanes.
+constexpr int kAvx512Lanes = 16;
+#endif
 #endif
 
 /// The element statistics of v[0, len) against r[0, len) added to `into`:
@@ -85,7 +85,7 @@ void compareBlock(const float *v, const float *r, int64_t len, float floor,
 #ifdef AMPRT_HAVE_AVX512_COMPARE
   if (useAvx512()) {
     i = amprt_compare_vectors_avx512(v, r, len, floor, inv, lanes);
-    n = 16;
+    n = kAvx512Lanes;
   } else
 #endif
     i = compareVectors<Avx2>(v, r, len, floor, inv, lanes);

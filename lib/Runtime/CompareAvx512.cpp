@@ -13,11 +13,14 @@
 // GCC 12's AVX-512 conversion intrinsics pass an undefined source vector
 // to their masked builtins, which -Wmaybe-uninitialized takes for a read
 // (GCC PR 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "CompareVectors.h"
 
-#if !defined(__AVX512F__) || !defined(__AVX512DQ__)
+#if !defined(__AVX512F__) || !defined(__AVX512DQ__) ||                         \
+    !defined(__AVX512BW__) || !defined(__AVX512VL__)
 #error "CompareAvx512.cpp is compiled for AVX-512 (F, DQ, BW, VL)"
 #endif
 
@@ -50,4 +53,6 @@ int64_t amprt_compare_vectors_avx512(const float *v, const float *r,
   return compareVectors<Avx512>(v, r, len, floor, inv, lanes);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif

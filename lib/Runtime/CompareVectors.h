@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #ifdef AMPRT_COMPARE_VEC
 #include <immintrin.h>
 #endif
@@ -32,6 +31,10 @@ namespace compare_vectors {
 
 /// Vectors per chunk.
 constexpr int kChunk = 8;
+/// The statistics summed, and counted, per lane (plain arrays: a braced
+/// list would instantiate initializer_list members in both files).
+constexpr int kSums[] = {kSqRef, kSqDiff, kSumRel};
+constexpr int kCounts[] = {kCounted, kNonzero, kUnderflow, kOverflow};
 
 /// The sums compareElementsOf adds to: of one chunk per lane in f32.
 template <typename V> struct ChunkF32 {
@@ -95,7 +98,7 @@ template <typename V>
 bool chunkSafe(const ChunkF32<V> &c, typename V::Mask nonzero) {
   using Floats = typename V::Floats;
   typename V::Mask bad = {};
-  for (int k : {kSqRef, kSqDiff, kSumRel})
+  for (int k : kSums)
     bad |= c.s[k] - c.s[k] != Floats{};
   bad |= nonzero & (c.s[kSqRef] < Floats{} + 0x1p-60f);
   bad |= c.differs & (c.s[kSqDiff] < Floats{} + 0x1p-100f);
@@ -138,7 +141,7 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
       compareElementsOf<Floats>(acc, load(v + i + c * kLanes),
                                 load(r + i + c * kLanes), floor, inv);
     if (chunkSafe<V>(chunk, counts[kNonzero] != nonzero)) {
-      for (int k : {kSqRef, kSqDiff, kSumRel})
+      for (int k : kSums)
         sums.add(chunk, k);
       continue;
     }
@@ -152,9 +155,9 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
     double *lane = lanes[l];
     for (int k = 0; k < kCompareStats; ++k)
       lane[k] = 0;
-    for (int k : {kCounted, kNonzero, kUnderflow, kOverflow})
+    for (int k : kCounts)
       lane[k] = double(counts[k][l]);
-    for (int k : {kSqRef, kSqDiff, kSumRel})
+    for (int k : kSums)
       lane[k] = sums.s[k][l / kHalf][l % kHalf];
     lane[kMaxRel] = double(largest[l]);
   }
@@ -171,7 +174,5 @@ extern "C" int64_t
 amprt_compare_vectors_avx512(const float *v, const float *r, int64_t len,
                              float floor, float inv,
                              double (*lanes)[amprt::kCompareStats]);
-
-namespace amprt {} // namespace amprt
 
 #endif // AMP_LIB_RUNTIME_COMPAREVECTORS_H

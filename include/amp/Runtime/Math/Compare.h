@@ -7,8 +7,7 @@
 //
 // The element steps of compare_stats (amp-run --compare-precision), one
 // definition for the CPU kernel (Compare.cpp) and the CUDA kernel
-// (kernels/Compare.cu). First a sample of about 1024 elements (in runs of
-// 64) says whether
+// (kernels/Compare.cu). First a sample of about 1024 elements says whether
 // x carries the loss scale (compareSample, carriesScale); then every
 // element adds to the statistics of x, divided by the scale if it carries
 // it (compareElement: the element's arithmetic in f32, its sums in f64; the
@@ -50,18 +49,11 @@ enum CompareStat : int {
 /// spelling for the host and the device.
 AMPRT_HD inline bool finiteD(double v) { return v - v == 0.0; }
 
-/// The sample of the scale detection: runs of kCompareSampleRun
-/// consecutive elements, every compareSampleRunStride(n)-th run: about 1024
-/// elements (every one when n < 2048) in a few cache lines each.
-constexpr int64_t kCompareSampleRun = 64;
-AMPRT_HD inline int64_t compareSampleRunStride(int64_t n) {
+/// The sample of the scale detection: every stride-th element, about 1024
+/// (spread over the whole value: a sparse gradient, an embedding's with a
+/// few rows set, still has some of its nonzeros in it).
+AMPRT_HD inline int64_t compareSampleStride(int64_t n) {
   return n / 1024 > 1 ? n / 1024 : 1;
-}
-/// The index of the sample's element j (j from 0; the sample ends at the
-/// first index >= n).
-AMPRT_HD inline int64_t compareSampleIndex(int64_t j, int64_t runStride) {
-  return j / kCompareSampleRun * runStride * kCompareSampleRun +
-         j % kCompareSampleRun;
 }
 
 /// Adds sampled element (x, r) to kLogSum and kLogCount when both are
@@ -80,13 +72,13 @@ AMPRT_HD inline void compareSample(double *acc, float xf, float rf) {
 /// the ratios, the product kept in [1, 2) by moving its exponent into an
 /// integer after each factor (a ratio of finite nonzero floats lies in
 /// [2^-277, 2^277]: no step overflows or goes subnormal), so one log per
-/// sample instead of one per element. The same sum to about 1e-13.
+/// sample instead of one per element. The same sum but for the rounding of
+/// the products (about sqrt(count) * 2^-53 of the log sum's terms).
 inline void compareSampleOnHost(const void *x, int32_t dt, const float *ref,
                                 int64_t n, double *acc) {
   double product = 1;
   int64_t exponent = 0, count = 0;
-  for (int64_t j = 0, runs = compareSampleRunStride(n), i = 0;
-       (i = compareSampleIndex(j, runs)) < n; ++j) {
+  for (int64_t i = 0, stride = compareSampleStride(n); i < n; i += stride) {
     double xv = loadF(x, dt, i), rv = ref[i];
     if (!(finiteD(xv) && finiteD(rv) && xv != 0 && rv != 0))
       continue;
