@@ -80,15 +80,14 @@ __device__ void blockMerge(double (*sh)[kCompareStats], const double *acc) {
   }
 }
 
-/// The sample (compareSampleStride) into out's kLogSum, kLogCount and
-/// kCarries: one block, a tree in f64.
-__global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
-                             int64_t n, float scale, double *out,
-                             float *factor) {
-  __shared__ double sh[kThreads][2];
+/// One of the sample's two forms (compareSampleIndex) summed into sh[0]
+/// by the block: a tree in f64, every thread past its last barrier.
+__device__ void sampleSums(double (*sh)[2], const void *x, int32_t dt,
+                           const float *ref, int64_t n, bool spread) {
   double acc[kCompareStats] = {};
   int64_t stride = compareSampleStride(n);
-  for (int64_t i = threadIdx.x * stride; i < n; i += blockDim.x * stride)
+  for (int64_t j = threadIdx.x, i = 0;
+       (i = compareSampleIndex(j, stride, spread)) < n; j += blockDim.x)
     compareSample(acc, loadF(x, dt, i), ref[i]);
   sh[threadIdx.x][0] = acc[kLogSum];
   sh[threadIdx.x][1] = acc[kLogCount];
@@ -99,6 +98,20 @@ __global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
       sh[threadIdx.x][1] += sh[threadIdx.x + s][1];
     }
     __syncthreads();
+  }
+}
+
+/// The sample (compareSampleIndex: in runs, spread where the runs find too
+/// few nonzeros) into out's kLogSum, kLogCount and kCarries: one block.
+__global__ void sampleKernel(const void *x, int32_t dt, const float *ref,
+                             int64_t n, float scale, double *out,
+                             float *factor) {
+  __shared__ double sh[kThreads][2];
+  sampleSums(sh, x, dt, ref, n, false);
+  // The same for every thread: all read sh[0] after the last barrier.
+  if (sh[0][1] < kCompareSampleMin) {
+    __syncthreads();
+    sampleSums(sh, x, dt, ref, n, true);
   }
   if (threadIdx.x == 0) {
     out[kLogSum] = sh[0][0];

@@ -1218,9 +1218,16 @@ def compare_stats_ref(x, r, scale):
     the floor rounded up to a float), the sums in float64."""
     x, r = x.reshape(-1), r.reshape(-1)
     n = r.size
+    # The sample (Math/Compare.h): runs of 64, every (n // 1024)-th run;
+    # every (n // 1024)-th element where the runs hold fewer than 256
+    # finite nonzero pairs.
     stride = max(1, n // 1024)
-    xs, rs = x[::stride], r[::stride]
-    ok = np.isfinite(xs) & np.isfinite(rs) & (xs != 0) & (rs != 0)
+    for sample in ((np.arange(n) // 64) % stride == 0, slice(None, None,
+                                                            stride)):
+        xs, rs = x[sample], r[sample]
+        ok = np.isfinite(xs) & np.isfinite(rs) & (xs != 0) & (rs != 0)
+        if ok.sum() >= 256:
+            break
     log_sum = np.sum(np.log(np.abs(xs[ok] / rs[ok])))
     log_count = ok.sum()
     carries = bool(scale != 1 and log_count and
@@ -1301,6 +1308,22 @@ def test_compare_stats(rt):
                                rtol=1e-6 if mag == 3 else 1e-12,
                                atol=1e-300), \
                 "compare_stats %s n %d: %s vs %s" % (dt, n, got, want)
+    # A sparse gradient under the loss scale (rows of 64, 1% of them set):
+    # the runs of the sample find too few nonzeros, the spread sample finds
+    # the scale.
+    rows = rt.rng.random(1600) < 0.01
+    rows[7] = True
+    r = np.repeat(rows, 64) * rt.rng.standard_normal(1600 * 64)
+    x = r * 65536.0 * (1 + 1e-3 * rt.rng.standard_normal(r.size))
+    xb, rb = rt.buf(x, "f32"), rt.buf(r, "f32")
+    mx, st = rt.empty((1,), "f32"), rt.empty((11,), "f64")
+    rt.ok("abs_max_finite", rb.ref, mx.ref)
+    rt.ok("compare_stats", xb.ref, rb.ref, mx.ref, C.c_float(65536.0),
+          st.ref, None)
+    want, _ = compare_stats_ref(xb.f64(), rb.f64(), 65536.0)
+    assert st.arr[7] == 1 and st.arr[6] == want[6] and \
+        np.allclose(st.arr[8:10], want[8:10], rtol=1e-6), \
+        "compare_stats, sparse: %s vs %s" % (st.arr, want)
     # A zero reference against tiny values: the squares of the differences
     # underflow in f32, so the kernel sums them in f64 (an error of 1, not
     # 0, for the value).

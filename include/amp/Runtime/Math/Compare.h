@@ -49,11 +49,24 @@ enum CompareStat : int {
 /// spelling for the host and the device.
 AMPRT_HD inline bool finiteD(double v) { return v - v == 0.0; }
 
-/// The sample of the scale detection: every stride-th element, about 1024
-/// (spread over the whole value: a sparse gradient, an embedding's with a
-/// few rows set, still has some of its nonzeros in it).
+/// The sample of the scale detection, about 1024 elements: first runs of
+/// kCompareSampleRun consecutive elements, every compareSampleStride(n)-th
+/// run (a few cache lines); where fewer than kCompareSampleMin of them are
+/// finite and nonzero in both x and ref (a sparse value: an embedding's
+/// gradient with a few rows set), instead every compareSampleStride(n)-th
+/// element, spread over the whole value.
+constexpr int64_t kCompareSampleRun = 64;
+constexpr double kCompareSampleMin = 256;
 AMPRT_HD inline int64_t compareSampleStride(int64_t n) {
   return n / 1024 > 1 ? n / 1024 : 1;
+}
+/// The index of the sample's element j (j from 0; a sample ends at its
+/// first index >= n): in runs (`spread` false) or spread.
+AMPRT_HD inline int64_t compareSampleIndex(int64_t j, int64_t stride,
+                                           bool spread) {
+  return spread ? j * stride
+                : j / kCompareSampleRun * stride * kCompareSampleRun +
+                      j % kCompareSampleRun;
 }
 
 /// Adds sampled element (x, r) to kLogSum and kLogCount when both are
@@ -75,10 +88,11 @@ AMPRT_HD inline void compareSample(double *acc, float xf, float rf) {
 /// sample instead of one per element. The same sum but for the rounding of
 /// the products (about sqrt(count) * 2^-53 of the log sum's terms).
 inline void compareSampleOnHost(const void *x, int32_t dt, const float *ref,
-                                int64_t n, double *acc) {
+                                int64_t n, double *acc, bool spread = false) {
   double product = 1;
-  int64_t exponent = 0, count = 0;
-  for (int64_t i = 0, stride = compareSampleStride(n); i < n; i += stride) {
+  int64_t exponent = 0, count = 0, stride = compareSampleStride(n);
+  for (int64_t j = 0, i = 0; (i = compareSampleIndex(j, stride, spread)) < n;
+       ++j) {
     double xv = loadF(x, dt, i), rv = ref[i];
     if (!(finiteD(xv) && finiteD(rv) && xv != 0 && rv != 0))
       continue;
@@ -90,6 +104,8 @@ inline void compareSampleOnHost(const void *x, int32_t dt, const float *ref,
     std::memcpy(&product, &bits, sizeof bits);
     ++count;
   }
+  if (!spread && double(count) < kCompareSampleMin)
+    return compareSampleOnHost(x, dt, ref, n, acc, true);
   acc[kLogSum] += double(exponent) * 0.69314718055994530942 + log(product);
   acc[kLogCount] += double(count);
 }
