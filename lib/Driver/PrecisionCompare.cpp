@@ -205,6 +205,11 @@ const RefValue *sameSizeRef(const Values &ref,
   return r && r->size() == numElements(*t.tensor) ? r : nullptr;
 }
 
+/// The bytes of record()'s f32 copy of value `t` (padded to 64).
+size_t copyBytes(const amprt_tensor &t) {
+  return (size_t(numElements(t)) * 4 + 63) / 64 * 64;
+}
+
 /// The bytes record() keeps of `prog`'s values when it copies them all
 /// (each named value the kernels compare as f32, with its largest).
 size_t keptBytes(exec::Program &prog) {
@@ -214,7 +219,7 @@ size_t keptBytes(exec::Program &prog) {
     for (const exec::Program::CallTensor &t : prog.callInfo(i).tensors)
       if (!t.value.empty() && comparable(t.tensor) &&
           seen.insert(t.value).second)
-        bytes += (size_t(numElements(*t.tensor)) * 4 + 63) / 64 * 64 + 4;
+        bytes += copyBytes(*t.tensor) + 4;
   return bytes;
 }
 
@@ -339,8 +344,7 @@ public:
       // would be.
       bool inPlace = t.dtype == AMPRT_F32 && !copy;
       if (!r.owned) {
-        int64_t n = numElements(t);
-        size_t bytes = inPlace ? 0 : (size_t(n) * 4 + 63) / 64 * 64;
+        size_t bytes = inPlace ? 0 : copyBytes(t);
         auto p = mem.alloc(bytes + 4);
         if (!p)
           return p.takeError();
