@@ -56,6 +56,18 @@ struct Avx2 {
   static bool none(Mask m) {
     return _mm256_testz_si256((__m256i)m, (__m256i)m);
   }
+  /// s + v * v, rounded once where the CPU has FMA.
+  /// The larger of a and b per lane (b where either is NaN).
+  static Floats max(Floats a, Floats b) {
+    return (Floats)_mm256_max_ps((__m256)a, (__m256)b);
+  }
+  static Floats squareAdd(Floats s, Floats v) {
+#ifdef __FMA__
+    return (Floats)_mm256_fmadd_ps((__m256)v, (__m256)v, (__m256)s);
+#else
+    return s + v * v;
+#endif
+  }
 };
 
 #ifdef AMPRT_HAVE_AVX512_COMPARE

@@ -11,11 +11,12 @@
 //===----------------------------------------------------------------------===//
 
 // GCC 12's AVX-512 conversion intrinsics pass an undefined source vector
-// to their masked builtins, which -Wmaybe-uninitialized takes for a read
-// (GCC PR 105593).
+// to their masked builtins, which -Wmaybe-uninitialized (and, in a
+// function not inlined, -Wuninitialized) takes for a read (GCC PR 105593).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include "CompareVectors.h"
 
@@ -42,6 +43,12 @@ struct Avx512 {
   }
   static bool none(Mask m) {
     return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0;
+  }
+  static Floats max(Floats a, Floats b) {
+    return (Floats)_mm512_max_ps((__m512)a, (__m512)b);
+  }
+  static Floats squareAdd(Floats s, Floats v) {
+    return (Floats)_mm512_fmadd_ps((__m512)v, (__m512)v, (__m512)s);
   }
 };
 

@@ -7,9 +7,12 @@
 // compare_stats' element statistics over a block, as vectors of V::kLanes
 // floats (Math/Compare.h's compareElementsOf on V::Floats): eight lanes on
 // AVX2 (Compare.cpp), sixteen on AVX-512 (CompareAvx512.cpp, compiled for
-// it and chosen at run time). Each lane sums kChunk elements in f32, then
-// adds that to its f64 sum (chunkSafe says when a chunk is summed in f64
-// instead); the counts are integers per lane, the largest error a float.
+// it and chosen at run time). A chunk of kChunk vectors is first taken as
+// finite (compareFiniteElementsOf: no selects, no overflow count), each
+// lane summing in f32 and counting in integers; where that pass does not
+// stand (an element not finite, f32 sums that could be wrong: chunkSafe)
+// the chunk runs again in full with f64 sums. A lane's chunk sums go to
+// its f64 sums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,18 +38,48 @@ constexpr int kChunk = 8;
 /// list would instantiate initializer_list members in both files).
 constexpr int kSums[] = {kSqRef, kSqDiff, kSumRel};
 constexpr int kCounts[] = {kCounted, kNonzero, kUnderflow, kOverflow};
+/// The counts of a chunk's finite pass (no overflow: no element is not
+/// finite where the pass stands).
+constexpr int kFiniteCounts[] = {kCounted, kNonzero, kUnderflow};
 
-/// The sums compareElementsOf adds to: of one chunk per lane in f32.
+/// One chunk's statistics per lane, its elements taken as finite
+/// (compareFiniteElementsOf): the sums in f32, the counts as integers (a
+/// mask is -1), the largest error, and the lanes whose difference x' - r
+/// was nonzero (an OR of |d|'s bits). Named members, not arrays by
+/// statistic: they stay in registers.
 template <typename V> struct ChunkF32 {
-  typename V::Floats s[kCompareStats] = {};
-  /// The lanes with a nonzero difference (x' - r) in the chunk.
-  typename V::Mask differs = {};
-  void square(int k, typename V::Floats v) {
-    s[k] += v * v;
-    if (k == kSqDiff)
-      differs |= v != typename V::Floats{};
+  using Floats = typename V::Floats;
+  using Mask = typename V::Mask;
+  Floats sqRef = {}, sqDiff = {}, sumRel = {}, largest = {};
+  Mask nonzero = {}, underflow = {}, counted = {}, differs = {};
+  Floats sum(int k) const {
+    return k == kSqRef ? sqRef : k == kSqDiff ? sqDiff : sumRel;
   }
-  void add(int k, typename V::Floats v) { s[k] += v; }
+  Mask count(int k) const {
+    return k == kNonzero ? nonzero : k == kUnderflow ? underflow : counted;
+  }
+};
+
+/// A ChunkF32 as compareFiniteElementsOf's (const) accumulator.
+template <typename V> struct ChunkAcc {
+  ChunkF32<V> *c;
+  void count(int k, typename V::Mask m) const {
+    (k == kNonzero     ? c->nonzero
+     : k == kUnderflow ? c->underflow
+                       : c->counted) -= m;
+  }
+  void square(int k, typename V::Floats v) const {
+    if (k == kSqRef) {
+      c->sqRef = V::squareAdd(c->sqRef, v);
+      return;
+    }
+    c->sqDiff = V::squareAdd(c->sqDiff, v);
+    c->differs |= (typename V::Mask)v & INT32_MAX;
+  }
+  void add(int, typename V::Floats v) const { c->sumRel += v; }
+  void max(int, typename V::Floats v) const {
+    c->largest = V::max(v, c->largest);
+  }
 };
 
 /// The sums per lane in f64 (each half of the lanes widened).
@@ -62,47 +95,98 @@ template <typename V> struct LanesF64 {
     s[k][1] += V::highHalf(v);
   }
   void add(const ChunkF32<V> &c, int k) {
-    s[k][0] += V::lowHalf(c.s[k]);
-    s[k][1] += V::highHalf(c.s[k]);
+    s[k][0] += V::lowHalf(c.sum(k));
+    s[k][1] += V::highHalf(c.sum(k));
   }
 };
 
-/// compareElementsOf's accumulator over a vector at a time: the counts as
-/// integers per lane (a mask is -1) and the largest in f32 (exact: a max
-/// of floats) when Counting, the sums into Sums.
-template <typename V, typename Sums, bool Counting> struct VectorAcc {
+/// compareElementsOf's accumulator over a vector at a time, for a chunk
+/// summed in f64: the counts as integers per lane, the largest in f32
+/// (exact: a max of floats), the sums into LanesF64.
+template <typename V> struct WideAcc {
   typename V::Mask *counts; // [kCompareStats]
   typename V::Floats *largest;
-  Sums *sums;
-  void count(int k, typename V::Mask c) const {
-    if constexpr (Counting)
-      counts[k] -= c;
-  }
+  LanesF64<V> *sums;
+  void count(int k, typename V::Mask c) const { counts[k] -= c; }
   void square(int k, typename V::Floats v) const { sums->square(k, v); }
   void add(int k, typename V::Floats v) const { sums->add(k, v); }
   void max(int, typename V::Floats v) const {
-    if constexpr (Counting)
-      *largest = v > *largest ? v : *largest;
+    *largest = v > *largest ? v : *largest;
   }
 };
 
-/// Whether a chunk's f32 sums are as good as f64's for the statistics
-/// (relative error at most kChunk ulps: every term is nonnegative): none
-/// overflowed; no lane whose reference had a nonzero element summed its
+/// Whether a chunk's finite pass stands for its statistics, its f32 sums
+/// as good as f64's (relative error at most kChunk ulps: every term is
+/// nonnegative): no sum is infinite or NaN (which they are where an element
+/// of x or ref is: r^2 or x' - r is then not finite, and where a square
+/// overflowed); no lane whose reference had a nonzero element summed its
 /// squares into f32's small range (|ref| below about 2^-30, where the
 /// squares of the differences would lose bits or underflow); and no lane
 /// with a nonzero difference summed its squares below 2^-100, where a
 /// square may have lost bits or become 0 (a tiny x against a zero
-/// reference). `nonzero`: the lanes' nonzero counts grew in the chunk.
-template <typename V>
-bool chunkSafe(const ChunkF32<V> &c, typename V::Mask nonzero) {
+/// reference).
+template <typename V> bool chunkSafe(const ChunkF32<V> &c) {
   using Floats = typename V::Floats;
   typename V::Mask bad = {};
   for (int k : kSums)
-    bad |= c.s[k] - c.s[k] != Floats{};
-  bad |= nonzero & (c.s[kSqRef] < Floats{} + 0x1p-60f);
-  bad |= c.differs & (c.s[kSqDiff] < Floats{} + 0x1p-100f);
+    bad |= c.sum(k) - c.sum(k) != Floats{};
+  bad |= (c.nonzero != typename V::Mask{}) & (c.sqRef < Floats{} + 0x1p-60f);
+  bad |= (c.differs != typename V::Mask{}) & (c.sqDiff < Floats{} + 0x1p-100f);
   return V::none(bad);
+}
+
+/// A chunk in full: compareElementsOf with f64 sums. Not inlined: a
+/// compiler would keep the first pass's vectors for it, in memory.
+template <typename V>
+__attribute__((noinline)) void
+compareChunkWide(const float *v, const float *r, float floor, float inv,
+                 typename V::Mask *counts, typename V::Floats &largest,
+                 LanesF64<V> &sums) {
+  using Floats = typename V::Floats;
+  constexpr int kLanes = V::kLanes;
+  WideAcc<V> wide{counts, &largest, &sums};
+  for (int c = 0; c < kChunk; ++c) {
+    Floats x, y;
+    std::memcpy(&x, v + c * kLanes, sizeof x);
+    std::memcpy(&y, r + c * kLanes, sizeof y);
+    compareElementsOf<Floats>(wide, x, y, floor, inv);
+  }
+}
+
+/// The statistics of v[0, n) against r[0, n), n a whole number of chunks,
+/// into counts, largest and sums: each chunk first as finite elements in
+/// f32, again in full (non-finite elements, f64 sums) where chunkSafe says
+/// the first pass does not stand. Scaled: inv is not 1 (else x' is x: no
+/// multiply).
+template <typename V, bool Scaled>
+void compareChunks(const float *v, const float *r, int64_t n, float floor,
+                   float inv, typename V::Mask *counts,
+                   typename V::Floats &largest, LanesF64<V> &sums) {
+  using Floats = typename V::Floats;
+  constexpr int kLanes = V::kLanes;
+  constexpr int64_t kStep = int64_t(kLanes) * kChunk;
+  float x1 = Scaled ? inv : 1.f;
+  auto load = [](const float *p) {
+    Floats f;
+    std::memcpy(&f, p, sizeof f);
+    return f;
+  };
+  for (int64_t i = 0; i < n; i += kStep) {
+    ChunkF32<V> chunk;
+    for (int c = 0; c < kChunk; ++c)
+      compareFiniteElementsOf<Floats>(ChunkAcc<V>{&chunk},
+                                      load(v + i + c * kLanes),
+                                      load(r + i + c * kLanes), floor, x1);
+    if (chunkSafe<V>(chunk)) {
+      for (int k : kFiniteCounts)
+        counts[k] += chunk.count(k);
+      largest = chunk.largest > largest ? chunk.largest : largest;
+      for (int k : kSums)
+        sums.add(chunk, k);
+      continue;
+    }
+    compareChunkWide<V>(v + i, r + i, floor, x1, counts, largest, sums);
+  }
 }
 
 } // namespace compare_vectors
@@ -126,30 +210,11 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
   Mask counts[kCompareStats] = {};
   Floats largest = {};
   LanesF64<V> sums;
-  constexpr int64_t kStep = int64_t(kLanes) * kChunk;
-  auto load = [](const float *p) {
-    Floats f;
-    std::memcpy(&f, p, sizeof f);
-    return f;
-  };
-  int64_t i = 0;
-  for (; i + kStep <= len; i += kStep) {
-    ChunkF32<V> chunk;
-    VectorAcc<V, ChunkF32<V>, true> acc{counts, &largest, &chunk};
-    Mask nonzero = counts[kNonzero];
-    for (int c = 0; c < kChunk; ++c)
-      compareElementsOf<Floats>(acc, load(v + i + c * kLanes),
-                                load(r + i + c * kLanes), floor, inv);
-    if (chunkSafe<V>(chunk, counts[kNonzero] != nonzero)) {
-      for (int k : kSums)
-        sums.add(chunk, k);
-      continue;
-    }
-    VectorAcc<V, LanesF64<V>, false> wide{counts, &largest, &sums};
-    for (int c = 0; c < kChunk; ++c)
-      compareElementsOf<Floats>(wide, load(v + i + c * kLanes),
-                                load(r + i + c * kLanes), floor, inv);
-  }
+  int64_t n = len / (int64_t(kLanes) * kChunk) * (int64_t(kLanes) * kChunk);
+  if (inv == 1.f)
+    compareChunks<V, false>(v, r, n, floor, inv, counts, largest, sums);
+  else
+    compareChunks<V, true>(v, r, n, floor, inv, counts, largest, sums);
   constexpr int kHalf = kLanes / 2;
   for (int l = 0; l < kLanes; ++l) {
     double *lane = lanes[l];
@@ -161,7 +226,7 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
       lane[k] = sums.s[k][l / kHalf][l % kHalf];
     lane[kMaxRel] = double(largest[l]);
   }
-  return i;
+  return n;
 }
 #endif
 

@@ -174,23 +174,20 @@ struct CompareSums {
   }
 };
 
-/// Adds element (x, r) to the statistics with x' = x * inv, where F is a
-/// float, or a vector of them whose lanes are elements (the CPU kernel's).
-/// floor: compareFloor. The element's arithmetic is in f32 (x, r and x' are
-/// floats; x' - r and |x' - r| / |r| are rounded once), the sums in f64
-/// (acc's count, square, add and max; a square is of the f32 value widened,
-/// so it cannot overflow). Without branches (an element that does not count
-/// adds zeros, which leaves every sum and the largest error as they are):
-/// selects, which a vector computes per lane.
+/// Adds element (x, r), both finite, to the statistics with x' = x * inv,
+/// where F is a float, or a vector of them whose lanes are elements (the
+/// CPU kernel's). floor: compareFloor. The element's arithmetic is in f32
+/// (x, r and x' are floats; x' - r and |x' - r| / |r| are rounded once),
+/// the sums in f64 (acc's count, square, add and max; a square is of the
+/// f32 value widened, so it cannot overflow). Without branches (an element
+/// that does not count adds zeros, which leaves every sum and the largest
+/// error as they are): selects, which a vector computes per lane. The CPU
+/// kernel runs this alone on a chunk first and keeps the chunk's results
+/// only where its f32 sums are finite, which they are not when an element
+/// is not (Compare.cpp).
 template <typename F, typename Acc>
-AMPRT_HD inline void compareElementsOf(const Acc &acc, F x, F r, float floor,
-                                       float inv) {
-  auto rFinite = r - r == F(), xFinite = x - x == F(),
-       xBad = x - x != F(); // NaN or an infinity, as !xFinite
-  auto both = rFinite & xFinite;
-  acc.count(kOverflow, rFinite & xBad);
-  r = both ? r : F();
-  x = both ? x : F();
+AMPRT_HD inline void compareFiniteElementsOf(const Acc &acc, F x, F r,
+                                             float floor, float inv) {
   acc.square(kSqRef, r);
   auto nonzero = r != F();
   acc.count(kNonzero, nonzero);
@@ -199,11 +196,25 @@ AMPRT_HD inline void compareElementsOf(const Acc &acc, F x, F r, float floor,
   acc.count(kCounted, counted);
   F d = x * inv - r;
   acc.square(kSqDiff, d);
-  // The division runs for every element (by 1 where it does not count).
-  F rel = compareAbs(d) / (counted ? compareAbs(r) : F() + 1.f);
-  rel = counted ? rel : F();
+  // Divided where it counts (a lane that does not takes 0; its quotient,
+  // 0 / 0 for a zero r, is not used).
+  F rel = counted ? compareAbs(d) / compareAbs(r) : F();
   acc.add(kSumRel, rel);
   acc.max(kMaxRel, rel);
+}
+
+/// Adds element (x, r) to the statistics: an element where ref is finite
+/// and x is not counts as an overflow; one where either is not finite
+/// counts as (0, 0), which adds to nothing but the finite count
+/// (compareFiniteElementsOf).
+template <typename F, typename Acc>
+AMPRT_HD inline void compareElementsOf(const Acc &acc, F x, F r, float floor,
+                                       float inv) {
+  auto rFinite = r - r == F(), xFinite = x - x == F(),
+       xBad = x - x != F(); // NaN or an infinity, as !xFinite
+  auto both = rFinite & xFinite;
+  acc.count(kOverflow, rFinite & xBad);
+  compareFiniteElementsOf(acc, both ? x : F(), both ? r : F(), floor, inv);
 }
 
 /// One element into acc[kCompareStats] (f64).
