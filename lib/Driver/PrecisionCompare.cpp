@@ -14,6 +14,8 @@
 #include "amp/Runtime/Math/Compare.h"
 #include "amp/Target/ONNX/ImportONNX.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -242,6 +244,52 @@ bool rerunnable(const exec::Program::CallInfo &info) {
   return lowPrecision;
 }
 
+/// Which of `prog`'s writes of named values a run needs to measure, per
+/// call and tensor: a write that another write of the same value (later in
+/// the program, or a later tensor of the same call) replaces is not, the
+/// value being compared as its last write leaves it, unless a call that
+/// `readsFactor` reads the value, or anything at its address (a view of
+/// it), in between: such a call uses what the comparison of the earlier
+/// write says of it (Comparison::compare's reruns). The fp32 run keeps
+/// each value's last write only (a null readsFactor).
+std::vector<llvm::SmallVector<bool, 4>>
+measuredWrites(exec::Program &prog,
+               bool (*readsFactor)(const exec::Program::CallInfo &)) {
+  std::vector<llvm::SmallVector<bool, 4>> measured(prog.numCalls());
+  // Values written later with no reader of their factor since, with the
+  // address of that later write; the names last written at an address.
+  llvm::StringMap<const void *> replaced;
+  llvm::DenseMap<const void *, llvm::SmallVector<llvm::StringRef, 2>> at;
+  for (size_t i = prog.numCalls(); i-- > 0;) {
+    const exec::Program::CallInfo &info = prog.callInfo(i);
+    measured[i].assign(info.tensors.size(), false);
+    for (size_t k = info.tensors.size(); k-- > 0;) {
+      const exec::Program::CallTensor &t = info.tensors[k];
+      if (!t.written || t.value.empty() || !t.tensor)
+        continue;
+      measured[i][k] = !replaced.count(t.value);
+      replaced[t.value] = t.tensor->data;
+      at[t.tensor->data].push_back(t.value);
+    }
+    if (!readsFactor || !readsFactor(info))
+      continue;
+    for (const exec::Program::CallTensor &t : info.tensors) {
+      if (!t.read || !t.tensor)
+        continue;
+      replaced.erase(t.value);
+      auto names = at.find(t.tensor->data);
+      if (names == at.end())
+        continue;
+      for (llvm::StringRef name : names->second)
+        if (auto it = replaced.find(name);
+            it != replaced.end() && it->second == t.tensor->data)
+          replaced.erase(it);
+      at.erase(names);
+    }
+  }
+  return measured;
+}
+
 llvm::Error kernelError(amprt_context *ctx, const char *what) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "precision comparison: %s: %s", what,
@@ -366,6 +414,8 @@ public:
         return kernelError(ctx, "keeping a value");
       return llvm::Error::success();
     };
+    // A value's last write is what the AMP run compares.
+    auto measured = measuredWrites(prog, nullptr);
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
       // A named value no call writes (a reshape the plan made a view of
@@ -378,8 +428,9 @@ public:
             return e;
       if (auto e = prog.runCall(i))
         return e;
-      for (const exec::Program::CallTensor &t : info.tensors)
-        if (t.written && !t.value.empty() && comparable(t.tensor))
+      for (auto [k, t] : llvm::enumerate(info.tensors))
+        if (t.written && !t.value.empty() && comparable(t.tensor) &&
+            measured[i][k])
           if (auto e = keep(t))
             return e;
     }
@@ -451,6 +502,9 @@ public:
         return kernelError(ctx, "comparing a value");
       return llvm::Error::success();
     };
+    // A write that a later one replaces is not compared (the comparison
+    // keeps a value's last), unless a rerun reads it in between.
+    auto measured = measuredWrites(prog, rerunnable);
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
       for (const auto &[address, value] : callWrites)
@@ -461,19 +515,21 @@ public:
       callWrites.clear();
       if (auto e = prog.runCall(i))
         return e;
-      for (const exec::Program::CallTensor &t : info.tensors) {
+      for (auto [k, t] : llvm::enumerate(info.tensors)) {
         if (!t.written || !t.tensor)
           continue;
         const RefValue *r = sameSizeRef(fp32, t);
         callWrites.push_back(
             {t.tensor->data,
              {r ? llvm::StringRef(t.value) : "", numElements(*t.tensor)}});
-        if (r) {
-          written.insert(t.value);
-          if (auto e = stats(t.tensor, *r, t.value,
-                             &rowFor(t.value, info, optimizer, opTypes), false))
+        if (!r)
+          continue;
+        written.insert(t.value);
+        // The row is the first writer's.
+        Row &row = rowFor(t.value, info, optimizer, opTypes);
+        if (measured[i][k])
+          if (auto e = stats(t.tensor, *r, t.value, &row, false))
             return e;
-        }
       }
       // The error the call adds: it runs once more on the fp32 values of
       // its inputs (rounded to its types).
