@@ -56,6 +56,22 @@ struct Avx2 {
   static bool none(Mask m) {
     return _mm256_testz_si256((__m256i)m, (__m256i)m);
   }
+  /// Whether it widens 16-bit floats itself (F16C for f16).
+#ifdef __F16C__
+  static constexpr bool kLoads16 = true;
+  static Floats loadF16(const uint16_t *p) {
+    return (Floats)_mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
+#else
+  static constexpr bool kLoads16 = false;
+  static Floats loadF16(const uint16_t *) { return Floats{}; }
+#endif
+  static Floats loadBf16(const uint16_t *p) {
+    __m256i w = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return (Floats)_mm256_slli_epi32(w, 16);
+  }
   /// s + v * v, rounded once where the CPU has FMA.
   /// The larger of a and b per lane (b where either is NaN).
   static Floats max(Floats a, Floats b) {
@@ -85,28 +101,38 @@ constexpr int kAvx512Lanes = 16;
 #endif
 #endif
 
-/// The element statistics of v[0, len) against r[0, len) added to `into`:
-/// as vectors (compareVectors: sixteen lanes where the CPU has AVX-512,
-/// else eight), then the tail one element at a time, merged in order.
-void compareBlock(const float *v, const float *r, int64_t len, float floor,
-                  float inv, double *into) {
-  int64_t i = 0;
+/// The element statistics of x's elements [lo, lo + len) against r[0, len)
+/// added to `into`: as vectors (compareVectors: sixteen lanes where the CPU
+/// has AVX-512, else eight; x read in its own dtype, or widened into buf
+/// first where they do not read it), then the tail one element at a time,
+/// merged in order.
+void compareBlock(T x, int64_t lo, int64_t len, const float *r, float floor,
+                  float inv, double *into, float *buf) {
+  const void *v = x->data;
+  int32_t dt = x->dtype;
+  int64_t at = lo, i = 0;
 #ifdef AMPRT_COMPARE_VEC
+  if (!compareReads<Avx2>(dt)) {
+    v = floatsOf(x, lo, len, buf);
+    dt = AMPRT_F32;
+    at = 0;
+  }
+  auto from = static_cast<const char *>(v) + at * amprt_dtype_size(dt);
   double lanes[kMaxCompareLanes][kCompareStats];
   int n = Avx2::kLanes;
 #ifdef AMPRT_HAVE_AVX512_COMPARE
   if (useAvx512()) {
-    i = amprt_compare_vectors_avx512(v, r, len, floor, inv, lanes);
+    i = amprt_compare_vectors_avx512(from, dt, r, len, floor, inv, lanes);
     n = kAvx512Lanes;
   } else
 #endif
-    i = compareVectors<Avx2>(v, r, len, floor, inv, lanes);
+    i = compareVectors<Avx2>(from, dt, r, len, floor, inv, lanes);
   for (int l = 0; l < n; ++l)
     compareMerge(into, lanes[l]);
 #endif
   double tail[kCompareStats] = {};
   for (; i < len; ++i)
-    compareElement(tail, v[i], r[i], floor, inv);
+    compareElement(tail, loadF(v, dt, at + i), r[i], floor, inv);
   compareMerge(into, tail);
 }
 
@@ -213,8 +239,8 @@ amprt_status amprt_compare_stats(amprt_context *ctx, T x, T ref, T ref_max,
       float buf[kBlock];
       for (int64_t b = b0; b < b1; ++b) {
         int64_t lo = b * kBlock, len = std::min(kBlock, n - lo);
-        compareBlock(floatsOf(x, lo, len, buf), r + lo, len, floor, inv,
-                     part.data() + b * kCompareStats);
+        compareBlock(x, lo, len, r + lo, floor, inv,
+                     part.data() + b * kCompareStats, buf);
       }
     });
     for (int64_t b = 0; b < blocks; ++b)

@@ -44,6 +44,16 @@ struct Avx512 {
   static bool none(Mask m) {
     return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0;
   }
+  static constexpr bool kLoads16 = true;
+  static Floats loadF16(const uint16_t *p) {
+    return (Floats)_mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  static Floats loadBf16(const uint16_t *p) {
+    __m512i w = _mm512_cvtepu16_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+    return (Floats)_mm512_slli_epi32(w, 16);
+  }
   static Floats max(Floats a, Floats b) {
     return (Floats)_mm512_max_ps((__m512)a, (__m512)b);
   }
@@ -54,10 +64,10 @@ struct Avx512 {
 
 } // namespace
 
-int64_t amprt_compare_vectors_avx512(const float *v, const float *r,
+int64_t amprt_compare_vectors_avx512(const void *v, int32_t dt, const float *r,
                                      int64_t len, float floor, float inv,
                                      double (*lanes)[kCompareStats]) {
-  return compareVectors<Avx512>(v, r, len, floor, inv, lanes);
+  return compareVectors<Avx512>(v, dt, r, len, floor, inv, lanes);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #ifdef AMPRT_COMPARE_VEC
 #include <immintrin.h>
 #endif
@@ -135,31 +136,47 @@ template <typename V> bool chunkSafe(const ChunkF32<V> &c) {
   return V::none(bad);
 }
 
+/// The V::kLanes elements of x (dtype Dt: f32, f16 or bf16) from element
+/// i, as floats (widened exactly).
+template <typename V, int32_t Dt>
+typename V::Floats loadX(const void *x, int64_t i) {
+  if constexpr (Dt == AMPRT_F32) {
+    typename V::Floats f;
+    std::memcpy(&f, static_cast<const float *>(x) + i, sizeof f);
+    return f;
+  } else if constexpr (Dt == AMPRT_F16) {
+    return V::loadF16(static_cast<const uint16_t *>(x) + i);
+  } else {
+    static_assert(Dt == AMPRT_BF16, "compareVectors reads f32, f16, bf16");
+    return V::loadBf16(static_cast<const uint16_t *>(x) + i);
+  }
+}
+
 /// A chunk in full: compareElementsOf with f64 sums. Not inlined: a
 /// compiler would keep the first pass's vectors for it, in memory.
-template <typename V>
+template <typename V, int32_t Dt>
 __attribute__((noinline)) void
-compareChunkWide(const float *v, const float *r, float floor, float inv,
-                 typename V::Mask *counts, typename V::Floats &largest,
-                 LanesF64<V> &sums) {
+compareChunkWide(const void *v, int64_t i, const float *r, float floor,
+                 float inv, typename V::Mask *counts,
+                 typename V::Floats &largest, LanesF64<V> &sums) {
   using Floats = typename V::Floats;
   constexpr int kLanes = V::kLanes;
   WideAcc<V> wide{counts, &largest, &sums};
   for (int c = 0; c < kChunk; ++c) {
-    Floats x, y;
-    std::memcpy(&x, v + c * kLanes, sizeof x);
-    std::memcpy(&y, r + c * kLanes, sizeof y);
-    compareElementsOf<Floats>(wide, x, y, floor, inv);
+    Floats y;
+    std::memcpy(&y, r + i + c * kLanes, sizeof y);
+    compareElementsOf<Floats>(wide, loadX<V, Dt>(v, i + c * kLanes), y, floor,
+                              inv);
   }
 }
 
 /// The statistics of v[0, n) against r[0, n), n a whole number of chunks,
 /// into counts, largest and sums: each chunk first as finite elements in
 /// f32, again in full (non-finite elements, f64 sums) where chunkSafe says
-/// the first pass does not stand. Scaled: inv is not 1 (else x' is x: no
-/// multiply).
-template <typename V, bool Scaled>
-void compareChunks(const float *v, const float *r, int64_t n, float floor,
+/// the first pass does not stand. v has dtype Dt; Scaled: inv is not 1
+/// (else x' is x: no multiply).
+template <typename V, int32_t Dt, bool Scaled>
+void compareChunks(const void *v, const float *r, int64_t n, float floor,
                    float inv, typename V::Mask *counts,
                    typename V::Floats &largest, LanesF64<V> &sums) {
   using Floats = typename V::Floats;
@@ -175,7 +192,7 @@ void compareChunks(const float *v, const float *r, int64_t n, float floor,
     ChunkF32<V> chunk;
     for (int c = 0; c < kChunk; ++c)
       compareFiniteElementsOf<Floats>(ChunkAcc<V>{&chunk},
-                                      load(v + i + c * kLanes),
+                                      loadX<V, Dt>(v, i + c * kLanes),
                                       load(r + i + c * kLanes), floor, x1);
     if (chunkSafe<V>(chunk)) {
       for (int k : kFiniteCounts)
@@ -185,7 +202,7 @@ void compareChunks(const float *v, const float *r, int64_t n, float floor,
         sums.add(chunk, k);
       continue;
     }
-    compareChunkWide<V>(v + i, r + i, floor, x1, counts, largest, sums);
+    compareChunkWide<V, Dt>(v, i, r, floor, x1, counts, largest, sums);
   }
 }
 
@@ -194,14 +211,22 @@ void compareChunks(const float *v, const float *r, int64_t n, float floor,
 /// The most lanes a compareVectors has.
 constexpr int kMaxCompareLanes = 16;
 
-/// The element statistics of v[0, n) against r[0, n) for the largest n <=
-/// len that is a whole number of chunks, lane l's into lanes[l] (zeroed
+/// Whether compareVectors reads dtype dt itself (else the caller widens it
+/// to f32 first).
+template <typename V> constexpr bool compareReads(int32_t dt) {
+  return dt == AMPRT_F32 ||
+         (V::kLoads16 && (dt == AMPRT_F16 || dt == AMPRT_BF16));
+}
+
+/// The element statistics of v[0, n) (dtype dt, compareReads) against
+/// r[0, n) for the largest n <= len that is a whole number of chunks, lane
+/// l's into lanes[l] (zeroed
 /// first; the caller merges them in order: the AVX-512 file calls no
 /// inline function that Compare.cpp compiles too, which the linker could
 /// take for both); returns n (the caller takes the tail).
 template <typename V>
-int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
-                       float inv, double (*lanes)[kCompareStats]) {
+int64_t compareVectors(const void *v, int32_t dt, const float *r, int64_t len,
+                       float floor, float inv, double (*lanes)[kCompareStats]) {
   static_assert(V::kLanes <= kMaxCompareLanes, "too many lanes");
   using namespace compare_vectors;
   using Floats = typename V::Floats;
@@ -211,10 +236,23 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
   Floats largest = {};
   LanesF64<V> sums;
   int64_t n = len / (int64_t(kLanes) * kChunk) * (int64_t(kLanes) * kChunk);
-  if (inv == 1.f)
-    compareChunks<V, false>(v, r, n, floor, inv, counts, largest, sums);
-  else
-    compareChunks<V, true>(v, r, n, floor, inv, counts, largest, sums);
+  auto run = [&](auto dtype) {
+    constexpr int32_t Dt = decltype(dtype)::value;
+    if (inv == 1.f)
+      compareChunks<V, Dt, false>(v, r, n, floor, inv, counts, largest, sums);
+    else
+      compareChunks<V, Dt, true>(v, r, n, floor, inv, counts, largest, sums);
+  };
+  if constexpr (V::kLoads16) {
+    if (dt == AMPRT_F16)
+      run(std::integral_constant<int32_t, AMPRT_F16>());
+    else if (dt == AMPRT_BF16)
+      run(std::integral_constant<int32_t, AMPRT_BF16>());
+    else
+      run(std::integral_constant<int32_t, AMPRT_F32>());
+  } else {
+    run(std::integral_constant<int32_t, AMPRT_F32>());
+  }
   constexpr int kHalf = kLanes / 2;
   for (int l = 0; l < kLanes; ++l) {
     double *lane = lanes[l];
@@ -236,8 +274,8 @@ int64_t compareVectors(const float *v, const float *r, int64_t len, float floor,
 /// AVX-512; call it only where the CPU has AVX-512 F, DQ, BW and VL). C
 /// linkage: that file declares nothing else outside its own namespace.
 extern "C" int64_t
-amprt_compare_vectors_avx512(const float *v, const float *r, int64_t len,
-                             float floor, float inv,
+amprt_compare_vectors_avx512(const void *v, int32_t dt, const float *r,
+                             int64_t len, float floor, float inv,
                              double (*lanes)[amprt::kCompareStats]);
 
 #endif // AMP_LIB_RUNTIME_COMPAREVECTORS_H
