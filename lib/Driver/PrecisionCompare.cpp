@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 using namespace amp;
 using namespace amp::driver;
@@ -461,6 +462,8 @@ public:
     }
     if (!std::isfinite(scale) || scale == 0)
       scale = 1;
+    for (auto &e : substitutes)
+      e.second.valid = false;
     // The step's comparisons, in order: (row, whether it measures the
     // error the node adds, else the error its value carries), one slot
     // each. Every tensor of a call may take three (its write, a view's
@@ -496,6 +499,8 @@ public:
       auto f = factorOf(value, optimizer);
       if (!f)
         return f.takeError();
+      // The value's factor changes: so do its substitutes.
+      invalidateSubstitutes(value, optimizer);
       amprt_tensor x = *t;
       if (amprt_compare_stats(ctx, &x, &r.t, &r.max, float(scale), slot, *f) !=
           AMPRT_OK)
@@ -581,6 +586,7 @@ public:
             if (amprt_memcpy(ctx, (*to)->data, (*from)->data, sizeof(float),
                              AMPRT_DEVICE_TO_DEVICE) != AMPRT_OK)
               return kernelError(ctx, "a view's factor");
+            invalidateSubstitutes(t.value, optimizer);
             continue;
           }
           if (auto e = stats(t.tensor, *r, t.value, nullptr, false))
@@ -596,24 +602,11 @@ public:
         const RefValue *r = substituted(t);
         if (!t.written && !r)
           continue;
-        auto p = scratch(ctx, bytesOf(*t.tensor), nscratch++);
+        auto p = t.written ? scratch(ctx, bytesOf(*t.tensor), nscratch++)
+                           : substitute(ctx, t, *r, optimizer, nscratch);
         if (!p)
           return p.takeError();
         data[k] = *p;
-        if (t.written)
-          continue;
-        // The fp32 value times the factor the AMP run's input has, rounded
-        // once to its type.
-        auto f = factorOf(t.value, optimizer);
-        if (!f)
-          return f.takeError();
-        amprt_tensor view = r->t;
-        view.rank = t.tensor->rank;
-        view.shape = t.tensor->shape;
-        amprt_tensor dst = *t.tensor;
-        dst.data = *p;
-        if (amprt_scale(ctx, &view, *f, 0, &dst) != AMPRT_OK)
-          return kernelError(ctx, "substituting an input");
       }
       if (auto e = prog.runCallWith(i, data))
         return e;
@@ -691,6 +684,22 @@ private:
   std::vector<float *> factorBlocks;
   size_t factorUsed = 0;
   static constexpr size_t kFactorBlock = 256;
+  /// Substituted inputs kept for the step's later reruns, by (optimizer
+  /// program, value, dtype), within substituteBudget bytes (CPU, side by
+  /// side: runCompared): valid until the value's factor changes (its next
+  /// comparison) or the program's next step.
+  struct Substitute {
+    void *data = nullptr;
+    size_t bytes = 0;
+    bool valid = false;
+  };
+  std::map<std::tuple<bool, std::string, int32_t>, Substitute> substitutes;
+  size_t substituteBytes = 0;
+
+public:
+  uint64_t substituteBudget = 0;
+
+private:
   /// A rerun's inputs and outputs, reused from call to call: each buffer
   /// and its capacity.
   std::vector<void *> scratchBuffers;
@@ -740,6 +749,60 @@ private:
       scratchBytes[k] = grown;
     }
     return scratchBuffers[k];
+  }
+  /// Input `t` of a rerun as the fp32 run's value `r` times the factor
+  /// the AMP run's input has, rounded once to its type: a kept substitute
+  /// (made now if it is not valid), or scratch buffer nscratch++.
+  llvm::Expected<void *> substitute(amprt_context *ctx,
+                                    const exec::Program::CallTensor &t,
+                                    const RefValue &r, bool optimizer,
+                                    size_t &nscratch) {
+    size_t bytes = bytesOf(*t.tensor);
+    auto key = std::make_tuple(optimizer, t.value, t.tensor->dtype);
+    Substitute *kept = nullptr;
+    if (auto it = substitutes.find(key); it != substitutes.end()) {
+      if (it->second.bytes >= bytes)
+        kept = &it->second;
+    } else if (substituteBytes + bytes <= substituteBudget) {
+      auto p = mem.alloc(bytes);
+      if (!p)
+        return p.takeError();
+      kept = &substitutes[key];
+      *kept = {*p, bytes, false};
+      substituteBytes += bytes;
+    }
+    if (kept && kept->valid)
+      return kept->data;
+    void *dst = kept ? kept->data : nullptr;
+    if (!dst) {
+      auto p = scratch(ctx, bytes, nscratch++);
+      if (!p)
+        return p.takeError();
+      dst = *p;
+    }
+    auto f = factorOf(t.value, optimizer);
+    if (!f)
+      return f.takeError();
+    amprt_tensor view = r.t;
+    view.rank = t.tensor->rank;
+    view.shape = t.tensor->shape;
+    amprt_tensor out = *t.tensor;
+    out.data = dst;
+    if (amprt_scale(ctx, &view, *f, 0, &out) != AMPRT_OK)
+      return kernelError(ctx, "substituting an input");
+    if (kept)
+      kept->valid = true;
+    return dst;
+  }
+  /// The kept substitutes of `value` (of the program) are stale.
+  void invalidateSubstitutes(llvm::StringRef value, bool optimizer) {
+    if (value.empty() || substitutes.empty())
+      return;
+    for (auto it = substitutes.lower_bound({optimizer, value.str(), INT32_MIN});
+         it != substitutes.end() && std::get<0>(it->first) == optimizer &&
+         std::get<1>(it->first) == value;
+         ++it)
+      it->second.valid = false;
   }
   Row &rowFor(llvm::StringRef value, const exec::Program::CallInfo &info,
               bool optimizer, const llvm::StringMap<std::string> &opTypes) {
@@ -985,6 +1048,9 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   b.ampMode = opts.mode;
   b.ampKeepFp32 = keep;
   cmp.rows.clear();
+  // Substitutes within the budget of the copies (each at most half of its
+  // value's f32 copy).
+  cmp.substituteBudget = budget / 2;
   cmp.staticScale = train.staticLossScale != 0 ? train.staticLossScale : 1.0;
   static const Values none;
   b.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
