@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 using namespace amprt;
 
@@ -50,6 +51,98 @@ amprt_status gradFloat(amprt_context *ctx, const char *k, T dy, T x, T dx,
                    o[i] = fn(in[0][i], in[1][i]);
                });
   return AMPRT_OK;
+}
+
+/// f(c) with c an integral_constant of `op`: a loop over binaryF(c, ...)
+/// is compiled per op (the switch folded, the loop vectorized) and chosen
+/// once per call, not per element.
+template <typename F> void withBin(Bin op, F &&f) {
+  switch (op) {
+#define AMPRT_BIN_CASE(X)                                                      \
+  case Bin::X:                                                                 \
+    return f(std::integral_constant<Bin, Bin::X>());
+    AMPRT_BIN_CASE(Add)
+    AMPRT_BIN_CASE(Sub)
+    AMPRT_BIN_CASE(Mul)
+    AMPRT_BIN_CASE(Div)
+    AMPRT_BIN_CASE(Mod)
+    AMPRT_BIN_CASE(Fmod)
+    AMPRT_BIN_CASE(Pow)
+    AMPRT_BIN_CASE(Min)
+    AMPRT_BIN_CASE(Max)
+#undef AMPRT_BIN_CASE
+  }
+}
+
+/// Elements [lo, lo + n) of a float tensor's data along a step of `step`
+/// (0: one element, broadcast; 1: dense) as floats with that step: the
+/// data itself for f32 with step 0 or 1, else widened into buf.
+const float *floatSpan(T t, int64_t lo, int64_t step, int64_t n, float *buf,
+                       int64_t &outStep) {
+  outStep = step == 0 ? 0 : 1;
+  if (t->dtype == AMPRT_F32 && (step == 0 || step == 1))
+    return static_cast<const float *>(t->data) + lo;
+  if (step == 0)
+    buf[0] = loadF(t->data, t->dtype, lo);
+  else if (step == 1)
+    widenBlock(t->data, t->dtype, lo, n, buf);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      buf[i] = loadF(t->data, t->dtype, lo + i * step);
+  return buf;
+}
+
+/// Whether the bytes of a and b overlap.
+bool overlapping(T a, T b) {
+  auto *pa = static_cast<const char *>(a->data);
+  auto *pb = static_cast<const char *>(b->data);
+  size_t na = size_t(numel(a)) * amprt_dtype_size(a->dtype),
+         nb = size_t(numel(b)) * amprt_dtype_size(b->dtype);
+  return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/// A float binary op under broadcasting, row by row: each row in pieces
+/// widened into (and rounded from) buffers on the stack, the loop over a
+/// piece chosen by which operand is broadcast along it. The same
+/// arithmetic as element by element. Not for an output that overlaps an
+/// input broadcast into it (a row would read what an earlier one wrote).
+void binaryRows(Bin op, T a, T b, T y, const Shape &so) {
+  Shape st[2] = {broadcastStrides(shapeOf(a), so),
+                 broadcastStrides(shapeOf(b), so)};
+  withBin(op, [&](auto c) {
+    parallelFor(
+        broadcastRows(so), 4.0 * double(numel(so)),
+        [&](int64_t r0, int64_t r1) {
+          constexpr int64_t kPiece = 1024;
+          float ba[kPiece], bb[kPiece], by[kPiece];
+          forEachBroadcastRowSpan<2>(
+              so, st, r0, r1,
+              [&](int64_t o, const int64_t *off, const int64_t *istr,
+                  int64_t inner) {
+                for (int64_t p = 0; p < inner; p += kPiece) {
+                  int64_t n = std::min(kPiece, inner - p), sa, sb;
+                  const float *xa =
+                      floatSpan(a, off[0] + p * istr[0], istr[0], n, ba, sa);
+                  const float *xb =
+                      floatSpan(b, off[1] + p * istr[1], istr[1], n, bb, sb);
+                  bool direct = y->dtype == AMPRT_F32;
+                  float *yo =
+                      direct ? static_cast<float *>(y->data) + o + p : by;
+                  if (sa && sb)
+                    for (int64_t i = 0; i < n; ++i)
+                      yo[i] = binaryF(c, xa[i], xb[i]);
+                  else if (sa)
+                    for (int64_t i = 0; i < n; ++i)
+                      yo[i] = binaryF(c, xa[i], xb[0]);
+                  else
+                    for (int64_t i = 0; i < n; ++i)
+                      yo[i] = binaryF(c, xa[0], sb ? xb[i] : xb[0]);
+                  if (!direct)
+                    narrowBlock(by, y->data, y->dtype, o + p, n);
+                }
+              });
+        });
+  });
 }
 
 template <typename V, typename F>
@@ -106,14 +199,23 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
     AMPRT_TRY(checkShape(ctx, k, "y", y, so));
     if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype) &&
         shapeOf(a) == so && shapeOf(b) == so) {
-      mapBlocks<2>({a, b}, y, 4,
-                   [&](const float *const *in, float *o, int64_t n) {
-                     for (int64_t i = 0; i < n; ++i)
-                       o[i] = binaryF(op, in[0][i], in[1][i]);
-                   });
+      withBin(op, [&](auto c) {
+        mapBlocks<2>({a, b}, y, 4,
+                     [&](const float *const *in, float *o, int64_t n) {
+                       for (int64_t i = 0; i < n; ++i)
+                         o[i] = binaryF(c, in[0][i], in[1][i]);
+                     });
+      });
       return AMPRT_OK;
     }
-    if (isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype)) {
+    bool floats =
+        isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype);
+    if (floats && !(shapeOf(a) != so && overlapping(a, y)) &&
+        !(shapeOf(b) != so && overlapping(b, y))) {
+      binaryRows(op, a, b, y, so);
+      return AMPRT_OK;
+    }
+    if (floats) {
       F32In ia(a), ib(b);
       F32Out out(y);
       binaryLoop<float>(shapeOf(a), shapeOf(b), so, ia.p, ib.p, out.p,

@@ -208,12 +208,14 @@ void mapBlocks(const amprt_tensor *const (&ins)[K], const amprt_tensor *out,
 /// Index i of an i64 / i32 tensor.
 int64_t indexAt(const amprt_tensor *idx, int64_t i);
 
-/// Calls f(outIndex, off[0..k)) for every element of the rows [r0, r1) of
-/// `out` (a row: the last dim), where off[j] is the element offset into
-/// input j under broadcasting.
+/// Calls f(o, off, istr, inner) for each row [r0, r1) of `out` (a row: the
+/// last dim, `inner` elements from output element o), where off[j] is the
+/// element offset into input j of the row's first element under
+/// broadcasting and istr[j] input j's step along the row (0 or 1 for a
+/// dense input).
 template <int K, typename F>
-void forEachBroadcastRows(const Shape &out, const Shape (&strides)[K],
-                          int64_t r0, int64_t r1, F &&f) {
+void forEachBroadcastRowSpan(const Shape &out, const Shape (&strides)[K],
+                             int64_t r0, int64_t r1, F &&f) {
   int64_t rank = int64_t(out.size());
   if (numel(out) == 0 || r0 >= r1)
     return;
@@ -231,14 +233,8 @@ void forEachBroadcastRows(const Shape &out, const Shape (&strides)[K],
   for (int j = 0; j < K; ++j)
     istr[j] = rank ? strides[j][size_t(rank - 1)] : 0;
   for (int64_t o = r0 * inner, end = r1 * inner; o < end; o += inner) {
-    int64_t cur[K];
-    for (int j = 0; j < K; ++j)
-      cur[j] = off[j];
-    for (int64_t i = 0; i < inner; ++i) {
-      f(o + i, cur);
-      for (int j = 0; j < K; ++j)
-        cur[j] += istr[j];
-    }
+    f(o, static_cast<const int64_t *>(off), static_cast<const int64_t *>(istr),
+      inner);
     // Advance the outer index (all dims but the last).
     for (int64_t d = rank - 2; d >= 0; --d) {
       ++idx[size_t(d)];
@@ -251,6 +247,26 @@ void forEachBroadcastRows(const Shape &out, const Shape (&strides)[K],
       idx[size_t(d)] = 0;
     }
   }
+}
+
+/// Calls f(outIndex, off[0..k)) for every element of the rows [r0, r1) of
+/// `out` (a row: the last dim), where off[j] is the element offset into
+/// input j under broadcasting.
+template <int K, typename F>
+void forEachBroadcastRows(const Shape &out, const Shape (&strides)[K],
+                          int64_t r0, int64_t r1, F &&f) {
+  forEachBroadcastRowSpan<K>(
+      out, strides, r0, r1,
+      [&](int64_t o, const int64_t *off, const int64_t *istr, int64_t inner) {
+        int64_t cur[K];
+        for (int j = 0; j < K; ++j)
+          cur[j] = off[j];
+        for (int64_t i = 0; i < inner; ++i) {
+          f(o + i, static_cast<const int64_t *>(cur));
+          for (int j = 0; j < K; ++j)
+            cur[j] += istr[j];
+        }
+      });
 }
 
 /// The rows of `out` under broadcasting.
