@@ -166,6 +166,40 @@ def test_binary_broadcast(rt):
              rt.empty((3, 4), "i64").ref, match="division by zero")
 
 
+def test_binary_rows(rt):
+    """Float binary kernels under broadcasting, row by row in pieces
+    (Elementwise.cpp's binaryRows): rows longer than a piece, either operand
+    broadcast along a row, mixed dtypes, the output written over an input.
+    Each element is the f32 op of the widened inputs rounded once into y's
+    dtype: bit for bit against numpy's float32."""
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+           "div": np.divide, "min": np.minimum, "max": np.maximum}
+    shapes = [((3, 1), (1, 2500)), ((2, 3000), (3000,)), ((2, 3000), (2, 1)),
+              ((2500,), ()), ((), (2, 1100)), ((4, 1, 3), (5, 1))]
+    dts = (("f16", "f16", "f16"), ("f16", "f32", "bf16"),
+           ("f32", "bf16", "f32"), ("bf16", "f16", "f16"))
+    for name, f in ops.items():
+        for sa, sb in shapes:
+            for da, db, dy in dts:
+                a, b = rt.randn(sa, da), rt.randn(sb, db)
+                if name == "div":
+                    b = rt.uniform(sb, db, 0.5, 2)
+                so = np.broadcast_shapes(sa, sb)
+                y = rt.empty(so, dy)
+                rt.ok(name, a.ref, b.ref, y.ref)
+                want = quantize(f(a.f64().astype(np.float32),
+                                  b.f64().astype(np.float32)), dy)
+                rt.equal("%s %s%s %s%s -> %s" % (name, sa, da, sb, db, dy),
+                         y.f64(), want)
+    # The output over the operand of its shape (an in-place plan).
+    for dt in FLOATS:
+        a, b = rt.randn((3, 2000), dt), rt.randn((2000,), dt)
+        want = quantize(a.f64().astype(np.float32) +
+                        b.f64().astype(np.float32), dt)
+        rt.ok("add", a.ref, b.ref, a.ref)
+        rt.equal("add in place " + dt, a.f64(), want)
+
+
 GRADS = {
     "relu_grad": (lambda x: np.maximum(x, 0), False),
     "sigmoid_grad": (lambda x: 1 / (1 + np.exp(-x)), True),
