@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 using namespace amprt;
@@ -33,12 +34,26 @@ void amprt::gatherStrided(T x, T y, const Shape &so, const Shape &strides,
   auto *src = static_cast<const char *>(x->data) + base * int64_t(es);
   Shape st[1] = {strides};
   // One element type per width, so that each copy is a load and a store.
+  // Row by row: a row contiguous in x (a head split's or merge's last
+  // dim) is one copy.
   byElementSize(es, [&](auto element) {
     using E = decltype(element);
     auto *in = reinterpret_cast<const E *>(src);
     auto *out = static_cast<E *>(y->data);
-    parallelForEachBroadcast<1>(
-        so, st, 1, [&](int64_t o, const int64_t *off) { out[o] = in[off[0]]; });
+    parallelFor(
+        broadcastRows(so), double(numel(so)), [&](int64_t r0, int64_t r1) {
+          forEachBroadcastRowSpan<1>(so, st, r0, r1,
+                                     [&](int64_t o, const int64_t *off,
+                                         const int64_t *istr, int64_t inner) {
+                                       if (istr[0] == 1) {
+                                         std::memcpy(out + o, in + off[0],
+                                                     size_t(inner) * sizeof(E));
+                                         return;
+                                       }
+                                       for (int64_t i = 0; i < inner; ++i)
+                                         out[o + i] = in[off[0] + i * istr[0]];
+                                     });
+        });
   });
 }
 
