@@ -510,36 +510,23 @@ public:
     // A write that a later one replaces is not compared (the comparison
     // keeps a value's last), unless a rerun reads it in between.
     auto measured = measuredWrites(prog, rerunnable);
-    for (size_t i = 0; i < prog.numCalls(); ++i) {
+    // The last call whose rerun reads each (value, dtype): a write of it
+    // before then makes that rerun's input while comparing.
+    std::map<std::pair<std::string, int32_t>, size_t> lastReader;
+    if (substituteBudget)
+      for (size_t i = 0; i < prog.numCalls(); ++i)
+        if (const exec::Program::CallInfo &info = prog.callInfo(i);
+            rerunnable(info))
+          for (const exec::Program::CallTensor &t : info.tensors)
+            if (t.read && !t.written && t.tensor && !t.value.empty())
+              lastReader[{t.value, t.tensor->dtype}] = i;
+    // Runs call i once more on the fp32 values of its inputs, where it
+    // computes in 16 bits and can: into `data` (the buffers of its
+    // tensors, its outputs' among them), left empty where it does not.
+    auto rerun = [&](size_t i, std::vector<void *> &data) -> llvm::Error {
       const exec::Program::CallInfo &info = prog.callInfo(i);
-      for (const auto &[address, value] : callWrites)
-        if (value.first.empty())
-          lastWrite.erase(address);
-        else
-          lastWrite[address] = value;
-      callWrites.clear();
-      if (auto e = prog.runCall(i))
-        return e;
-      for (auto [k, t] : llvm::enumerate(info.tensors)) {
-        if (!t.written || !t.tensor)
-          continue;
-        const RefValue *r = sameSizeRef(fp32, t);
-        callWrites.push_back(
-            {t.tensor->data,
-             {r ? llvm::StringRef(t.value) : "", numElements(*t.tensor)}});
-        if (!r)
-          continue;
-        written.insert(t.value);
-        // The row is the first writer's.
-        Row &row = rowFor(t.value, info, optimizer, opTypes);
-        if (measured[i][k])
-          if (auto e = stats(t.tensor, *r, t.value, &row, false))
-            return e;
-      }
-      // The error the call adds: it runs once more on the fp32 values of
-      // its inputs (rounded to its types).
       if (!rerunnable(info))
-        continue;
+        return llvm::Error::success();
       // Substituted inputs: those the fp32 run has a value of that size.
       auto substituted = [&](const exec::Program::CallTensor &t) {
         return t.read ? sameSizeRef(fp32, t) : nullptr;
@@ -565,7 +552,7 @@ public:
               w.written && t.tensor && w.tensor && overlap(t.tensor, w.tensor);
       }
       if (!anyInput || clobbered)
-        continue;
+        return llvm::Error::success();
       // A value no AMP call wrote: a view of a written one has its factor
       // (the same bytes); of another (a graph input), whether it carries the
       // loss scale is read from it, once.
@@ -596,7 +583,7 @@ public:
       // outputs to, buffers of the comparison's (Program::runCallWith): the
       // run's own are neither read nor overwritten, so nothing is saved or
       // put back. (A fresh output is written whole by its call.)
-      std::vector<void *> data(info.tensors.size(), nullptr);
+      data.assign(info.tensors.size(), nullptr);
       size_t nscratch = 0;
       for (auto [k, t] : llvm::enumerate(info.tensors)) {
         const RefValue *r = substituted(t);
@@ -608,19 +595,60 @@ public:
           return p.takeError();
         data[k] = *p;
       }
-      if (auto e = prog.runCallWith(i, data))
+      return prog.runCallWith(i, data);
+    };
+    for (size_t i = 0; i < prog.numCalls(); ++i) {
+      const exec::Program::CallInfo &info = prog.callInfo(i);
+      for (const auto &[address, value] : callWrites)
+        if (value.first.empty())
+          lastWrite.erase(address);
+        else
+          lastWrite[address] = value;
+      callWrites.clear();
+      if (auto e = prog.runCall(i))
         return e;
-      // The rerun's outputs: the error the node adds. Its own factor: the
-      // run's value may be non-finite, so compare_stats says it from this
-      // one (into a scratch factor, leaving the run's).
-      for (auto [k, t] : llvm::enumerate(info.tensors))
-        if (const RefValue *r = t.written ? sameSizeRef(fp32, t) : nullptr) {
+      // The error the call adds: it runs once more on the fp32 values of
+      // its inputs (rounded to its types), before its outputs are compared,
+      // so that each output's fp32 value is read by both comparisons (and
+      // its substitute for later reruns) at once.
+      std::vector<void *> rerunData;
+      if (auto e = rerun(i, rerunData))
+        return e;
+      for (auto [k, t] : llvm::enumerate(info.tensors)) {
+        if (!t.written || !t.tensor)
+          continue;
+        const RefValue *r = sameSizeRef(fp32, t);
+        callWrites.push_back(
+            {t.tensor->data,
+             {r ? llvm::StringRef(t.value) : "", numElements(*t.tensor)}});
+        if (!r)
+          continue;
+        written.insert(t.value);
+        // The row is the first writer's.
+        Row &row = rowFor(t.value, info, optimizer, opTypes);
+        if (measured[i][k])
+          if (auto e = stats(t.tensor, *r, t.value, &row, false))
+            return e;
+        // The rerun's output: the error the node adds. Its own factor: the
+        // run's value may be non-finite, so compare_stats says it from this
+        // one (into a scratch factor, leaving the run's).
+        if (!rerunData.empty()) {
           amprt_tensor out = *t.tensor;
-          out.data = data[k];
-          if (auto e = stats(&out, *r, "",
-                             &rowFor(t.value, info, optimizer, opTypes), true))
+          out.data = rerunData[k];
+          if (auto e = stats(&out, *r, "", &row, true))
             return e;
         }
+        // A later rerun's input, made while the fp32 value is at hand.
+        if (measured[i][k])
+          if (auto it = lastReader.find({t.value, t.tensor->dtype});
+              it != lastReader.end() && it->second > i) {
+            size_t none = 0;
+            if (auto p = substitute(ctx, t, *r, optimizer, none,
+                                    /*onlyKept=*/true);
+                !p)
+              return p.takeError();
+          }
+      }
     }
     // The step's statistics, in one copy. A value written by several calls
     // (a sum scattered into its buffer) is compared as its last call leaves
@@ -752,11 +780,12 @@ private:
   }
   /// Input `t` of a rerun as the fp32 run's value `r` times the factor
   /// the AMP run's input has, rounded once to its type: a kept substitute
-  /// (made now if it is not valid), or scratch buffer nscratch++.
+  /// (made now if it is not valid), or scratch buffer nscratch++ (with
+  /// `onlyKept`, nothing: null).
   llvm::Expected<void *> substitute(amprt_context *ctx,
                                     const exec::Program::CallTensor &t,
                                     const RefValue &r, bool optimizer,
-                                    size_t &nscratch) {
+                                    size_t &nscratch, bool onlyKept = false) {
     size_t bytes = bytesOf(*t.tensor);
     auto key = std::make_tuple(optimizer, t.value, t.tensor->dtype);
     Substitute *kept = nullptr;
@@ -773,6 +802,8 @@ private:
     }
     if (kept && kept->valid)
       return kept->data;
+    if (!kept && onlyKept)
+      return nullptr;
     void *dst = kept ? kept->data : nullptr;
     if (!dst) {
       auto p = scratch(ctx, bytes, nscratch++);
@@ -1023,6 +1054,10 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
       budget = std::min(ms.device_total / 32, ms.device_free / 8);
   }
   std::optional<bool> copyProgram[2];
+  // Side by side, each run's kernels take half of the CPU threads (the two
+  // runs are the process's work: with all of them each, their parallel
+  // regions wait for threads the other run holds); in turn, all of them.
+  int32_t cpuThreads = amprt_cpu_threads();
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
     auto t0 = std::chrono::steady_clock::now();
@@ -1032,6 +1067,9 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
       // Side by side when both programs are copied (each decided once).
       cmp.overlapped =
           copyProgram[0].value_or(true) && copyProgram[1].value_or(true);
+      if (train.device == "cpu")
+        amprt_cpu_set_threads(cmp.overlapped ? std::max(1, cpuThreads / 2)
+                                             : cpuThreads);
     }
     Values values;
     if (auto e = cmp.record(prog, ctx, *copy, values))
@@ -1077,6 +1115,7 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
                                               : llvm::Error::success();
   lockstep.stop();
   fp32.join();
+  amprt_cpu_set_threads(cpuThreads);
   llvm::Error fp32Error = lockstep.takeFp32Error();
   // The fp32 run's own failure says more than the AMP run's stop.
   if (fp32Error) {
