@@ -256,37 +256,49 @@ bool rerunnable(const exec::Program::CallInfo &info) {
 std::vector<llvm::SmallVector<bool, 4>>
 measuredWrites(exec::Program &prog,
                bool (*readsFactor)(const exec::Program::CallInfo &)) {
-  std::vector<llvm::SmallVector<bool, 4>> measured(prog.numCalls());
-  // Values written later with no reader of their factor since, with the
-  // address of that later write; the names last written at an address.
-  llvm::StringMap<const void *> replaced;
-  llvm::DenseMap<const void *, llvm::SmallVector<llvm::StringRef, 2>> at;
-  for (size_t i = prog.numCalls(); i-- > 0;) {
+  size_t n = prog.numCalls();
+  std::vector<llvm::SmallVector<bool, 4>> measured(n);
+  // What each call that reads factors reads by address: the value last
+  // written where it reads (a view of it, whatever its later writes'
+  // addresses), as the comparison finds it.
+  std::vector<llvm::SmallVector<llvm::StringRef, 2>> viewed(n);
+  if (readsFactor) {
+    llvm::DenseMap<const void *, llvm::StringRef> lastAt;
+    for (size_t i = 0; i < n; ++i) {
+      const exec::Program::CallInfo &info = prog.callInfo(i);
+      if (readsFactor(info))
+        for (const exec::Program::CallTensor &t : info.tensors)
+          if (t.read && t.tensor)
+            if (auto it = lastAt.find(t.tensor->data); it != lastAt.end())
+              viewed[i].push_back(it->second);
+      for (const exec::Program::CallTensor &t : info.tensors)
+        if (t.written && t.tensor) {
+          if (t.value.empty())
+            lastAt.erase(t.tensor->data);
+          else
+            lastAt[t.tensor->data] = t.value;
+        }
+    }
+  }
+  // Values written later with no reader of their factor since.
+  llvm::StringSet<> replaced;
+  for (size_t i = n; i-- > 0;) {
     const exec::Program::CallInfo &info = prog.callInfo(i);
     measured[i].assign(info.tensors.size(), false);
     for (size_t k = info.tensors.size(); k-- > 0;) {
       const exec::Program::CallTensor &t = info.tensors[k];
       if (!t.written || t.value.empty() || !t.tensor)
         continue;
-      measured[i][k] = !replaced.count(t.value);
-      replaced[t.value] = t.tensor->data;
-      at[t.tensor->data].push_back(t.value);
+      measured[i][k] = !replaced.contains(t.value);
+      replaced.insert(t.value);
     }
     if (!readsFactor || !readsFactor(info))
       continue;
-    for (const exec::Program::CallTensor &t : info.tensors) {
-      if (!t.read || !t.tensor)
-        continue;
-      replaced.erase(t.value);
-      auto names = at.find(t.tensor->data);
-      if (names == at.end())
-        continue;
-      for (llvm::StringRef name : names->second)
-        if (auto it = replaced.find(name);
-            it != replaced.end() && it->second == t.tensor->data)
-          replaced.erase(it);
-      at.erase(names);
-    }
+    for (const exec::Program::CallTensor &t : info.tensors)
+      if (t.read)
+        replaced.erase(t.value);
+    for (llvm::StringRef name : viewed[i])
+      replaced.erase(name);
   }
   return measured;
 }
@@ -1057,6 +1069,8 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   // Side by side, each run's kernels take half of the CPU threads (the two
   // runs are the process's work: with all of them each, their parallel
   // regions wait for threads the other run holds); in turn, all of them.
+  // Reruns' substitutes are kept within half the copies' budget (each at
+  // most half of its value's f32 copy).
   int32_t cpuThreads = amprt_cpu_threads();
   a.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
                      bool optimizer, const llvm::StringMap<std::string> &) {
@@ -1067,9 +1081,14 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
       // Side by side when both programs are copied (each decided once).
       cmp.overlapped =
           copyProgram[0].value_or(true) && copyProgram[1].value_or(true);
-      if (train.device == "cpu")
-        amprt_cpu_set_threads(cmp.overlapped ? std::max(1, cpuThreads / 2)
-                                             : cpuThreads);
+      // The threads and the substitutes' budget are set at the first
+      // program's decision, before the AMP run starts (it waits for that
+      // program), and kept: a later change would land in the middle of
+      // the AMP run's step.
+      if (!copyProgram[!optimizer] && *copy && train.device == "cpu") {
+        amprt_cpu_set_threads(std::max(1, cpuThreads / 2));
+        cmp.substituteBudget = budget / 2;
+      }
     }
     Values values;
     if (auto e = cmp.record(prog, ctx, *copy, values))
@@ -1086,9 +1105,6 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   b.ampMode = opts.mode;
   b.ampKeepFp32 = keep;
   cmp.rows.clear();
-  // Substitutes within the budget of the copies (each at most half of its
-  // value's f32 copy).
-  cmp.substituteBudget = budget / 2;
   cmp.staticScale = train.staticLossScale != 0 ? train.staticLossScale : 1.0;
   static const Values none;
   b.stepRunner = [&](exec::Program &prog, amprt_context *ctx, int64_t step,
@@ -1116,6 +1132,7 @@ llvm::Error runCompared(const TrainOptions &train, const CompareOptions &opts,
   lockstep.stop();
   fp32.join();
   amprt_cpu_set_threads(cpuThreads);
+  cmp.substituteBudget = 0;
   llvm::Error fp32Error = lockstep.takeFp32Error();
   // The fp32 run's own failure says more than the AMP run's stop.
   if (fp32Error) {

@@ -72,11 +72,11 @@ struct Avx2 {
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     return (Floats)_mm256_slli_epi32(w, 16);
   }
-  /// s + v * v, rounded once where the CPU has FMA.
   /// The larger of a and b per lane (b where either is NaN).
   static Floats max(Floats a, Floats b) {
     return (Floats)_mm256_max_ps((__m256)a, (__m256)b);
   }
+  /// s + v * v, rounded once where the CPU has FMA.
   static Floats squareAdd(Floats s, Floats v) {
 #ifdef __FMA__
     return (Floats)_mm256_fmadd_ps((__m256)v, (__m256)v, (__m256)s);

@@ -103,46 +103,70 @@ bool overlapping(T a, T b) {
 
 /// A float binary op under broadcasting, row by row: each row in pieces
 /// widened into (and rounded from) buffers on the stack, the loop over a
-/// piece chosen by which operand is broadcast along it. The same
-/// arithmetic as element by element. Not for an output that overlaps an
-/// input broadcast into it (a row would read what an earlier one wrote).
+/// piece chosen by which operand is broadcast along it; the rows split
+/// among the threads, or, when there are few, each row's pieces. The same
+/// arithmetic as element by element. For an output that overlaps no input,
+/// or is one of them (the same bytes, shape and dtype).
 void binaryRows(Bin op, T a, T b, T y, const Shape &so) {
   Shape st[2] = {broadcastStrides(shapeOf(a), so),
                  broadcastStrides(shapeOf(b), so)};
+  constexpr int64_t kPiece = 1024;
+  int64_t rows = broadcastRows(so), inner = so.empty() ? 1 : so.back();
+  int64_t pieces = (inner + kPiece - 1) / kPiece;
   withBin(op, [&](auto c) {
-    parallelFor(
-        broadcastRows(so), 4.0 * double(numel(so)),
-        [&](int64_t r0, int64_t r1) {
-          constexpr int64_t kPiece = 1024;
-          float ba[kPiece], bb[kPiece], by[kPiece];
-          forEachBroadcastRowSpan<2>(
-              so, st, r0, r1,
-              [&](int64_t o, const int64_t *off, const int64_t *istr,
-                  int64_t inner) {
-                for (int64_t p = 0; p < inner; p += kPiece) {
-                  int64_t n = std::min(kPiece, inner - p), sa, sb;
-                  const float *xa =
-                      floatSpan(a, off[0] + p * istr[0], istr[0], n, ba, sa);
-                  const float *xb =
-                      floatSpan(b, off[1] + p * istr[1], istr[1], n, bb, sb);
-                  bool direct = y->dtype == AMPRT_F32;
-                  float *yo =
-                      direct ? static_cast<float *>(y->data) + o + p : by;
-                  if (sa && sb)
-                    for (int64_t i = 0; i < n; ++i)
-                      yo[i] = binaryF(c, xa[i], xb[i]);
-                  else if (sa)
-                    for (int64_t i = 0; i < n; ++i)
-                      yo[i] = binaryF(c, xa[i], xb[0]);
-                  else
-                    for (int64_t i = 0; i < n; ++i)
-                      yo[i] = binaryF(c, xa[0], sb ? xb[i] : xb[0]);
-                  if (!direct)
-                    narrowBlock(by, y->data, y->dtype, o + p, n);
-                }
-              });
+    // Pieces [p0, p1) of the row from output element o.
+    auto row = [&](int64_t o, const int64_t *off, const int64_t *istr,
+                   int64_t p0, int64_t p1) {
+      float ba[kPiece], bb[kPiece], by[kPiece];
+      for (int64_t p = p0 * kPiece; p < std::min(inner, p1 * kPiece);
+           p += kPiece) {
+        int64_t n = std::min(kPiece, inner - p), sa, sb;
+        const float *xa =
+            floatSpan(a, off[0] + p * istr[0], istr[0], n, ba, sa);
+        const float *xb =
+            floatSpan(b, off[1] + p * istr[1], istr[1], n, bb, sb);
+        bool direct = y->dtype == AMPRT_F32;
+        float *yo = direct ? static_cast<float *>(y->data) + o + p : by;
+        if (sa && sb)
+          for (int64_t i = 0; i < n; ++i)
+            yo[i] = binaryF(c, xa[i], xb[i]);
+        else if (sa)
+          for (int64_t i = 0; i < n; ++i)
+            yo[i] = binaryF(c, xa[i], xb[0]);
+        else
+          for (int64_t i = 0; i < n; ++i)
+            yo[i] = binaryF(c, xa[0], sb ? xb[i] : xb[0]);
+        if (!direct)
+          narrowBlock(by, y->data, y->dtype, o + p, n);
+      }
+    };
+    double work = 4.0 * double(numel(so));
+    if (rows >= 4 * int64_t(cpuThreads()) || pieces < 2) {
+      parallelFor(rows, work, [&](int64_t r0, int64_t r1) {
+        forEachBroadcastRowSpan<2>(
+            so, st, r0, r1,
+            [&](int64_t o, const int64_t *off, const int64_t *istr, int64_t) {
+              row(o, off, istr, 0, pieces);
+            });
+      });
+      return;
+    }
+    forEachBroadcastRowSpan<2>(
+        so, st, 0, rows,
+        [&](int64_t o, const int64_t *off, const int64_t *istr, int64_t) {
+          parallelFor(pieces, 4.0 * double(inner), [&](int64_t p0, int64_t p1) {
+            row(o, off, istr, p0, p1);
+          });
         });
   });
+}
+
+/// Whether y can take binaryRows: it overlaps neither input, or is one of
+/// them (the same data, dtype and shape: an in-place plan).
+bool rowsSafe(T in, T y, const Shape &so) {
+  if (!overlapping(in, y))
+    return true;
+  return in->data == y->data && in->dtype == y->dtype && shapeOf(in) == so;
 }
 
 template <typename V, typename F>
@@ -210,8 +234,7 @@ amprt_status binary(amprt_context *ctx, const char *k, Bin op, T a, T b, T y) {
     }
     bool floats =
         isLowOrF32(a->dtype) && isLowOrF32(b->dtype) && isLowOrF32(y->dtype);
-    if (floats && !(shapeOf(a) != so && overlapping(a, y)) &&
-        !(shapeOf(b) != so && overlapping(b, y))) {
+    if (floats && rowsSafe(a, y, so) && rowsSafe(b, y, so)) {
       binaryRows(op, a, b, y, so);
       return AMPRT_OK;
     }

@@ -198,6 +198,17 @@ def test_binary_rows(rt):
                         b.f64().astype(np.float32), dt)
         rt.ok("add", a.ref, b.ref, a.ref)
         rt.equal("add in place " + dt, a.f64(), want)
+    # An f16 output over the first half of its f32 input's bytes (not the
+    # input itself): the kernel reads the input whole before writing.
+    a, b = rt.randn((3, 2000), "f32"), rt.randn((2000,), "f32")
+    want = quantize(a.f64().astype(np.float32) + b.f64().astype(np.float32),
+                    "f16")
+    shape = (C.c_int64 * 2)(3, 2000)
+    y = Tensor(a.arr.ctypes.data, 1, 2, shape)
+    rt.ok("add", a.ref, b.ref, C.byref(y))
+    got = np.frombuffer(a.arr.tobytes()[:3 * 2000 * 2], np.float16)
+    rt.equal("add f32 -> f16 over its input", got.astype(np.float64),
+             want.reshape(-1))
 
 
 GRADS = {
