@@ -429,6 +429,11 @@ public:
     };
     // A value's last write is what the AMP run compares.
     auto measured = measuredWrites(prog, nullptr);
+    llvm::StringSet<> writes;
+    for (size_t i = 0; i < prog.numCalls(); ++i)
+      for (const exec::Program::CallTensor &t : prog.callInfo(i).tensors)
+        if (t.written && !t.value.empty())
+          writes.insert(t.value);
     for (size_t i = 0; i < prog.numCalls(); ++i) {
       const exec::Program::CallInfo &info = prog.callInfo(i);
       // A named value no call writes (a reshape the plan made a view of
@@ -436,7 +441,7 @@ public:
       // run's rerun can read it too.
       for (const exec::Program::CallTensor &t : info.tensors)
         if (t.read && !t.written && !t.value.empty() && comparable(t.tensor) &&
-            !out.count(t.value))
+            !writes.contains(t.value) && !out.count(t.value))
           if (auto e = keep(t))
             return e;
       if (auto e = prog.runCall(i))
