@@ -162,12 +162,10 @@ compareChunkWide(const void *v, int64_t i, const float *r, float floor,
   using Floats = typename V::Floats;
   constexpr int kLanes = V::kLanes;
   WideAcc<V> wide{counts, &largest, &sums};
-  for (int c = 0; c < kChunk; ++c) {
-    Floats y;
-    std::memcpy(&y, r + i + c * kLanes, sizeof y);
-    compareElementsOf<Floats>(wide, loadX<V, Dt>(v, i + c * kLanes), y, floor,
+  for (int c = 0; c < kChunk; ++c)
+    compareElementsOf<Floats>(wide, loadX<V, Dt>(v, i + c * kLanes),
+                              loadX<V, AMPRT_F32>(r, i + c * kLanes), floor,
                               inv);
-  }
 }
 
 /// The statistics of v[0, n) against r[0, n), n a whole number of chunks,
@@ -183,21 +181,16 @@ void compareChunks(const void *v, const float *r, int64_t n, float floor,
   constexpr int kLanes = V::kLanes;
   constexpr int64_t kStep = int64_t(kLanes) * kChunk;
   float x1 = Scaled ? inv : 1.f;
-  auto load = [](const float *p) {
-    Floats f;
-    std::memcpy(&f, p, sizeof f);
-    return f;
-  };
   for (int64_t i = 0; i < n; i += kStep) {
     ChunkF32<V> chunk;
     for (int c = 0; c < kChunk; ++c)
-      compareFiniteElementsOf<Floats>(ChunkAcc<V>{&chunk},
-                                      loadX<V, Dt>(v, i + c * kLanes),
-                                      load(r + i + c * kLanes), floor, x1);
+      compareFiniteElementsOf<Floats>(
+          ChunkAcc<V>{&chunk}, loadX<V, Dt>(v, i + c * kLanes),
+          loadX<V, AMPRT_F32>(r, i + c * kLanes), floor, x1);
     if (chunkSafe<V>(chunk)) {
       for (int k : kFiniteCounts)
         counts[k] += chunk.count(k);
-      largest = chunk.largest > largest ? chunk.largest : largest;
+      largest = V::max(chunk.largest, largest);
       for (int k : kSums)
         sums.add(chunk, k);
       continue;
